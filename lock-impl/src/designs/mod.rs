@@ -1,0 +1,114 @@
+//! The built-in designs, one module each, and the commands they share.
+
+mod set_nx_px_check_del;
+mod set_nx_px_del;
+mod set_nx_px_lua;
+mod setnx_del;
+mod setnx_expire;
+
+pub use set_nx_px_check_del::SetNxPxCheckDel;
+pub use set_nx_px_del::SetNxPxDel;
+pub use set_nx_px_lua::SetNxPxLua;
+pub use setnx_del::SetnxDel;
+pub use setnx_expire::SetnxExpire;
+
+use std::time::Duration;
+
+use crate::lock::{Attempt, classify};
+use crate::{Deps, Guard, LockError, Release};
+
+/// Refuses a guard issued by another design: releasing it with this design's command
+/// would test a lock nobody ships.
+pub(crate) fn check_guard(design: &str, guard: &Guard) -> Result<(), LockError> {
+    if guard.design != design {
+        return Err(LockError::ForeignGuard {
+            key: guard.key.clone(),
+            issued_by: guard.design.clone(),
+            released_by: design.to_string(),
+        });
+    }
+    if guard.key.is_empty() {
+        return Err(LockError::EmptyKey);
+    }
+    Ok(())
+}
+
+/// A guard for an acquisition sent at client time `sent_at`.
+pub(crate) fn guard(
+    design: &str,
+    key: &str,
+    owner: String,
+    sent_at: Duration,
+    lease_ms: Option<u64>,
+) -> Guard {
+    Guard {
+        design: design.to_string(),
+        key: key.to_string(),
+        owner,
+        acquired_at: sent_at,
+        valid_until: lease_ms.map(|ms| sent_at + Duration::from_millis(ms)),
+        token: None,
+    }
+}
+
+/// `SET key owner NX PX lease`: one atomic command that takes the lock and arms its
+/// expiry (seed 001, idea 3).
+pub(crate) async fn set_nx_px(
+    design: &str,
+    deps: &Deps,
+    key: &str,
+    lease_ms: u64,
+) -> Result<Attempt, LockError> {
+    let owner = deps.entropy.owner_value();
+    let sent_at = deps.clock.now();
+    let reply: redis::RedisResult<Option<String>> = redis::cmd("SET")
+        .arg(key)
+        .arg(&owner)
+        .arg("NX")
+        .arg("PX")
+        .arg(lease_ms)
+        .query_async(&mut deps.conn.clone())
+        .await;
+    match reply {
+        Ok(Some(_ok)) => Ok(Attempt::Acquired(guard(
+            design,
+            key,
+            owner,
+            sent_at,
+            Some(lease_ms),
+        ))),
+        Ok(None) => Ok(Attempt::Held),
+        Err(e) => classify("SET NX PX", e).map(Attempt::Unknown),
+    }
+}
+
+/// `SETNX key owner`: `true` if the key was set.
+pub(crate) async fn setnx(
+    deps: &Deps,
+    key: &str,
+    owner: &str,
+) -> Result<Result<bool, String>, LockError> {
+    let reply: redis::RedisResult<i64> = redis::cmd("SETNX")
+        .arg(key)
+        .arg(owner)
+        .query_async(&mut deps.conn.clone())
+        .await;
+    match reply {
+        Ok(n) => Ok(Ok(n == 1)),
+        Err(e) => classify("SETNX", e).map(Err),
+    }
+}
+
+/// `DEL key`, whoever holds it: the release of seeds 001 and 004 before they add the
+/// owner check.
+pub(crate) async fn blind_del(deps: &Deps, key: &str) -> Result<Release, LockError> {
+    let reply: redis::RedisResult<i64> = redis::cmd("DEL")
+        .arg(key)
+        .query_async(&mut deps.conn.clone())
+        .await;
+    match reply {
+        Ok(1) => Ok(Release::Removed),
+        Ok(_) => Ok(Release::NotFound),
+        Err(e) => classify("DEL", e).map(Release::Unknown),
+    }
+}

@@ -1,0 +1,63 @@
+use std::sync::LazyLock;
+
+use async_trait::async_trait;
+
+use super::{check_guard, set_nx_px};
+use crate::lock::{classify, retry_acquire};
+use crate::{Acquire, AcquireOptions, Deps, Guard, LockDesign, LockError, Release};
+
+/// The compare-and-delete script of seeds 001 (idea 4) and 003, verbatim.
+pub const COMPARE_AND_DELETE: &str = include_str!("../../scripts/compare_and_delete.lua");
+
+static SCRIPT: LazyLock<redis::Script> = LazyLock::new(|| redis::Script::new(COMPARE_AND_DELETE));
+
+/// `set-nx-px-lua`: `SET key owner NX PX lease` to acquire; release with a Lua
+/// compare-and-delete (`EVALSHA`, `SCRIPT LOAD` on `NOSCRIPT`), atomic on the server.
+///
+/// Seed 001 (idea 4), seed 003 (the Jedis version) and seed 000. It never deletes
+/// another owner's lock. Known failure, Kleppmann's point: a correct release does not
+/// make a lease safe. If the holder is paused past its lease, another client acquires
+/// and both believe they hold the lock (mutual exclusion, lost updates) though neither
+/// release misbehaves.
+pub struct SetNxPxLua {
+    deps: Deps,
+}
+
+impl SetNxPxLua {
+    /// The user-facing name.
+    pub const NAME: &'static str = "set-nx-px-lua";
+
+    /// A design over `deps`.
+    pub fn new(deps: Deps) -> Self {
+        Self { deps }
+    }
+}
+
+#[async_trait]
+impl LockDesign for SetNxPxLua {
+    fn name(&self) -> &str {
+        Self::NAME
+    }
+
+    async fn acquire(&self, key: &str, options: AcquireOptions) -> Result<Acquire, LockError> {
+        let deps = &self.deps;
+        retry_acquire(deps, key, options, || {
+            set_nx_px(Self::NAME, deps, key, options.lease_ms)
+        })
+        .await
+    }
+
+    async fn release(&self, guard: &Guard) -> Result<Release, LockError> {
+        check_guard(Self::NAME, guard)?;
+        let reply: redis::RedisResult<i64> = SCRIPT
+            .key(&guard.key)
+            .arg(&guard.owner)
+            .invoke_async(&mut self.deps.conn.clone())
+            .await;
+        match reply {
+            Ok(1) => Ok(Release::Removed),
+            Ok(_) => Ok(Release::NotRemoved),
+            Err(e) => classify("EVALSHA", e).map(Release::Unknown),
+        }
+    }
+}

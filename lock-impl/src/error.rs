@@ -1,0 +1,61 @@
+//! Errors a lock operation can return.
+//!
+//! An error means the call could not be made as asked (bad input, an unreachable server,
+//! a reply the design cannot read). An operation whose *outcome* is unknown (a reply
+//! that timed out, a connection dropped mid-request) is not an error: it is
+//! [`crate::Acquire::Unknown`] or [`crate::Release::Unknown`], because the lock may or may
+//! not have been taken and the caller must treat it so.
+
+/// Why a lock operation could not be carried out.
+#[derive(Debug, thiserror::Error)]
+pub enum LockError {
+    /// `lease_ms` must be a positive number of milliseconds.
+    #[error("invalid lease_ms={lease_ms}: a lease must be a positive number of milliseconds")]
+    InvalidLease {
+        /// The value that was given.
+        lease_ms: i64,
+    },
+    /// `wait_ms` must be zero (try once) or positive.
+    #[error("invalid wait_ms={wait_ms}: a wait budget must be zero (try once) or positive")]
+    InvalidWait {
+        /// The value that was given.
+        wait_ms: i64,
+    },
+    /// Redis keys used as locks must not be empty.
+    #[error("invalid key: a lock key must not be empty")]
+    EmptyKey,
+    /// No lock design is registered under this name.
+    #[error("unknown design '{name}'; allowed: {allowed}")]
+    UnknownDesign {
+        /// The name that was asked for.
+        name: String,
+        /// The registered names, comma separated.
+        allowed: String,
+    },
+    /// The server could not be reached.
+    #[error("cannot connect to Redis at {addr}: {source}")]
+    Connect {
+        /// The address that was dialled.
+        addr: String,
+        /// What the connection attempt reported.
+        source: redis::RedisError,
+    },
+    /// The server answered with an error, or with a reply of an unexpected shape.
+    #[error("Redis replied with an error to {command}: {source}")]
+    Redis {
+        /// The command that was sent.
+        command: &'static str,
+        /// The reply.
+        source: redis::RedisError,
+    },
+    /// A guard was released by a design that did not issue it.
+    #[error("guard for key '{key}' was issued by design '{issued_by}', not '{released_by}'")]
+    ForeignGuard {
+        /// The guard's key.
+        key: String,
+        /// The design that issued the guard.
+        issued_by: String,
+        /// The design asked to release it.
+        released_by: String,
+    },
+}

@@ -1,0 +1,196 @@
+//! Redis lock designs as a library: the code a service ships, and the code locksim runs
+//! inside its simulator, unchanged.
+//!
+//! Every design implements [`LockDesign`] and takes its environment as [`Deps`]: a
+//! `redis` crate [`MultiplexedConnection`](redis::aio::MultiplexedConnection) (built
+//! over any `AsyncRead + AsyncWrite` stream), a [`Clock`] and an [`Entropy`]. Nothing
+//! here reads the machine's clock or randomness directly, so the simulator can
+//! substitute its own. Production code uses [`TokioClock`], [`OsEntropy`] and
+//! [`connect`].
+//!
+//! The built-in designs are listed in [`DESIGNS`] and built by name with [`build`]:
+//!
+//! | name | acquire | release | seeds |
+//! | --- | --- | --- | --- |
+//! | `setnx-del` | `SETNX` | `DEL` | 004 |
+//! | `setnx-expire` | `SETNX`, then `PEXPIRE` | `DEL` | 001, 004 |
+//! | `set-nx-px-del` | `SET NX PX` | `DEL` | 001, 004 |
+//! | `set-nx-px-check-del` | `SET NX PX` | `GET`, compare, `DEL` | 000, 004 |
+//! | `set-nx-px-lua` | `SET NX PX` | Lua compare-and-delete | 001, 003 |
+//!
+//! # Your own design
+//!
+//! Checking *your* lock is the point. Implement [`LockDesign`]; [`retry_acquire`]
+//! gives you the wait-budget loop. `examples/custom_design.rs` is a complete one (a
+//! `SET NX EX` lock with a `GETDEL` release), and the real-Redis test suite runs the
+//! same conformance bodies on it as on the built-in designs:
+//!
+//! ```no_run
+//! use async_trait::async_trait;
+//! use lock_impl::{Acquire, AcquireOptions, Attempt, Deps, Guard, LockDesign, LockError,
+//!                 Release, retry_acquire};
+//!
+//! struct MyLock { deps: Deps }
+//!
+//! #[async_trait]
+//! impl LockDesign for MyLock {
+//!     fn name(&self) -> &str { "my-lock" }
+//!
+//!     async fn acquire(&self, key: &str, options: AcquireOptions) -> Result<Acquire, LockError> {
+//!         let deps = &self.deps;
+//!         retry_acquire(deps, key, options, || async move {
+//!             let owner = deps.entropy.owner_value();
+//!             let sent_at = deps.clock.now();
+//!             let set: Option<String> = redis::cmd("SET").arg(key).arg(&owner)
+//!                 .arg("NX").arg("PX").arg(options.lease_ms)
+//!                 .query_async(&mut deps.conn.clone()).await
+//!                 .map_err(|source| LockError::Redis { command: "SET", source })?;
+//!             Ok(match set {
+//!                 Some(_) => Attempt::Acquired(Guard {
+//!                     design: "my-lock".into(), key: key.into(), owner,
+//!                     acquired_at: sent_at,
+//!                     valid_until: Some(sent_at + std::time::Duration::from_millis(options.lease_ms)),
+//!                     token: None,
+//!                 }),
+//!                 None => Attempt::Held,
+//!             })
+//!         }).await
+//!     }
+//!
+//!     async fn release(&self, guard: &Guard) -> Result<Release, LockError> {
+//!         let n: i64 = redis::cmd("DEL").arg(&guard.key)
+//!             .query_async(&mut self.deps.conn.clone()).await
+//!             .map_err(|source| LockError::Redis { command: "DEL", source })?;
+//!         Ok(if n == 1 { Release::Removed } else { Release::NotFound })
+//!     }
+//! }
+//! ```
+
+#![warn(missing_docs)]
+
+mod clock;
+pub mod designs;
+mod entropy;
+mod error;
+mod lock;
+#[cfg(feature = "testing")]
+pub mod testing;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+pub use clock::{Clock, Sleep, TokioClock};
+pub use entropy::{Entropy, OsEntropy, SeededEntropy};
+pub use error::LockError;
+pub use lock::{
+    Acquire, AcquireOptions, Attempt, Deps, Guard, LockDesign, Release, Wait, retry_acquire,
+};
+
+/// What the catalog knows about a built-in design.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct DesignInfo {
+    /// The user-facing identifier.
+    pub name: &'static str,
+    /// One line: acquire and release.
+    pub summary: &'static str,
+    /// The seed documents that describe it.
+    pub seeds: &'static str,
+    /// The failure it is known for.
+    pub known_failure: &'static str,
+    /// Whether the lock expires on its own after the lease.
+    pub expires: bool,
+}
+
+/// The built-in designs, in the order reports list them.
+pub const DESIGNS: &[DesignInfo] = &[
+    DesignInfo {
+        name: designs::SetnxDel::NAME,
+        summary: "SETNX to acquire, DEL to release; no expiry",
+        seeds: "004",
+        known_failure: "a holder that dies leaves the lock held forever",
+        expires: false,
+    },
+    DesignInfo {
+        name: designs::SetnxExpire::NAME,
+        summary: "SETNX, then PEXPIRE as a second command; DEL to release",
+        seeds: "001, 004",
+        known_failure: "a crash between SETNX and PEXPIRE leaves a lock without expiry",
+        expires: true,
+    },
+    DesignInfo {
+        name: designs::SetNxPxDel::NAME,
+        summary: "SET NX PX to acquire, DEL to release",
+        seeds: "001, 004",
+        known_failure: "a holder past its lease deletes the next holder's lock",
+        expires: true,
+    },
+    DesignInfo {
+        name: designs::SetNxPxCheckDel::NAME,
+        summary: "SET NX PX; release by GET, compare, then DEL (two commands)",
+        seeds: "000, 004",
+        known_failure: "the lease expiring between GET and DEL deletes another's lock",
+        expires: true,
+    },
+    DesignInfo {
+        name: designs::SetNxPxLua::NAME,
+        summary: "SET NX PX; release by Lua compare-and-delete",
+        seeds: "001, 003",
+        known_failure: "a pause past the lease gives two holders (no fencing)",
+        expires: true,
+    },
+];
+
+/// The names of [`DESIGNS`], comma separated, for error messages.
+pub fn design_names() -> String {
+    DESIGNS
+        .iter()
+        .map(|d| d.name)
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// Builds the built-in design called `name` over `deps`.
+pub fn build(name: &str, deps: Deps) -> Result<Arc<dyn LockDesign>, LockError> {
+    Ok(match name {
+        designs::SetnxDel::NAME => Arc::new(designs::SetnxDel::new(deps)),
+        designs::SetnxExpire::NAME => Arc::new(designs::SetnxExpire::new(deps)),
+        designs::SetNxPxDel::NAME => Arc::new(designs::SetNxPxDel::new(deps)),
+        designs::SetNxPxCheckDel::NAME => Arc::new(designs::SetNxPxCheckDel::new(deps)),
+        designs::SetNxPxLua::NAME => Arc::new(designs::SetNxPxLua::new(deps)),
+        other => {
+            return Err(LockError::UnknownDesign {
+                name: other.to_string(),
+                allowed: design_names(),
+            });
+        }
+    })
+}
+
+/// Connects to a real Redis at `url` (e.g. `redis://127.0.0.1:6379`) with a
+/// `response_timeout` per reply: the production way to get [`Deps::conn`].
+pub async fn connect(
+    url: &str,
+    response_timeout: Duration,
+) -> Result<redis::aio::MultiplexedConnection, LockError> {
+    let connect_err = |source| LockError::Connect {
+        addr: url.to_string(),
+        source,
+    };
+    let client = redis::Client::open(url).map_err(connect_err)?;
+    let config = redis::AsyncConnectionConfig::new()
+        .set_response_timeout(Some(response_timeout))
+        .set_connection_timeout(Some(Duration::from_secs(2)));
+    client
+        .get_multiplexed_async_connection_with_config(&config)
+        .await
+        .map_err(connect_err)
+}
+
+/// Production dependencies: a connection to `url`, tokio's clock, OS randomness.
+pub async fn production_deps(url: &str, response_timeout: Duration) -> Result<Deps, LockError> {
+    Ok(Deps {
+        conn: connect(url, response_timeout).await?,
+        clock: Arc::new(TokioClock::new()),
+        entropy: Arc::new(OsEntropy),
+    })
+}

@@ -1,0 +1,240 @@
+//! The lock trait every design implements, and the values it trades in.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use async_trait::async_trait;
+use redis::aio::MultiplexedConnection;
+
+use crate::{Clock, Entropy, LockError};
+
+/// What a design needs from its environment, passed in rather than reached for, so the
+/// simulator can substitute its own connection, clock and entropy.
+#[derive(Clone)]
+pub struct Deps {
+    /// A connection to the Redis server holding the lock.
+    pub conn: MultiplexedConnection,
+    /// The client's monotonic clock.
+    pub clock: Arc<dyn Clock>,
+    /// Owner values and jitter.
+    pub entropy: Arc<dyn Entropy>,
+}
+
+impl std::fmt::Debug for Deps {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Deps").finish_non_exhaustive()
+    }
+}
+
+/// How long `acquire` may keep trying.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Wait {
+    /// One attempt; report `NotAcquired` if the lock is held.
+    TryOnce,
+    /// Retry with jittered backoff until `budget_ms` has passed on the client's clock.
+    Retry {
+        /// Total time allowed for acquiring, in milliseconds.
+        budget_ms: u64,
+        /// Smallest pause between attempts.
+        backoff_min_ms: u64,
+        /// Largest pause between attempts (the pause doubles up to this).
+        backoff_max_ms: u64,
+    },
+}
+
+/// Validated arguments of an acquisition.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct AcquireOptions {
+    /// The lease: how long the lock lives on the server unless released or extended.
+    pub lease_ms: u64,
+    /// The wait budget.
+    pub wait: Wait,
+}
+
+impl AcquireOptions {
+    /// Default smallest retry pause.
+    pub const BACKOFF_MIN_MS: u64 = 5;
+    /// Default largest retry pause.
+    pub const BACKOFF_MAX_MS: u64 = 100;
+
+    /// Options from user-supplied numbers: `lease_ms > 0`; `wait_ms == 0` means try once,
+    /// `wait_ms > 0` retries with the default backoff until that budget is spent.
+    ///
+    /// Signed inputs on purpose: configuration files and command lines can hold negative
+    /// numbers, and they deserve an error that names them rather than a wrap-around.
+    pub fn new(lease_ms: i64, wait_ms: i64) -> Result<Self, LockError> {
+        if lease_ms <= 0 {
+            return Err(LockError::InvalidLease { lease_ms });
+        }
+        let wait = match wait_ms {
+            0 => Wait::TryOnce,
+            w if w > 0 => Wait::Retry {
+                budget_ms: w as u64,
+                backoff_min_ms: Self::BACKOFF_MIN_MS,
+                backoff_max_ms: Self::BACKOFF_MAX_MS,
+            },
+            w => return Err(LockError::InvalidWait { wait_ms: w }),
+        };
+        Ok(Self {
+            lease_ms: lease_ms as u64,
+            wait,
+        })
+    }
+
+    /// Checks options built by hand (the fields are public).
+    pub fn validate(&self) -> Result<(), LockError> {
+        if self.lease_ms == 0 || self.lease_ms > i64::MAX as u64 {
+            return Err(LockError::InvalidLease {
+                lease_ms: self.lease_ms as i64,
+            });
+        }
+        Ok(())
+    }
+}
+
+/// Proof of an acquisition, as the client believes it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Guard {
+    /// The design that issued this guard.
+    pub design: String,
+    /// The locked key.
+    pub key: String,
+    /// The unique value this acquisition stored (the owner value).
+    pub owner: String,
+    /// Client clock when the successful attempt was sent.
+    pub acquired_at: Duration,
+    /// Client clock until which the client believes the lock is its own: the attempt's
+    /// send time plus the lease, as in Redlock, because the server started the lease
+    /// some time after the send. `None` for a lock that never expires.
+    pub valid_until: Option<Duration>,
+    /// A fencing token, for designs that issue one.
+    pub token: Option<u64>,
+}
+
+impl Guard {
+    /// Validity the client believes it still has at client time `now`: `None` if the
+    /// lock never expires, zero once it has run out.
+    pub fn remaining(&self, now: Duration) -> Option<Duration> {
+        self.valid_until.map(|until| until.saturating_sub(now))
+    }
+}
+
+/// Outcome of an acquisition.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Acquire {
+    /// The lock is ours.
+    Acquired(Guard),
+    /// The lock is held by someone else and the wait budget is spent.
+    NotAcquired,
+    /// The outcome is unknown (a reply timed out or the connection dropped): the lock
+    /// may be ours. A Jepsen `info` outcome.
+    Unknown(String),
+}
+
+/// Outcome of a release.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Release {
+    /// The release deleted the lock, and, as far as the design can tell, it was ours.
+    /// (Designs that `DEL` blindly report this even when the key held another owner's
+    /// value: they cannot know. Only the server's record can tell.)
+    Removed,
+    /// There was no lock to delete (it had expired, or was deleted already).
+    NotFound,
+    /// The lock was held by another owner and was left in place.
+    HeldByOther,
+    /// Nothing was deleted, and the design's reply cannot say whether the lock was
+    /// absent or someone else's (the Lua compare-and-delete returns `0` for both).
+    NotRemoved,
+    /// The outcome is unknown (a reply timed out or the connection dropped).
+    Unknown(String),
+}
+
+/// A lock design: how to acquire and release one lock key on Redis.
+///
+/// Implementations hold their [`Deps`]. `acquire` honours the wait budget through
+/// [`crate::retry_acquire`], which designs may use; `release` takes the guard that
+/// `acquire` returned. Implement this for your own lock to run every locksim scenario
+/// on it (see `examples/custom_design.rs`).
+#[async_trait]
+pub trait LockDesign: Send + Sync {
+    /// The user-facing identifier, e.g. `set-nx-px-lua`.
+    fn name(&self) -> &str;
+
+    /// Acquire `key` with the given lease, within the wait budget.
+    async fn acquire(&self, key: &str, options: AcquireOptions) -> Result<Acquire, LockError>;
+
+    /// Release the lock that `guard` stands for.
+    async fn release(&self, guard: &Guard) -> Result<Release, LockError>;
+}
+
+/// One attempt's outcome, for [`retry_acquire`].
+pub enum Attempt {
+    /// Acquired: the guard.
+    Acquired(Guard),
+    /// Held by someone else.
+    Held,
+    /// Outcome unknown.
+    Unknown(String),
+}
+
+/// Runs `attempt` once, or again after jittered, doubling backoff until the wait budget
+/// is spent on `deps.clock`. An unknown outcome ends the loop at once: a retry could
+/// not tell a lock we already hold from someone else's.
+pub async fn retry_acquire<F, Fut>(
+    deps: &Deps,
+    key: &str,
+    options: AcquireOptions,
+    mut attempt: F,
+) -> Result<Acquire, LockError>
+where
+    F: FnMut() -> Fut + Send,
+    Fut: std::future::Future<Output = Result<Attempt, LockError>> + Send,
+{
+    if key.is_empty() {
+        return Err(LockError::EmptyKey);
+    }
+    options.validate()?;
+    let start = deps.clock.now();
+    let mut backoff_ms = match options.wait {
+        Wait::TryOnce => 0,
+        Wait::Retry { backoff_min_ms, .. } => backoff_min_ms.max(1),
+    };
+    loop {
+        match attempt().await? {
+            Attempt::Acquired(guard) => return Ok(Acquire::Acquired(guard)),
+            Attempt::Unknown(why) => return Ok(Acquire::Unknown(why)),
+            Attempt::Held => {}
+        }
+        let Wait::Retry {
+            budget_ms,
+            backoff_max_ms,
+            ..
+        } = options.wait
+        else {
+            return Ok(Acquire::NotAcquired);
+        };
+        let elapsed = deps.clock.now().saturating_sub(start);
+        let budget = Duration::from_millis(budget_ms);
+        if elapsed >= budget {
+            return Ok(Acquire::NotAcquired);
+        }
+        // Full jitter in [backoff/2, backoff], capped by what is left of the budget.
+        let pause_ms = backoff_ms / 2 + deps.entropy.below(backoff_ms / 2 + 1);
+        let pause = Duration::from_millis(pause_ms.max(1)).min(budget - elapsed);
+        deps.clock.sleep(pause).await;
+        backoff_ms = (backoff_ms * 2).min(backoff_max_ms.max(1));
+    }
+}
+
+/// Maps a Redis error from `command` to an outcome or an error: a timeout or a broken
+/// connection leaves the outcome unknown; anything the server said is an error.
+pub(crate) fn classify(command: &'static str, err: redis::RedisError) -> Result<String, LockError> {
+    if err.is_timeout() || err.is_io_error() || err.is_connection_dropped() {
+        Ok(format!("{command}: {err}"))
+    } else {
+        Err(LockError::Redis {
+            command,
+            source: err,
+        })
+    }
+}

@@ -1,0 +1,322 @@
+//! Test support, behind the `testing` feature: a real `redis-server` launcher and the
+//! conformance bodies that every backend (real Redis, the locksim model) must pass.
+//!
+//! One body, two backends: the same function runs against a `redis-server` started on
+//! a free loopback port and against the simulator's model, so a difference between
+//! them shows up as a failing test rather than as a wrong verdict later.
+
+use std::future::Future;
+use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::pin::Pin;
+use std::process::{Child, Command, Stdio};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::time::Duration;
+
+use crate::{Acquire, AcquireOptions, Deps, Guard, LockDesign, Release};
+
+/// A `redis-server` child process on a free loopback port, stopped on drop.
+pub struct RealRedis {
+    child: Child,
+    addr: SocketAddr,
+}
+
+impl RealRedis {
+    /// Starts `redis-server` (no persistence, loopback only), or returns `None` after
+    /// printing one line that says why and how to install it. With the environment
+    /// variable `LOCKSIM_REQUIRE_REDIS` set (CI sets it), a missing server panics
+    /// instead, so CI can never pass by skipping.
+    pub fn start() -> Option<Self> {
+        let found = Command::new("redis-server")
+            .arg("--version")
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .status()
+            .is_ok();
+        if !found {
+            if std::env::var_os("LOCKSIM_REQUIRE_REDIS").is_some() {
+                panic!("LOCKSIM_REQUIRE_REDIS is set but redis-server is not on PATH");
+            }
+            eprintln!(
+                "SKIPPED: redis-server is not on PATH; install it with \
+                 `apt-get install -y redis-server` (CI does) to run the real-Redis tests"
+            );
+            return None;
+        }
+        // Port 0 picks a free port; a small race with other processes is tolerated by
+        // retrying on a fresh port.
+        for _ in 0..5 {
+            let port = TcpListener::bind("127.0.0.1:0")
+                .and_then(|l| l.local_addr())
+                .expect("cannot bind a loopback port")
+                .port();
+            let mut child = Command::new("redis-server")
+                .args(["--port", &port.to_string(), "--bind", "127.0.0.1"])
+                .args([
+                    "--save",
+                    "",
+                    "--appendonly",
+                    "no",
+                    "--protected-mode",
+                    "yes",
+                ])
+                .stdout(Stdio::null())
+                .stderr(Stdio::null())
+                .spawn()
+                .expect("redis-server is on PATH but failed to start");
+            let addr: SocketAddr = ([127, 0, 0, 1], port).into();
+            for _ in 0..200 {
+                if TcpStream::connect(addr).is_ok() {
+                    return Some(Self { child, addr });
+                }
+                if let Ok(Some(_)) = child.try_wait() {
+                    break;
+                }
+                std::thread::sleep(Duration::from_millis(10));
+            }
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+        panic!("redis-server did not start listening after 5 attempts");
+    }
+
+    /// The server's address.
+    pub fn addr(&self) -> SocketAddr {
+        self.addr
+    }
+
+    /// `redis://127.0.0.1:PORT`.
+    pub fn url(&self) -> String {
+        format!("redis://{}", self.addr)
+    }
+}
+
+impl Drop for RealRedis {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// Builds one design over fresh dependencies: how a conformance body makes clients.
+pub type Factory = Arc<dyn Fn(Deps) -> Arc<dyn LockDesign> + Send + Sync>;
+
+/// Where conformance bodies get their clients' dependencies from.
+pub trait Backend: Send + Sync {
+    /// Dependencies for a new client (its own connection, clock and entropy).
+    fn deps(&self) -> Pin<Box<dyn Future<Output = Deps> + Send + '_>>;
+}
+
+/// A backend over a Redis URL with tokio's clock and OS entropy.
+pub struct UrlBackend {
+    /// The server.
+    pub url: String,
+}
+
+impl Backend for UrlBackend {
+    fn deps(&self) -> Pin<Box<dyn Future<Output = Deps> + Send + '_>> {
+        Box::pin(async move {
+            crate::production_deps(&self.url, Duration::from_secs(5))
+                .await
+                .expect("connect to the test server")
+        })
+    }
+}
+
+static KEYS: AtomicU64 = AtomicU64::new(0);
+
+/// A key no other body in this process uses, so bodies can share one server.
+pub fn fresh_key(body: &str) -> String {
+    format!("lock:{body}:{}", KEYS.fetch_add(1, Ordering::Relaxed))
+}
+
+fn acquired(outcome: Acquire, what: &str) -> Guard {
+    match outcome {
+        Acquire::Acquired(g) => g,
+        other => panic!("{what}: expected Acquired, got {other:?}"),
+    }
+}
+
+async fn client(backend: &dyn Backend, factory: &Factory) -> Arc<dyn LockDesign> {
+    factory(backend.deps().await)
+}
+
+/// Two owners: while A holds the lock, B neither gets it at once nor within a wait.
+pub async fn exclusive_between_two_owners(backend: &dyn Backend, factory: &Factory) {
+    let key = fresh_key("exclusive");
+    let (a, b) = (
+        client(backend, factory).await,
+        client(backend, factory).await,
+    );
+    let opts = AcquireOptions::new(10_000, 0).unwrap();
+    let ga = acquired(a.acquire(&key, opts).await.unwrap(), "first owner");
+    assert_eq!(
+        b.acquire(&key, opts).await.unwrap(),
+        Acquire::NotAcquired,
+        "design={}",
+        a.name()
+    );
+    let wait = AcquireOptions::new(10_000, 150).unwrap();
+    assert_eq!(
+        b.acquire(&key, wait).await.unwrap(),
+        Acquire::NotAcquired,
+        "design={}",
+        a.name()
+    );
+    assert_eq!(
+        a.release(&ga).await.unwrap(),
+        Release::Removed,
+        "design={}",
+        a.name()
+    );
+}
+
+/// The owner's release frees the lock for the next owner at once.
+pub async fn release_by_owner_frees_the_lock(backend: &dyn Backend, factory: &Factory) {
+    let key = fresh_key("release");
+    let (a, b) = (
+        client(backend, factory).await,
+        client(backend, factory).await,
+    );
+    let opts = AcquireOptions::new(10_000, 0).unwrap();
+    let ga = acquired(a.acquire(&key, opts).await.unwrap(), "first owner");
+    assert_eq!(
+        a.release(&ga).await.unwrap(),
+        Release::Removed,
+        "design={}",
+        a.name()
+    );
+    let gb = acquired(
+        b.acquire(&key, opts).await.unwrap(),
+        "second owner after release",
+    );
+    assert_ne!(ga.owner, gb.owner, "owner values must be unique");
+    assert_eq!(b.release(&gb).await.unwrap(), Release::Removed);
+}
+
+/// After the lease (plus margin) a second owner acquires, if and only if the design
+/// expires (`expires`); a design without expiry keeps the lock.
+pub async fn lease_expiry(backend: &dyn Backend, factory: &Factory, expires: bool) {
+    let key = fresh_key("expiry");
+    let (a, b) = (
+        client(backend, factory).await,
+        client(backend, factory).await,
+    );
+    let ga = acquired(
+        a.acquire(&key, AcquireOptions::new(150, 0).unwrap())
+            .await
+            .unwrap(),
+        "first owner",
+    );
+    tokio::time::sleep(Duration::from_millis(400)).await;
+    let second = b
+        .acquire(&key, AcquireOptions::new(10_000, 0).unwrap())
+        .await
+        .unwrap();
+    if expires {
+        let gb = acquired(second, "second owner after the lease");
+        assert_eq!(b.release(&gb).await.unwrap(), Release::Removed);
+    } else {
+        assert_eq!(
+            second,
+            Acquire::NotAcquired,
+            "design={} must not expire",
+            a.name()
+        );
+        assert_eq!(a.release(&ga).await.unwrap(), Release::Removed);
+    }
+}
+
+/// A release with someone else's owner value leaves the lock in place (for designs
+/// that check ownership).
+pub async fn foreign_release_leaves_the_lock(backend: &dyn Backend, factory: &Factory) {
+    let key = fresh_key("foreign");
+    let (a, b) = (
+        client(backend, factory).await,
+        client(backend, factory).await,
+    );
+    let opts = AcquireOptions::new(10_000, 0).unwrap();
+    let ga = acquired(a.acquire(&key, opts).await.unwrap(), "first owner");
+    let forged = Guard {
+        owner: format!("{}-not-mine", ga.owner),
+        ..ga.clone()
+    };
+    let outcome = b.release(&forged).await.unwrap();
+    assert!(
+        matches!(outcome, Release::NotRemoved | Release::HeldByOther),
+        "design={} foreign release gave {outcome:?}",
+        a.name()
+    );
+    assert_eq!(
+        b.acquire(&key, opts).await.unwrap(),
+        Acquire::NotAcquired,
+        "lock must still be held"
+    );
+    assert_eq!(a.release(&ga).await.unwrap(), Release::Removed);
+}
+
+/// Eight tasks contend for one lock; each increments a shared counter with a read, a
+/// pause and a write inside the critical section. The count ends exact and no two
+/// tasks are ever inside at once.
+pub async fn contention_keeps_a_counter_exact(backend: &dyn Backend, factory: &Factory) {
+    const TASKS: u64 = 8;
+    const ROUNDS: u64 = 10;
+    let key = fresh_key("contention");
+    let counter = Arc::new(AtomicU64::new(0));
+    let inside = Arc::new(AtomicBool::new(false));
+    let contended = Arc::new(AtomicU64::new(0));
+    let mut tasks = Vec::new();
+    for _ in 0..TASKS {
+        let lock = client(backend, factory).await;
+        let (key, counter, inside, contended) = (
+            key.clone(),
+            counter.clone(),
+            inside.clone(),
+            contended.clone(),
+        );
+        tasks.push(tokio::spawn(async move {
+            for _ in 0..ROUNDS {
+                let first = lock
+                    .acquire(&key, AcquireOptions::new(10_000, 0).unwrap())
+                    .await
+                    .unwrap();
+                let guard = match first {
+                    Acquire::Acquired(g) => g,
+                    _ => {
+                        contended.fetch_add(1, Ordering::Relaxed);
+                        let wait = AcquireOptions::new(10_000, 30_000).unwrap();
+                        acquired(lock.acquire(&key, wait).await.unwrap(), "contending task")
+                    }
+                };
+                assert!(
+                    !inside.swap(true, Ordering::SeqCst),
+                    "two tasks inside at once"
+                );
+                let read = counter.load(Ordering::SeqCst);
+                tokio::time::sleep(Duration::from_millis(1)).await;
+                counter.store(read + 1, Ordering::SeqCst);
+                inside.store(false, Ordering::SeqCst);
+                assert_eq!(lock.release(&guard).await.unwrap(), Release::Removed);
+            }
+        }));
+    }
+    for t in tasks {
+        t.await.expect("contending task panicked");
+    }
+    assert_eq!(counter.load(Ordering::SeqCst), TASKS * ROUNDS);
+    assert!(
+        contended.load(Ordering::Relaxed) > 0,
+        "the lock was never contended"
+    );
+}
+
+/// Every body in turn, for one design.
+pub async fn run_all(backend: &dyn Backend, factory: &Factory, expires: bool, checks_owner: bool) {
+    exclusive_between_two_owners(backend, factory).await;
+    release_by_owner_frees_the_lock(backend, factory).await;
+    lease_expiry(backend, factory, expires).await;
+    if checks_owner {
+        foreign_release_leaves_the_lock(backend, factory).await;
+    }
+    contention_keeps_a_counter_exact(backend, factory).await;
+}

@@ -1,0 +1,147 @@
+//! The conformance bodies of `lock_impl::testing`, run on every design against a real
+//! `redis-server` that the test starts on a free loopback port.
+
+use std::sync::Arc;
+
+use lock_impl::testing::{Factory, RealRedis, UrlBackend, run_all};
+use lock_impl::{AcquireOptions, LockError, designs};
+
+#[allow(dead_code)]
+#[path = "../examples/custom_design.rs"]
+mod custom;
+
+fn backend() -> Option<(RealRedis, UrlBackend)> {
+    let server = RealRedis::start()?;
+    let url = server.url();
+    Some((server, UrlBackend { url }))
+}
+
+fn builtin(name: &'static str) -> Factory {
+    Arc::new(move |deps| lock_impl::build(name, deps).expect("built-in design"))
+}
+
+async fn conformance(name: &str, factory: Factory, expires: bool, checks_owner: bool) {
+    let Some((_server, backend)) = backend() else {
+        return;
+    };
+    run_all(&backend, &factory, expires, checks_owner).await;
+    println!("real-redis conformance passed: design={name}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn setnx_del_passes_conformance_on_real_redis() {
+    conformance(
+        designs::SetnxDel::NAME,
+        builtin(designs::SetnxDel::NAME),
+        false,
+        false,
+    )
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn setnx_expire_passes_conformance_on_real_redis() {
+    conformance(
+        designs::SetnxExpire::NAME,
+        builtin(designs::SetnxExpire::NAME),
+        true,
+        false,
+    )
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn set_nx_px_del_passes_conformance_on_real_redis() {
+    conformance(
+        designs::SetNxPxDel::NAME,
+        builtin(designs::SetNxPxDel::NAME),
+        true,
+        false,
+    )
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn set_nx_px_check_del_passes_conformance_on_real_redis() {
+    let name = designs::SetNxPxCheckDel::NAME;
+    conformance(name, builtin(name), true, true).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn set_nx_px_lua_passes_conformance_on_real_redis() {
+    conformance(
+        designs::SetNxPxLua::NAME,
+        builtin(designs::SetNxPxLua::NAME),
+        true,
+        true,
+    )
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_user_written_design_passes_the_same_conformance() {
+    let factory: Factory = Arc::new(|deps| Arc::new(custom::SetNxExLua::new(deps)));
+    // Its lease is rounded up to whole seconds, so the expiry body (150 ms lease, 400 ms
+    // wait) would see it still held: run the bodies that do not depend on the rounding.
+    let Some((_server, backend)) = backend() else {
+        return;
+    };
+    lock_impl::testing::exclusive_between_two_owners(&backend, &factory).await;
+    lock_impl::testing::release_by_owner_frees_the_lock(&backend, &factory).await;
+    lock_impl::testing::foreign_release_leaves_the_lock(&backend, &factory).await;
+    lock_impl::testing::contention_keeps_a_counter_exact(&backend, &factory).await;
+    println!(
+        "real-redis conformance passed: design={}",
+        custom::SetNxExLua::NAME
+    );
+}
+
+#[tokio::test]
+async fn bad_input_gives_typed_errors_that_name_the_problem() {
+    let err = AcquireOptions::new(0, 0).unwrap_err();
+    assert!(matches!(err, LockError::InvalidLease { lease_ms: 0 }));
+    assert!(err.to_string().contains("lease_ms=0"), "{err}");
+    let err = AcquireOptions::new(-5, 0).unwrap_err();
+    assert!(err.to_string().contains("lease_ms=-5"), "{err}");
+    let err = AcquireOptions::new(100, -1).unwrap_err();
+    assert!(err.to_string().contains("wait_ms=-1"), "{err}");
+
+    // An unreachable server: a port nothing listens on.
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let url = format!("redis://127.0.0.1:{port}");
+    let err = lock_impl::connect(&url, std::time::Duration::from_millis(200))
+        .await
+        .unwrap_err();
+    assert!(matches!(err, LockError::Connect { .. }), "{err:?}");
+    assert!(err.to_string().contains(&url), "{err}");
+
+    let Some((_server, backend)) = backend() else {
+        return;
+    };
+    let deps = lock_impl::testing::Backend::deps(&backend).await;
+    let err = lock_impl::build("setnx-everything", deps.clone())
+        .err()
+        .expect("unknown design");
+    assert!(err.to_string().contains("setnx-everything"), "{err}");
+    assert!(
+        err.to_string().contains("set-nx-px-lua"),
+        "lists the allowed names: {err}"
+    );
+    for design in lock_impl::DESIGNS {
+        let lock = lock_impl::build(design.name, deps.clone()).unwrap();
+        let err = lock
+            .acquire("", AcquireOptions::new(100, 0).unwrap())
+            .await
+            .unwrap_err();
+        assert!(
+            matches!(err, LockError::EmptyKey),
+            "design={} {err:?}",
+            design.name
+        );
+        assert!(err.to_string().contains("key"), "{err}");
+    }
+}
