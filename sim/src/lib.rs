@@ -1,1 +1,4 @@
-//! The deterministic world.
+//! The deterministic world: a Redis 7 model, hosts with their own clocks, faults, and
+//! the history every run records.
+
+pub mod redis;

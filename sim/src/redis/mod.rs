@@ -1,0 +1,9 @@
+//! A Redis 7 model: RESP codec, command engine (keyspace, expiry, Lua, pub/sub), and a
+//! server that runs on turmoil's network in the simulator or on tokio's for
+//! `locksim serve-model`.
+
+pub mod engine;
+pub mod reply;
+
+pub use engine::{Engine, KeyCause, KeyEvent, Session};
+pub use reply::Reply;
