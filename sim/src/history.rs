@@ -1,0 +1,213 @@
+//! The history of one run: plain serde data that checkers, reports and replays read
+//! without the simulator.
+//!
+//! Jepsen's shape: every client operation is an *invoke* event followed (unless the
+//! client died first) by one completion with the same `op` id: `ok` (it happened),
+//! `fail` (it certainly did not happen) or `info` (unknown: it may have happened).
+//! Fault starts and ends, the storage's record of every read and write, and the Redis
+//! server's record of which key it wrote or removed on whose behalf are events too, all
+//! stamped with true simulated time.
+
+use serde::{Deserialize, Serialize};
+
+use crate::faults::FaultPlan;
+
+/// Everything recorded in one run.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct History {
+    /// The run's seed: everything random in the run derives from it.
+    pub seed: u64,
+    /// The lock design's name (for reports; checkers must not read it).
+    pub design: String,
+    /// The scenario's name (for reports; checkers must not read it).
+    pub scenario: String,
+    /// Knobs the checkers need (bounds, initial stock).
+    pub params: RunParams,
+    /// The fault plan that ran.
+    pub plan: FaultPlan,
+    /// Events in the order they happened (ties in time keep recording order).
+    pub events: Vec<Event>,
+    /// True simulated time when the run stopped, in microseconds.
+    pub end_us: u64,
+}
+
+/// The knobs of a run that checkers need to judge it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RunParams {
+    /// The lock key every client contends for.
+    pub key: String,
+    /// The lease each acquisition asks for.
+    pub lease_ms: u64,
+    /// How long a free lock may stay untaken while someone wants it before the liveness
+    /// checker calls it stuck: lease plus slack.
+    pub liveness_bound_ms: u64,
+    /// The storage counter's value at the start.
+    pub initial_stock: i64,
+    /// Number of client hosts.
+    pub clients: u32,
+}
+
+/// One event.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Event {
+    /// True simulated time since the run's start, in microseconds.
+    pub at_us: u64,
+    /// The host it happened on or to (`client-3`, `redis`, `storage`, `nemesis`).
+    pub host: String,
+    /// What happened.
+    pub kind: EventKind,
+}
+
+/// What an event records.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "kebab-case")]
+pub enum EventKind {
+    /// A client operation's invocation or completion.
+    Op(Op),
+    /// A fault started or ended.
+    Fault {
+        /// Index into the history's fault plan.
+        fault: usize,
+        /// `start` or `end`.
+        phase: FaultPhase,
+        /// Human-readable description with the resolved target.
+        detail: String,
+    },
+    /// The storage served a read or applied (or rejected) a write.
+    Storage(StorageEvent),
+    /// The Redis server wrote or removed a key (its own record).
+    Server(ServerEvent),
+}
+
+/// A client operation event.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Op {
+    /// Pairs an invocation with its completion; unique in the history.
+    pub op: u64,
+    /// What the client tried.
+    pub f: OpF,
+    /// Invoke or one of the completions.
+    pub phase: Phase,
+    /// The lock key (acquire, release).
+    pub key: Option<String>,
+    /// The owner value: on an acquire's `ok`, the value it stored; on a release, the
+    /// value the client releases.
+    pub owner: Option<String>,
+    /// A counter value: read's result, write's new value.
+    pub value: Option<i64>,
+    /// The fencing token, where there is one.
+    pub token: Option<u64>,
+    /// Extra text: a release's outcome (`removed`, `not-found`, ...), an error.
+    pub detail: Option<String>,
+}
+
+/// Operation kinds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum OpF {
+    /// Acquire the lock.
+    Acquire,
+    /// Release the lock.
+    Release,
+    /// Read the protected counter.
+    Read,
+    /// Write the protected counter.
+    Write,
+}
+
+/// Jepsen's operation phases.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Phase {
+    /// The client sent the request.
+    Invoke,
+    /// It happened.
+    Ok,
+    /// It certainly did not happen.
+    Fail,
+    /// Unknown whether it happened.
+    Info,
+}
+
+/// Fault phases.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum FaultPhase {
+    /// The fault began.
+    Start,
+    /// The fault ended (a pause resumed, a crashed host restarted, a delay lifted).
+    End,
+}
+
+/// The storage's own record.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "kebab-case")]
+pub enum StorageEvent {
+    /// A read returned `value`.
+    Read {
+        /// Who read.
+        reader: String,
+        /// What it got.
+        value: i64,
+    },
+    /// A read-modify-write's write arrived.
+    Write {
+        /// Who wrote.
+        writer: String,
+        /// The value the writer had read before.
+        read: i64,
+        /// The value it wrote.
+        wrote: i64,
+        /// The storage's value just before this write: if it is not `read`, someone
+        /// else wrote in between and an update is lost.
+        current: i64,
+        /// The writer's fencing token, if any.
+        token: Option<u64>,
+        /// False if a fencing storage rejected the write.
+        accepted: bool,
+    },
+}
+
+/// The Redis server's record of a key change, stamped with true time.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "kebab-case")]
+pub enum ServerEvent {
+    /// A string key was written.
+    Written {
+        /// The host whose connection wrote it.
+        by: String,
+        /// The key.
+        key: String,
+        /// The value (an owner value, for a lock key).
+        value: String,
+    },
+    /// A key was removed.
+    Removed {
+        /// The host whose command removed it, or `expiry`.
+        by: String,
+        /// The key.
+        key: String,
+        /// Its value (for a hash: the field names).
+        value: String,
+        /// `command`, `expired`, `overwritten` or `flushed`.
+        cause: String,
+    },
+}
+
+impl History {
+    /// FNV-1a 64 over the canonical JSON form: equal for byte-identical histories.
+    pub fn digest(&self) -> u64 {
+        let json = serde_json::to_vec(self).expect("a history always serializes");
+        json.iter().fold(0xcbf2_9ce4_8422_2325, |h, b| {
+            (h ^ u64::from(*b)).wrapping_mul(0x0000_0100_0000_01b3)
+        })
+    }
+
+    /// Operation events only, with their times and hosts.
+    pub fn ops(&self) -> impl Iterator<Item = (&Event, &Op)> {
+        self.events.iter().filter_map(|e| match &e.kind {
+            EventKind::Op(op) => Some((e, op)),
+            _ => None,
+        })
+    }
+}
