@@ -1,1 +1,4 @@
-//! Scenario catalog.
+//! Workloads, the scenario catalog, checkers, and the `cargo test` suites that assert
+//! what theory predicts for each design under each fault.
+
+pub mod catalog;

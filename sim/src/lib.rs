@@ -1,6 +1,11 @@
 //! The deterministic world: a Redis 7 model, hosts with their own clocks, faults, and
 //! the history every run records.
 
+pub mod clock;
 pub mod faults;
 pub mod history;
+pub mod pause;
+pub mod recorder;
 pub mod redis;
+pub mod storage;
+pub mod world;

@@ -1,0 +1,158 @@
+//! The scenario catalog: a name, one line of description, the workload, and a fault
+//! plan generator that draws every fault from the run's seed within the scenario's
+//! bounds.
+//!
+//! A scenario never names a design: the same scenario runs every design, and the
+//! checkers judge only the history.
+
+use rand::{RngExt, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+use sim::faults::{Fault, FaultKind, FaultPlan, Target};
+use sim::world::{Workload, sub_seed};
+
+/// One scenario of the catalog.
+#[derive(Debug, Clone)]
+pub struct Scenario {
+    /// The user-facing identifier.
+    pub name: &'static str,
+    /// One line.
+    pub description: &'static str,
+    /// The fault this scenario is about, as its probe checks it.
+    pub fault_about: &'static str,
+    /// The workload.
+    pub workload: Workload,
+    kind: Kind,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Kind {
+    NoFaults,
+    ClientCrash,
+    GcPause,
+    SlowWork,
+    NetworkDelay,
+}
+
+/// Every scenario, in the order reports list them.
+pub fn catalog() -> Vec<Scenario> {
+    let base = Workload::default();
+    vec![
+        Scenario {
+            name: "no-faults",
+            description: "eight clients contend for one lock; nothing goes wrong",
+            fault_about: "none (the lock must be contended)",
+            workload: base.clone(),
+            kind: Kind::NoFaults,
+        },
+        Scenario {
+            name: "client-crash",
+            description: "clients crash while holding or acquiring, and restart a second later",
+            fault_about: "a client crashed while the server held its lock",
+            workload: base.clone(),
+            kind: Kind::ClientCrash,
+        },
+        Scenario {
+            name: "gc-pause",
+            description: "the holder stops the world for 2-4 leases (a GC pause)",
+            fault_about: "a pause began during a hold and outlasted the lease",
+            workload: base.clone(),
+            kind: Kind::GcPause,
+        },
+        Scenario {
+            name: "slow-work",
+            description: "a holder's critical section runs about as long as the lease, or longer",
+            fault_about: "a hold outlasted the lease",
+            workload: base.clone(),
+            kind: Kind::SlowWork,
+        },
+        Scenario {
+            name: "network-delay",
+            description: "replies to an acquiring client are delayed beyond the lease",
+            fault_about: "an acquire's ok arrived later than the lease",
+            workload: base,
+            kind: Kind::NetworkDelay,
+        },
+    ]
+}
+
+/// The catalog's names, comma separated, for error messages.
+pub fn scenario_names() -> String {
+    catalog().iter().map(|s| s.name).collect::<Vec<_>>().join(", ")
+}
+
+/// The scenario called `name`, or an error listing the allowed names.
+pub fn find(name: &str) -> Result<Scenario, String> {
+    catalog()
+        .into_iter()
+        .find(|s| s.name == name)
+        .ok_or_else(|| format!("unknown scenario '{name}'; allowed: {}", scenario_names()))
+}
+
+impl Scenario {
+    /// The fault plan for `seed`: times, targets and sizes drawn from the seed.
+    pub fn plan(&self, seed: u64) -> FaultPlan {
+        let w = &self.workload;
+        let mut rng = ChaCha8Rng::seed_from_u64(sub_seed(seed, 0xFA17));
+        // Faults start after warm-up and early enough for their effects to show.
+        let window = 300..w.duration_ms.saturating_sub(w.lease_ms * 4).max(301);
+        let lease = w.lease_ms;
+        let mut faults = Vec::new();
+        match self.kind {
+            Kind::NoFaults => {}
+            Kind::ClientCrash => {
+                for _ in 0..4 {
+                    let target = if rng.random_bool(0.5) {
+                        Target::Holder
+                    } else {
+                        Target::Acquirer
+                    };
+                    faults.push(Fault {
+                        at_ms: rng.random_range(window.clone()),
+                        kind: FaultKind::Crash {
+                            target,
+                            restart_after_ms: Some(1_000),
+                        },
+                    });
+                }
+            }
+            Kind::GcPause => {
+                for _ in 0..4 {
+                    faults.push(Fault {
+                        at_ms: rng.random_range(window.clone()),
+                        kind: FaultKind::Pause {
+                            target: Target::Holder,
+                            duration_ms: rng.random_range(lease * 2..=lease * 4),
+                        },
+                    });
+                }
+            }
+            Kind::SlowWork => {
+                // Around the lease, where the races between expiry and release live.
+                let centre = lease.saturating_sub(w.work_ms);
+                for _ in 0..6 {
+                    faults.push(Fault {
+                        at_ms: rng.random_range(window.clone()),
+                        kind: FaultKind::SlowWork {
+                            target: Target::Holder,
+                            extra_ms: rng.random_range(centre.saturating_sub(10)..=centre + lease),
+                        },
+                    });
+                }
+            }
+            Kind::NetworkDelay => {
+                for _ in 0..4 {
+                    let latency_ms = rng.random_range(lease + lease / 10..=lease + lease / 2);
+                    faults.push(Fault {
+                        at_ms: rng.random_range(window.clone()),
+                        kind: FaultKind::Delay {
+                            target: Target::Acquirer,
+                            latency_ms,
+                            duration_ms: latency_ms * 3,
+                        },
+                    });
+                }
+            }
+        }
+        FaultPlan { faults }
+    }
+}

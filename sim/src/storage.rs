@@ -1,0 +1,149 @@
+//! The protected resource: a stock counter on its own host, read and written over the
+//! network as in seeds 000 and 004 (read the stock, sell one, write it back).
+//!
+//! The storage keeps its own record of every read and write, including the value it
+//! held when a write arrived, so the lost-update checker needs no trust in clients. In
+//! fencing mode it rejects a write whose token is lower than the highest it accepted
+//! (Kleppmann's fenced storage).
+
+use std::sync::{Arc, Mutex};
+
+use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
+use turmoil::net::{TcpListener, TcpStream};
+
+use crate::history::{EventKind, StorageEvent};
+use crate::recorder::Recorder;
+
+/// The storage host's port.
+pub const PORT: u16 = 7000;
+
+/// The counter and the fencing high-water mark.
+#[derive(Debug)]
+struct Stock {
+    value: i64,
+    fencing: bool,
+    max_token: Option<u64>,
+}
+
+/// Serves the storage protocol on `PORT` until the host stops.
+///
+/// Requests are lines: `R <reader>` answers the value; `W <writer> <read> <wrote>
+/// <token|->` applies a write and answers `OK` or `REJECTED`.
+pub async fn serve(recorder: Recorder, initial: i64, fencing: bool) -> turmoil::Result {
+    let listener = TcpListener::bind(("0.0.0.0", PORT)).await?;
+    let stock = Arc::new(Mutex::new(Stock {
+        value: initial,
+        fencing,
+        max_token: None,
+    }));
+    loop {
+        let (stream, _) = listener.accept().await?;
+        let (stock, recorder) = (stock.clone(), recorder.clone());
+        tokio::task::spawn_local(async move {
+            let (read, mut write) = stream.into_split();
+            let mut lines = BufReader::new(read).lines();
+            while let Ok(Some(line)) = lines.next_line().await {
+                let reply = handle(&line, &stock, &recorder);
+                if write.write_all(reply.as_bytes()).await.is_err() {
+                    break;
+                }
+            }
+        });
+    }
+}
+
+fn handle(line: &str, stock: &Mutex<Stock>, recorder: &Recorder) -> String {
+    let parts: Vec<&str> = line.split(' ').collect();
+    let mut stock = stock.lock().expect("stock poisoned");
+    match parts.as_slice() {
+        ["R", reader] => {
+            recorder.record(
+                "storage",
+                EventKind::Storage(StorageEvent::Read {
+                    reader: reader.to_string(),
+                    value: stock.value,
+                }),
+            );
+            format!("{}\n", stock.value)
+        }
+        ["W", writer, read, wrote, token] => {
+            let (Ok(read), Ok(wrote)) = (read.parse::<i64>(), wrote.parse::<i64>()) else {
+                return "ERR bad numbers\n".into();
+            };
+            let token = token.parse::<u64>().ok();
+            let accepted = !stock.fencing
+                || match (token, stock.max_token) {
+                    (None, _) => false,
+                    (Some(_), None) => true,
+                    (Some(t), Some(max)) => t >= max,
+                };
+            recorder.record(
+                "storage",
+                EventKind::Storage(StorageEvent::Write {
+                    writer: writer.to_string(),
+                    read,
+                    wrote,
+                    current: stock.value,
+                    token,
+                    accepted,
+                }),
+            );
+            if accepted {
+                stock.value = wrote;
+                if let Some(t) = token {
+                    stock.max_token = Some(stock.max_token.map_or(t, |m| m.max(t)));
+                }
+                "OK\n".into()
+            } else {
+                "REJECTED\n".into()
+            }
+        }
+        _ => "ERR unknown request\n".into(),
+    }
+}
+
+/// A client's connection to the storage.
+pub struct StorageClient {
+    lines: tokio::io::Lines<BufReader<turmoil::net::tcp::OwnedReadHalf>>,
+    write: turmoil::net::tcp::OwnedWriteHalf,
+    name: String,
+}
+
+impl StorageClient {
+    /// Connects to the storage host as `name`.
+    pub async fn connect(name: &str) -> std::io::Result<Self> {
+        let stream = TcpStream::connect(("storage", PORT)).await?;
+        let (read, write) = stream.into_split();
+        Ok(Self {
+            lines: BufReader::new(read).lines(),
+            write,
+            name: name.to_string(),
+        })
+    }
+
+    async fn request(&mut self, line: String) -> std::io::Result<String> {
+        self.write.write_all(line.as_bytes()).await?;
+        self.lines
+            .next_line()
+            .await?
+            .ok_or_else(|| std::io::Error::other("storage closed the connection"))
+    }
+
+    /// Reads the counter.
+    pub async fn read(&mut self) -> std::io::Result<i64> {
+        let reply = self.request(format!("R {}\n", self.name)).await?;
+        reply
+            .parse()
+            .map_err(|_| std::io::Error::other(format!("bad storage reply {reply:?}")))
+    }
+
+    /// Writes `wrote` after having read `read`; `Ok(false)` if a fencing storage
+    /// rejected it.
+    pub async fn write(&mut self, read: i64, wrote: i64, token: Option<u64>) -> std::io::Result<bool> {
+        let token = token.map_or("-".to_string(), |t| t.to_string());
+        let reply = self
+            .request(format!("W {} {read} {wrote} {token}\n", self.name))
+            .await?;
+        Ok(reply == "OK")
+    }
+}
