@@ -7,3 +7,11 @@ pub mod reply;
 
 pub use engine::{Engine, KeyCause, KeyEvent, Session};
 pub use reply::Reply;
+pub mod resp;
+pub mod server;
+
+pub use resp::{Parsed, encode, parse_request};
+pub use server::{
+    CommandEngine, FixedClock, ServerClock, SharedEngine, SystemClock, active_expiry_loop,
+    serve_connection, serve_model, serve_tokio, serve_turmoil,
+};

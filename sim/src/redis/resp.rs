@@ -1,0 +1,583 @@
+//! RESP codec: an incremental request parser that follows Redis 7's `networking.c`
+//! (`processMultibulkBuffer`, `processInlineBuffer` with `sdssplitargs`), and an
+//! encoder from [`Reply`] to RESP2 or RESP3 bytes.
+//!
+//! The parser reproduces Redis's quirks on purpose, because clients (and the
+//! differential test) see them: lines are found with C's `strchr`, so a NUL byte
+//! before the terminator hides it; a bulk's trailing two bytes are skipped, not
+//! checked; `*0` and `*-1` are empty requests; numbers follow `string2ll`.
+
+use super::reply::Reply;
+
+/// Redis's `PROTO_INLINE_MAX_SIZE`: an unterminated inline request, or a count line,
+/// longer than this is a protocol error.
+pub const PROTO_INLINE_MAX_SIZE: usize = 64 * 1024;
+
+/// Redis's default `proto-max-bulk-len` (512 MB).
+pub const PROTO_MAX_BULK_LEN: i64 = 512 * 1024 * 1024;
+
+/// What [`parse_request`] found at the start of a buffer.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Parsed {
+    /// One request: its arguments (possibly empty: `*0\r\n`, `*-1\r\n` and blank
+    /// inline lines are requests without arguments, which Redis skips silently) and
+    /// how many bytes it used.
+    Complete(Vec<Vec<u8>>, usize),
+    /// More bytes are needed.
+    Incomplete,
+    /// The client broke the protocol: the full error line (`ERR Protocol error: ...`)
+    /// to send before closing the connection.
+    ProtocolError(String),
+}
+
+fn protocol_error(text: &str) -> Parsed {
+    Parsed::ProtocolError(format!("ERR Protocol error: {text}"))
+}
+
+/// C's `strchr(buf, c)` over a NUL-terminated buffer: the first `c` before any NUL.
+fn strchr(buf: &[u8], c: u8) -> Option<usize> {
+    for (i, &b) in buf.iter().enumerate() {
+        if b == c {
+            return Some(i);
+        }
+        if b == 0 {
+            return None;
+        }
+    }
+    None
+}
+
+/// Redis's `string2ll`: optional `-`, no `+`, no leading zeros, no spaces, fits i64.
+pub fn string2ll(s: &[u8]) -> Option<i64> {
+    if s.is_empty() || s.len() > 20 {
+        return None;
+    }
+    if s == b"0" {
+        return Some(0);
+    }
+    let (negative, digits) = match s[0] {
+        b'-' => (true, &s[1..]),
+        _ => (false, s),
+    };
+    match digits.first() {
+        Some(b'1'..=b'9') => {}
+        _ => return None,
+    }
+    let mut v: u64 = 0;
+    for &d in digits {
+        if !d.is_ascii_digit() {
+            return None;
+        }
+        v = v.checked_mul(10)?.checked_add(u64::from(d - b'0'))?;
+    }
+    if negative {
+        if v > i64::MAX as u64 + 1 {
+            None
+        } else {
+            Some((v as i128).wrapping_neg() as i64)
+        }
+    } else {
+        i64::try_from(v).ok()
+    }
+}
+
+/// Parses the request at the start of `buf`.
+pub fn parse_request(buf: &[u8]) -> Parsed {
+    match buf.first() {
+        None => Parsed::Incomplete,
+        Some(b'*') => parse_multibulk(buf),
+        Some(_) => parse_inline(buf),
+    }
+}
+
+fn parse_multibulk(buf: &[u8]) -> Parsed {
+    let Some(cr) = strchr(buf, b'\r') else {
+        if buf.len() > PROTO_INLINE_MAX_SIZE {
+            return protocol_error("too big mbulk count string");
+        }
+        return Parsed::Incomplete;
+    };
+    // The buffer must also hold the byte after '\r' (Redis does not check it is '\n').
+    if cr + 2 > buf.len() {
+        return Parsed::Incomplete;
+    }
+    let count = match string2ll(&buf[1..cr]) {
+        Some(n) if n <= i64::from(i32::MAX) => n,
+        _ => return protocol_error("invalid multibulk length"),
+    };
+    let mut pos = cr + 2;
+    if count <= 0 {
+        return Parsed::Complete(Vec::new(), pos);
+    }
+    let mut argv = Vec::with_capacity(count.min(1024) as usize);
+    for _ in 0..count {
+        let rest = &buf[pos..];
+        let Some(cr) = strchr(rest, b'\r') else {
+            if rest.len() > PROTO_INLINE_MAX_SIZE {
+                return protocol_error("too big bulk count string");
+            }
+            return Parsed::Incomplete;
+        };
+        if cr + 2 > rest.len() {
+            return Parsed::Incomplete;
+        }
+        if rest[0] != b'$' {
+            // addReplyErrorFormat turns '\r' and '\n' into spaces.
+            let got = match rest[0] {
+                b'\r' | b'\n' => ' ',
+                other => other as char,
+            };
+            let mut text = String::from("ERR Protocol error: expected '$', got '");
+            if rest[0].is_ascii() {
+                text.push(got);
+            } else {
+                // A C `%c` writes the raw byte; keep it lossless as Latin-1 would not be.
+                text.push_str(&String::from_utf8_lossy(&[rest[0]]));
+            }
+            text.push('\'');
+            return Parsed::ProtocolError(text);
+        }
+        let len = match string2ll(&rest[1..cr]) {
+            Some(n) if (0..=PROTO_MAX_BULK_LEN).contains(&n) => n as usize,
+            _ => return protocol_error("invalid bulk length"),
+        };
+        let start = pos + cr + 2;
+        // Not enough data (+2 == trailing \r\n, skipped without a check).
+        if buf.len() - start < len + 2 {
+            return Parsed::Incomplete;
+        }
+        argv.push(buf[start..start + len].to_vec());
+        pos = start + len + 2;
+    }
+    Parsed::Complete(argv, pos)
+}
+
+fn parse_inline(buf: &[u8]) -> Parsed {
+    let Some(nl) = strchr(buf, b'\n') else {
+        if buf.len() > PROTO_INLINE_MAX_SIZE {
+            return protocol_error("too big inline request");
+        }
+        return Parsed::Incomplete;
+    };
+    let end = if nl > 0 && buf[nl - 1] == b'\r' {
+        nl - 1
+    } else {
+        nl
+    };
+    match split_args(&buf[..end]) {
+        Some(argv) => Parsed::Complete(argv, nl + 1),
+        None => protocol_error("unbalanced quotes in request"),
+    }
+}
+
+fn is_c_space(b: u8) -> bool {
+    matches!(b, b' ' | b'\t' | b'\n' | b'\x0b' | b'\x0c' | b'\r')
+}
+
+fn hex_value(b: u8) -> Option<u8> {
+    (b as char).to_digit(16).map(|d| d as u8)
+}
+
+/// Redis's `sdssplitargs`: whitespace-separated arguments with `"..."` (C escapes,
+/// `\xHH`) and `'...'` (only `\'`) quoting; a closing quote must be followed by
+/// whitespace or the end. `None` for unbalanced quotes. The line is a C string: it
+/// ends at the first NUL.
+pub fn split_args(line: &[u8]) -> Option<Vec<Vec<u8>>> {
+    let line = match line.iter().position(|&b| b == 0) {
+        Some(n) => &line[..n],
+        None => line,
+    };
+    // Reading past the end yields NUL, as in C.
+    let at = |i: usize| line.get(i).copied().unwrap_or(0);
+    let mut p = 0;
+    let mut argv = Vec::new();
+    loop {
+        while at(p) != 0 && is_c_space(at(p)) {
+            p += 1;
+        }
+        if at(p) == 0 {
+            return Some(argv);
+        }
+        let (mut inq, mut insq, mut done) = (false, false, false);
+        let mut current = Vec::new();
+        while !done {
+            let c = at(p);
+            if inq {
+                if c == b'\\' && at(p + 1) == b'x' {
+                    if let (Some(h), Some(l)) = (hex_value(at(p + 2)), hex_value(at(p + 3))) {
+                        current.push(h * 16 + l);
+                        p += 3;
+                    } else {
+                        p += 1;
+                        current.push(b'x');
+                    }
+                } else if c == b'\\' && at(p + 1) != 0 {
+                    p += 1;
+                    current.push(match at(p) {
+                        b'n' => b'\n',
+                        b'r' => b'\r',
+                        b't' => b'\t',
+                        b'b' => 0x08,
+                        b'a' => 0x07,
+                        other => other,
+                    });
+                } else if c == b'"' {
+                    if at(p + 1) != 0 && !is_c_space(at(p + 1)) {
+                        return None;
+                    }
+                    done = true;
+                } else if c == 0 {
+                    return None;
+                } else {
+                    current.push(c);
+                }
+            } else if insq {
+                if c == b'\\' && at(p + 1) == b'\'' {
+                    p += 1;
+                    current.push(b'\'');
+                } else if c == b'\'' {
+                    if at(p + 1) != 0 && !is_c_space(at(p + 1)) {
+                        return None;
+                    }
+                    done = true;
+                } else if c == 0 {
+                    return None;
+                } else {
+                    current.push(c);
+                }
+            } else {
+                match c {
+                    b' ' | b'\n' | b'\r' | b'\t' | 0 => done = true,
+                    b'"' => inq = true,
+                    b'\'' => insq = true,
+                    other => current.push(other),
+                }
+            }
+            if at(p) != 0 {
+                p += 1;
+            }
+        }
+        argv.push(current);
+    }
+}
+
+/// Encodes a request as a RESP2 array of bulk strings (what clients send).
+pub fn encode_request<A: AsRef<[u8]>>(argv: &[A]) -> Vec<u8> {
+    let mut out = format!("*{}\r\n", argv.len()).into_bytes();
+    for a in argv {
+        let a = a.as_ref();
+        out.extend_from_slice(format!("${}\r\n", a.len()).as_bytes());
+        out.extend_from_slice(a);
+        out.extend_from_slice(b"\r\n");
+    }
+    out
+}
+
+/// C's `printf("%.17g", d)`, which Redis 7.0 uses for doubles.
+pub fn format_double(d: f64) -> String {
+    if d.is_nan() {
+        return if d.is_sign_negative() { "-nan" } else { "nan" }.into();
+    }
+    if d.is_infinite() {
+        return if d > 0.0 { "inf" } else { "-inf" }.into();
+    }
+    if d == 0.0 {
+        return if d.is_sign_negative() { "-0" } else { "0" }.into();
+    }
+    const P: i32 = 17;
+    // Rounded to P significant digits, in scientific form, to learn the exponent.
+    let sci = format!("{:.*e}", (P - 1) as usize, d);
+    let (mantissa, exp) = sci.split_once('e').expect("scientific format has an e");
+    let x: i32 = exp.parse().expect("exponent is an integer");
+    fn strip(s: &str) -> &str {
+        if s.contains('.') {
+            s.trim_end_matches('0').trim_end_matches('.')
+        } else {
+            s
+        }
+    }
+    if (-4..P).contains(&x) {
+        let fixed = format!("{:.*}", (P - 1 - x) as usize, d);
+        strip(&fixed).to_string()
+    } else {
+        let sign = if x < 0 { '-' } else { '+' };
+        format!("{}e{}{:02}", strip(mantissa), sign, x.abs())
+    }
+}
+
+/// Appends `reply` encoded for `protocol` (2 or 3) to `out`.
+pub fn encode_into(reply: &Reply, protocol: u8, out: &mut Vec<u8>) {
+    let resp3 = protocol >= 3;
+    let line = |out: &mut Vec<u8>, prefix: u8, body: &[u8]| {
+        out.push(prefix);
+        out.extend_from_slice(body);
+        out.extend_from_slice(b"\r\n");
+    };
+    match reply {
+        Reply::Simple(s) => line(out, b'+', s.as_bytes()),
+        Reply::Error(s) => line(out, b'-', s.as_bytes()),
+        Reply::Integer(n) => line(out, b':', n.to_string().as_bytes()),
+        Reply::Bulk(b) => {
+            line(out, b'$', b.len().to_string().as_bytes());
+            out.extend_from_slice(b);
+            out.extend_from_slice(b"\r\n");
+        }
+        Reply::Nil if resp3 => out.extend_from_slice(b"_\r\n"),
+        Reply::Nil => out.extend_from_slice(b"$-1\r\n"),
+        Reply::NilArray if resp3 => out.extend_from_slice(b"_\r\n"),
+        Reply::NilArray => out.extend_from_slice(b"*-1\r\n"),
+        Reply::Array(items) | Reply::Push(items) => {
+            let prefix = match reply {
+                Reply::Push(_) if resp3 => b'>',
+                _ => b'*',
+            };
+            line(out, prefix, items.len().to_string().as_bytes());
+            for item in items {
+                encode_into(item, protocol, out);
+            }
+        }
+        Reply::Map(pairs) => {
+            if resp3 {
+                line(out, b'%', pairs.len().to_string().as_bytes());
+            } else {
+                line(out, b'*', (pairs.len() * 2).to_string().as_bytes());
+            }
+            for (k, v) in pairs {
+                encode_into(k, protocol, out);
+                encode_into(v, protocol, out);
+            }
+        }
+        Reply::Double(d) => {
+            let text = format_double(*d);
+            if resp3 {
+                line(out, b',', text.as_bytes());
+            } else {
+                encode_into(&Reply::Bulk(text.into_bytes()), protocol, out);
+            }
+        }
+        Reply::Frames(frames) => {
+            for frame in frames {
+                encode_into(frame, protocol, out);
+            }
+        }
+    }
+}
+
+/// `reply` encoded for `protocol` (2 or 3).
+pub fn encode(reply: &Reply, protocol: u8) -> Vec<u8> {
+    let mut out = Vec::new();
+    encode_into(reply, protocol, &mut out);
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn argv(items: &[&str]) -> Vec<Vec<u8>> {
+        items.iter().map(|s| s.as_bytes().to_vec()).collect()
+    }
+
+    fn complete(buf: &[u8]) -> (Vec<Vec<u8>>, usize) {
+        match parse_request(buf) {
+            Parsed::Complete(a, n) => (a, n),
+            other => panic!("expected Complete for {buf:?}, got {other:?}"),
+        }
+    }
+
+    fn error(buf: &[u8]) -> String {
+        match parse_request(buf) {
+            Parsed::ProtocolError(e) => e,
+            other => panic!("expected ProtocolError for {buf:?}, got {other:?}"),
+        }
+    }
+
+    #[test]
+    fn a_multibulk_request_parses_with_its_length() {
+        let buf = b"*2\r\n$3\r\nGET\r\n$1\r\na\r\n*1\r\n";
+        assert_eq!(complete(buf), (argv(&["GET", "a"]), 20));
+    }
+
+    #[test]
+    fn every_strict_prefix_of_a_request_is_incomplete() {
+        let buf = b"*3\r\n$3\r\nSET\r\n$1\r\nk\r\n$5\r\nhello\r\n";
+        for n in 0..buf.len() {
+            assert_eq!(parse_request(&buf[..n]), Parsed::Incomplete, "prefix {n}");
+        }
+        assert_eq!(complete(buf), (argv(&["SET", "k", "hello"]), buf.len()));
+    }
+
+    #[test]
+    fn binary_bulks_and_empty_bulks_survive() {
+        let buf = b"*2\r\n$3\r\na\r\n\r\n$0\r\n\r\n";
+        assert_eq!(
+            complete(buf),
+            (vec![b"a\r\n".to_vec(), Vec::new()], buf.len())
+        );
+    }
+
+    #[test]
+    fn zero_and_negative_counts_are_empty_requests() {
+        assert_eq!(complete(b"*0\r\n"), (vec![], 4));
+        assert_eq!(complete(b"*-1\r\nPING"), (vec![], 5));
+    }
+
+    #[test]
+    fn protocol_errors_use_redis_wording() {
+        assert_eq!(
+            error(b"*x\r\n"),
+            "ERR Protocol error: invalid multibulk length"
+        );
+        assert_eq!(
+            error(b"*3000000000\r\n"),
+            "ERR Protocol error: invalid multibulk length"
+        );
+        assert_eq!(
+            error(b"*+1\r\n"),
+            "ERR Protocol error: invalid multibulk length"
+        );
+        assert_eq!(
+            error(b"*1\r\n:1\r\n"),
+            "ERR Protocol error: expected '$', got ':'"
+        );
+        assert_eq!(
+            error(b"*1\r\n\r\n"),
+            "ERR Protocol error: expected '$', got ' '"
+        );
+        assert_eq!(
+            error(b"*1\r\n$-1\r\n"),
+            "ERR Protocol error: invalid bulk length"
+        );
+        assert_eq!(
+            error(b"*1\r\n$abc\r\n"),
+            "ERR Protocol error: invalid bulk length"
+        );
+        assert_eq!(
+            error(b"*1\r\n$600000000\r\n"),
+            "ERR Protocol error: invalid bulk length"
+        );
+        assert_eq!(
+            error(b"SET a \"b\r\n"),
+            "ERR Protocol error: unbalanced quotes in request"
+        );
+        assert_eq!(
+            error(b"SET a \"b\"c\r\n"),
+            "ERR Protocol error: unbalanced quotes in request"
+        );
+        let big = vec![b'a'; PROTO_INLINE_MAX_SIZE + 1];
+        assert_eq!(error(&big), "ERR Protocol error: too big inline request");
+        let mut big = b"*".to_vec();
+        big.extend(vec![b'1'; PROTO_INLINE_MAX_SIZE + 1]);
+        assert_eq!(
+            error(&big),
+            "ERR Protocol error: too big mbulk count string"
+        );
+        let mut big = b"*1\r\n$".to_vec();
+        big.extend(vec![b'1'; PROTO_INLINE_MAX_SIZE + 1]);
+        assert_eq!(error(&big), "ERR Protocol error: too big bulk count string");
+    }
+
+    #[test]
+    fn the_bulk_terminator_is_skipped_unchecked_as_redis_does() {
+        assert_eq!(complete(b"*1\r\n$4\r\nPINGxy"), (argv(&["PING"]), 14));
+    }
+
+    #[test]
+    fn inline_commands_split_on_whitespace_with_quotes() {
+        assert_eq!(complete(b"PING\r\n"), (argv(&["PING"]), 6));
+        assert_eq!(complete(b"PING\n"), (argv(&["PING"]), 5));
+        assert_eq!(
+            complete(b"  set  a\t'b c'  \r\n"),
+            (argv(&["set", "a", "b c"]), 18)
+        );
+        assert_eq!(
+            complete(b"echo \"a\\x41\\n\\\"\" 'it\\'s'\r\n").0,
+            vec![b"echo".to_vec(), b"aA\n\"".to_vec(), b"it's".to_vec()]
+        );
+        assert_eq!(complete(b"\r\n"), (vec![], 2));
+        assert_eq!(parse_request(b"PING"), Parsed::Incomplete);
+        assert_eq!(complete(b"a\"b c\" d\r\n").0, argv(&["ab c", "d"]));
+    }
+
+    #[test]
+    fn a_nul_hides_the_line_end_as_in_c() {
+        assert_eq!(parse_request(b"PI\0NG\r\n"), Parsed::Incomplete);
+        assert_eq!(parse_request(b"*1\0\r\n"), Parsed::Incomplete);
+    }
+
+    #[test]
+    fn string2ll_follows_redis() {
+        assert_eq!(string2ll(b"0"), Some(0));
+        assert_eq!(string2ll(b"-5"), Some(-5));
+        assert_eq!(string2ll(b"-0"), None);
+        assert_eq!(string2ll(b"01"), None);
+        assert_eq!(string2ll(b" 1"), None);
+        assert_eq!(string2ll(b""), None);
+        assert_eq!(string2ll(b"9223372036854775807"), Some(i64::MAX));
+        assert_eq!(string2ll(b"9223372036854775808"), None);
+        assert_eq!(string2ll(b"-9223372036854775808"), Some(i64::MIN));
+    }
+
+    #[test]
+    fn resp2_encoding() {
+        let r = Reply::Array(vec![
+            Reply::ok(),
+            Reply::err("bad"),
+            Reply::Integer(-3),
+            Reply::bulk("hi"),
+            Reply::Nil,
+            Reply::NilArray,
+            Reply::Map(vec![(Reply::bulk("k"), Reply::Integer(1))]),
+            Reply::Double(1.5),
+            Reply::Push(vec![Reply::bulk("message")]),
+        ]);
+        assert_eq!(
+            encode(&r, 2),
+            b"*9\r\n+OK\r\n-ERR bad\r\n:-3\r\n$2\r\nhi\r\n$-1\r\n*-1\r\n*2\r\n$1\r\nk\r\n:1\r\n$3\r\n1.5\r\n*1\r\n$7\r\nmessage\r\n"
+                .to_vec()
+        );
+    }
+
+    #[test]
+    fn resp3_encoding() {
+        let r = Reply::Array(vec![
+            Reply::Nil,
+            Reply::NilArray,
+            Reply::Map(vec![(Reply::bulk("k"), Reply::Integer(1))]),
+            Reply::Double(1.5),
+            Reply::Push(vec![Reply::bulk("message")]),
+        ]);
+        assert_eq!(
+            encode(&r, 3),
+            b"*5\r\n_\r\n_\r\n%1\r\n$1\r\nk\r\n:1\r\n,1.5\r\n>1\r\n$7\r\nmessage\r\n".to_vec()
+        );
+    }
+
+    #[test]
+    fn frames_are_written_back_to_back() {
+        let r = Reply::Frames(vec![Reply::Integer(1), Reply::Push(vec![])]);
+        assert_eq!(encode(&r, 2), b":1\r\n*0\r\n".to_vec());
+        assert_eq!(encode(&r, 3), b":1\r\n>0\r\n".to_vec());
+    }
+
+    #[test]
+    fn doubles_format_like_percent_17g() {
+        assert_eq!(format_double(1.5), "1.5");
+        assert_eq!(format_double(0.1), "0.10000000000000001");
+        assert_eq!(format_double(3.0), "3");
+        assert_eq!(format_double(-0.0), "-0");
+        assert_eq!(format_double(1e20), "1e+20");
+        assert_eq!(format_double(1.25e-7), "1.2499999999999999e-07");
+        assert_eq!(format_double(0.0001), "0.0001");
+        assert_eq!(format_double(12345678901234567.0), "12345678901234568");
+        assert_eq!(format_double(f64::INFINITY), "inf");
+        assert_eq!(format_double(f64::NEG_INFINITY), "-inf");
+    }
+
+    #[test]
+    fn encoded_requests_parse_back() {
+        let a = argv(&["SET", "a", "b c", ""]);
+        let bytes = encode_request(&a);
+        assert_eq!(complete(&bytes), (a, bytes.len()));
+    }
+}
