@@ -2,3 +2,5 @@
 //! what theory predicts for each design under each fault.
 
 pub mod catalog;
+pub mod checkers;
+pub mod sweep;

@@ -1,0 +1,196 @@
+//! Running a design under a scenario over many seeds, on every core, and judging each
+//! run as it finishes.
+//!
+//! Runs are independent, so a sweep hands seeds to worker threads and collects one
+//! small [`RunSummary`] per seed; a history is dropped as soon as it is judged unless
+//! the caller asks to keep it, which keeps a 1,000-seed sweep's memory flat. Results
+//! come back sorted by seed, whatever order the threads finished in.
+
+use std::ops::Range;
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use serde::{Deserialize, Serialize};
+use sim::history::{History, OpF, Phase};
+use sim::world::{DesignFactory, RunConfig, RunError, run};
+
+use crate::catalog::Scenario;
+use crate::checkers::{Verdict, check_all};
+
+/// A design as a sweep runs it: its name and how to build it.
+#[derive(Clone)]
+pub struct DesignSpec {
+    /// The name shown in reports.
+    pub name: String,
+    /// Builds it.
+    pub factory: DesignFactory,
+}
+
+impl DesignSpec {
+    /// A built-in design by name, or an error listing the allowed names.
+    pub fn builtin(name: &str) -> Result<Self, String> {
+        Ok(Self {
+            name: name.to_string(),
+            factory: sim::world::builtin_factory(name).map_err(|e| e.to_string())?,
+        })
+    }
+}
+
+/// What one seed's run came to.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct RunSummary {
+    /// The seed.
+    pub seed: u64,
+    /// Each checker's verdict, in the checkers' fixed order.
+    pub verdicts: Vec<(String, Verdict)>,
+    /// The scenario's fault probe: a description of the fault as it happened, or
+    /// `None` if the fault the scenario is about never happened in this run.
+    pub fault_seen: Option<String>,
+    /// Acquire latencies (invoke → ok) in simulated microseconds.
+    pub acquire_ok_us: Vec<u64>,
+    /// Operations completed (any outcome).
+    pub ops: u64,
+    /// The history's digest.
+    pub digest: u64,
+    /// The history, when the sweep was asked to keep it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub history: Option<History>,
+}
+
+impl RunSummary {
+    /// True if any checker said Invalid.
+    pub fn is_invalid(&self) -> bool {
+        self.verdicts.iter().any(|(_, v)| v.is_invalid())
+    }
+
+    /// The verdict of checker `name`.
+    pub fn verdict(&self, name: &str) -> Option<&Verdict> {
+        self.verdicts.iter().find(|(n, _)| n == name).map(|(_, v)| v)
+    }
+}
+
+/// The run configuration for one seed.
+pub fn config(design: &DesignSpec, scenario: &Scenario, seed: u64) -> RunConfig {
+    RunConfig {
+        seed,
+        design: design.name.clone(),
+        factory: design.factory.clone(),
+        scenario: scenario.name.to_string(),
+        workload: scenario.workload.clone(),
+        client_clocks: Vec::new(),
+        redis_clock: Default::default(),
+        plan: scenario.plan(seed),
+    }
+}
+
+/// Runs and judges one seed.
+pub fn run_seed(
+    design: &DesignSpec,
+    scenario: &Scenario,
+    seed: u64,
+    keep_history: bool,
+) -> Result<RunSummary, RunError> {
+    let history = run(&config(design, scenario, seed))?;
+    Ok(summarize(scenario, history, keep_history))
+}
+
+/// Judges a finished history.
+pub fn summarize(scenario: &Scenario, history: History, keep_history: bool) -> RunSummary {
+    let verdicts = check_all(&history)
+        .into_iter()
+        .map(|(n, v)| (n.to_string(), v))
+        .collect();
+    let fault_seen = scenario.probe(&history);
+    let mut invoked = std::collections::BTreeMap::new();
+    let mut acquire_ok_us = Vec::new();
+    let mut ops = 0;
+    for (event, op) in history.ops() {
+        match op.phase {
+            Phase::Invoke => {
+                invoked.insert(op.op, event.at_us);
+            }
+            phase => {
+                ops += 1;
+                if op.f == OpF::Acquire
+                    && phase == Phase::Ok
+                    && let Some(start) = invoked.get(&op.op)
+                {
+                    acquire_ok_us.push(event.at_us - start);
+                }
+            }
+        }
+    }
+    RunSummary {
+        seed: history.seed,
+        verdicts,
+        fault_seen,
+        acquire_ok_us,
+        ops,
+        digest: history.digest(),
+        history: keep_history.then_some(history),
+    }
+}
+
+/// Runs `seeds` on `threads` worker threads (at least one) and returns one summary per
+/// seed, sorted by seed. `on_done` is called after each run (for progress bars).
+pub fn sweep(
+    design: &DesignSpec,
+    scenario: &Scenario,
+    seeds: Range<u64>,
+    threads: usize,
+    keep_history: bool,
+    on_done: &(dyn Fn(&RunSummary) + Sync),
+) -> Result<Vec<RunSummary>, RunError> {
+    let next = AtomicU64::new(seeds.start);
+    let results = Mutex::new(Vec::new());
+    let failure: Mutex<Option<RunError>> = Mutex::new(None);
+    std::thread::scope(|scope| {
+        for _ in 0..threads.max(1) {
+            scope.spawn(|| {
+                loop {
+                    let seed = next.fetch_add(1, Ordering::Relaxed);
+                    if seed >= seeds.end || failure.lock().expect("poisoned").is_some() {
+                        break;
+                    }
+                    match run_seed(design, scenario, seed, keep_history) {
+                        Ok(summary) => {
+                            on_done(&summary);
+                            results.lock().expect("poisoned").push(summary);
+                        }
+                        Err(e) => {
+                            failure.lock().expect("poisoned").get_or_insert(e);
+                        }
+                    }
+                }
+            });
+        }
+    });
+    if let Some(e) = failure.into_inner().expect("poisoned") {
+        return Err(e);
+    }
+    let mut results = results.into_inner().expect("poisoned");
+    results.sort_by_key(|r| r.seed);
+    Ok(results)
+}
+
+/// The first seed in `seeds` (in seed order) whose run `checker` calls Invalid,
+/// searching sequentially: what a test uses to show a predicted violation is found.
+pub fn first_invalid(
+    design: &DesignSpec,
+    scenario: &Scenario,
+    checker: &str,
+    seeds: Range<u64>,
+) -> Result<Option<RunSummary>, RunError> {
+    for seed in seeds {
+        let summary = run_seed(design, scenario, seed, false)?;
+        if summary.verdict(checker).is_some_and(Verdict::is_invalid) {
+            return Ok(Some(summary));
+        }
+    }
+    Ok(None)
+}
+
+/// The command that replays one run.
+pub fn replay_command(design: &str, scenario: &str, seed: u64) -> String {
+    format!("locksim replay --design {design} --scenario {scenario} --seed {seed}")
+}

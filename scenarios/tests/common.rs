@@ -1,0 +1,74 @@
+//! Shared by the scenario suites: seed bounds and assertions with replay commands.
+#![allow(dead_code)]
+
+use scenarios::catalog::{Scenario, find};
+use scenarios::sweep::{DesignSpec, RunSummary, first_invalid, replay_command, sweep};
+
+/// How many seeds a suite may search for a predicted violation.
+pub const SEARCH_BOUND: u64 = 60;
+
+pub fn scenario(name: &str) -> Scenario {
+    find(name).expect("catalog scenario")
+}
+
+pub fn design(name: &str) -> DesignSpec {
+    DesignSpec::builtin(name).expect("built-in design")
+}
+
+/// Asserts that `checker` finds `design` Invalid under `scenario` within the search
+/// bound, and that the scenario's fault happened in that run.
+pub fn expect_invalid(design_name: &str, scenario_name: &str, checker: &str) -> RunSummary {
+    let s = scenario(scenario_name);
+    let found = first_invalid(&design(design_name), &s, checker, 0..SEARCH_BOUND)
+        .expect("runs complete");
+    let Some(run) = found else {
+        panic!(
+            "{design_name} under {scenario_name} was never Invalid on {checker} in seeds 0..{SEARCH_BOUND}"
+        );
+    };
+    let evidence = run.verdict(checker).and_then(|v| v.evidence()).expect("invalid has evidence");
+    println!(
+        "{design_name} / {scenario_name}: {checker} Invalid at seed {}: {}\n  replay: {}",
+        run.seed,
+        evidence.summary,
+        replay_command(design_name, scenario_name, run.seed)
+    );
+    assert!(
+        run.fault_seen.is_some(),
+        "the violation at seed {} happened without the scenario's fault ({}); replay: {}",
+        run.seed,
+        s.fault_about,
+        replay_command(design_name, scenario_name, run.seed)
+    );
+    run
+}
+
+/// Asserts that `checker` never finds `design` Invalid under `scenario` over `seeds`
+/// seeds, and that the scenario's fault did happen in at least `min_faulted` of them.
+pub fn expect_never_invalid(
+    design_name: &str,
+    scenario_name: &str,
+    checkers: &[&str],
+    seeds: u64,
+    min_faulted: usize,
+) {
+    let s = scenario(scenario_name);
+    let runs = sweep(&design(design_name), &s, 0..seeds, 2, false, &|_| {}).expect("runs complete");
+    for run in &runs {
+        for checker in checkers {
+            let verdict = run.verdict(checker).expect("checker ran");
+            assert!(
+                verdict.is_valid(),
+                "{design_name} under {scenario_name} seed {}: {checker} is {verdict:?}; replay: {}",
+                run.seed,
+                replay_command(design_name, scenario_name, run.seed)
+            );
+        }
+    }
+    let faulted = runs.iter().filter(|r| r.fault_seen.is_some()).count();
+    assert!(
+        faulted >= min_faulted,
+        "{design_name} under {scenario_name}: the fault ({}) happened in only {faulted} of {seeds} runs",
+        s.fault_about
+    );
+}
