@@ -104,13 +104,8 @@ impl Engine {
     /// Executes one command (`argv[0]` is the name, any case) at server time `now_us`
     /// and returns its reply.
     pub fn execute(&mut self, _session: &mut Session, argv: &[Vec<u8>], _now_us: u64) -> Reply {
-        let name = argv
-            .first()
-            .map(|a| String::from_utf8_lossy(a).into_owned())
-            .unwrap_or_default();
-        Reply::err(format!(
-            "unknown command '{name}', with args beginning with: "
-        ))
+        let name = argv.first().map(|a| String::from_utf8_lossy(a).into_owned()).unwrap_or_default();
+        Reply::err(format!("unknown command '{name}', with args beginning with: "))
     }
 
     /// One active-expiry cycle at `now_us`: removes expired keys; returns how many.
