@@ -1,1 +1,3 @@
 //! Scenario catalog.
+
+pub mod checkers;
