@@ -89,6 +89,19 @@ pub fn find(name: &str) -> Result<Scenario, String> {
 }
 
 impl Scenario {
+    /// The scenario's "the fault happened" probe: a description of the witness, or
+    /// `None` if this history never saw the fault the scenario is about.
+    pub fn probe(&self, history: &sim::history::History) -> Option<String> {
+        use crate::checkers::probes;
+        match self.kind {
+            Kind::NoFaults => probes::contended(history),
+            Kind::ClientCrash => probes::crash_while_holding(history),
+            Kind::GcPause => probes::pause_outlasted_a_hold(history),
+            Kind::SlowWork => probes::hold_outlasted_lease(history),
+            Kind::NetworkDelay => probes::acquire_reply_later_than_lease(history),
+        }
+    }
+
     /// The fault plan for `seed`: times, targets and sizes drawn from the seed.
     pub fn plan(&self, seed: u64) -> FaultPlan {
         let w = &self.workload;

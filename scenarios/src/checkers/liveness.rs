@@ -1,0 +1,117 @@
+//! `liveness`: a lock whose holder crashed becomes obtainable again within the bound.
+//!
+//! Only crashes of a host that held the key on the server matter (a lease, or a
+//! watchdog that dies with its process, should free it). After such a crash at `t`,
+//! some acquire must succeed by `t + liveness_bound_ms`, unless nobody wanted the
+//! lock. "Wanted" is shown by an acquire of another host that was still waiting at
+//! the bound (invoked at or before it, completed `ok` or `fail` after it), or one that
+//! failed after the bound: either shows the lock refused someone past the bound.
+//! `info` outcomes prove nothing either way and are ignored.
+
+use sim::history::{History, OpF, Phase};
+
+use super::model::{self, OpPair};
+use super::{Checker, Evidence, Verdict, fmt_ms, fmt_s};
+
+/// The liveness checker.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Liveness;
+
+impl Checker for Liveness {
+    fn name(&self) -> &'static str {
+        "liveness"
+    }
+
+    fn check(&self, h: &History) -> Verdict {
+        let pairs = match model::op_pairs(h) {
+            Ok(p) => p,
+            Err(reason) => return Verdict::Unknown { reason },
+        };
+        let acquires: Vec<&OpPair> = pairs
+            .iter()
+            .filter(|p| p.f == OpF::Acquire && p.key == h.params.key)
+            .collect();
+        let bound_us = h.params.liveness_bound_ms * 1_000;
+        let mut judged = 0usize;
+        let mut skipped: Vec<String> = Vec::new();
+        for c in model::crashes_while_holding(h) {
+            let deadline_us = c.at_us + bound_us;
+            // The first success after the crash (in event order, so a tie in time
+            // recorded after the crash counts).
+            let first_ok = acquires
+                .iter()
+                .filter(|p| p.outcome == Phase::Ok)
+                .filter_map(|p| Some((p.completion?, p.completion_us?, *p)))
+                .filter(|(ev, _, _)| *ev > c.crash_event)
+                .min_by_key(|(ev, _, _)| *ev);
+            if let Some((_, at, _)) = first_ok
+                && at <= deadline_us
+            {
+                judged += 1;
+                continue;
+            }
+            if h.end_us < deadline_us {
+                skipped.push(format!("{} at {}", c.host, fmt_s(c.at_us)));
+                continue;
+            }
+            judged += 1;
+            // A refusal after the first success afterwards shows the new holder
+            // holding it, not the lock being stuck: only look before that success.
+            let before_ok = |ev: usize| first_ok.is_none_or(|(ok_ev, _, _)| ev <= ok_ev);
+            let waiter = acquires.iter().find(|p| {
+                let (Some(done), Some(done_us)) = (p.completion, p.completion_us) else {
+                    return false;
+                };
+                p.host != c.host
+                    && done_us > deadline_us
+                    && before_ok(done)
+                    && match p.outcome {
+                        Phase::Fail => true,
+                        Phase::Ok => p.invoke_us <= deadline_us,
+                        _ => false,
+                    }
+            });
+            let Some(w) = waiter else { continue };
+            let (stuck, mut events) = match first_ok {
+                Some((ev, at, _)) => (
+                    format!("for {} until {}", fmt_ms(at - c.at_us), fmt_s(at)),
+                    vec![ev],
+                ),
+                None => ("until the end of the run".to_string(), vec![]),
+            };
+            events.extend([c.written_event, c.crash_event, w.invoke]);
+            events.extend(w.completion);
+            events.sort_unstable();
+            events.dedup();
+            let outcome = if w.outcome == Phase::Ok { "ok" } else { "fail" };
+            return Verdict::Invalid(Evidence {
+                summary: format!(
+                    "{} crashed at {} holding lock {} (owner={}); nobody acquired it {stuck} although {} wanted it (acquire invoked at {}, {outcome} at {}), bound {} ms",
+                    c.host,
+                    fmt_s(c.at_us),
+                    h.params.key,
+                    c.owner,
+                    w.host,
+                    fmt_s(w.invoke_us),
+                    fmt_s(w.completion_us.unwrap_or(h.end_us)),
+                    h.params.liveness_bound_ms
+                ),
+                at_us: c.at_us,
+                hosts: vec![c.host.clone(), w.host.clone()],
+                owners: vec![c.owner.clone()],
+                first_event: c.crash_event,
+                events,
+            });
+        }
+        if judged == 0 && !skipped.is_empty() {
+            return Verdict::Unknown {
+                reason: format!(
+                    "no crash while holding could be judged: the run ended less than {} ms after {}",
+                    h.params.liveness_bound_ms,
+                    skipped.join(", ")
+                ),
+            };
+        }
+        Verdict::Valid
+    }
+}

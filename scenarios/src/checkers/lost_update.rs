@@ -1,0 +1,150 @@
+//! `lost-update`: the protected counter never loses a sale.
+//!
+//! Judged on the storage's own record, which is the truth about what was written, so
+//! client-side `info` outcomes do not matter here. Two checks: each accepted write
+//! must be based on the value the storage actually held (`current == read`), and the
+//! final stock must equal the initial stock minus the accepted sales. A write rejected
+//! by a fencing storage changed nothing and is not a lost update.
+
+use sim::history::{EventKind, History, OpF, Phase, StorageEvent};
+
+use super::{Checker, Evidence, Verdict, fmt_s};
+
+/// The lost-update checker.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct LostUpdate;
+
+struct Write<'a> {
+    event: usize,
+    at_us: u64,
+    writer: &'a str,
+    read: i64,
+    wrote: i64,
+    current: i64,
+}
+
+impl Checker for LostUpdate {
+    fn name(&self) -> &'static str {
+        "lost-update"
+    }
+
+    fn check(&self, h: &History) -> Verdict {
+        let writes: Vec<Write<'_>> = h
+            .events
+            .iter()
+            .enumerate()
+            .filter_map(|(i, e)| match &e.kind {
+                EventKind::Storage(StorageEvent::Write {
+                    writer,
+                    read,
+                    wrote,
+                    current,
+                    accepted: true,
+                    ..
+                }) => Some(Write {
+                    event: i,
+                    at_us: e.at_us,
+                    writer,
+                    read: *read,
+                    wrote: *wrote,
+                    current: *current,
+                }),
+                _ => None,
+            })
+            .collect();
+
+        let expected = h.params.initial_stock - writes.len() as i64;
+        let final_value = writes.last().map_or(h.params.initial_stock, |w| w.wrote);
+        let final_note = if final_value == expected {
+            String::new()
+        } else {
+            format!(
+                "; final stock {final_value} but {} - {} accepted sales = {expected}",
+                h.params.initial_stock,
+                writes.len()
+            )
+        };
+
+        // First check: a write based on a stale read overwrote someone's sale.
+        for (n, w) in writes.iter().enumerate() {
+            if w.current == w.read {
+                continue;
+            }
+            // The accepted write just before this one put `current` there.
+            let prev = n.checked_sub(1).map(|p| &writes[p]);
+            let (by, mut events, mut hosts) = match prev {
+                Some(p) => (
+                    format!(" ({} wrote it at {})", p.writer, fmt_s(p.at_us)),
+                    vec![p.event, w.event],
+                    vec![w.writer.to_string(), p.writer.to_string()],
+                ),
+                None => (String::new(), vec![w.event], vec![w.writer.to_string()]),
+            };
+            events.sort_unstable();
+            hosts.dedup();
+            return Verdict::Invalid(Evidence {
+                summary: format!(
+                    "{} wrote {} at {} based on a read of {}, but the storage held {}{by}: an update was lost{final_note}",
+                    w.writer,
+                    w.wrote,
+                    fmt_s(w.at_us),
+                    w.read,
+                    w.current
+                ),
+                at_us: w.at_us,
+                hosts,
+                owners: Vec::new(),
+                first_event: w.event,
+                events,
+            });
+        }
+
+        // Each write must be a sale of one, or the stock arithmetic below means nothing.
+        if let Some(w) = writes.iter().find(|w| w.wrote != w.read - 1) {
+            return Verdict::Unknown {
+                reason: format!(
+                    "{} wrote {} after reading {} at {}: not a sale of one, so the final stock cannot be checked",
+                    w.writer,
+                    w.wrote,
+                    w.read,
+                    fmt_s(w.at_us)
+                ),
+            };
+        }
+
+        if writes.is_empty() {
+            // Writes the clients saw succeed but the storage never recorded mean the
+            // storage's record is incomplete: nothing to judge on.
+            let acked = h
+                .ops()
+                .filter(|(_, op)| op.f == OpF::Write && op.phase == Phase::Ok)
+                .count();
+            if acked > 0 {
+                return Verdict::Unknown {
+                    reason: format!(
+                        "{acked} write operations completed ok but the storage recorded no accepted write"
+                    ),
+                };
+            }
+        }
+
+        if final_value != expected {
+            let last = writes
+                .last()
+                .expect("a final value differs only after a write");
+            return Verdict::Invalid(Evidence {
+                summary: format!(
+                    "final stock {final_value} but {} - {} accepted sales = {expected}",
+                    h.params.initial_stock,
+                    writes.len()
+                ),
+                at_us: last.at_us,
+                hosts: vec![last.writer.to_string()],
+                owners: Vec::new(),
+                first_event: last.event,
+                events: vec![last.event],
+            });
+        }
+        Verdict::Valid
+    }
+}

@@ -1,0 +1,157 @@
+//! Checkers: judge a recorded [`History`] and nothing else.
+//!
+//! Jepsen's split: a checker answers [`Verdict::Valid`], [`Verdict::Invalid`] with
+//! evidence, or [`Verdict::Unknown`] when the history cannot settle the question. A
+//! checker that panics yields `Unknown`, never `Valid` ([`check_all`]), so a bug in a
+//! checker cannot pass a broken lock.
+//!
+//! Checkers read only the history's events, params, plan and end time; they never read
+//! `history.design` or `history.scenario`, so a verdict cannot depend on which design
+//! the run was labelled with.
+//!
+//! Layout: [`model`] derives views shared by several checkers (operation pairs,
+//! believed-hold intervals, the server's record of who held the key); one module per
+//! property; [`probes`] holds the Stateright-style `sometimes` properties that prove a
+//! fault really happened, so a passing safety check is not vacuous.
+
+mod liveness;
+mod lost_update;
+pub mod model;
+mod mutual_exclusion;
+mod ownership;
+pub mod probes;
+
+use std::panic::{AssertUnwindSafe, catch_unwind};
+
+use serde::{Deserialize, Serialize};
+use sim::history::History;
+
+pub use liveness::Liveness;
+pub use lost_update::LostUpdate;
+pub use mutual_exclusion::MutualExclusion;
+pub use ownership::{Ownership, unattributed_removals};
+
+/// A checker's answer.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "verdict", rename_all = "kebab-case")]
+pub enum Verdict {
+    /// The history satisfies the property.
+    Valid,
+    /// The history violates it; the evidence says where.
+    Invalid(Evidence),
+    /// The history cannot settle it (or the checker failed).
+    Unknown {
+        /// Why not.
+        reason: String,
+    },
+}
+
+impl Verdict {
+    /// True for [`Verdict::Valid`].
+    pub fn is_valid(&self) -> bool {
+        matches!(self, Verdict::Valid)
+    }
+
+    /// True for [`Verdict::Invalid`].
+    pub fn is_invalid(&self) -> bool {
+        matches!(self, Verdict::Invalid(_))
+    }
+
+    /// True for [`Verdict::Unknown`].
+    pub fn is_unknown(&self) -> bool {
+        matches!(self, Verdict::Unknown { .. })
+    }
+
+    /// The evidence, if invalid.
+    pub fn evidence(&self) -> Option<&Evidence> {
+        match self {
+            Verdict::Invalid(e) => Some(e),
+            _ => None,
+        }
+    }
+}
+
+/// Where and how a property was violated.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Evidence {
+    /// One sentence naming the hosts, owners and times involved.
+    pub summary: String,
+    /// True simulated time at which the violation starts, in microseconds.
+    pub at_us: u64,
+    /// The hosts involved, the one the summary names first first.
+    pub hosts: Vec<String>,
+    /// The owner values involved, in the same order as `hosts` where they pair up.
+    pub owners: Vec<String>,
+    /// Index into `history.events` of the event at which the violation becomes visible
+    /// (the second overlapping acquire, the lost write, the foreign removal, the crash
+    /// that left the lock stuck). Timelines centre on it and mark it `!!`.
+    pub first_event: usize,
+    /// Indices into `history.events` of every implicated event, ascending.
+    pub events: Vec<usize>,
+}
+
+/// A property of a history.
+pub trait Checker {
+    /// A short kebab-case name (`mutual-exclusion`), used as a column in reports.
+    fn name(&self) -> &'static str;
+    /// Judge the history.
+    fn check(&self, h: &History) -> Verdict;
+}
+
+/// Every checker, in the fixed order reports list them.
+pub fn all() -> Vec<Box<dyn Checker>> {
+    vec![
+        Box::new(MutualExclusion),
+        Box::new(LostUpdate),
+        Box::new(Ownership),
+        Box::new(Liveness),
+    ]
+}
+
+/// The names of [`all`]'s checkers, in order.
+pub fn names() -> Vec<&'static str> {
+    all().iter().map(|c| c.name()).collect()
+}
+
+/// Runs every checker of [`all`] on `h`, in order.
+pub fn check_all(h: &History) -> Vec<(&'static str, Verdict)> {
+    check_with(&all(), h)
+}
+
+/// Runs the given checkers on `h`, in order. A checker that panics yields `Unknown`
+/// with the panic message: a crashed checker must never count as a pass.
+pub fn check_with(checkers: &[Box<dyn Checker>], h: &History) -> Vec<(&'static str, Verdict)> {
+    checkers
+        .iter()
+        .map(|c| {
+            // AssertUnwindSafe: a checker only reads `h`; after a panic we discard
+            // whatever it computed and never look at its state again.
+            let verdict = catch_unwind(AssertUnwindSafe(|| c.check(h))).unwrap_or_else(|p| {
+                let msg = p
+                    .downcast_ref::<&str>()
+                    .map(|s| (*s).to_string())
+                    .or_else(|| p.downcast_ref::<String>().cloned())
+                    .unwrap_or_else(|| "non-string panic payload".to_string());
+                Verdict::Unknown {
+                    reason: format!("checker {} panicked: {msg}", c.name()),
+                }
+            });
+            (c.name(), verdict)
+        })
+        .collect()
+}
+
+/// Formats true simulated microseconds as seconds with millisecond precision
+/// (`1.203 s`), integer arithmetic only so the text is the same on every platform.
+pub fn fmt_s(us: u64) -> String {
+    format!("{}.{:03} s", us / 1_000_000, (us % 1_000_000) / 1_000)
+}
+
+/// Formats a duration in microseconds as milliseconds (`812 ms`, `0.250 ms`).
+pub fn fmt_ms(us: u64) -> String {
+    if us % 1_000 == 0 {
+        format!("{} ms", us / 1_000)
+    } else {
+        format!("{}.{:03} ms", us / 1_000, us % 1_000)
+    }
+}

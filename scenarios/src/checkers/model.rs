@@ -1,0 +1,308 @@
+//! Views of a history shared by several checkers and probes.
+//!
+//! Everything here is derived from `history.events`, `params`, `plan` and `end_us`
+//! only. Functions that rely on the invoke/complete pairing return `Err(reason)` for a
+//! malformed history, which checkers turn into `Unknown`: a history we cannot read
+//! must not be judged valid.
+
+use std::collections::BTreeMap;
+
+use sim::faults::FaultKind;
+use sim::history::{EventKind, FaultPhase, History, OpF, Phase, ServerEvent};
+
+/// One client operation: its invocation and, if any, its completion.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct OpPair {
+    /// The op id.
+    pub op: u64,
+    /// The client host.
+    pub host: String,
+    /// What it tried.
+    pub f: OpF,
+    /// The lock key: the completion's if it names one, else the invocation's, else
+    /// the run's lock key.
+    pub key: String,
+    /// The owner value: the completion's if it names one (an acquire's `ok` carries
+    /// the stored value), else the invocation's (a release names what it releases).
+    pub owner: Option<String>,
+    /// Index of the invocation event.
+    pub invoke: usize,
+    /// Time of the invocation.
+    pub invoke_us: u64,
+    /// Index of the completion event; `None` if the client never completed it (it
+    /// crashed or the run ended), which counts as `info`.
+    pub completion: Option<usize>,
+    /// Time of the completion.
+    pub completion_us: Option<u64>,
+    /// `Ok`, `Fail` or `Info` (also for never-completed operations).
+    pub outcome: Phase,
+}
+
+/// Pairs every invocation with its completion.
+///
+/// Errors on a completion without an invocation, a second invocation or completion of
+/// one op id, or a completion on another host or of another kind than its invocation.
+pub fn op_pairs(h: &History) -> Result<Vec<OpPair>, String> {
+    let mut pairs: Vec<OpPair> = Vec::new();
+    let mut by_id: BTreeMap<u64, usize> = BTreeMap::new();
+    for (i, e) in h.events.iter().enumerate() {
+        let EventKind::Op(op) = &e.kind else { continue };
+        if op.phase == Phase::Invoke {
+            if by_id.contains_key(&op.op) {
+                return Err(format!("op {} invoked twice (event {i})", op.op));
+            }
+            by_id.insert(op.op, pairs.len());
+            pairs.push(OpPair {
+                op: op.op,
+                host: e.host.clone(),
+                f: op.f,
+                key: op.key.clone().unwrap_or_else(|| h.params.key.clone()),
+                owner: op.owner.clone(),
+                invoke: i,
+                invoke_us: e.at_us,
+                completion: None,
+                completion_us: None,
+                outcome: Phase::Info,
+            });
+            continue;
+        }
+        let Some(&p) = by_id.get(&op.op) else {
+            return Err(format!(
+                "op {} completed without an invocation (event {i})",
+                op.op
+            ));
+        };
+        let pair = &mut pairs[p];
+        if pair.completion.is_some() {
+            return Err(format!("op {} completed twice (event {i})", op.op));
+        }
+        if pair.host != e.host || pair.f != op.f {
+            return Err(format!(
+                "op {} invoked as {:?} on {} but completed as {:?} on {} (event {i})",
+                op.op, pair.f, pair.host, op.f, e.host
+            ));
+        }
+        if let Some(k) = &op.key {
+            pair.key = k.clone();
+        }
+        if op.owner.is_some() {
+            pair.owner = op.owner.clone();
+        }
+        pair.completion = Some(i);
+        pair.completion_us = Some(e.at_us);
+        pair.outcome = op.phase;
+    }
+    Ok(pairs)
+}
+
+/// Why a believed hold ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum HoldEnd {
+    /// The client invoked its release (it stops believing at the invocation, whether
+    /// or not the release works).
+    Release,
+    /// The client's host crashed.
+    Crash,
+    /// The run ended with the client still believing.
+    EndOfRun,
+}
+
+/// An interval during which a client believed it held the lock.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Hold {
+    /// The client host.
+    pub host: String,
+    /// The lock key.
+    pub key: String,
+    /// The owner value its acquire stored (`?` if the `ok` named none).
+    pub owner: String,
+    /// Index of the acquire's `ok` event.
+    pub acquire_event: usize,
+    /// Start: the acquire's `ok` time.
+    pub start_us: u64,
+    /// End: the release invocation, the crash, or the run's end.
+    pub end_us: u64,
+    /// Index of the ending event (`None` at the run's end).
+    pub end_event: Option<usize>,
+    /// Why it ended.
+    pub end: HoldEnd,
+}
+
+impl Hold {
+    /// Length of the hold in microseconds.
+    pub fn len_us(&self) -> u64 {
+        self.end_us.saturating_sub(self.start_us)
+    }
+
+    /// Whether the hold was open at `t_us` (started at or before, ends after).
+    pub fn open_at(&self, t_us: u64) -> bool {
+        self.start_us <= t_us && t_us < self.end_us
+    }
+}
+
+/// Whether fault `fault` of the plan is a crash.
+pub fn is_crash(h: &History, fault: usize) -> bool {
+    matches!(
+        h.plan.faults.get(fault).map(|f| &f.kind),
+        Some(FaultKind::Crash { .. })
+    )
+}
+
+/// Whether fault `fault` of the plan is a pause.
+pub fn is_pause(h: &History, fault: usize) -> bool {
+    matches!(
+        h.plan.faults.get(fault).map(|f| &f.kind),
+        Some(FaultKind::Pause { .. })
+    )
+}
+
+/// Indices of crash start events. The event's `host` is the resolved target (a plan
+/// may say `Holder`), so callers read the host from the event, not the plan.
+pub fn crash_starts(h: &History) -> Vec<usize> {
+    h.events
+        .iter()
+        .enumerate()
+        .filter(|(_, e)| {
+            matches!(e.kind, EventKind::Fault { fault, phase: FaultPhase::Start, .. } if is_crash(h, fault))
+        })
+        .map(|(i, _)| i)
+        .collect()
+}
+
+/// Every believed-hold interval, ordered by the acquire's `ok`.
+///
+/// A hold starts at an acquire `ok` and ends at the same client's next release
+/// invocation naming the same owner value (or, if the release names none, the same
+/// key), at a crash of its host, or at the run's end. Pauses do not end a hold: a
+/// paused client still believes it holds the lock, which is exactly the danger.
+pub fn holds(h: &History) -> Result<Vec<Hold>, String> {
+    // Validate pairing first, so a malformed history is reported rather than judged.
+    op_pairs(h)?;
+    let mut done: Vec<Hold> = Vec::new();
+    let mut open: Vec<Hold> = Vec::new();
+    let mut invoke_key: BTreeMap<u64, Option<String>> = BTreeMap::new();
+    for (i, e) in h.events.iter().enumerate() {
+        match &e.kind {
+            EventKind::Op(op) if op.f == OpF::Acquire && op.phase == Phase::Invoke => {
+                invoke_key.insert(op.op, op.key.clone());
+            }
+            EventKind::Op(op) if op.f == OpF::Acquire && op.phase == Phase::Ok => {
+                let key = op
+                    .key
+                    .clone()
+                    .or_else(|| invoke_key.get(&op.op).cloned().flatten())
+                    .unwrap_or_else(|| h.params.key.clone());
+                open.push(Hold {
+                    host: e.host.clone(),
+                    key,
+                    owner: op.owner.clone().unwrap_or_else(|| "?".to_string()),
+                    acquire_event: i,
+                    start_us: e.at_us,
+                    end_us: h.end_us,
+                    end_event: None,
+                    end: HoldEnd::EndOfRun,
+                });
+            }
+            EventKind::Op(op) if op.f == OpF::Release && op.phase == Phase::Invoke => {
+                let key = op.key.clone().unwrap_or_else(|| h.params.key.clone());
+                let ends = |o: &Hold| {
+                    o.host == e.host
+                        && match &op.owner {
+                            Some(owner) => *owner == o.owner,
+                            None => key == o.key,
+                        }
+                };
+                close(&mut open, &mut done, ends, i, e.at_us, HoldEnd::Release);
+            }
+            EventKind::Fault {
+                fault,
+                phase: FaultPhase::Start,
+                ..
+            } if is_crash(h, *fault) => {
+                close(
+                    &mut open,
+                    &mut done,
+                    |o| o.host == e.host,
+                    i,
+                    e.at_us,
+                    HoldEnd::Crash,
+                );
+            }
+            _ => {}
+        }
+    }
+    done.extend(open);
+    done.sort_by_key(|o| o.acquire_event);
+    Ok(done)
+}
+
+fn close(
+    open: &mut Vec<Hold>,
+    done: &mut Vec<Hold>,
+    ends: impl Fn(&Hold) -> bool,
+    event: usize,
+    at_us: u64,
+    why: HoldEnd,
+) {
+    let (ended, still): (Vec<Hold>, Vec<Hold>) = open.drain(..).partition(|o| ends(o));
+    *open = still;
+    done.extend(ended.into_iter().map(|mut o| {
+        o.end_us = at_us;
+        o.end_event = Some(event);
+        o.end = why;
+        o
+    }));
+}
+
+/// A crash of a host that, per the Redis server's own record, held the lock key.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CrashWhileHolding {
+    /// Index of the crash start event.
+    pub crash_event: usize,
+    /// When.
+    pub at_us: u64,
+    /// The crashed host.
+    pub host: String,
+    /// The owner value the key held.
+    pub owner: String,
+    /// Index of the server's `Written` event that stored that value.
+    pub written_event: usize,
+}
+
+/// Every crash start on a host whose value the lock key (`params.key`) held on the
+/// server at that moment. Server events are the truth here, not the client's belief:
+/// a client that believes it holds an expired lock blocks nobody.
+pub fn crashes_while_holding(h: &History) -> Vec<CrashWhileHolding> {
+    // (writer, value, written event) of the key's current value.
+    let mut holder: Option<(String, String, usize)> = None;
+    let mut out = Vec::new();
+    for (i, e) in h.events.iter().enumerate() {
+        match &e.kind {
+            EventKind::Server(ServerEvent::Written { by, key, value }) if *key == h.params.key => {
+                holder = Some((by.clone(), value.clone(), i));
+            }
+            EventKind::Server(ServerEvent::Removed { key, .. }) if *key == h.params.key => {
+                holder = None;
+            }
+            EventKind::Fault {
+                fault,
+                phase: FaultPhase::Start,
+                ..
+            } if is_crash(h, *fault) => {
+                if let Some((by, value, w)) = &holder
+                    && *by == e.host
+                {
+                    out.push(CrashWhileHolding {
+                        crash_event: i,
+                        at_us: e.at_us,
+                        host: e.host.clone(),
+                        owner: value.clone(),
+                        written_event: *w,
+                    });
+                }
+            }
+            _ => {}
+        }
+    }
+    out
+}

@@ -1,0 +1,91 @@
+//! `mutual-exclusion`: no two clients believe they hold the same lock at once.
+//!
+//! Judged on belief, not on the server: the harm a broken lock does comes from a
+//! client acting as holder, whatever the server thinks. Belief starts at the acquire's
+//! `ok` and ends at the release's invocation (see [`model::holds`]), so a client that
+//! was paused past its lease still counts as holding until it says otherwise.
+
+use sim::history::History;
+
+use super::model::{self, Hold, HoldEnd};
+use super::{Checker, Evidence, Verdict, fmt_s};
+
+/// The mutual-exclusion checker.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct MutualExclusion;
+
+impl Checker for MutualExclusion {
+    fn name(&self) -> &'static str {
+        "mutual-exclusion"
+    }
+
+    fn check(&self, h: &History) -> Verdict {
+        let holds = match model::holds(h) {
+            Ok(x) => x,
+            Err(reason) => return Verdict::Unknown { reason },
+        };
+        // Every overlapping pair of different hosts on one key; report the one whose
+        // overlap starts first (ties: lowest event index), and count the rest.
+        let mut found: Option<(&Hold, &Hold)> = None;
+        let mut pairs = 0usize;
+        for (i, a) in holds.iter().enumerate() {
+            for b in &holds[i + 1..] {
+                // `holds` is ordered by acquire event, so `b` started no earlier.
+                if a.key != b.key || a.host == b.host {
+                    continue;
+                }
+                if b.start_us < a.end_us && a.start_us < b.end_us {
+                    pairs += 1;
+                    let better = match found {
+                        None => true,
+                        Some((_, fb)) => {
+                            (b.start_us, b.acquire_event) < (fb.start_us, fb.acquire_event)
+                        }
+                    };
+                    if better {
+                        found = Some((a, b));
+                    }
+                }
+            }
+        }
+        let Some((a, b)) = found else {
+            return Verdict::Valid;
+        };
+        let overlap_end = a.end_us.min(b.end_us);
+        let until = if overlap_end == h.end_us
+            && a.end == HoldEnd::EndOfRun
+            && b.end == HoldEnd::EndOfRun
+        {
+            "the end of the run".to_string()
+        } else {
+            fmt_s(overlap_end)
+        };
+        let more = if pairs > 1 {
+            format!(" ({} overlapping pairs in all)", pairs)
+        } else {
+            String::new()
+        };
+        let mut events = vec![a.acquire_event, b.acquire_event];
+        events.extend(a.end_event);
+        events.extend(b.end_event);
+        events.sort_unstable();
+        events.dedup();
+        Verdict::Invalid(Evidence {
+            summary: format!(
+                "{} and {} both believed they held lock {} from {} to {} (owner={} and owner={}){more}",
+                a.host,
+                b.host,
+                a.key,
+                fmt_s(b.start_us),
+                until,
+                a.owner,
+                b.owner
+            ),
+            at_us: b.start_us,
+            hosts: vec![a.host.clone(), b.host.clone()],
+            owners: vec![a.owner.clone(), b.owner.clone()],
+            first_event: b.acquire_event,
+            events,
+        })
+    }
+}

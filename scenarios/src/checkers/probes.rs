@@ -1,0 +1,148 @@
+//! `sometimes` probes: proof that a scenario's fault really did what it was meant to.
+//!
+//! A safety checker that passes because the fault never bit (a pause that hit nobody
+//! holding the lock, a delay shorter than the lease) proves nothing. Each probe returns
+//! a description of a witness event, or `None`, so scenario tests can assert
+//! `probes::crash_while_holding(&h).is_some()` next to the checker's verdict.
+
+use std::collections::BTreeMap;
+
+use sim::history::{EventKind, FaultPhase, History, OpF, Phase};
+
+use super::model::{self, HoldEnd};
+use super::{fmt_ms, fmt_s};
+
+/// A pause that began while its host believed it held the lock and lasted longer than
+/// the lease (a pause still running at the run's end lasts until the end).
+pub fn pause_outlasted_a_hold(h: &History) -> Option<String> {
+    let holds = model::holds(h).ok()?;
+    let lease_us = h.params.lease_ms * 1_000;
+    let mut ends: BTreeMap<usize, u64> = BTreeMap::new();
+    for e in &h.events {
+        if let EventKind::Fault {
+            fault,
+            phase: FaultPhase::End,
+            ..
+        } = e.kind
+        {
+            ends.entry(fault).or_insert(e.at_us);
+        }
+    }
+    h.events.iter().find_map(|e| {
+        let EventKind::Fault {
+            fault,
+            phase: FaultPhase::Start,
+            ..
+        } = e.kind
+        else {
+            return None;
+        };
+        if !model::is_pause(h, fault) {
+            return None;
+        }
+        let end_us = ends.get(&fault).copied().unwrap_or(h.end_us);
+        let len_us = end_us.saturating_sub(e.at_us);
+        if len_us <= lease_us {
+            return None;
+        }
+        let hold = holds
+            .iter()
+            .find(|o| o.host == e.host && o.open_at(e.at_us))?;
+        Some(format!(
+            "{} paused at {} for {} while holding {} (owner={}), lease {} ms",
+            e.host,
+            fmt_s(e.at_us),
+            fmt_ms(len_us),
+            hold.key,
+            hold.owner,
+            h.params.lease_ms
+        ))
+    })
+}
+
+/// A crash of a host that held the lock key on the server at the time.
+pub fn crash_while_holding(h: &History) -> Option<String> {
+    model::crashes_while_holding(h).first().map(|c| {
+        format!(
+            "{} crashed at {} holding {} (owner={})",
+            c.host,
+            fmt_s(c.at_us),
+            h.params.key,
+            c.owner
+        )
+    })
+}
+
+/// A believed hold longer than the lease (slow work inside the critical section).
+pub fn hold_outlasted_lease(h: &History) -> Option<String> {
+    let lease_us = h.params.lease_ms * 1_000;
+    model::holds(h)
+        .ok()?
+        .into_iter()
+        .find(|o| o.len_us() > lease_us)
+        .map(|o| {
+            let why = match o.end {
+                HoldEnd::Release => "until its release",
+                HoldEnd::Crash => "until it crashed",
+                HoldEnd::EndOfRun => "until the end of the run",
+            };
+            format!(
+                "{} believed it held {} (owner={}) from {} for {} {why}, lease {} ms",
+                o.host,
+                o.key,
+                o.owner,
+                fmt_s(o.start_us),
+                fmt_ms(o.len_us()),
+                h.params.lease_ms
+            )
+        })
+}
+
+/// An acquire whose reply came later than the lease after its invocation.
+pub fn acquire_reply_later_than_lease(h: &History) -> Option<String> {
+    let lease_us = h.params.lease_ms * 1_000;
+    model::op_pairs(h).ok()?.into_iter().find_map(|p| {
+        let done_us = p.completion_us?;
+        (p.f == OpF::Acquire && p.outcome == Phase::Ok && done_us - p.invoke_us > lease_us).then(
+            || {
+                format!(
+                    "{} acquire invoked at {} returned ok after {}, lease {} ms",
+                    p.host,
+                    fmt_s(p.invoke_us),
+                    fmt_ms(done_us - p.invoke_us),
+                    h.params.lease_ms
+                )
+            },
+        )
+    })
+}
+
+/// Contention: an acquire failed, or an acquire was in flight while another host
+/// believed it held the same key.
+pub fn contended(h: &History) -> Option<String> {
+    let pairs = model::op_pairs(h).ok()?;
+    let acquires = || pairs.iter().filter(|p| p.f == OpF::Acquire);
+    if let Some(p) = acquires().find(|p| p.outcome == Phase::Fail) {
+        return Some(format!(
+            "{} acquire of {} invoked at {} failed",
+            p.host,
+            p.key,
+            fmt_s(p.invoke_us)
+        ));
+    }
+    let holds = model::holds(h).ok()?;
+    acquires().find_map(|p| {
+        let done_us = p.completion_us.unwrap_or(h.end_us);
+        let o = holds.iter().find(|o| {
+            o.host != p.host && o.key == p.key && o.start_us < done_us && p.invoke_us < o.end_us
+        })?;
+        Some(format!(
+            "{} waited on {} from {} while {} held it (owner={})",
+            p.host,
+            p.key,
+            fmt_s(p.invoke_us),
+            o.host,
+            o.owner
+        ))
+    })
+}
