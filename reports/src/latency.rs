@@ -105,11 +105,15 @@ impl LatencySummary {
                 continue;
             };
             let us = done_us.saturating_sub(p.invoke_us);
-            match p.outcome {
-                Phase::Ok => s.ok_us.saturating_record(us),
-                Phase::Fail => s.fail_us.saturating_record(us),
-                Phase::Info | Phase::Invoke => s.info_us.saturating_record(us),
-            }
+            let hist = match p.outcome {
+                Phase::Ok => &mut s.ok_us,
+                Phase::Fail => &mut s.fail_us,
+                Phase::Info | Phase::Invoke => &mut s.info_us,
+            };
+            // `record`, not `saturating_record`: the latter clamps to the current
+            // range instead of growing an auto-resizing histogram.
+            hist.record(us)
+                .expect("an auto-resizing histogram records any u64");
         }
         Ok(s)
     }

@@ -129,7 +129,7 @@ pub fn render_text(cells: &[CellResult]) -> String {
         })
         .collect();
     // Text columns align left, numbers right; the replay command is not padded.
-    let numeric = |i: usize| i >= 2 && i < header.len() - 2;
+    let numeric = |i: usize| i >= 2 && i < header.len() - 1;
     let fmt_row = |r: &[String]| {
         let mut line = String::new();
         for (i, cell) in r.iter().enumerate() {

@@ -136,8 +136,10 @@ pub fn describe(h: &History, e: &Event) -> String {
 /// One line: marker, time, host, description.
 pub fn line(h: &History, i: usize, marker: &str) -> String {
     let e = &h.events[i];
+    // Pad times to the run's longest, so columns line up in a 2 s run and a 200 s one.
+    let width = fmt_time(h.end_us.max(e.at_us)).len();
     format!(
-        "{marker:<2} {:>11} {:<9} {}",
+        "{marker:<2} {:>width$} {:<9} {}",
         fmt_time(e.at_us),
         e.host,
         describe(h, e)
