@@ -1,1 +1,8 @@
-//! Reports.
+//! Reports: latency histograms, text timelines and the design × scenario table.
+//!
+//! Everything here reads histories and verdicts and never changes them; none of it
+//! knows how runs are executed.
+
+pub mod latency;
+pub mod table;
+pub mod timeline;

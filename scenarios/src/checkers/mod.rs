@@ -149,7 +149,7 @@ pub fn fmt_s(us: u64) -> String {
 
 /// Formats a duration in microseconds as milliseconds (`812 ms`, `0.250 ms`).
 pub fn fmt_ms(us: u64) -> String {
-    if us % 1_000 == 0 {
+    if us.is_multiple_of(1_000) {
         format!("{} ms", us / 1_000)
     } else {
         format!("{}.{:03} ms", us / 1_000, us % 1_000)

@@ -1,0 +1,181 @@
+//! The design × scenario table: per cell, how many runs each checker found invalid.
+//!
+//! A [`CellResult`] is plain data filled from verdicts (by [`CellResult::record`] or
+//! by whatever runs the seeds); this module never runs anything, so a local sweep, a
+//! CI matrix shard or a merge of shards all render the same way.
+
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+
+use scenarios::checkers::{self, Verdict};
+use serde::{Deserialize, Serialize};
+
+use crate::latency::Quantiles;
+
+/// The results of many runs of one design under one scenario.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CellResult {
+    /// The lock design.
+    pub design: String,
+    /// The scenario.
+    pub scenario: String,
+    /// Runs (seeds) judged.
+    pub runs: u64,
+    /// Per checker name, the number of runs it judged invalid.
+    pub per_checker: BTreeMap<String, usize>,
+    /// Verdicts that were unknown (all checkers, all runs).
+    pub unknown: usize,
+    /// The first seed (in recording order) any checker judged invalid.
+    pub first_invalid_seed: Option<u64>,
+    /// The command that replays `first_invalid_seed`.
+    pub replay: Option<String>,
+    /// Acquire latency (ok outcomes) over all runs.
+    pub latency: Quantiles,
+}
+
+impl CellResult {
+    /// An empty cell.
+    pub fn new(design: impl Into<String>, scenario: impl Into<String>) -> Self {
+        CellResult {
+            design: design.into(),
+            scenario: scenario.into(),
+            runs: 0,
+            per_checker: BTreeMap::new(),
+            unknown: 0,
+            first_invalid_seed: None,
+            replay: None,
+            latency: Quantiles::default(),
+        }
+    }
+
+    /// Counts one run's verdicts. Every checker gets a column, even at zero, so a
+    /// checker that never fires is visibly present rather than silently missing.
+    pub fn record(&mut self, seed: u64, verdicts: &[(&str, Verdict)]) {
+        self.runs += 1;
+        for (name, v) in verdicts {
+            let n = self.per_checker.entry((*name).to_string()).or_insert(0);
+            match v {
+                Verdict::Invalid(_) => {
+                    *n += 1;
+                    self.first_invalid_seed.get_or_insert(seed);
+                }
+                Verdict::Unknown { .. } => self.unknown += 1,
+                Verdict::Valid => {}
+            }
+        }
+    }
+
+    /// Total invalid verdicts in the cell.
+    pub fn invalid(&self) -> usize {
+        self.per_checker.values().sum()
+    }
+}
+
+/// Checker columns: the standard checkers in their fixed order, then any other names
+/// the cells mention, alphabetically.
+pub fn checker_columns(cells: &[CellResult]) -> Vec<String> {
+    let mut cols: Vec<String> = checkers::names().into_iter().map(String::from).collect();
+    let mut extra: Vec<&String> = cells
+        .iter()
+        .flat_map(|c| c.per_checker.keys())
+        .filter(|k| !cols.contains(k))
+        .collect();
+    extra.sort();
+    extra.dedup();
+    cols.extend(extra.into_iter().cloned());
+    cols
+}
+
+/// The table as aligned text: design, scenario, runs, one column per checker with its
+/// violation count, unknown verdicts, acquire p50/p99 in ms, the first invalid seed
+/// and the replay command (last, as it is long).
+pub fn render_text(cells: &[CellResult]) -> String {
+    let cols = checker_columns(cells);
+    let mut header: Vec<String> = vec!["design".into(), "scenario".into(), "runs".into()];
+    header.extend(cols.iter().cloned());
+    header.extend(
+        [
+            "unknown",
+            "p50 ms",
+            "p99 ms",
+            "first invalid seed",
+            "replay",
+        ]
+        .map(String::from),
+    );
+    let rows: Vec<Vec<String>> = cells
+        .iter()
+        .map(|c| {
+            let mut r = vec![c.design.clone(), c.scenario.clone(), c.runs.to_string()];
+            r.extend(
+                cols.iter()
+                    .map(|k| c.per_checker.get(k).copied().unwrap_or(0).to_string()),
+            );
+            r.push(c.unknown.to_string());
+            r.push(format!("{:.1}", c.latency.p50_ms));
+            r.push(format!("{:.1}", c.latency.p99_ms));
+            r.push(c.first_invalid_seed.map_or("-".into(), |s| s.to_string()));
+            r.push(c.replay.clone().unwrap_or_else(|| "-".into()));
+            r
+        })
+        .collect();
+    let widths: Vec<usize> = (0..header.len())
+        .map(|i| {
+            rows.iter()
+                .map(|r| r[i].chars().count())
+                .chain([header[i].chars().count()])
+                .max()
+                .unwrap_or(0)
+        })
+        .collect();
+    // Text columns align left, numbers right; the replay command is not padded.
+    let numeric = |i: usize| i >= 2 && i < header.len() - 1;
+    let fmt_row = |r: &[String]| {
+        let mut line = String::new();
+        for (i, cell) in r.iter().enumerate() {
+            if i > 0 {
+                line.push_str("  ");
+            }
+            let pad = widths[i] - cell.chars().count();
+            if numeric(i) {
+                let _ = write!(line, "{}{cell}", " ".repeat(pad));
+            } else if i == r.len() - 1 {
+                line.push_str(cell);
+            } else {
+                let _ = write!(line, "{cell}{}", " ".repeat(pad));
+            }
+        }
+        line.trim_end().to_string()
+    };
+    let mut out = String::new();
+    let _ = writeln!(out, "{}", fmt_row(&header));
+    let rule: Vec<String> = widths.iter().map(|w| "-".repeat(*w)).collect();
+    let _ = writeln!(out, "{}", fmt_row(&rule));
+    for r in &rows {
+        let _ = writeln!(out, "{}", fmt_row(r));
+    }
+    out
+}
+
+/// The table as JSON: the checker column order and the cells.
+pub fn render_json(cells: &[CellResult]) -> String {
+    #[derive(Serialize)]
+    struct Table<'a> {
+        checkers: Vec<String>,
+        cells: &'a [CellResult],
+    }
+    serde_json::to_string_pretty(&Table {
+        checkers: checker_columns(cells),
+        cells,
+    })
+    .expect("a table always serializes")
+}
+
+/// Reads the cells back from [`render_json`]'s output.
+pub fn cells_from_json(json: &str) -> Result<Vec<CellResult>, serde_json::Error> {
+    #[derive(Deserialize)]
+    struct Table {
+        cells: Vec<CellResult>,
+    }
+    serde_json::from_str::<Table>(json).map(|t| t.cells)
+}

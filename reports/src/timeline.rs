@@ -1,0 +1,200 @@
+//! A readable text timeline of a history: who did what when, around a violation.
+//!
+//! One line per event, true simulated time first:
+//!
+//! ```text
+//!    1.203000s client-4  acquire ok      owner=client-4-17-3fa2
+//! !! 1.310000s client-1  release invoke  owner=client-1-3-9e01
+//!    1.400000s client-2  >>> pause client-2 for 800 ms
+//!    1.500000s redis     removed lock (owner=client-1-3-9e01 by client-2, command)
+//! ```
+//!
+//! `!!` marks the event where a violation becomes visible (the evidence's
+//! `first_event`), `! ` the other implicated events. Reports only read the history.
+
+use std::fmt::Write as _;
+
+use scenarios::checkers::Evidence;
+use sim::faults::FaultKind;
+use sim::history::{
+    Event, EventKind, FaultPhase, History, Op, OpF, Phase, ServerEvent, StorageEvent,
+};
+
+/// Formats microseconds as seconds with microsecond precision (`1.203000s`).
+pub fn fmt_time(us: u64) -> String {
+    format!("{}.{:06}s", us / 1_000_000, us % 1_000_000)
+}
+
+fn op_text(op: &Op) -> String {
+    let f = match op.f {
+        OpF::Acquire => "acquire",
+        OpF::Release => "release",
+        OpF::Read => "read",
+        OpF::Write => "write",
+    };
+    let phase = match op.phase {
+        Phase::Invoke => "invoke",
+        Phase::Ok => "ok",
+        Phase::Fail => "fail",
+        Phase::Info => "info",
+    };
+    let mut s = format!("{:<15}", format!("{f} {phase}"));
+    if let Some(o) = &op.owner {
+        let _ = write!(s, " owner={o}");
+    }
+    if let Some(v) = op.value {
+        let _ = write!(s, " value={v}");
+    }
+    if let Some(t) = op.token {
+        let _ = write!(s, " token={t}");
+    }
+    if let Some(d) = &op.detail {
+        let _ = write!(s, " ({d})");
+    }
+    s.trim_end().to_string()
+}
+
+fn fault_text(h: &History, e: &Event, fault: usize, phase: FaultPhase, detail: &str) -> String {
+    let host = &e.host;
+    // The plan says what kind; the event's host is the resolved target.
+    let (what, start) = match h.plan.faults.get(fault).map(|f| &f.kind) {
+        Some(FaultKind::Pause { duration_ms, .. }) => {
+            ("pause", format!("pause {host} for {duration_ms} ms"))
+        }
+        Some(FaultKind::Crash {
+            restart_after_ms, ..
+        }) => (
+            "crash",
+            match restart_after_ms {
+                Some(ms) => format!("crash {host}, restart after {ms} ms"),
+                None => format!("crash {host}"),
+            },
+        ),
+        Some(FaultKind::Delay {
+            latency_ms,
+            duration_ms,
+            ..
+        }) => (
+            "delay",
+            format!("delay replies to {host} by {latency_ms} ms for {duration_ms} ms"),
+        ),
+        Some(FaultKind::SlowWork { extra_ms, .. }) => {
+            ("slow work", format!("slow work on {host}: +{extra_ms} ms"))
+        }
+        None => ("fault", format!("fault {fault}: {detail}")),
+    };
+    match phase {
+        FaultPhase::Start => format!(">>> {start}"),
+        FaultPhase::End if what == "crash" => format!("<<< crash {host} ends (restart)"),
+        FaultPhase::End => format!("<<< {what} {host} ends"),
+    }
+}
+
+/// One event's text, without the marker and time columns.
+pub fn describe(h: &History, e: &Event) -> String {
+    match &e.kind {
+        EventKind::Op(op) => op_text(op),
+        EventKind::Fault {
+            fault,
+            phase,
+            detail,
+        } => fault_text(h, e, *fault, *phase, detail),
+        EventKind::Server(ServerEvent::Written { by, key, value }) => {
+            format!("wrote {key} (owner={value} by {by})")
+        }
+        EventKind::Server(ServerEvent::Removed {
+            by,
+            key,
+            value,
+            cause,
+        }) => format!("removed {key} (owner={value} by {by}, {cause})"),
+        EventKind::Storage(StorageEvent::Read { reader, value }) => {
+            format!("read by {reader}: {value}")
+        }
+        EventKind::Storage(StorageEvent::Write {
+            writer,
+            read,
+            wrote,
+            current,
+            token,
+            accepted,
+        }) => {
+            let token = token.map(|t| format!(", token {t}")).unwrap_or_default();
+            let verdict = if *accepted { "accepted" } else { "rejected" };
+            let lost = if *accepted && current != read {
+                " LOST UPDATE"
+            } else {
+                ""
+            };
+            format!(
+                "write by {writer}: read {read}, wrote {wrote}, found {current}{token}, {verdict}{lost}"
+            )
+        }
+    }
+}
+
+/// One line: marker, time, host, description.
+pub fn line(h: &History, i: usize, marker: &str) -> String {
+    let e = &h.events[i];
+    // Pad times to the run's longest, so columns line up in a 2 s run and a 200 s one.
+    let width = fmt_time(h.end_us.max(e.at_us)).len();
+    format!(
+        "{marker:<2} {:>width$} {:<9} {}",
+        fmt_time(e.at_us),
+        e.host,
+        describe(h, e)
+    )
+    .trim_end()
+    .to_string()
+}
+
+/// The events from `center - before` to `center + after` (clamped), one line each,
+/// with `!!` on `center` and `! ` on the other `marked` events; elided events are
+/// counted on a line of their own so a reader knows the window is partial.
+pub fn render_window(
+    h: &History,
+    center: usize,
+    before: usize,
+    after: usize,
+    marked: &[usize],
+) -> String {
+    let mut out = String::new();
+    if h.events.is_empty() {
+        return "(no events)\n".to_string();
+    }
+    let center = center.min(h.events.len() - 1);
+    let from = center.saturating_sub(before);
+    let to = (center + after).min(h.events.len() - 1);
+    if from > 0 {
+        let _ = writeln!(out, "   ... {from} earlier events");
+    }
+    for i in from..=to {
+        let marker = if i == center {
+            "!!"
+        } else if marked.contains(&i) {
+            "!"
+        } else {
+            ""
+        };
+        let _ = writeln!(out, "{}", line(h, i, marker));
+    }
+    let later = h.events.len() - 1 - to;
+    if later > 0 {
+        let _ = writeln!(out, "   ... {later} later events");
+    }
+    out
+}
+
+/// The timeline around a violation: `context` events either side of its first
+/// violating event, with every implicated event in the window marked.
+pub fn render_evidence(h: &History, ev: &Evidence, context: usize) -> String {
+    render_window(h, ev.first_event, context, context, &ev.events)
+}
+
+/// The whole history, one line per event.
+pub fn render_all(h: &History) -> String {
+    (0..h.events.len()).fold(String::new(), |mut out, i| {
+        let _ = writeln!(out, "{}", line(h, i, ""));
+        out
+    })
+}

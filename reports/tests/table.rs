@@ -1,0 +1,81 @@
+//! The design × scenario table.
+
+mod common;
+
+use reports::table::{self, CellResult};
+use scenarios::checkers;
+
+fn cells() -> Vec<CellResult> {
+    let h = common::history();
+    let verdicts = checkers::check_all(&h);
+    let mut bad = CellResult::new("naive", "pause-holder");
+    bad.record(41, &checkers::check_all(&sim_history_without_events(&h)));
+    bad.record(42, &verdicts);
+    bad.record(43, &verdicts);
+    bad.replay = Some("locksim replay --design naive --scenario pause-holder --seed 42".into());
+    let mut good = CellResult::new("fenced-token", "pause-holder");
+    good.record(1, &checkers::check_all(&sim_history_without_events(&h)));
+    vec![bad, good]
+}
+
+fn sim_history_without_events(h: &sim::history::History) -> sim::history::History {
+    let mut h = h.clone();
+    h.events.clear();
+    h
+}
+
+#[test]
+fn a_cell_counts_invalid_runs_per_checker_and_remembers_the_first_invalid_seed() {
+    let c = &cells()[0];
+    assert_eq!(c.runs, 3);
+    assert_eq!(c.per_checker["mutual-exclusion"], 2);
+    assert_eq!(c.per_checker["ownership"], 2);
+    assert_eq!(c.per_checker["lost-update"], 0);
+    assert_eq!(c.first_invalid_seed, Some(42));
+    assert_eq!(c.invalid(), 4);
+}
+
+#[test]
+fn the_text_table_has_aligned_columns_for_every_checker() {
+    let text = table::render_text(&cells());
+    let lines: Vec<&str> = text.lines().collect();
+    assert_eq!(lines.len(), 4, "{text}");
+    for col in [
+        "design",
+        "scenario",
+        "runs",
+        "mutual-exclusion",
+        "lost-update",
+        "ownership",
+        "liveness",
+        "first invalid seed",
+        "replay",
+    ] {
+        assert!(lines[0].contains(col), "{col} missing: {text}");
+    }
+    // Every column starts at the same offset in every row: the header and rule agree.
+    let starts = |l: &str| -> Vec<usize> {
+        l.char_indices()
+            .filter(|&(i, c)| c != ' ' && (i == 0 || l.as_bytes()[i - 1] == b' '))
+            .map(|(i, _)| i)
+            .collect()
+    };
+    assert_eq!(starts(lines[1]).len(), 12);
+    assert!(lines[2].starts_with("naive         pause-holder"), "{text}");
+    assert!(
+        lines[2].ends_with("42  locksim replay --design naive --scenario pause-holder --seed 42"),
+        "{text}"
+    );
+    assert!(lines[3].ends_with("-  -"), "{text}");
+    let runs_end = lines[0].find("runs").unwrap() + 4;
+    assert_eq!(&lines[2][runs_end - 1..runs_end], "3");
+    assert_eq!(&lines[3][runs_end - 1..runs_end], "1");
+}
+
+#[test]
+fn the_json_table_round_trips() {
+    let cells = cells();
+    let json = table::render_json(&cells);
+    assert!(json.contains("\"checkers\""));
+    assert_eq!(table::cells_from_json(&json).unwrap(), cells);
+}

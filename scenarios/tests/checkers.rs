@@ -1,0 +1,678 @@
+//! Checkers and probes on small hand-built histories.
+
+use scenarios::checkers::{
+    self, Checker, Liveness, LostUpdate, MutualExclusion, Ownership, Verdict, probes,
+};
+use sim::faults::{Fault, FaultKind, FaultPlan, Target};
+use sim::history::{
+    Event, EventKind, FaultPhase, History, Op, OpF, Phase, RunParams, ServerEvent, StorageEvent,
+};
+
+const MS: u64 = 1_000;
+
+/// Builds a history; events may be added out of time order and are stably sorted by
+/// time at the end (ties keep the order they were added in).
+struct B {
+    h: History,
+    next_op: u64,
+}
+
+impl B {
+    fn new() -> Self {
+        B {
+            h: History {
+                seed: 7,
+                design: "design".into(),
+                scenario: "scenario".into(),
+                params: RunParams {
+                    key: "lock".into(),
+                    lease_ms: 1_000,
+                    liveness_bound_ms: 2_000,
+                    initial_stock: 10,
+                    clients: 5,
+                },
+                plan: FaultPlan::default(),
+                events: Vec::new(),
+                end_us: 10_000 * MS,
+            },
+            next_op: 0,
+        }
+    }
+
+    fn end_ms(mut self, ms: u64) -> Self {
+        self.h.end_us = ms * MS;
+        self
+    }
+
+    fn push(&mut self, ms: u64, host: &str, kind: EventKind) -> &mut Self {
+        self.h.events.push(Event {
+            at_us: ms * MS,
+            host: host.into(),
+            kind,
+        });
+        self
+    }
+
+    fn op_event(
+        &mut self,
+        ms: u64,
+        host: &str,
+        op: u64,
+        f: OpF,
+        phase: Phase,
+        owner: Option<&str>,
+    ) {
+        self.push(
+            ms,
+            host,
+            EventKind::Op(Op {
+                op,
+                f,
+                phase,
+                key: Some("lock".into()),
+                owner: owner.map(Into::into),
+                value: None,
+                token: None,
+                detail: None,
+            }),
+        );
+    }
+
+    fn new_op(&mut self) -> u64 {
+        self.next_op += 1;
+        self.next_op
+    }
+
+    /// An acquire invoked at `invoke_ms`, written on the server and completed ok at
+    /// `ok_ms`.
+    fn acquire(&mut self, host: &str, invoke_ms: u64, ok_ms: u64, owner: &str) -> &mut Self {
+        let op = self.new_op();
+        self.op_event(invoke_ms, host, op, OpF::Acquire, Phase::Invoke, None);
+        self.written(ok_ms, host, owner);
+        self.op_event(ok_ms, host, op, OpF::Acquire, Phase::Ok, Some(owner));
+        self
+    }
+
+    /// An acquire invoked at `invoke_ms` that completes with `phase` at `done_ms`.
+    fn acquire_outcome(
+        &mut self,
+        host: &str,
+        invoke_ms: u64,
+        done_ms: u64,
+        phase: Phase,
+    ) -> &mut Self {
+        let op = self.new_op();
+        self.op_event(invoke_ms, host, op, OpF::Acquire, Phase::Invoke, None);
+        self.op_event(done_ms, host, op, OpF::Acquire, phase, None);
+        self
+    }
+
+    /// A release invoked at `ms` that removes the key by command and completes ok.
+    fn release(&mut self, host: &str, ms: u64, owner: &str) -> &mut Self {
+        let op = self.new_op();
+        self.op_event(ms, host, op, OpF::Release, Phase::Invoke, Some(owner));
+        self.removed(ms + 1, host, owner, "command");
+        self.op_event(ms + 1, host, op, OpF::Release, Phase::Ok, Some(owner));
+        self
+    }
+
+    fn written(&mut self, ms: u64, by: &str, value: &str) -> &mut Self {
+        self.push(
+            ms,
+            "redis",
+            EventKind::Server(ServerEvent::Written {
+                by: by.into(),
+                key: "lock".into(),
+                value: value.into(),
+            }),
+        )
+    }
+
+    fn removed(&mut self, ms: u64, by: &str, value: &str, cause: &str) -> &mut Self {
+        self.push(
+            ms,
+            "redis",
+            EventKind::Server(ServerEvent::Removed {
+                by: by.into(),
+                key: "lock".into(),
+                value: value.into(),
+                cause: cause.into(),
+            }),
+        )
+    }
+
+    fn fault(
+        &mut self,
+        kind: FaultKind,
+        host: &str,
+        start_ms: u64,
+        end_ms: Option<u64>,
+    ) -> &mut Self {
+        let fault = self.h.plan.faults.len();
+        self.h.plan.faults.push(Fault {
+            at_ms: start_ms,
+            kind,
+        });
+        let ev = |phase| EventKind::Fault {
+            fault,
+            phase,
+            detail: format!("fault {fault} on {host}"),
+        };
+        self.push(start_ms, host, ev(FaultPhase::Start));
+        if let Some(end) = end_ms {
+            self.push(end, host, ev(FaultPhase::End));
+        }
+        self
+    }
+
+    fn crash(&mut self, host: &str, ms: u64) -> &mut Self {
+        let kind = FaultKind::Crash {
+            target: Target::Holder,
+            restart_after_ms: None,
+        };
+        self.fault(kind, host, ms, None)
+    }
+
+    fn pause(&mut self, host: &str, start_ms: u64, end_ms: u64) -> &mut Self {
+        let kind = FaultKind::Pause {
+            target: Target::Host(host.into()),
+            duration_ms: end_ms - start_ms,
+        };
+        self.fault(kind, host, start_ms, Some(end_ms))
+    }
+
+    fn write(
+        &mut self,
+        ms: u64,
+        writer: &str,
+        read: i64,
+        current: i64,
+        accepted: bool,
+    ) -> &mut Self {
+        self.push(
+            ms,
+            "storage",
+            EventKind::Storage(StorageEvent::Write {
+                writer: writer.into(),
+                read,
+                wrote: read - 1,
+                current,
+                token: None,
+                accepted,
+            }),
+        )
+    }
+
+    fn build(&self) -> History {
+        let mut h = self.h.clone();
+        h.events.sort_by_key(|e| e.at_us);
+        h
+    }
+}
+
+fn invalid(v: Verdict) -> checkers::Evidence {
+    match v {
+        Verdict::Invalid(e) => e,
+        other => panic!("expected invalid, got {other:?}"),
+    }
+}
+
+fn unknown(v: Verdict) -> String {
+    match v {
+        Verdict::Unknown { reason } => reason,
+        other => panic!("expected unknown, got {other:?}"),
+    }
+}
+
+// ---- mutual-exclusion ----
+
+#[test]
+fn overlapping_holds_by_two_clients_are_invalid() {
+    let h = B::new()
+        .acquire("client-1", 100, 110, "o1")
+        .acquire("client-4", 1_150, 1_203, "o4")
+        .release("client-1", 1_310, "o1")
+        .release("client-4", 1_500, "o4")
+        .build();
+    let e = invalid(MutualExclusion.check(&h));
+    assert_eq!(
+        e.summary,
+        "client-1 and client-4 both believed they held lock lock from 1.203 s to 1.310 s (owner=o1 and owner=o4)"
+    );
+    assert_eq!(e.hosts, ["client-1", "client-4"]);
+    assert_eq!(e.owners, ["o1", "o4"]);
+    assert_eq!(e.at_us, 1_203 * MS);
+    let second_ok = h
+        .events
+        .iter()
+        .position(|ev| {
+            ev.at_us == 1_203 * MS && matches!(&ev.kind, EventKind::Op(op) if op.phase == Phase::Ok)
+        })
+        .unwrap();
+    assert_eq!(e.first_event, second_ok);
+    assert!(e.events.contains(&second_ok));
+    assert!(e.events.windows(2).all(|w| w[0] < w[1]));
+}
+
+#[test]
+fn holds_that_touch_but_do_not_overlap_are_valid() {
+    let h = B::new()
+        .acquire("client-1", 100, 110, "o1")
+        .release("client-1", 500, "o1")
+        .acquire("client-2", 400, 500, "o2")
+        .release("client-2", 900, "o2")
+        .build();
+    assert_eq!(MutualExclusion.check(&h), Verdict::Valid);
+}
+
+#[test]
+fn a_crash_ends_the_crashed_clients_hold() {
+    let h = B::new()
+        .acquire("client-1", 100, 110, "o1")
+        .crash("client-1", 300)
+        .acquire("client-2", 200, 1_200, "o2")
+        .build();
+    assert_eq!(MutualExclusion.check(&h), Verdict::Valid);
+}
+
+#[test]
+fn a_paused_client_still_believes_it_holds_the_lock() {
+    let h = B::new()
+        .acquire("client-1", 100, 110, "o1")
+        .pause("client-1", 200, 2_000)
+        .acquire("client-2", 300, 1_200, "o2")
+        .release("client-1", 2_010, "o1")
+        .build();
+    let e = invalid(MutualExclusion.check(&h));
+    assert!(
+        e.summary.contains("from 1.200 s to 2.010 s"),
+        "{}",
+        e.summary
+    );
+}
+
+#[test]
+fn holds_still_open_at_the_end_overlap_until_the_end_of_the_run() {
+    let h = B::new()
+        .acquire("client-1", 100, 110, "o1")
+        .acquire("client-2", 300, 400, "o2")
+        .build();
+    let e = invalid(MutualExclusion.check(&h));
+    assert!(
+        e.summary
+            .ends_with("to the end of the run (owner=o1 and owner=o2)"),
+        "{}",
+        e.summary
+    );
+}
+
+#[test]
+fn a_completion_without_an_invocation_is_unknown() {
+    let mut b = B::new();
+    b.op_event(100, "client-1", 42, OpF::Acquire, Phase::Ok, Some("o1"));
+    let reason = unknown(MutualExclusion.check(&b.build()));
+    assert!(reason.contains("op 42"), "{reason}");
+}
+
+// ---- lost-update ----
+
+#[test]
+fn serial_sales_are_valid() {
+    let h = B::new()
+        .write(100, "client-1", 10, 10, true)
+        .write(200, "client-2", 9, 9, true)
+        .build();
+    assert_eq!(LostUpdate.check(&h), Verdict::Valid);
+}
+
+#[test]
+fn a_write_based_on_a_stale_read_is_a_lost_update() {
+    let h = B::new()
+        .write(100, "client-1", 10, 10, true)
+        .write(200, "client-2", 10, 9, true)
+        .build();
+    let e = invalid(LostUpdate.check(&h));
+    assert_eq!(e.hosts, ["client-2", "client-1"]);
+    assert_eq!(e.first_event, 1);
+    assert_eq!(e.events, [0, 1]);
+    assert!(e.summary.contains("client-2 wrote 9 at 0.200 s based on a read of 10, but the storage held 9 (client-1 wrote it at 0.100 s)"), "{}", e.summary);
+    assert!(
+        e.summary
+            .contains("final stock 9 but 10 - 2 accepted sales = 8"),
+        "{}",
+        e.summary
+    );
+}
+
+#[test]
+fn a_write_rejected_by_fencing_is_not_a_lost_update() {
+    let h = B::new()
+        .write(100, "client-1", 10, 10, true)
+        .write(200, "client-2", 10, 9, false)
+        .build();
+    assert_eq!(LostUpdate.check(&h), Verdict::Valid);
+}
+
+#[test]
+fn a_final_stock_that_disagrees_with_the_sales_is_invalid() {
+    // The first write found 8 in storage though the run started with 10.
+    let h = B::new().write(100, "client-1", 8, 8, true).build();
+    let e = invalid(LostUpdate.check(&h));
+    assert_eq!(e.summary, "final stock 7 but 10 - 1 accepted sales = 9");
+}
+
+#[test]
+fn a_write_that_is_not_a_sale_of_one_is_unknown() {
+    let mut b = B::new();
+    b.push(
+        100,
+        "storage",
+        EventKind::Storage(StorageEvent::Write {
+            writer: "client-1".into(),
+            read: 10,
+            wrote: 5,
+            current: 10,
+            token: None,
+            accepted: true,
+        }),
+    );
+    assert!(unknown(LostUpdate.check(&b.build())).contains("not a sale of one"));
+}
+
+#[test]
+fn acknowledged_writes_the_storage_never_recorded_are_unknown() {
+    let mut b = B::new();
+    b.op_event(100, "client-1", 1, OpF::Write, Phase::Invoke, None);
+    b.op_event(110, "client-1", 1, OpF::Write, Phase::Ok, None);
+    assert!(unknown(LostUpdate.check(&b.build())).contains("1 write operations completed ok"));
+}
+
+// ---- ownership ----
+
+#[test]
+fn releasing_another_clients_lock_is_invalid() {
+    let h = B::new()
+        .acquire("client-5", 100, 110, "o5")
+        .removed(1_500, "client-2", "o5", "command")
+        .build();
+    let e = invalid(Ownership.check(&h));
+    assert_eq!(
+        e.summary,
+        "client-2's command removed client-5's lock lock (owner=o5) at 1.500 s"
+    );
+    assert_eq!(e.hosts, ["client-2", "client-5"]);
+    assert_eq!(e.owners, ["o5"]);
+    assert_eq!(h.events[e.first_event].at_us, 1_500 * MS);
+}
+
+#[test]
+fn releasing_ones_own_lock_and_expiry_are_valid() {
+    let h = B::new()
+        .acquire("client-1", 100, 110, "o1")
+        .release("client-1", 200, "o1")
+        .acquire("client-2", 300, 310, "o2")
+        .removed(1_400, "expiry", "o2", "expired")
+        .build();
+    assert_eq!(Ownership.check(&h), Verdict::Valid);
+}
+
+#[test]
+fn an_acquire_ok_attributes_a_value_the_server_did_not_record() {
+    let mut b = B::new();
+    let op = b.new_op();
+    b.op_event(100, "client-3", op, OpF::Acquire, Phase::Invoke, None);
+    b.op_event(110, "client-3", op, OpF::Acquire, Phase::Ok, Some("o3"));
+    b.removed(500, "client-1", "o3", "command");
+    assert_eq!(
+        invalid(Ownership.check(&b.build())).hosts,
+        ["client-1", "client-3"]
+    );
+}
+
+#[test]
+fn removals_of_values_no_known_host_wrote_are_unknown() {
+    let h = B::new()
+        .removed(500, "client-1", "mystery", "command")
+        .build();
+    assert!(unknown(Ownership.check(&h)).contains("1 removals by command"));
+    assert_eq!(checkers::unattributed_removals(&h), [0]);
+}
+
+// ---- liveness ----
+
+#[test]
+fn a_lock_stuck_after_its_holder_crashed_is_invalid() {
+    let h = B::new()
+        .acquire("client-1", 100, 110, "o1")
+        .crash("client-1", 500)
+        .acquire_outcome("client-2", 600, 3_000, Phase::Fail)
+        .acquire("client-2", 3_100, 9_000, "o2")
+        .build();
+    let e = invalid(Liveness.check(&h));
+    assert_eq!(e.at_us, 500 * MS);
+    assert_eq!(e.hosts, ["client-1", "client-2"]);
+    assert_eq!(e.owners, ["o1"]);
+    assert!(
+        e.summary.contains("for 8500 ms until 9.000 s"),
+        "{}",
+        e.summary
+    );
+    assert!(matches!(
+        h.events[e.first_event].kind,
+        EventKind::Fault { .. }
+    ));
+}
+
+#[test]
+fn a_lock_stuck_until_the_end_of_the_run_says_so() {
+    let h = B::new()
+        .end_ms(5_000)
+        .acquire("client-1", 100, 110, "o1")
+        .crash("client-1", 500)
+        .acquire_outcome("client-2", 600, 4_000, Phase::Fail)
+        .build();
+    assert!(
+        invalid(Liveness.check(&h))
+            .summary
+            .contains("until the end of the run")
+    );
+}
+
+#[test]
+fn a_lock_freed_within_the_bound_is_valid() {
+    let h = B::new()
+        .acquire("client-1", 100, 110, "o1")
+        .crash("client-1", 500)
+        .removed(1_110, "expiry", "o1", "expired")
+        .acquire("client-2", 600, 1_200, "o2")
+        .build();
+    assert_eq!(Liveness.check(&h), Verdict::Valid);
+}
+
+#[test]
+fn a_stuck_lock_nobody_wanted_is_valid() {
+    let h = B::new()
+        .acquire("client-1", 100, 110, "o1")
+        .crash("client-1", 500)
+        .build();
+    assert_eq!(Liveness.check(&h), Verdict::Valid);
+}
+
+#[test]
+fn a_crash_of_a_client_not_holding_the_lock_is_not_judged() {
+    let h = B::new()
+        .end_ms(1_000)
+        .acquire("client-1", 100, 110, "o1")
+        .crash("client-2", 500)
+        .build();
+    assert_eq!(Liveness.check(&h), Verdict::Valid);
+}
+
+#[test]
+fn a_crash_too_close_to_the_end_of_the_run_is_unknown() {
+    let h = B::new()
+        .end_ms(1_000)
+        .acquire("client-1", 100, 110, "o1")
+        .crash("client-1", 500)
+        .build();
+    assert!(unknown(Liveness.check(&h)).contains("client-1 at 0.500 s"));
+}
+
+// ---- check_all ----
+
+struct Panics;
+
+impl Checker for Panics {
+    fn name(&self) -> &'static str {
+        "panics"
+    }
+    fn check(&self, _: &History) -> Verdict {
+        panic!("boom")
+    }
+}
+
+#[test]
+fn a_panicking_checker_is_unknown_never_valid() {
+    let h = B::new().build();
+    let out = checkers::check_with(&[Box::new(Panics), Box::new(MutualExclusion)], &h);
+    assert_eq!(out[0].0, "panics");
+    assert!(unknown(out[0].1.clone()).contains("boom"));
+    assert_eq!(out[1], ("mutual-exclusion", Verdict::Valid));
+}
+
+#[test]
+fn check_all_runs_every_checker_in_a_fixed_order() {
+    let h = B::new().build();
+    let names: Vec<_> = checkers::check_all(&h)
+        .into_iter()
+        .map(|(n, _)| n)
+        .collect();
+    assert_eq!(
+        names,
+        ["mutual-exclusion", "lost-update", "ownership", "liveness"]
+    );
+    assert_eq!(names, checkers::names());
+}
+
+#[test]
+fn verdicts_do_not_depend_on_the_design_or_scenario_labels() {
+    let mut b = B::new();
+    b.acquire("client-1", 100, 110, "o1")
+        .acquire("client-2", 300, 400, "o2");
+    let h = b.build();
+    let mut relabelled = h.clone();
+    relabelled.design = "other".into();
+    relabelled.scenario = "other".into();
+    assert_eq!(checkers::check_all(&h), checkers::check_all(&relabelled));
+}
+
+#[test]
+fn verdicts_round_trip_through_json() {
+    let h = B::new()
+        .acquire("client-1", 100, 110, "o1")
+        .acquire("client-2", 300, 400, "o2")
+        .build();
+    let v = MutualExclusion.check(&h);
+    let json = serde_json::to_string(&v).unwrap();
+    assert_eq!(serde_json::from_str::<Verdict>(&json).unwrap(), v);
+}
+
+// ---- probes ----
+
+#[test]
+fn a_pause_longer_than_the_lease_during_a_hold_is_witnessed() {
+    let h = B::new()
+        .acquire("client-1", 100, 110, "o1")
+        .pause("client-1", 200, 1_500)
+        .release("client-1", 1_600, "o1")
+        .build();
+    let w = probes::pause_outlasted_a_hold(&h).expect("witness");
+    assert!(w.contains("client-1 paused at 0.200 s for 1300 ms"), "{w}");
+}
+
+#[test]
+fn a_short_pause_or_a_pause_of_a_non_holder_is_not_witnessed() {
+    let h = B::new()
+        .acquire("client-1", 100, 110, "o1")
+        .pause("client-1", 200, 900)
+        .pause("client-2", 200, 5_000)
+        .release("client-1", 1_600, "o1")
+        .build();
+    assert_eq!(probes::pause_outlasted_a_hold(&h), None);
+}
+
+#[test]
+fn a_crash_while_holding_on_the_server_is_witnessed() {
+    let h = B::new()
+        .acquire("client-1", 100, 110, "o1")
+        .crash("client-1", 500)
+        .build();
+    assert!(
+        probes::crash_while_holding(&h)
+            .unwrap()
+            .contains("client-1 crashed at 0.500 s")
+    );
+}
+
+#[test]
+fn a_crash_after_the_key_expired_is_not_a_crash_while_holding() {
+    let h = B::new()
+        .acquire("client-1", 100, 110, "o1")
+        .removed(1_110, "expiry", "o1", "expired")
+        .crash("client-1", 1_500)
+        .build();
+    assert_eq!(probes::crash_while_holding(&h), None);
+}
+
+#[test]
+fn a_hold_longer_than_the_lease_is_witnessed() {
+    let h = B::new()
+        .acquire("client-1", 100, 110, "o1")
+        .release("client-1", 1_500, "o1")
+        .build();
+    assert!(
+        probes::hold_outlasted_lease(&h)
+            .unwrap()
+            .contains("until its release")
+    );
+    let short = B::new()
+        .acquire("client-1", 100, 110, "o1")
+        .release("client-1", 500, "o1")
+        .build();
+    assert_eq!(probes::hold_outlasted_lease(&short), None);
+}
+
+#[test]
+fn an_acquire_reply_slower_than_the_lease_is_witnessed() {
+    let slow = B::new().acquire("client-1", 100, 1_200, "o1").build();
+    assert!(
+        probes::acquire_reply_later_than_lease(&slow)
+            .unwrap()
+            .contains("after 1100 ms")
+    );
+    let fast = B::new().acquire("client-1", 100, 200, "o1").build();
+    assert_eq!(probes::acquire_reply_later_than_lease(&fast), None);
+}
+
+#[test]
+fn a_failed_acquire_or_a_wait_behind_a_holder_is_contention() {
+    let failed = B::new()
+        .acquire_outcome("client-1", 100, 200, Phase::Fail)
+        .build();
+    assert!(probes::contended(&failed).unwrap().contains("failed"));
+    let waited = B::new()
+        .acquire("client-1", 100, 110, "o1")
+        .release("client-1", 500, "o1")
+        .acquire("client-2", 300, 510, "o2")
+        .build();
+    assert!(
+        probes::contended(&waited)
+            .unwrap()
+            .contains("client-2 waited on lock from 0.300 s while client-1 held it")
+    );
+    let alone = B::new()
+        .acquire("client-1", 100, 110, "o1")
+        .release("client-1", 500, "o1")
+        .build();
+    assert_eq!(probes::contended(&alone), None);
+}
