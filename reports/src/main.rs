@@ -4,21 +4,79 @@
 use std::net::{IpAddr, SocketAddr};
 use std::process::ExitCode;
 
-use clap::{Args, CommandFactory, Parser, Subcommand};
+use clap::{Args, Parser, Subcommand};
+use reports::commands;
 
 /// Deterministic simulation of distributed Redis locks.
+///
+/// With no subcommand, runs every design under every scenario and prints the verdict
+/// table with replay commands.
 #[derive(Debug, Parser)]
 #[command(name = "locksim", version, about)]
 struct Cli {
     #[command(subcommand)]
     command: Option<Command>,
+    /// Seeds for the catalog table (A..B or N).
+    #[arg(long, default_value = "0..20")]
+    seeds: String,
+    /// Worker threads (default: all cores).
+    #[arg(long)]
+    threads: Option<usize>,
+    /// Print JSON instead of the table.
+    #[arg(long)]
+    json: bool,
 }
 
 #[derive(Debug, Subcommand)]
 enum Command {
+    /// List designs, scenarios and checkers.
+    List,
+    /// Run one design under one scenario over a seed range and judge every run.
+    Run(RunArgs),
+    /// Re-run one seed and print its knobs, verdicts and the timeline around the first
+    /// violation.
+    Replay(ReplayArgs),
     /// Serve the Redis model on a real TCP port with the real clock, to poke at it with
     /// redis-cli or any client.
     ServeModel(ServeModelArgs),
+}
+
+#[derive(Debug, Args)]
+struct RunArgs {
+    /// Lock design (see `locksim list`).
+    #[arg(long)]
+    design: String,
+    /// Scenario (see `locksim list`).
+    #[arg(long)]
+    scenario: String,
+    /// Seeds: A..B (half-open) or one seed N.
+    #[arg(long, default_value = "0..100")]
+    seeds: String,
+    /// Worker threads (default: all cores).
+    #[arg(long)]
+    threads: Option<usize>,
+    /// Print JSON.
+    #[arg(long)]
+    json: bool,
+}
+
+#[derive(Debug, Args)]
+struct ReplayArgs {
+    /// Lock design.
+    #[arg(long)]
+    design: String,
+    /// Scenario.
+    #[arg(long)]
+    scenario: String,
+    /// The seed to replay.
+    #[arg(long)]
+    seed: u64,
+    /// Events shown before and after the first violation.
+    #[arg(long, default_value_t = 12)]
+    context: usize,
+    /// Print the verdicts and the whole history as JSON.
+    #[arg(long)]
+    json: bool,
 }
 
 #[derive(Debug, Args)]
@@ -52,14 +110,37 @@ fn serve_model(args: ServeModelArgs) -> ExitCode {
     }
 }
 
+fn threads(asked: Option<usize>) -> usize {
+    asked.unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
+}
+
+fn bad_input(e: commands::BadInput) -> ExitCode {
+    eprintln!("locksim: {}", e.0);
+    ExitCode::from(commands::EXIT_BAD_INPUT)
+}
+
 fn main() -> ExitCode {
     let cli = Cli::parse();
-    match cli.command {
-        None => {
-            // Later: the main job. For now, help.
-            let _ = Cli::command().print_help();
-            ExitCode::SUCCESS
-        }
-        Some(Command::ServeModel(args)) => serve_model(args),
-    }
+    let result = match cli.command {
+        None => commands::parse_seeds(&cli.seeds)
+            .map(|seeds| commands::catalog_table(seeds, threads(cli.threads), cli.json)),
+        Some(Command::List) => Ok(commands::list()),
+        Some(Command::Run(a)) => (|| {
+            let (d, s) = (
+                commands::design(&a.design)?,
+                commands::scenario(&a.scenario)?,
+            );
+            let seeds = commands::parse_seeds(&a.seeds)?;
+            Ok(commands::run(&d, &s, seeds, threads(a.threads), a.json))
+        })(),
+        Some(Command::Replay(a)) => (|| {
+            let (d, s) = (
+                commands::design(&a.design)?,
+                commands::scenario(&a.scenario)?,
+            );
+            Ok(commands::replay(&d, &s, a.seed, a.context, a.json))
+        })(),
+        Some(Command::ServeModel(args)) => Ok(serve_model(args)),
+    };
+    result.unwrap_or_else(bad_input)
 }

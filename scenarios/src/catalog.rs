@@ -77,7 +77,11 @@ pub fn catalog() -> Vec<Scenario> {
 
 /// The catalog's names, comma separated, for error messages.
 pub fn scenario_names() -> String {
-    catalog().iter().map(|s| s.name).collect::<Vec<_>>().join(", ")
+    catalog()
+        .iter()
+        .map(|s| s.name)
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
 /// The scenario called `name`, or an error listing the allowed names.

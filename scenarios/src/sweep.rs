@@ -46,8 +46,8 @@ pub struct RunSummary {
     /// The scenario's fault probe: a description of the fault as it happened, or
     /// `None` if the fault the scenario is about never happened in this run.
     pub fault_seen: Option<String>,
-    /// Acquire latencies (invoke → ok) in simulated microseconds.
-    pub acquire_ok_us: Vec<u64>,
+    /// Acquisitions that completed ok.
+    pub acquisitions: u64,
     /// Operations completed (any outcome).
     pub ops: u64,
     /// The history's digest.
@@ -65,7 +65,10 @@ impl RunSummary {
 
     /// The verdict of checker `name`.
     pub fn verdict(&self, name: &str) -> Option<&Verdict> {
-        self.verdicts.iter().find(|(n, _)| n == name).map(|(_, v)| v)
+        self.verdicts
+            .iter()
+            .find(|(n, _)| n == name)
+            .map(|(_, v)| v)
     }
 }
 
@@ -101,30 +104,19 @@ pub fn summarize(scenario: &Scenario, history: History, keep_history: bool) -> R
         .map(|(n, v)| (n.to_string(), v))
         .collect();
     let fault_seen = scenario.probe(&history);
-    let mut invoked = std::collections::BTreeMap::new();
-    let mut acquire_ok_us = Vec::new();
-    let mut ops = 0;
-    for (event, op) in history.ops() {
-        match op.phase {
-            Phase::Invoke => {
-                invoked.insert(op.op, event.at_us);
-            }
-            phase => {
-                ops += 1;
-                if op.f == OpF::Acquire
-                    && phase == Phase::Ok
-                    && let Some(start) = invoked.get(&op.op)
-                {
-                    acquire_ok_us.push(event.at_us - start);
-                }
-            }
+    let completions = history.ops().filter(|(_, op)| op.phase != Phase::Invoke);
+    let (mut ops, mut acquisitions) = (0, 0);
+    for (_, op) in completions {
+        ops += 1;
+        if op.f == OpF::Acquire && op.phase == Phase::Ok {
+            acquisitions += 1;
         }
     }
     RunSummary {
         seed: history.seed,
         verdicts,
         fault_seen,
-        acquire_ok_us,
+        acquisitions,
         ops,
         digest: history.digest(),
         history: keep_history.then_some(history),
@@ -132,14 +124,15 @@ pub fn summarize(scenario: &Scenario, history: History, keep_history: bool) -> R
 }
 
 /// Runs `seeds` on `threads` worker threads (at least one) and returns one summary per
-/// seed, sorted by seed. `on_done` is called after each run (for progress bars).
+/// seed, sorted by seed. `on_done` sees each run's history and summary before the
+/// history is dropped (for progress bars and latency histograms).
 pub fn sweep(
     design: &DesignSpec,
     scenario: &Scenario,
     seeds: Range<u64>,
     threads: usize,
     keep_history: bool,
-    on_done: &(dyn Fn(&RunSummary) + Sync),
+    on_done: &(dyn Fn(&History, &RunSummary) + Sync),
 ) -> Result<Vec<RunSummary>, RunError> {
     let next = AtomicU64::new(seeds.start);
     let results = Mutex::new(Vec::new());
@@ -152,9 +145,14 @@ pub fn sweep(
                     if seed >= seeds.end || failure.lock().expect("poisoned").is_some() {
                         break;
                     }
-                    match run_seed(design, scenario, seed, keep_history) {
-                        Ok(summary) => {
-                            on_done(&summary);
+                    match run(&config(design, scenario, seed)) {
+                        Ok(history) => {
+                            let mut summary = summarize(scenario, history, true);
+                            let history = summary.history.take().expect("kept above");
+                            on_done(&history, &summary);
+                            if keep_history {
+                                summary.history = Some(history);
+                            }
                             results.lock().expect("poisoned").push(summary);
                         }
                         Err(e) => {

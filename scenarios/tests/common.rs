@@ -19,14 +19,17 @@ pub fn design(name: &str) -> DesignSpec {
 /// bound, and that the scenario's fault happened in that run.
 pub fn expect_invalid(design_name: &str, scenario_name: &str, checker: &str) -> RunSummary {
     let s = scenario(scenario_name);
-    let found = first_invalid(&design(design_name), &s, checker, 0..SEARCH_BOUND)
-        .expect("runs complete");
+    let found =
+        first_invalid(&design(design_name), &s, checker, 0..SEARCH_BOUND).expect("runs complete");
     let Some(run) = found else {
         panic!(
             "{design_name} under {scenario_name} was never Invalid on {checker} in seeds 0..{SEARCH_BOUND}"
         );
     };
-    let evidence = run.verdict(checker).and_then(|v| v.evidence()).expect("invalid has evidence");
+    let evidence = run
+        .verdict(checker)
+        .and_then(|v| v.evidence())
+        .expect("invalid has evidence");
     println!(
         "{design_name} / {scenario_name}: {checker} Invalid at seed {}: {}\n  replay: {}",
         run.seed,
@@ -53,7 +56,8 @@ pub fn expect_never_invalid(
     min_faulted: usize,
 ) {
     let s = scenario(scenario_name);
-    let runs = sweep(&design(design_name), &s, 0..seeds, 2, false, &|_| {}).expect("runs complete");
+    let runs =
+        sweep(&design(design_name), &s, 0..seeds, 2, false, &|_, _| {}).expect("runs complete");
     for run in &runs {
         for checker in checkers {
             let verdict = run.verdict(checker).expect("checker ran");

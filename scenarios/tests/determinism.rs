@@ -13,7 +13,13 @@ fn one_seed_run_twice_gives_the_same_history_for_every_design() {
             let cfg = config(&design(d.name), &s, 7);
             let a = sim::world::run(&cfg).expect("run");
             let b = sim::world::run(&cfg).expect("run");
-            assert_eq!(a.digest(), b.digest(), "design={} scenario={}", d.name, s.name);
+            assert_eq!(
+                a.digest(),
+                b.digest(),
+                "design={} scenario={}",
+                d.name,
+                s.name
+            );
             assert_eq!(
                 serde_json::to_vec(&a).unwrap(),
                 serde_json::to_vec(&b).unwrap(),

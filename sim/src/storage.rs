@@ -139,7 +139,12 @@ impl StorageClient {
 
     /// Writes `wrote` after having read `read`; `Ok(false)` if a fencing storage
     /// rejected it.
-    pub async fn write(&mut self, read: i64, wrote: i64, token: Option<u64>) -> std::io::Result<bool> {
+    pub async fn write(
+        &mut self,
+        read: i64,
+        wrote: i64,
+        token: Option<u64>,
+    ) -> std::io::Result<bool> {
         let token = token.map_or("-".to_string(), |t| t.to_string());
         let reply = self
             .request(format!("W {} {read} {wrote} {token}\n", self.name))

@@ -7,8 +7,8 @@
 //! events into the history, stamped with true time.
 
 use std::collections::BTreeMap;
-use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use std::time::Duration;
 
 use lock_impl::{Acquire, AcquireOptions, Deps, LockDesign, Release, SeededEntropy};
@@ -161,10 +161,14 @@ enum Pending {
 pub fn run(cfg: &RunConfig) -> Result<History, RunError> {
     let w = &cfg.workload;
     if w.clients == 0 {
-        return Err(RunError::Config("workload.clients must be at least 1".into()));
+        return Err(RunError::Config(
+            "workload.clients must be at least 1".into(),
+        ));
     }
     if w.lease_ms == 0 {
-        return Err(RunError::Config("workload.lease_ms must be positive".into()));
+        return Err(RunError::Config(
+            "workload.lease_ms must be positive".into(),
+        ));
     }
     if w.latency_ms_min > w.latency_ms_max {
         return Err(RunError::Config(
@@ -204,7 +208,9 @@ pub fn run(cfg: &RunConfig) -> Result<History, RunError> {
     {
         let recorder = recorder.clone();
         let (initial, fencing) = (w.initial_stock, w.fencing);
-        sim.host("storage", move || storage::serve(recorder.clone(), initial, fencing));
+        sim.host("storage", move || {
+            storage::serve(recorder.clone(), initial, fencing)
+        });
     }
 
     let mut clients = BTreeMap::new();
@@ -258,16 +264,45 @@ pub fn run(cfg: &RunConfig) -> Result<History, RunError> {
             let (_, p) = pending.remove(0);
             match p {
                 Pending::PauseEnd { fault, host } => {
-                    fault_event(&recorder, now, &host, fault, FaultPhase::End, format!("pause of {host} ends"));
+                    fault_event(
+                        &recorder,
+                        now,
+                        &host,
+                        fault,
+                        FaultPhase::End,
+                        format!("pause of {host} ends"),
+                    );
                 }
                 Pending::Restart { fault, host } => {
                     sim.bounce(host.as_str());
-                    fault_event(&recorder, now, &host, fault, FaultPhase::End, format!("{host} restarts"));
+                    fault_event(
+                        &recorder,
+                        now,
+                        &host,
+                        fault,
+                        FaultPhase::End,
+                        format!("{host} restarts"),
+                    );
                 }
                 Pending::DelayEnd { fault, host } => {
-                    sim.set_link_latency("redis", host.as_str(), Duration::from_millis(w.latency_ms_min));
-                    sim.set_link_max_message_latency("redis", host.as_str(), Duration::from_millis(w.latency_ms_max));
-                    fault_event(&recorder, now, &host, fault, FaultPhase::End, format!("replies to {host} on time again"));
+                    sim.set_link_latency(
+                        "redis",
+                        host.as_str(),
+                        Duration::from_millis(w.latency_ms_min),
+                    );
+                    sim.set_link_max_message_latency(
+                        "redis",
+                        host.as_str(),
+                        Duration::from_millis(w.latency_ms_max),
+                    );
+                    fault_event(
+                        &recorder,
+                        now,
+                        &host,
+                        fault,
+                        FaultPhase::End,
+                        format!("replies to {host} on time again"),
+                    );
                 }
             }
         }
@@ -293,22 +328,42 @@ pub fn run(cfg: &RunConfig) -> Result<History, RunError> {
                 FaultKind::Pause { duration_ms, .. } => {
                     let until = now + Duration::from_millis(*duration_ms);
                     ctl.gate.pause_until(until);
-                    fault_event(&recorder, now, &host, index, FaultPhase::Start, format!("pause {host} for {duration_ms} ms"));
+                    fault_event(
+                        &recorder,
+                        now,
+                        &host,
+                        index,
+                        FaultPhase::Start,
+                        format!("pause {host} for {duration_ms} ms"),
+                    );
                     pending.push((until, Pending::PauseEnd { fault: index, host }));
                 }
-                FaultKind::Crash { restart_after_ms, .. } => {
+                FaultKind::Crash {
+                    restart_after_ms, ..
+                } => {
                     if !sim.is_host_running(host.as_str()) {
                         continue;
                     }
                     sim.crash(host.as_str());
                     recorder.forget_host(&host);
-                    fault_event(&recorder, now, &host, index, FaultPhase::Start, format!("crash {host}"));
+                    fault_event(
+                        &recorder,
+                        now,
+                        &host,
+                        index,
+                        FaultPhase::Start,
+                        format!("crash {host}"),
+                    );
                     if let Some(after) = restart_after_ms {
                         let at = now + Duration::from_millis(*after);
                         pending.push((at, Pending::Restart { fault: index, host }));
                     }
                 }
-                FaultKind::Delay { latency_ms, duration_ms, .. } => {
+                FaultKind::Delay {
+                    latency_ms,
+                    duration_ms,
+                    ..
+                } => {
                     let latency = Duration::from_millis(*latency_ms);
                     // The link exists once the client has connected; a client that never
                     // did has nothing to delay.
@@ -318,13 +373,29 @@ pub fn run(cfg: &RunConfig) -> Result<History, RunError> {
                     if applied.is_err() {
                         continue;
                     }
-                    fault_event(&recorder, now, &host, index, FaultPhase::Start, format!("delay messages between redis and {host} by {latency_ms} ms for {duration_ms} ms"));
+                    fault_event(
+                        &recorder,
+                        now,
+                        &host,
+                        index,
+                        FaultPhase::Start,
+                        format!(
+                            "delay messages between redis and {host} by {latency_ms} ms for {duration_ms} ms"
+                        ),
+                    );
                     let at = now + Duration::from_millis(*duration_ms);
                     pending.push((at, Pending::DelayEnd { fault: index, host }));
                 }
                 FaultKind::SlowWork { extra_ms, .. } => {
                     ctl.slow_ms.store(*extra_ms, Ordering::Relaxed);
-                    fault_event(&recorder, now, &host, index, FaultPhase::Start, format!("{host}'s next critical section runs {extra_ms} ms longer"));
+                    fault_event(
+                        &recorder,
+                        now,
+                        &host,
+                        index,
+                        FaultPhase::Start,
+                        format!("{host}'s next critical section runs {extra_ms} ms longer"),
+                    );
                 }
             }
         }
@@ -361,20 +432,41 @@ pub fn run(cfg: &RunConfig) -> Result<History, RunError> {
 
 /// Records a fault event at `now` (the driver runs between ticks, outside any host, so
 /// it passes the time rather than reading it).
-fn fault_event(recorder: &Recorder, now: Duration, host: &str, fault: usize, phase: FaultPhase, detail: String) {
+fn fault_event(
+    recorder: &Recorder,
+    now: Duration,
+    host: &str,
+    fault: usize,
+    phase: FaultPhase,
+    detail: String,
+) {
     recorder.record_at(
         now.as_micros() as u64,
         host,
-        EventKind::Fault { fault, phase, detail },
+        EventKind::Fault {
+            fault,
+            phase,
+            detail,
+        },
     );
 }
 
-fn drain_server_events(engine: &crate::redis::server::SharedEngine, recorder: &Recorder, now: Duration) {
+fn drain_server_events(
+    engine: &crate::redis::server::SharedEngine,
+    recorder: &Recorder,
+    now: Duration,
+) {
     let at_us = now.as_micros() as u64;
     for event in engine.with_engine(|e| e.take_key_events()) {
         let kind = match event {
             KeyEvent::Written { by, key, value, .. } => ServerEvent::Written { by, key, value },
-            KeyEvent::Removed { by, key, value, cause, .. } => ServerEvent::Removed {
+            KeyEvent::Removed {
+                by,
+                key,
+                value,
+                cause,
+                ..
+            } => ServerEvent::Removed {
                 by,
                 key,
                 value,
@@ -475,7 +567,8 @@ impl Client {
         let rec = &self.recorder;
         let host = self.name.as_str();
         let key = w.key.as_str();
-        let sleep = |ms: u64| tokio::time::sleep(self.clock.true_duration(Duration::from_millis(ms)));
+        let sleep =
+            |ms: u64| tokio::time::sleep(self.clock.true_duration(Duration::from_millis(ms)));
 
         while true_now() < deadline {
             let op = rec.invoke(host, OpF::Acquire, |o| o.key = Some(key.into()));
@@ -489,7 +582,9 @@ impl Client {
                     Some(g)
                 }
                 Ok(Acquire::NotAcquired) => {
-                    rec.complete(host, op, OpF::Acquire, Phase::Fail, |o| o.key = Some(key.into()));
+                    rec.complete(host, op, OpF::Acquire, Phase::Fail, |o| {
+                        o.key = Some(key.into())
+                    });
                     None
                 }
                 Ok(Acquire::Unknown(why)) => {
@@ -543,7 +638,9 @@ impl Client {
                 v
             }
             Err(e) => {
-                rec.complete(host, op, OpF::Read, Phase::Info, |o| o.detail = Some(e.to_string()));
+                rec.complete(host, op, OpF::Read, Phase::Info, |o| {
+                    o.detail = Some(e.to_string())
+                });
                 return;
             }
         };
@@ -555,11 +652,15 @@ impl Client {
             o.token = token;
         });
         match storage.write(read, read - 1, token).await {
-            Ok(true) => rec.complete(host, op, OpF::Write, Phase::Ok, |o| o.value = Some(read - 1)),
+            Ok(true) => rec.complete(host, op, OpF::Write, Phase::Ok, |o| {
+                o.value = Some(read - 1)
+            }),
             Ok(false) => rec.complete(host, op, OpF::Write, Phase::Fail, |o| {
                 o.detail = Some("rejected by fencing".into())
             }),
-            Err(e) => rec.complete(host, op, OpF::Write, Phase::Info, |o| o.detail = Some(e.to_string())),
+            Err(e) => rec.complete(host, op, OpF::Write, Phase::Info, |o| {
+                o.detail = Some(e.to_string())
+            }),
         }
     }
 }

@@ -1,0 +1,385 @@
+//! What the `locksim` subcommands do; `main.rs` only parses arguments.
+//!
+//! Exit codes follow one rule everywhere: 0 every verdict Valid, 1 some Invalid,
+//! 2 bad input, 3 some Unknown (and none Invalid).
+
+use std::ops::Range;
+use std::process::ExitCode;
+use std::sync::Mutex;
+
+use indicatif::{ProgressBar, ProgressStyle};
+use scenarios::catalog::{self, Scenario};
+use scenarios::checkers::{self, Verdict};
+use scenarios::sweep::{DesignSpec, RunSummary, replay_command, sweep};
+use serde::Serialize;
+
+use crate::latency::LatencySummary;
+use crate::table::{CellResult, render_text};
+
+/// Every verdict Valid.
+pub const EXIT_VALID: u8 = 0;
+/// Some verdict Invalid.
+pub const EXIT_INVALID: u8 = 1;
+/// Bad input.
+pub const EXIT_BAD_INPUT: u8 = 2;
+/// Some verdict Unknown, none Invalid.
+pub const EXIT_UNKNOWN: u8 = 3;
+
+/// A bad-input error: the message names the field and what is allowed.
+#[derive(Debug)]
+pub struct BadInput(pub String);
+
+/// Parses `A..B` (half-open, `A < B`) or a single seed `N` (meaning `N..N+1`).
+pub fn parse_seeds(text: &str) -> Result<Range<u64>, BadInput> {
+    let bad = || {
+        BadInput(format!(
+            "invalid --seeds '{text}': expected a range A..B with A < B (e.g. 0..100) or one seed N"
+        ))
+    };
+    match text.split_once("..") {
+        Some((a, b)) => {
+            let (a, b) = (
+                a.trim().parse::<u64>().map_err(|_| bad())?,
+                b.trim().parse::<u64>().map_err(|_| bad())?,
+            );
+            if a >= b {
+                return Err(bad());
+            }
+            Ok(a..b)
+        }
+        None => {
+            let n = text.trim().parse::<u64>().map_err(|_| bad())?;
+            Ok(n..n.checked_add(1).ok_or_else(bad)?)
+        }
+    }
+}
+
+/// Resolves a design name, or says which are allowed.
+pub fn design(name: &str) -> Result<DesignSpec, BadInput> {
+    DesignSpec::builtin(name).map_err(|_| {
+        BadInput(format!(
+            "unknown design '{name}'; allowed: {}",
+            lock_impl::design_names()
+        ))
+    })
+}
+
+/// Resolves a scenario name, or says which are allowed.
+pub fn scenario(name: &str) -> Result<Scenario, BadInput> {
+    catalog::find(name).map_err(BadInput)
+}
+
+/// The exit code for a set of summaries.
+pub fn exit_code<'a>(runs: impl IntoIterator<Item = &'a RunSummary>) -> u8 {
+    let (mut invalid, mut unknown) = (false, false);
+    for r in runs {
+        invalid |= r.verdicts.iter().any(|(_, v)| v.is_invalid());
+        unknown |= r.verdicts.iter().any(|(_, v)| v.is_unknown());
+    }
+    if invalid {
+        EXIT_INVALID
+    } else if unknown {
+        EXIT_UNKNOWN
+    } else {
+        EXIT_VALID
+    }
+}
+
+fn progress(total: u64, show: bool) -> ProgressBar {
+    if !show {
+        return ProgressBar::hidden();
+    }
+    let bar = ProgressBar::new(total);
+    bar.set_style(
+        ProgressStyle::with_template("{bar:40} {pos}/{len} runs {elapsed} {msg}")
+            .expect("static template"),
+    );
+    bar
+}
+
+/// One cell: runs the seeds, fills the table cell, and returns the summaries.
+pub fn run_cell(
+    design: &DesignSpec,
+    scenario: &Scenario,
+    seeds: Range<u64>,
+    threads: usize,
+    bar: &ProgressBar,
+) -> Result<(CellResult, Vec<RunSummary>), String> {
+    let latency = Mutex::new(LatencySummary::default());
+    let runs = sweep(design, scenario, seeds, threads, false, &|history, _| {
+        if let Ok(l) = LatencySummary::from_history(history) {
+            latency.lock().expect("poisoned").merge(&l);
+        }
+        bar.inc(1);
+    })
+    .map_err(|e| e.to_string())?;
+    let mut cell = CellResult::new(&design.name, scenario.name);
+    for r in &runs {
+        let verdicts: Vec<(&str, Verdict)> = r
+            .verdicts
+            .iter()
+            .map(|(n, v)| (n.as_str(), v.clone()))
+            .collect();
+        cell.record(r.seed, &verdicts);
+    }
+    cell.replay = cell
+        .first_invalid_seed
+        .map(|seed| replay_command(&design.name, scenario.name, seed));
+    cell.latency = latency.into_inner().expect("poisoned").ok();
+    Ok((cell, runs))
+}
+
+/// `locksim` with no arguments: every design × every scenario.
+pub fn catalog_table(seeds: Range<u64>, threads: usize, json: bool) -> ExitCode {
+    let designs: Vec<DesignSpec> = lock_impl::DESIGNS
+        .iter()
+        .map(|d| DesignSpec::builtin(d.name).expect("built-in"))
+        .collect();
+    let scenarios = catalog::catalog();
+    if !json {
+        println!(
+            "locksim: {} designs × {} scenarios, seeds {}..{}, {} threads",
+            designs.len(),
+            scenarios.len(),
+            seeds.start,
+            seeds.end,
+            threads
+        );
+    }
+    let total = (designs.len() * scenarios.len()) as u64 * (seeds.end - seeds.start);
+    let bar = progress(total, !json);
+    let mut cells = Vec::new();
+    let mut all_runs = Vec::new();
+    for d in &designs {
+        for s in &scenarios {
+            bar.set_message(format!("{} / {}", d.name, s.name));
+            match run_cell(d, s, seeds.clone(), threads, &bar) {
+                Ok((cell, runs)) => {
+                    cells.push(cell);
+                    all_runs.extend(runs.into_iter().map(|mut r| {
+                        r.history = None;
+                        r
+                    }));
+                }
+                Err(e) => {
+                    bar.finish_and_clear();
+                    eprintln!("locksim: {} / {}: {e}", d.name, s.name);
+                    return ExitCode::from(EXIT_UNKNOWN);
+                }
+            }
+        }
+    }
+    bar.finish_and_clear();
+    if json {
+        println!("{}", crate::table::render_json(&cells));
+    } else {
+        print!("{}", render_text(&cells));
+        println!(
+            "\nchecker columns count invalid runs; replay any first invalid seed with the command shown."
+        );
+    }
+    ExitCode::from(exit_code(&all_runs))
+}
+
+#[derive(Serialize)]
+struct RunReport<'a> {
+    design: &'a str,
+    scenario: &'a str,
+    seeds: String,
+    cell: &'a CellResult,
+    /// Every run with a non-Valid verdict, with its evidence and replay command.
+    runs: Vec<RunEntry<'a>>,
+}
+
+#[derive(Serialize)]
+struct RunEntry<'a> {
+    seed: u64,
+    verdicts: &'a [(String, Verdict)],
+    fault_seen: &'a Option<String>,
+    replay: String,
+}
+
+/// `locksim run`.
+pub fn run(
+    design: &DesignSpec,
+    scenario: &Scenario,
+    seeds: Range<u64>,
+    threads: usize,
+    json: bool,
+) -> ExitCode {
+    if !json {
+        println!(
+            "locksim run: design={} scenario={} seeds={}..{} threads={threads}",
+            design.name, scenario.name, seeds.start, seeds.end
+        );
+    }
+    let bar = progress(seeds.end - seeds.start, !json);
+    let (cell, runs) = match run_cell(design, scenario, seeds.clone(), threads, &bar) {
+        Ok(x) => x,
+        Err(e) => {
+            bar.finish_and_clear();
+            eprintln!("locksim run: {e}");
+            return ExitCode::from(EXIT_UNKNOWN);
+        }
+    };
+    bar.finish_and_clear();
+    let entries: Vec<RunEntry> = runs
+        .iter()
+        .filter(|r| r.verdicts.iter().any(|(_, v)| !v.is_valid()))
+        .map(|r| RunEntry {
+            seed: r.seed,
+            verdicts: &r.verdicts,
+            fault_seen: &r.fault_seen,
+            replay: replay_command(&design.name, scenario.name, r.seed),
+        })
+        .collect();
+    if json {
+        let report = RunReport {
+            design: &design.name,
+            scenario: scenario.name,
+            seeds: format!("{}..{}", seeds.start, seeds.end),
+            cell: &cell,
+            runs: entries,
+        };
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&report).expect("serializable")
+        );
+    } else {
+        print!("{}", render_text(std::slice::from_ref(&cell)));
+        let faulted = runs.iter().filter(|r| r.fault_seen.is_some()).count();
+        println!(
+            "the scenario's fault ({}) happened in {faulted} of {} runs",
+            scenario.fault_about,
+            runs.len()
+        );
+        for e in entries.iter().take(10) {
+            for (name, v) in e.verdicts {
+                match v {
+                    Verdict::Invalid(ev) => {
+                        println!("seed {}: {name} INVALID: {}", e.seed, ev.summary)
+                    }
+                    Verdict::Unknown { reason } => {
+                        println!("seed {}: {name} UNKNOWN: {reason}", e.seed)
+                    }
+                    Verdict::Valid => {}
+                }
+            }
+            println!("  replay: {}", e.replay);
+        }
+        if entries.len() > 10 {
+            println!(
+                "… and {} more runs with violations (see --json)",
+                entries.len() - 10
+            );
+        }
+    }
+    ExitCode::from(exit_code(&runs))
+}
+
+/// `locksim replay`: one seed, its knobs, its verdicts, and the timeline around the
+/// first violation.
+pub fn replay(
+    design: &DesignSpec,
+    scenario: &Scenario,
+    seed: u64,
+    context: usize,
+    json: bool,
+) -> ExitCode {
+    let cfg = scenarios::sweep::config(design, scenario, seed);
+    let history = match sim::world::run(&cfg) {
+        Ok(h) => h,
+        Err(e) => {
+            eprintln!("locksim replay: {e}");
+            return ExitCode::from(EXIT_UNKNOWN);
+        }
+    };
+    let summary = scenarios::sweep::summarize(scenario, history, true);
+    let history = summary.history.as_ref().expect("kept");
+    if json {
+        #[derive(Serialize)]
+        struct Replay<'a> {
+            verdicts: &'a [(String, Verdict)],
+            fault_seen: &'a Option<String>,
+            history: &'a sim::history::History,
+        }
+        let out = Replay {
+            verdicts: &summary.verdicts,
+            fault_seen: &summary.fault_seen,
+            history,
+        };
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&out).expect("serializable")
+        );
+        return ExitCode::from(exit_code([&summary]));
+    }
+    println!(
+        "seed {seed}: design={} scenario={}",
+        design.name, scenario.name
+    );
+    println!(
+        "workload: {}",
+        serde_json::to_string(&cfg.workload).expect("serializable")
+    );
+    println!(
+        "faults: {}",
+        serde_json::to_string(&cfg.plan).expect("serializable")
+    );
+    println!(
+        "history digest {:016x}, {} events",
+        history.digest(),
+        history.events.len()
+    );
+    match &summary.fault_seen {
+        Some(w) => println!("fault seen: {w}"),
+        None => println!(
+            "fault NOT seen: {} never happened in this run",
+            scenario.fault_about
+        ),
+    }
+    for (name, v) in &summary.verdicts {
+        match v {
+            Verdict::Valid => println!("{name:>17}: valid"),
+            Verdict::Invalid(ev) => println!("{name:>17}: INVALID: {}", ev.summary),
+            Verdict::Unknown { reason } => println!("{name:>17}: unknown: {reason}"),
+        }
+    }
+    let first = summary
+        .verdicts
+        .iter()
+        .filter_map(|(_, v)| v.evidence())
+        .min_by_key(|ev| ev.at_us);
+    if let Some(ev) = first {
+        println!(
+            "\ntimeline around the first violation ({}):",
+            checkers::fmt_s(ev.at_us)
+        );
+        print!("{}", crate::timeline::render_evidence(history, ev, context));
+    }
+    println!(
+        "\nreplay: {}",
+        replay_command(&design.name, scenario.name, seed)
+    );
+    ExitCode::from(exit_code([&summary]))
+}
+
+/// `locksim list`.
+pub fn list() -> ExitCode {
+    println!("designs:");
+    for d in lock_impl::DESIGNS {
+        println!(
+            "  {:<22} {} (seeds {}); known for: {}",
+            d.name, d.summary, d.seeds, d.known_failure
+        );
+    }
+    println!("scenarios:");
+    for s in catalog::catalog() {
+        println!("  {:<22} {}", s.name, s.description);
+    }
+    println!("checkers:");
+    for c in checkers::names() {
+        println!("  {c}");
+    }
+    ExitCode::SUCCESS
+}
