@@ -7,3 +7,6 @@ pub mod reply;
 
 pub use engine::{Engine, KeyCause, KeyEvent, Session};
 pub use reply::Reply;
+pub mod commands;
+pub mod keyspace;
+pub mod lua;
