@@ -5,9 +5,20 @@
 //! the simulator (a skewed, drifting host clock), the in-process tests (a fixed clock)
 //! and `locksim serve-model` (the real clock).
 //!
-//! STUB: the public API below is the contract between the engine and the server layer;
-//! the implementation is filled in by the engine work.
+//! The public API below is the contract between the engine and the server layer.
+//!
+//! Choices where Redis itself is not deterministic or not modelled:
+//! - `DBSIZE` counts keys not yet reclaimed (expired but not touched), as Redis does;
+//!   `active_expire` reclaims all of them at once, in database then key order.
+//! - `UNSUBSCRIBE` with no argument walks the session's channels in subscription
+//!   order (Redis walks a hash table, in an order that varies per process).
+//! - An empty command (`*0`) produces no reply: `Reply::Frames(vec![])`.
 
+use std::collections::BTreeMap;
+
+use super::commands::{self, Core, Ctx, Lookup, REDIS_VERSION};
+use super::keyspace::DATABASES;
+use super::lua::LuaVm;
 use super::reply::Reply;
 
 /// Per-connection state the engine reads and changes (`HELLO`, `SELECT`, `CLIENT
@@ -74,15 +85,68 @@ pub enum KeyEvent {
 }
 
 /// The Redis model's state: keyspace with expiry, script cache, pub/sub registry.
-#[derive(Debug, Default)]
 pub struct Engine {
     next_client_id: u64,
+    core: Core,
+    lua: LuaVm,
+    /// Selected database per session id (absent = 0).
+    session_db: BTreeMap<u64, usize>,
 }
+
+impl std::fmt::Debug for Engine {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Engine")
+            .field("next_client_id", &self.next_client_id)
+            .field("core", &self.core)
+            .field("lua", &self.lua)
+            .finish()
+    }
+}
+
+impl Default for Engine {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+/// `CLIENT SETNAME`'s rule: no spaces, newlines or other special characters.
+fn valid_client_name(name: &[u8]) -> bool {
+    name.iter().all(|&b| (b'!'..=b'~').contains(&b))
+}
+
+const BAD_CLIENT_NAME: &str = "Client names cannot contain spaces, newlines or special characters.";
+const WRONGPASS: &str = "WRONGPASS invalid username-password pair or user is disabled.";
 
 impl Engine {
     /// An empty server.
     pub fn new() -> Self {
-        Self::default()
+        Self::with_seed(0)
+    }
+
+    /// An empty server whose identity (`run_id`, `master_replid`, `process_id`) derives
+    /// from `seed`.
+    pub fn with_seed(seed: u64) -> Self {
+        Self {
+            next_client_id: 0,
+            core: Core::new(seed),
+            lua: LuaVm::new().expect("the Lua prelude is valid"),
+            session_db: BTreeMap::new(),
+        }
+    }
+
+    /// Sets the port `INFO server` reports as `tcp_port` (default 6379).
+    pub fn set_tcp_port(&mut self, port: u16) {
+        self.core.tcp_port = port;
+    }
+
+    /// The database `session` has selected.
+    pub fn selected_db(&self, session: &Session) -> usize {
+        self.session_db.get(&session.id).copied().unwrap_or(0)
+    }
+
+    /// Channels with at least one subscriber, with their subscriber session ids.
+    pub fn subscribers(&self) -> &BTreeMap<Vec<u8>, Vec<u64>> {
+        &self.core.channels
     }
 
     /// A session for a new connection from `peer`, with a fresh client id.
@@ -99,28 +163,278 @@ impl Engine {
     }
 
     /// Forget a closed connection (drops its subscriptions).
-    pub fn disconnect(&mut self, _session: &Session) {}
+    pub fn disconnect(&mut self, session: &Session) {
+        self.session_db.remove(&session.id);
+        self.core.channels.retain(|_, ids| {
+            ids.retain(|&id| id != session.id);
+            !ids.is_empty()
+        });
+    }
 
     /// Executes one command (`argv[0]` is the name, any case) at server time `now_us`
     /// and returns its reply.
-    pub fn execute(&mut self, _session: &mut Session, argv: &[Vec<u8>], _now_us: u64) -> Reply {
-        let name = argv.first().map(|a| String::from_utf8_lossy(a).into_owned()).unwrap_or_default();
-        Reply::err(format!("unknown command '{name}', with args beginning with: "))
+    pub fn execute(&mut self, session: &mut Session, argv: &[Vec<u8>], now_us: u64) -> Reply {
+        if argv.is_empty() {
+            return Reply::Frames(Vec::new());
+        }
+        self.core.start_us.get_or_insert(now_us);
+        let spec = match commands::lookup(argv) {
+            Lookup::Found(spec) => spec,
+            Lookup::Unknown => return commands::unknown_command(argv),
+            Lookup::UnknownSubcommand => return commands::unknown_subcommand(argv),
+        };
+        if !commands::arity_ok(&spec, argv.len()) {
+            return commands::arity_error(&spec);
+        }
+        let subscribed = session.protocol == 2 && !session.channels.is_empty();
+        if subscribed && !matches!(spec.name, "subscribe" | "unsubscribe" | "ping" | "quit") {
+            return Reply::err(format!(
+                "Can't execute '{}': only (P|S)SUBSCRIBE / (P|S)UNSUBSCRIBE / PING / QUIT / RESET are allowed in this context",
+                spec.name
+            ));
+        }
+        let mut ctx = Ctx {
+            peer: session.peer.clone(),
+            db: self.selected_db(session),
+            now_us,
+        };
+        match spec.name {
+            "ping" if subscribed => Reply::Array(vec![
+                Reply::bulk("pong"),
+                Reply::Bulk(argv.get(1).cloned().unwrap_or_default()),
+            ]),
+            "quit" => {
+                session.close_after_reply = true;
+                Reply::ok()
+            }
+            "hello" => self.hello(session, argv),
+            "auth" => match argv.len() {
+                2 => Reply::err(
+                    "AUTH <password> called without any password configured for the default user. Are you sure your configuration is correct?",
+                ),
+                3 if argv[1] == b"default" => Reply::ok(),
+                3 => Reply::Error(WRONGPASS.into()),
+                _ => Reply::err("syntax error"),
+            },
+            "client|id" => Reply::Integer(session.id as i64),
+            "client|getname" => session.name.clone().map_or(Reply::Nil, Reply::Bulk),
+            "client|setname" => {
+                if !valid_client_name(&argv[2]) {
+                    return Reply::err(BAD_CLIENT_NAME);
+                }
+                session.name = if argv[2].is_empty() {
+                    None
+                } else {
+                    Some(argv[2].clone())
+                };
+                Reply::ok()
+            }
+            "subscribe" => self.subscribe(session, &argv[1..]),
+            "unsubscribe" => self.unsubscribe(session, &argv[1..]),
+            "eval" | "evalsha" => self.eval(&mut ctx, spec.name == "evalsha", argv),
+            "script|load" => match self.lua.load(&argv[2]) {
+                Ok(sha) => Reply::bulk(sha),
+                Err(e) => compile_error(&e),
+            },
+            "script|exists" => Reply::Array(
+                argv[2..]
+                    .iter()
+                    .map(|sha| {
+                        let sha = String::from_utf8_lossy(sha).to_ascii_lowercase();
+                        Reply::Integer(i64::from(self.lua.exists(&sha)))
+                    })
+                    .collect(),
+            ),
+            "script|flush" => {
+                if argv.len() > 3
+                    || (argv.len() == 3
+                        && !argv[2].eq_ignore_ascii_case(b"sync")
+                        && !argv[2].eq_ignore_ascii_case(b"async"))
+                {
+                    return Reply::err("SCRIPT FLUSH only support SYNC|ASYNC option");
+                }
+                self.lua.flush();
+                Reply::ok()
+            }
+            name => {
+                let reply = self.core.exec(&mut ctx, name, argv);
+                if name == "select" && ctx.db < DATABASES {
+                    self.session_db.insert(session.id, ctx.db);
+                }
+                reply
+            }
+        }
+    }
+
+    fn hello(&mut self, session: &mut Session, argv: &[Vec<u8>]) -> Reply {
+        let mut ver = None;
+        if argv.len() >= 2 {
+            match commands::parse_i64(&argv[1]) {
+                None => return Reply::err("Protocol version is not an integer or out of range"),
+                Some(v) if !(2..=3).contains(&v) => {
+                    return Reply::Error("NOPROTO unsupported protocol version".into());
+                }
+                Some(v) => ver = Some(v as u8),
+            }
+        }
+        let mut auth: Option<(&[u8], &[u8])> = None;
+        let mut name: Option<&[u8]> = None;
+        let mut j = 2;
+        while j < argv.len() {
+            let more = argv.len() - 1 - j;
+            if argv[j].eq_ignore_ascii_case(b"auth") && more >= 2 {
+                auth = Some((&argv[j + 1], &argv[j + 2]));
+                j += 2;
+            } else if argv[j].eq_ignore_ascii_case(b"setname") && more >= 1 {
+                name = Some(&argv[j + 1]);
+                j += 1;
+            } else {
+                return Reply::err(format!(
+                    "Syntax error in HELLO option '{}'",
+                    commands::c_str(&argv[j], usize::MAX)
+                ));
+            }
+            j += 1;
+        }
+        if let Some((user, _)) = auth {
+            if user != b"default" {
+                return Reply::Error(WRONGPASS.into());
+            }
+        }
+        if let Some(name) = name {
+            if !valid_client_name(name) {
+                return Reply::err(BAD_CLIENT_NAME);
+            }
+            session.name = if name.is_empty() {
+                None
+            } else {
+                Some(name.to_vec())
+            };
+        }
+        if let Some(v) = ver {
+            session.protocol = v;
+        }
+        Reply::Map(vec![
+            (Reply::bulk("server"), Reply::bulk("redis")),
+            (Reply::bulk("version"), Reply::bulk(REDIS_VERSION)),
+            (
+                Reply::bulk("proto"),
+                Reply::Integer(i64::from(session.protocol)),
+            ),
+            (Reply::bulk("id"), Reply::Integer(session.id as i64)),
+            (Reply::bulk("mode"), Reply::bulk("standalone")),
+            (Reply::bulk("role"), Reply::bulk("master")),
+            (Reply::bulk("modules"), Reply::Array(Vec::new())),
+        ])
+    }
+
+    fn subscribe(&mut self, session: &mut Session, channels: &[Vec<u8>]) -> Reply {
+        let mut frames = Vec::new();
+        for ch in channels {
+            if !session.channels.contains(ch) {
+                session.channels.push(ch.clone());
+                self.core
+                    .channels
+                    .entry(ch.clone())
+                    .or_default()
+                    .push(session.id);
+            }
+            frames.push(Reply::Push(vec![
+                Reply::bulk("subscribe"),
+                Reply::Bulk(ch.clone()),
+                Reply::Integer(session.channels.len() as i64),
+            ]));
+        }
+        one_or_frames(frames)
+    }
+
+    fn unsubscribe(&mut self, session: &mut Session, channels: &[Vec<u8>]) -> Reply {
+        let targets: Vec<Vec<u8>> = if channels.is_empty() {
+            session.channels.clone()
+        } else {
+            channels.to_vec()
+        };
+        if targets.is_empty() {
+            return Reply::Push(vec![
+                Reply::bulk("unsubscribe"),
+                Reply::Nil,
+                Reply::Integer(0),
+            ]);
+        }
+        let mut frames = Vec::new();
+        for ch in targets {
+            if let Some(pos) = session.channels.iter().position(|c| *c == ch) {
+                session.channels.remove(pos);
+                if let Some(ids) = self.core.channels.get_mut(&ch) {
+                    ids.retain(|&id| id != session.id);
+                    if ids.is_empty() {
+                        self.core.channels.remove(&ch);
+                    }
+                }
+            }
+            frames.push(Reply::Push(vec![
+                Reply::bulk("unsubscribe"),
+                Reply::Bulk(ch),
+                Reply::Integer(session.channels.len() as i64),
+            ]));
+        }
+        one_or_frames(frames)
+    }
+
+    fn eval(&mut self, ctx: &mut Ctx, by_sha: bool, argv: &[Vec<u8>]) -> Reply {
+        let Some(numkeys) = commands::parse_i64(&argv[2]) else {
+            return Reply::err("value is not an integer or out of range");
+        };
+        if numkeys > (argv.len() - 3) as i64 {
+            return Reply::err("Number of keys can't be greater than number of args");
+        }
+        if numkeys < 0 {
+            return Reply::err("Number of keys can't be negative");
+        }
+        let sha = if by_sha {
+            let sha = String::from_utf8_lossy(&argv[1]).to_ascii_lowercase();
+            if sha.len() != 40 || !self.lua.exists(&sha) {
+                return Reply::Error("NOSCRIPT No matching script. Please use EVAL.".into());
+            }
+            sha
+        } else {
+            match self.lua.load(&argv[1]) {
+                Ok(sha) => sha,
+                Err(e) => return compile_error(&e),
+            }
+        };
+        let split = 3 + numkeys as usize;
+        self.lua
+            .run(&mut self.core, ctx, &sha, &argv[3..split], &argv[split..])
     }
 
     /// One active-expiry cycle at `now_us`: removes expired keys; returns how many.
-    pub fn active_expire(&mut self, _now_us: u64) -> usize {
-        0
+    pub fn active_expire(&mut self, now_us: u64) -> usize {
+        self.core.ks.expire_all(now_us)
     }
 
     /// Messages published since the last call, as `(session id, push reply)`, in
     /// delivery order. The server layer writes each to its connection.
     pub fn take_pushes(&mut self) -> Vec<(u64, Reply)> {
-        Vec::new()
+        std::mem::take(&mut self.core.pushes)
     }
 
     /// Key events recorded since the last call, oldest first.
     pub fn take_key_events(&mut self) -> Vec<KeyEvent> {
-        Vec::new()
+        self.core.ks.take_events()
     }
+}
+
+fn one_or_frames(mut frames: Vec<Reply>) -> Reply {
+    if frames.len() == 1 {
+        frames.pop().unwrap_or(Reply::Frames(Vec::new()))
+    } else {
+        Reply::Frames(frames)
+    }
+}
+
+fn compile_error(e: &str) -> Reply {
+    Reply::err(commands::no_newlines(&format!(
+        "Error compiling script (new function): {e}"
+    )))
 }

@@ -15,3 +15,6 @@ pub use server::{
     CommandEngine, FixedClock, ServerClock, SharedEngine, SystemClock, active_expiry_loop,
     serve_connection, serve_model, serve_tokio, serve_turmoil,
 };
+pub mod commands;
+pub mod keyspace;
+pub mod lua;
