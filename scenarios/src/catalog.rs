@@ -46,7 +46,7 @@ pub fn catalog() -> Vec<Scenario> {
         },
         Scenario {
             name: "client-crash",
-            description: "clients crash while holding or acquiring, and restart a second later",
+            description: "clients crash while holding, acquiring, or owning the key on the server; they restart a second later",
             fault_about: "a client crashed while the server held its lock",
             workload: base.clone(),
             kind: Kind::ClientCrash,
@@ -117,11 +117,11 @@ impl Scenario {
         match self.kind {
             Kind::NoFaults => {}
             Kind::ClientCrash => {
-                for _ in 0..4 {
-                    let target = if rng.random_bool(0.5) {
-                        Target::Holder
-                    } else {
-                        Target::Acquirer
+                for _ in 0..10 {
+                    let target = match rng.random_range(0..4) {
+                        0 => Target::Holder,
+                        1 => Target::Acquirer,
+                        _ => Target::LockOwner,
                     };
                     faults.push(Fault {
                         at_ms: rng.random_range(window.clone()),
@@ -144,14 +144,21 @@ impl Scenario {
                 }
             }
             Kind::SlowWork => {
-                // Around the lease, where the races between expiry and release live.
+                // Most faults end the critical section right around the lease's expiry,
+                // where the races between expiry and release live; the rest overrun it
+                // clearly.
                 let centre = lease.saturating_sub(w.work_ms);
-                for _ in 0..6 {
+                for _ in 0..12 {
+                    let extra_ms = if rng.random_bool(0.75) {
+                        rng.random_range(centre.saturating_sub(12)..=centre + 4)
+                    } else {
+                        rng.random_range(centre + lease / 4..=centre + lease)
+                    };
                     faults.push(Fault {
                         at_ms: rng.random_range(window.clone()),
                         kind: FaultKind::SlowWork {
                             target: Target::Holder,
-                            extra_ms: rng.random_range(centre.saturating_sub(10)..=centre + lease),
+                            extra_ms,
                         },
                     });
                 }

@@ -25,6 +25,12 @@ pub enum Target {
     Holder,
     /// Whichever client has an acquire in flight at the fault's start; no-op if none.
     Acquirer,
+    /// The client whose value the lock key holds on the Redis server at the fault's
+    /// start (the server's own record, not the client's belief); no-op if the key is
+    /// absent. This reaches the moments a client cannot see: after the server granted
+    /// the lock and before the client heard of it, or between two commands of a
+    /// non-atomic acquire.
+    LockOwner,
 }
 
 /// One fault.

@@ -255,6 +255,7 @@ pub fn run(cfg: &RunConfig) -> Result<History, RunError> {
     let mut next_fault = 0;
     let mut pending: Vec<(Duration, Pending)> = Vec::new();
     let mut nemesis_rng = ChaCha8Rng::seed_from_u64(sub_seed(cfg.seed, 1));
+    let mut lock_owner: Option<String> = None;
 
     loop {
         let now = sim.elapsed();
@@ -318,7 +319,13 @@ pub fn run(cfg: &RunConfig) -> Result<History, RunError> {
                 | FaultKind::Delay { target, .. }
                 | FaultKind::SlowWork { target, .. } => target,
             };
-            let Some(host) = resolve(target, &recorder, &clients, &mut nemesis_rng) else {
+            let Some(host) = resolve(
+                target,
+                &recorder,
+                &clients,
+                lock_owner.as_deref(),
+                &mut nemesis_rng,
+            ) else {
                 continue;
             };
             let Some(ctl) = clients.get(&host) else {
@@ -408,9 +415,10 @@ pub fn run(cfg: &RunConfig) -> Result<History, RunError> {
                 message: e.to_string(),
             });
         }
-        drain_server_events(&engine, &recorder, sim.elapsed());
+        // Stamped with the tick's own time, the time the hosts saw while it ran.
+        drain_server_events(&engine, &recorder, now, &w.key, &mut lock_owner);
     }
-    drain_server_events(&engine, &recorder, sim.elapsed());
+    drain_server_events(&engine, &recorder, sim.elapsed(), &w.key, &mut lock_owner);
 
     let events = recorder.into_events();
     Ok(History {
@@ -451,13 +459,22 @@ fn fault_event(
     );
 }
 
+/// Moves the server's key events into the history and keeps `lock_owner` (the host whose
+/// value the lock key holds on the server) up to date.
 fn drain_server_events(
     engine: &crate::redis::server::SharedEngine,
     recorder: &Recorder,
     now: Duration,
+    lock_key: &str,
+    lock_owner: &mut Option<String>,
 ) {
     let at_us = now.as_micros() as u64;
     for event in engine.with_engine(|e| e.take_key_events()) {
+        match &event {
+            KeyEvent::Written { by, key, .. } if key == lock_key => *lock_owner = Some(by.clone()),
+            KeyEvent::Removed { key, .. } if key == lock_key => *lock_owner = None,
+            _ => {}
+        }
         let kind = match event {
             KeyEvent::Written { by, key, value, .. } => ServerEvent::Written { by, key, value },
             KeyEvent::Removed {
@@ -487,6 +504,7 @@ fn resolve(
     target: &Target,
     recorder: &Recorder,
     clients: &BTreeMap<String, ClientCtl>,
+    lock_owner: Option<&str>,
     rng: &mut ChaCha8Rng,
 ) -> Option<String> {
     let pick = |candidates: Vec<String>, rng: &mut ChaCha8Rng| {
@@ -501,6 +519,9 @@ fn resolve(
         Target::Host(h) => clients.contains_key(h).then(|| h.clone()),
         Target::Holder => pick(recorder.holders(), rng),
         Target::Acquirer => pick(recorder.acquirers(), rng),
+        Target::LockOwner => lock_owner
+            .filter(|h| clients.contains_key(*h))
+            .map(str::to_string),
     }
 }
 
