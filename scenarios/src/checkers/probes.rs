@@ -12,10 +12,16 @@ use sim::history::{EventKind, FaultPhase, History, OpF, Phase};
 use super::model::{self, HoldEnd};
 use super::{fmt_ms, fmt_s};
 
-/// A pause that began while its host believed it held the lock and lasted longer than
-/// the lease (a pause still running at the run's end lasts until the end).
+/// A pause that began while its host believed it held the lock, or while it was
+/// releasing it, and lasted longer than the lease (a pause still running at the run's
+/// end lasts until the end).
 pub fn pause_outlasted_a_hold(h: &History) -> Option<String> {
     let holds = model::holds(h).ok()?;
+    let releases: Vec<model::OpPair> = model::op_pairs(h)
+        .ok()?
+        .into_iter()
+        .filter(|p| p.f == OpF::Release)
+        .collect();
     let lease_us = h.params.lease_ms * 1_000;
     let mut ends: BTreeMap<usize, u64> = BTreeMap::new();
     for e in &h.events {
@@ -45,16 +51,30 @@ pub fn pause_outlasted_a_hold(h: &History) -> Option<String> {
         if len_us <= lease_us {
             return None;
         }
-        let hold = holds
+        // Holding: inside the believed interval, or in the middle of releasing (a
+        // release's GET or DEL in flight is where a pause does the most harm).
+        let (key, owner, phase) = if let Some(hold) = holds
             .iter()
-            .find(|o| o.host == e.host && o.open_at(e.at_us))?;
+            .find(|o| o.host == e.host && o.open_at(e.at_us))
+        {
+            (&hold.key, hold.owner.as_str(), "holding")
+        } else {
+            let release = releases.iter().find(|r| {
+                r.host == e.host
+                    && r.invoke_us <= e.at_us
+                    && r.completion_us.is_none_or(|c| c > e.at_us)
+            })?;
+            (
+                &release.key,
+                release.owner.as_deref().unwrap_or("?"),
+                "releasing",
+            )
+        };
         Some(format!(
-            "{} paused at {} for {} while holding {} (owner={}), lease {} ms",
+            "{} paused at {} for {} while {phase} {key} (owner={owner}), lease {} ms",
             e.host,
             fmt_s(e.at_us),
             fmt_ms(len_us),
-            hold.key,
-            hold.owner,
             h.params.lease_ms
         ))
     })
