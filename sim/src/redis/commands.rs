@@ -590,7 +590,7 @@ impl Core {
         };
         let invalid = || Reply::err(format!("invalid expire time in '{name}' command"));
         if seconds {
-            if when > i64::MAX / 1000 || when < i64::MIN / 1000 {
+            if !(i64::MIN / 1000..=i64::MAX / 1000).contains(&when) {
                 return invalid();
             }
             when *= 1000;

@@ -296,10 +296,10 @@ impl Engine {
             }
             j += 1;
         }
-        if let Some((user, _)) = auth {
-            if user != b"default" {
-                return Reply::Error(WRONGPASS.into());
-            }
+        if let Some((user, _)) = auth
+            && user != b"default"
+        {
+            return Reply::Error(WRONGPASS.into());
         }
         if let Some(name) = name {
             if !valid_client_name(name) {

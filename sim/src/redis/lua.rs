@@ -46,7 +46,7 @@ pub fn fmt_g17(v: f64) -> String {
     let sci = format!("{:.*e}", (PREC - 1) as usize, v);
     let (mant, exp) = sci.split_once('e').unwrap_or((&sci, "0"));
     let exp: i32 = exp.parse().unwrap_or(0);
-    if exp < -4 || exp >= PREC {
+    if !(-4..PREC).contains(&exp) {
         format!(
             "{}e{}{:02}",
             strip(mant),
@@ -64,7 +64,7 @@ pub fn sha1hex(bytes: &[u8]) -> String {
 }
 
 const PRELUDE: &str = r#"
-local rawsha1, rawrand, rawseed = ...
+local rawsha1, rawrand, rawseed, take_pending = ...
 local G = _G
 local getinfo, setfenv, loadstring = debug.getinfo, setfenv, loadstring
 local error, type, tostring, tonumber, select, xpcall, setmetatable =
@@ -90,21 +90,14 @@ local function push_error_buff(s)
 end
 
 local redis = {}
-redis.call = function(...)
-  local ok, v = current(true, ...)
-  if not ok then error(v) end
-  return v
-end
+-- redis.call is the scoped Rust function of the running script (a C function, so a
+-- `return redis.call(...)` tail call keeps the script's frame, as in Redis).
+redis.call = function() error('redis.call outside a script', 0) end
 redis.pcall = function(...)
   local _, v = current(false, ...)
   return v
 end
-redis.sha1hex = function(...)
-  if select('#', ...) ~= 1 then error('wrong number of arguments', 0) end
-  local s = ...
-  if type(s) == 'number' then s = tostring(s) elseif type(s) ~= 'string' then s = '' end
-  return rawsha1(s)
-end
+redis.sha1hex = rawsha1
 redis.error_reply = function(...)
   local s = ...
   if select('#', ...) ~= 1 or type(s) ~= 'string' then
@@ -138,33 +131,7 @@ redis.LOG_DEBUG, redis.LOG_VERBOSE, redis.LOG_NOTICE, redis.LOG_WARNING = 0, 1, 
 redis.REPL_NONE, redis.REPL_AOF, redis.REPL_SLAVE, redis.REPL_REPLICA, redis.REPL_ALL = 0, 1, 2, 2, 3
 redis.REDIS_VERSION, redis.REDIS_VERSION_NUM = '7.0.15', 0x00070f
 
-local function checkint(v, n)
-  local x = tonumber(v)
-  if x == nil then
-    error("bad argument #" .. n .. " to 'random' (number expected, got " ..
-          (v == nil and 'no value' or type(v)) .. ")", 0)
-  end
-  if x >= 0 then return floor(x) else return ceil(x) end
-end
-math.random = function(...)
-  local n = select('#', ...)
-  local r = rawrand()
-  if n == 0 then return r end
-  local a, b = ...
-  if n == 1 then
-    local u = checkint(a, 1)
-    if not (1 <= u) then error("bad argument #1 to 'random' (interval is empty)", 0) end
-    return floor(r * u) + 1
-  elseif n == 2 then
-    local l, u = checkint(a, 1), checkint(b, 2)
-    if not (l <= u) then error("bad argument #2 to 'random' (interval is empty)", 0) end
-    return floor(r * (u - l + 1)) + l
-  end
-  error('wrong number of arguments', 0)
-end
-math.randomseed = function(s)
-  rawseed(checkint(s, 1))
-end
+math.random, math.randomseed = rawrand, rawseed
 
 local function handler(err)
   local src, line
@@ -174,6 +141,10 @@ local function handler(err)
     if not i then break end
     if i.source == '@user_script' then src, line = i.source, i.currentline break end
     lvl = lvl + 1
+  end
+  if type(err) == 'userdata' then
+    local p = take_pending()
+    if p then err = p end
   end
   if type(err) ~= 'table' then err = {err = 'ERR ' .. tostring(err)} end
   if src then err.source = src err.line = line end
@@ -187,6 +158,16 @@ end
 local function protect(t)
   return setmetatable({}, {__index = t, __newindex = readonly, __metatable = false})
 end
+-- pcall sees the error table redis.call raised (Rust raises it as userdata).
+local rawpcall = pcall
+local function fix(ok, ...)
+  if not ok and type((...)) == 'userdata' then
+    local p = take_pending()
+    if p then return false, p end
+  end
+  return ok, ...
+end
+G.pcall = function(f, ...) return fix(rawpcall(f, ...)) end
 G.redis = protect(redis)
 for _, name in ipairs({'math', 'string', 'table', 'coroutine'}) do
   G[name] = protect(G[name])
@@ -207,17 +188,21 @@ local function compile(body)
   return f
 end
 
-local function run(f, rc, keys, argv)
+local stub = redis.call
+local function run(f, call, pcall_raw, keys, argv)
   rawset(G, 'KEYS', keys)
   rawset(G, 'ARGV', argv)
-  current = rc
+  redis.call, current = call, pcall_raw
   local ok, res = xpcall(f, handler)
-  current = nil
+  redis.call, current = stub, nil
   return ok, res
 end
 
 return compile, run
 "#;
+
+/// Registry slot for the error table `redis.call` raises.
+const PENDING: &str = "locksim.redis.pending_error";
 
 /// The engine's Lua VM and script cache.
 pub struct LuaVm {
@@ -246,23 +231,60 @@ impl LuaVm {
         // removes `debug` from the globals before any user script runs.
         let lua =
             unsafe { Lua::unsafe_new_with(StdLib::ALL_SAFE | StdLib::DEBUG, LuaOptions::new()) };
-        lua.set_app_data(Rand48::seeded(0));
-        let rawsha1 = lua.create_function(|_, s: mlua::LuaString| Ok(sha1hex(&s.as_bytes())))?;
-        let rawrand = lua.create_function(|lua, ()| {
-            let mut st = lua.app_data_mut::<Rand48>().expect("rand48 state");
-            let v = st.next();
-            Ok(f64::from(v % i32::MAX) / f64::from(i32::MAX))
+        // Redis 7 never reseeds per script: the state starts at lrand48's initial X.
+        lua.set_app_data(Rand48(0x1234_ABCD_330E));
+        let rawsha1 = lua.create_function(|lua, args: MultiValue| {
+            if args.len() != 1 {
+                return raise(lua, "ERR wrong number of arguments");
+            }
+            let bytes = match lua.coerce_string(args[0].clone()) {
+                Ok(Some(s)) if !matches!(args[0], Value::Boolean(_)) => s.as_bytes().to_vec(),
+                _ => Vec::new(),
+            };
+            Ok(sha1hex(&bytes))
         })?;
-        let rawseed = lua.create_function(|lua, seed: f64| {
+        let rawrand = lua.create_function(|lua, args: MultiValue| {
+            let r = {
+                let mut st = lua.app_data_mut::<Rand48>().expect("rand48 state");
+                let v = st.next();
+                f64::from(v % i32::MAX) / f64::from(i32::MAX)
+            };
+            match args.len() {
+                0 => Ok(r),
+                1 => {
+                    let u = f64::from(check_int(lua, &args[0], 1, "random")?);
+                    if u < 1.0 {
+                        return raise(lua, "ERR bad argument #1 to 'random' (interval is empty)");
+                    }
+                    Ok((r * u).floor() + 1.0)
+                }
+                2 => {
+                    let l = f64::from(check_int(lua, &args[0], 1, "random")?);
+                    let u = f64::from(check_int(lua, &args[1], 2, "random")?);
+                    if l > u {
+                        return raise(lua, "ERR bad argument #2 to 'random' (interval is empty)");
+                    }
+                    Ok((r * (u - l + 1.0)).floor() + l)
+                }
+                _ => raise(lua, "ERR wrong number of arguments"),
+            }
+        })?;
+        let rawseed = lua.create_function(|lua, args: MultiValue| {
+            let seed = check_int(lua, args.front().unwrap_or(&Value::Nil), 1, "randomseed")?;
             if let Some(mut st) = lua.app_data_mut::<Rand48>() {
-                *st = Rand48::seeded(seed as i32);
+                *st = Rand48::seeded(seed);
             }
             Ok(())
+        })?;
+        let take_pending = lua.create_function(|lua, ()| {
+            let v: Value = lua.named_registry_value(PENDING)?;
+            lua.set_named_registry_value(PENDING, Value::Nil)?;
+            Ok(v)
         })?;
         let (compile, run): (Function, Function) = lua
             .load(PRELUDE)
             .set_name("=prelude")
-            .call((rawsha1, rawrand, rawseed))?;
+            .call((rawsha1, rawrand, rawseed, take_pending))?;
         Ok(Self {
             lua,
             compile,
@@ -296,6 +318,7 @@ impl LuaVm {
 
     /// Forgets every cached script.
     pub fn flush(&mut self) {
+        let _ = self.lua.set_named_registry_value(PENDING, Value::Nil);
         self.scripts.clear();
     }
 
@@ -312,14 +335,33 @@ impl LuaVm {
         let Some(f) = self.scripts.get(sha) else {
             return Reply::Error("NOSCRIPT No matching script. Please use EVAL.".into());
         };
+        let state = std::cell::RefCell::new((core, ctx));
         let result = self.lua.scope(|scope| {
-            let rc = scope.create_function_mut(|lua, (raise, args): (bool, MultiValue)| {
-                let reply = script_call(core, ctx, args);
-                match reply {
-                    Err(msg) => Ok((!raise, error_table(lua, &format!("ERR {msg}"))?)),
-                    Ok(Reply::Error(e)) => Ok((!raise, error_table(lua, &e)?)),
-                    Ok(r) => Ok((true, reply_to_lua(lua, &r)?)),
-                }
+            let call = scope.create_function(|lua, args: MultiValue| {
+                let mut st = state
+                    .try_borrow_mut()
+                    .map_err(|_| mlua::Error::runtime("busy"))?;
+                let (core, ctx) = &mut *st;
+                let err = match script_call(core, ctx, args) {
+                    Err(msg) => error_table(lua, &format!("ERR {msg}"))?,
+                    Ok(Reply::Error(e)) => error_table(lua, &e)?,
+                    Ok(r) => return reply_to_lua(lua, &r),
+                };
+                lua.set_named_registry_value(PENDING, err)?;
+                Err(mlua::Error::runtime("redis.call failed"))
+            })?;
+            let pcall = scope.create_function(|lua, (_raise, args): (bool, MultiValue)| {
+                let mut st = state
+                    .try_borrow_mut()
+                    .map_err(|_| mlua::Error::runtime("busy"))?;
+                let (core, ctx) = &mut *st;
+                Ok((
+                    true,
+                    match script_call(core, ctx, args) {
+                        Err(msg) => error_table(lua, &format!("ERR {msg}"))?,
+                        Ok(r) => reply_to_lua(lua, &r)?,
+                    },
+                ))
             })?;
             let keys = self.lua.create_sequence_from(
                 keys.iter()
@@ -331,7 +373,7 @@ impl LuaVm {
                     .map(|k| self.lua.create_string(k))
                     .collect::<mlua::Result<Vec<_>>>()?,
             )?;
-            let (ok, value): (bool, Value) = self.run.call((f.clone(), rc, keys, argv))?;
+            let (ok, value): (bool, Value) = self.run.call((f.clone(), call, pcall, keys, argv))?;
             Ok(if ok {
                 lua_to_reply(&value)
             } else {
@@ -343,6 +385,33 @@ impl LuaVm {
                 "Error running script {sha}, {e}"
             )))
         })
+    }
+}
+
+/// Raises `{err = text}` from a Rust function: the table waits in the registry and
+/// the prelude's error handler (or `pcall`) picks it up.
+fn raise<T>(lua: &Lua, text: &str) -> mlua::Result<T> {
+    lua.set_named_registry_value(PENDING, error_table(lua, text)?)?;
+    Err(mlua::Error::runtime(text.to_string()))
+}
+
+/// Lua's `luaL_checkint` (numbers and numeric strings, truncated to `int`).
+fn check_int(lua: &Lua, v: &Value, n: usize, fname: &str) -> mlua::Result<i32> {
+    let num = match v {
+        Value::Integer(i) => Some(*i as f64),
+        Value::Number(f) => Some(*f),
+        Value::String(_) => lua.coerce_number(v.clone()).ok().flatten(),
+        _ => None,
+    };
+    match num {
+        Some(f) => Ok(f as i32),
+        None => raise(
+            lua,
+            &format!(
+                "ERR bad argument #{n} to '{fname}' (number expected, got {})",
+                v.type_name()
+            ),
+        ),
     }
 }
 
