@@ -64,7 +64,8 @@ pub fn sha1hex(bytes: &[u8]) -> String {
 }
 
 const PRELUDE: &str = r#"
-local rawsha1, rawrand, rawseed, take_pending = ...
+local rawsha1, rawrand, rawseed, take_pending, rawlog = ...
+local rawset, rawget = rawset, rawget
 local G = _G
 local getinfo, setfenv, loadstring = debug.getinfo, setfenv, loadstring
 local error, type, tostring, tonumber, select, xpcall, setmetatable =
@@ -113,16 +114,7 @@ redis.status_reply = function(...)
   end
   return {ok = s}
 end
-redis.log = function(...)
-  local n = select('#', ...)
-  if n < 2 then error(push_error_buff('redis.log() requires two arguments or more.')) end
-  local level = ...
-  if type(level) ~= 'number' and tonumber(level) == nil then
-    error(push_error_buff('First argument must be a number'))
-  end
-  level = tonumber(level)
-  if level < 0 or level > 3 then error(push_error_buff('Invalid debug level.')) end
-end
+redis.log = rawlog
 redis.replicate_commands = function() return true end
 redis.set_repl = function() end
 redis.breakpoint = function() return false end
@@ -144,7 +136,12 @@ local function handler(err)
   end
   if type(err) == 'userdata' then
     local p = take_pending()
-    if p then err = p end
+    if p and p.where_msg then
+      -- luaL_error from a C function: positioned at its caller.
+      err = src and (src:sub(2) .. ':' .. line .. ': ' .. p.where_msg) or p.where_msg
+    elseif p then
+      err = p
+    end
   end
   if type(err) ~= 'table' then err = {err = 'ERR ' .. tostring(err)} end
   if src then err.source = src err.line = line end
@@ -160,12 +157,24 @@ local function protect(t)
 end
 -- pcall sees the error table redis.call raised (Rust raises it as userdata).
 local rawpcall = pcall
+-- Redis 7.0's pcall: an error table raised by redis.call (or error{err=...}) comes
+-- back as its `err` string.
 local function fix(ok, ...)
-  if not ok and type((...)) == 'userdata' then
+  if ok then return ok, ... end
+  local e = ...
+  if type(e) == 'userdata' then
     local p = take_pending()
-    if p then return false, p end
+    if p then e = p.where_msg or p end
   end
-  return ok, ...
+  if type(e) == 'table' then
+    local m = rawget(e, 'err')
+    if type(m) == 'string' or type(m) == 'number' then e = m end
+  end
+  return false, e
+end
+G.rawset = function(t, k, v)
+  if t == G then error('Attempt to modify a readonly table', 0) end
+  return rawset(t, k, v)
 end
 G.pcall = function(f, ...) return fix(rawpcall(f, ...)) end
 G.redis = protect(redis)
@@ -254,7 +263,7 @@ impl LuaVm {
                 1 => {
                     let u = f64::from(check_int(lua, &args[0], 1, "random")?);
                     if u < 1.0 {
-                        return raise(lua, "ERR bad argument #1 to 'random' (interval is empty)");
+                        return raise_where(lua, "bad argument #1 to 'random' (interval is empty)");
                     }
                     Ok((r * u).floor() + 1.0)
                 }
@@ -262,15 +271,21 @@ impl LuaVm {
                     let l = f64::from(check_int(lua, &args[0], 1, "random")?);
                     let u = f64::from(check_int(lua, &args[1], 2, "random")?);
                     if l > u {
-                        return raise(lua, "ERR bad argument #2 to 'random' (interval is empty)");
+                        return raise_where(lua, "bad argument #2 to 'random' (interval is empty)");
                     }
                     Ok((r * (u - l + 1.0)).floor() + l)
                 }
-                _ => raise(lua, "ERR wrong number of arguments"),
+                _ => raise_where(lua, "wrong number of arguments"),
             }
         })?;
         let rawseed = lua.create_function(|lua, args: MultiValue| {
-            let seed = check_int(lua, args.front().unwrap_or(&Value::Nil), 1, "randomseed")?;
+            let Some(arg) = args.front() else {
+                return raise_where(
+                    lua,
+                    "bad argument #1 to 'randomseed' (number expected, got no value)",
+                );
+            };
+            let seed = check_int(lua, arg, 1, "randomseed")?;
             if let Some(mut st) = lua.app_data_mut::<Rand48>() {
                 *st = Rand48::seeded(seed);
             }
@@ -281,10 +296,28 @@ impl LuaVm {
             lua.set_named_registry_value(PENDING, Value::Nil)?;
             Ok(v)
         })?;
+        let rawlog = lua.create_function(|lua, args: MultiValue| {
+            if args.len() < 2 {
+                return raise(lua, "ERR redis.log() requires two arguments or more.");
+            }
+            let level = match &args[0] {
+                Value::Integer(i) => Some(*i as f64),
+                Value::Number(f) => Some(*f),
+                v @ Value::String(_) => lua.coerce_number(v.clone()).ok().flatten(),
+                _ => None,
+            };
+            let Some(level) = level else {
+                return raise(lua, "ERR First argument must be a number (log level).");
+            };
+            if !(0..=3).contains(&(level as i32)) {
+                return raise(lua, "ERR Invalid debug level.");
+            }
+            Ok(())
+        })?;
         let (compile, run): (Function, Function) = lua
             .load(PRELUDE)
             .set_name("=prelude")
-            .call((rawsha1, rawrand, rawseed, take_pending))?;
+            .call((rawsha1, rawrand, rawseed, take_pending, rawlog))?;
         Ok(Self {
             lua,
             compile,
@@ -395,6 +428,15 @@ fn raise<T>(lua: &Lua, text: &str) -> mlua::Result<T> {
     Err(mlua::Error::runtime(text.to_string()))
 }
 
+/// Raises what `luaL_error` raises from a C function: `msg` positioned at the caller
+/// (the error handler adds the position).
+fn raise_where<T>(lua: &Lua, msg: &str) -> mlua::Result<T> {
+    let t = lua.create_table()?;
+    t.raw_set("where_msg", msg)?;
+    lua.set_named_registry_value(PENDING, t)?;
+    Err(mlua::Error::runtime(msg.to_string()))
+}
+
 /// Lua's `luaL_checkint` (numbers and numeric strings, truncated to `int`).
 fn check_int(lua: &Lua, v: &Value, n: usize, fname: &str) -> mlua::Result<i32> {
     let num = match v {
@@ -405,10 +447,10 @@ fn check_int(lua: &Lua, v: &Value, n: usize, fname: &str) -> mlua::Result<i32> {
     };
     match num {
         Some(f) => Ok(f as i32),
-        None => raise(
+        None => raise_where(
             lua,
             &format!(
-                "ERR bad argument #{n} to '{fname}' (number expected, got {})",
+                "bad argument #{n} to '{fname}' (number expected, got {})",
                 v.type_name()
             ),
         ),
@@ -494,6 +536,14 @@ pub fn lua_to_reply(value: &Value) -> Reply {
         Value::String(s) => Reply::Bulk(s.as_bytes().to_vec()),
         Value::Boolean(true) => Reply::Integer(1),
         Value::Integer(i) => Reply::Integer(*i),
+        // C's (long long) cast on x86-64: out of range and NaN give LLONG_MIN.
+        Value::Number(n)
+            if n.is_nan()
+                || *n >= 9_223_372_036_854_775_808.0
+                || *n < -9_223_372_036_854_775_808.0 =>
+        {
+            Reply::Integer(i64::MIN)
+        }
         Value::Number(n) => Reply::Integer(*n as i64),
         Value::Table(t) => {
             if let Some(e) = string_field(t, "err") {
@@ -502,8 +552,37 @@ pub fn lua_to_reply(value: &Value) -> Reply {
             if let Some(s) = string_field(t, "ok") {
                 return Reply::Simple(commands::no_newlines(&s));
             }
-            if let Ok(Value::Number(d)) = t.raw_get::<Value>("double") {
-                return Reply::Double(d);
+            match t.raw_get::<Value>("double") {
+                Ok(Value::Number(d)) => return Reply::Double(d),
+                Ok(Value::Integer(d)) => return Reply::Double(d as f64),
+                _ => {}
+            }
+            // RESP3-only types: written as their RESP2 form (the Reply type has no
+            // big number, verbatim string or set).
+            if let Some(s) = string_field(t, "big_number") {
+                return Reply::Bulk(s.into_bytes());
+            }
+            if let Ok(Value::Table(v)) = t.raw_get::<Value>("verbatim_string")
+                && let (Ok(Value::String(_)), Ok(Value::String(s))) =
+                    (v.raw_get::<Value>("format"), v.raw_get::<Value>("string"))
+            {
+                return Reply::Bulk(s.as_bytes().to_vec());
+            }
+            if let Ok(Value::Table(m)) = t.raw_get::<Value>("map") {
+                return Reply::Map(
+                    m.pairs::<Value, Value>()
+                        .filter_map(Result::ok)
+                        .map(|(k, v)| (lua_to_reply(&k), lua_to_reply(&v)))
+                        .collect(),
+                );
+            }
+            if let Ok(Value::Table(m)) = t.raw_get::<Value>("set") {
+                return Reply::Array(
+                    m.pairs::<Value, Value>()
+                        .filter_map(Result::ok)
+                        .map(|(k, _)| lua_to_reply(&k))
+                        .collect(),
+                );
             }
             let mut items = Vec::new();
             let mut i = 1;
