@@ -1527,3 +1527,175 @@ fn odd_inputs_do_not_panic() {
     }
     assert_eq!(cmd!(e, s, "ping"), Reply::Simple("PONG".into()));
 }
+
+// ---- more Redis 7.0.15 details -------------------------------------------------
+
+#[test]
+fn pcall_in_scripts_returns_redis_errors_as_strings_like_redis_7_0() {
+    let (mut e, mut s) = setup();
+    cmd!(e, s, "set", "k", "v");
+    assert_eq!(
+        cmd!(
+            e,
+            s,
+            "eval",
+            "local ok, e = pcall(redis.call, 'foo'); return e",
+            "0"
+        ),
+        bulk("ERR Unknown Redis command called from script")
+    );
+    assert_eq!(
+        cmd!(
+            e,
+            s,
+            "eval",
+            "local ok, e = pcall(redis.call, 'incr', 'k'); return {type(e), e}",
+            "0"
+        ),
+        Reply::Array(vec![
+            bulk("string"),
+            bulk("ERR value is not an integer or out of range")
+        ])
+    );
+    assert_eq!(
+        cmd!(
+            e,
+            s,
+            "eval",
+            "local ok, e = pcall(redis.log); return e",
+            "0"
+        ),
+        bulk("ERR redis.log() requires two arguments or more.")
+    );
+    assert_eq!(
+        cmd!(
+            e,
+            s,
+            "eval",
+            "local ok, e = pcall(error, 'x'); return e",
+            "0"
+        ),
+        bulk("x")
+    );
+}
+
+#[test]
+fn math_random_and_redis_log_errors_have_redis_positions() {
+    let (mut e, mut s) = setup();
+    let cases: &[(&str, &str)] = &[
+        (
+            "return math.random(0)",
+            "ERR user_script:1: bad argument #1 to 'random' (interval is empty) script: 008bcb60f86ee36d26c67b641b46674578d9cba0, on @user_script:1.",
+        ),
+        (
+            "return math.random(2, 1)",
+            "ERR user_script:1: bad argument #2 to 'random' (interval is empty) script: 05ce4ae13f8f2bab86393cf01d40ce4f0f8312f1, on @user_script:1.",
+        ),
+        (
+            "return math.random('x')",
+            "ERR user_script:1: bad argument #1 to 'random' (number expected, got string) script: d36aee4c433f6d1a257f71070b6a0b37a40bbb04, on @user_script:1.",
+        ),
+        (
+            "return math.random(1,2,3)",
+            "ERR user_script:1: wrong number of arguments script: 5cd983b5db563301a1c7ab05351573640323e7a9, on @user_script:1.",
+        ),
+        (
+            "return math.randomseed()",
+            "ERR user_script:1: bad argument #1 to 'randomseed' (number expected, got no value) script: 9eed10cf76a7a6865ba6e0fcf62b0b32831bf4da, on @user_script:1.",
+        ),
+        (
+            "return redis.log()",
+            "ERR redis.log() requires two arguments or more. script: 28e28bf25123668ac541f5eec91bf7ad3d2fe0bd, on @user_script:1.",
+        ),
+        (
+            "return redis.log('x', 'y')",
+            "ERR First argument must be a number (log level). script: abaa422549b33ecc9a0466b3166971ce5a4734f0, on @user_script:1.",
+        ),
+        (
+            "return redis.log(9, 'y')",
+            "ERR Invalid debug level. script: 2bcb2397ed4e2b60674929abd77fcc674f1d1669, on @user_script:1.",
+        ),
+        (
+            "rawset(_G, 'zzz', 1) return zzz",
+            "ERR Attempt to modify a readonly table script: 66b10132f07aa4a2a730aad3cd1f23af18633ab3, on @user_script:1.",
+        ),
+    ];
+    for (body, want) in cases {
+        assert_eq!(cmd!(e, s, "eval", body, "0"), err(want), "{body}");
+    }
+}
+
+#[test]
+fn script_numbers_out_of_integer_range_become_llong_min_like_c() {
+    let (mut e, mut s) = setup();
+    assert_eq!(cmd!(e, s, "eval", "return 1e300", "0"), int(i64::MIN));
+    assert_eq!(cmd!(e, s, "eval", "return -1e300", "0"), int(i64::MIN));
+    assert_eq!(cmd!(e, s, "eval", "return 0/0", "0"), int(i64::MIN));
+}
+
+#[test]
+fn scripts_can_return_resp3_maps_and_doubles() {
+    let (mut e, mut s) = setup();
+    assert_eq!(
+        cmd!(e, s, "eval", "return {map={a=1}}", "0"),
+        Reply::Map(vec![(bulk("a"), int(1))])
+    );
+    assert_eq!(
+        cmd!(e, s, "eval", "return {double=3}", "0"),
+        Reply::Double(3.0)
+    );
+    assert_eq!(
+        cmd!(e, s, "eval", "return {big_number='123'}", "0"),
+        bulk("123")
+    );
+}
+
+#[test]
+fn type_and_reset_answer_like_redis() {
+    let (mut e, mut s) = setup();
+    cmd!(e, s, "set", "s", "v");
+    cmd!(e, s, "hset", "h", "f", "v");
+    assert_eq!(cmd!(e, s, "type", "s"), Reply::Simple("string".into()));
+    assert_eq!(cmd!(e, s, "type", "h"), Reply::Simple("hash".into()));
+    assert_eq!(cmd!(e, s, "type", "zz"), Reply::Simple("none".into()));
+    cmd!(e, s, "hello", "3", "setname", "n");
+    cmd!(e, s, "select", "3");
+    cmd!(e, s, "subscribe", "c");
+    assert_eq!(cmd!(e, s, "reset"), Reply::Simple("RESET".into()));
+    assert_eq!((s.protocol, s.name.clone(), s.channels.len()), (2, None, 0));
+    assert_eq!(e.selected_db(&s), 0);
+    assert_eq!(cmd!(e, s, "publish", "c", "m"), int(0));
+}
+
+#[test]
+fn select_reports_values_outside_int_range_like_redis() {
+    let (mut e, mut s) = setup();
+    assert_eq!(
+        cmd!(e, s, "select", "2147483648"),
+        err("ERR value is out of range, value must between -2147483648 and 2147483647")
+    );
+}
+
+#[test]
+fn a_lock_expiring_under_a_script_is_recorded_as_expired_before_the_script_acts() {
+    let (mut e, mut s) = setup();
+    cmd!(e, s, "set", "lock", "old", "px", "10");
+    e.take_key_events();
+    let body = "return redis.call('set', KEYS[1], ARGV[1], 'nx', 'px', 100)";
+    assert_eq!(
+        run(
+            &mut e,
+            &mut s,
+            T0 + 11_000,
+            &["eval", body, "1", "lock", "new"]
+        ),
+        ok()
+    );
+    let events = e.take_key_events();
+    assert!(
+        matches!(&events[0], KeyEvent::Removed { cause: KeyCause::Expired, by, value, .. } if by == "expiry" && value == "old")
+    );
+    assert!(
+        matches!(&events[1], KeyEvent::Written { by, value, .. } if by == "client-a" && value == "new")
+    );
+}
