@@ -1699,3 +1699,44 @@ fn a_lock_expiring_under_a_script_is_recorded_as_expired_before_the_script_acts(
         matches!(&events[1], KeyEvent::Written { by, value, .. } if by == "client-a" && value == "new")
     );
 }
+
+#[test]
+fn a_self_referencing_table_nests_until_redis_lua_stack_limit() {
+    let (mut e, mut s) = setup();
+    let mut r = cmd!(e, s, "eval", "local t = {}; t[1] = t; return t", "0");
+    let mut depth = 0;
+    loop {
+        match r {
+            Reply::Array(mut items) if items.len() == 1 => {
+                depth += 1;
+                r = items.pop().unwrap();
+            }
+            other => {
+                assert_eq!(other, err("ERR reached lua stack limit"));
+                break;
+            }
+        }
+    }
+    assert_eq!(depth, 1000); // Redis 7.0.15: 7995 (see REPLY_DEPTH_LIMIT in lua.rs)
+    // A cyclic map must not hang or overflow either.
+    let Reply::Map(_) = cmd!(e, s, "eval", "local t = {}; t.map = t; return t", "0") else {
+        panic!()
+    };
+    assert_eq!(cmd!(e, s, "ping"), Reply::Simple("PONG".into()));
+}
+
+#[test]
+fn scripts_return_large_arrays_of_strings_whole() {
+    let (mut e, mut s) = setup();
+    let Reply::Array(items) = cmd!(
+        e,
+        s,
+        "eval",
+        "local t = {} for i = 1, 20000 do t[i] = 'v' .. i end return t",
+        "0"
+    ) else {
+        panic!()
+    };
+    assert_eq!(items.len(), 20000);
+    assert_eq!(items[19999], bulk("v20000"));
+}

@@ -530,72 +530,182 @@ fn string_field(t: &Table, name: &str) -> Option<String> {
     }
 }
 
-/// Lua → Redis (`luaReplyToRedisReply`).
-pub fn lua_to_reply(value: &Value) -> Reply {
+/// Nesting depth at which the conversion answers `reached lua stack limit` instead
+/// of the table. Redis 7.0.15 reaches its Lua stack limit at 7995 nested arrays; the
+/// model stops at 1000 because every open level holds an mlua reference and mlua's
+/// reference stack is bounded by the same Lua limit (documented deviation).
+const REPLY_DEPTH_LIMIT: usize = 1000;
+
+enum Conv {
+    Leaf(Reply),
+    Array(Table),
+    Map(Vec<Value>),
+    Set(Vec<Value>),
+}
+
+/// One table's conversion: what it was, the Lua values still to convert, and the
+/// replies converted so far.
+struct Frame {
+    kind: u8,
+    /// An array's table, walked from index 1 to the first nil (one reference held).
+    table: Option<Table>,
+    /// A map's or set's values, collected up front.
+    values: Vec<Value>,
+    pos: usize,
+    out: Vec<Reply>,
+}
+
+impl Frame {
+    /// The next Lua value to convert, if any.
+    fn next_value(&mut self) -> Option<Value> {
+        if let Some(t) = &self.table {
+            let v = match t.raw_get::<Value>(self.pos + 1) {
+                Ok(Value::Nil) | Err(_) => return None,
+                Ok(v) => v,
+            };
+            self.pos += 1;
+            return Some(v);
+        }
+        let v = self.values.get(self.pos).cloned();
+        self.pos += 1;
+        v
+    }
+}
+
+impl Frame {
+    fn finish(self) -> Reply {
+        match self.kind {
+            b'm' => {
+                let mut it = self.out.into_iter();
+                let mut pairs = Vec::new();
+                while let (Some(k), Some(v)) = (it.next(), it.next()) {
+                    pairs.push((k, v));
+                }
+                Reply::Map(pairs)
+            }
+            _ => Reply::Array(self.out),
+        }
+    }
+}
+
+/// One value, without descending into arrays, maps or sets.
+fn classify(value: &Value) -> Conv {
     match value {
-        Value::String(s) => Reply::Bulk(s.as_bytes().to_vec()),
-        Value::Boolean(true) => Reply::Integer(1),
-        Value::Integer(i) => Reply::Integer(*i),
+        Value::String(s) => Conv::Leaf(Reply::Bulk(s.as_bytes().to_vec())),
+        Value::Boolean(true) => Conv::Leaf(Reply::Integer(1)),
+        Value::Integer(i) => Conv::Leaf(Reply::Integer(*i)),
         // C's (long long) cast on x86-64: out of range and NaN give LLONG_MIN.
         Value::Number(n)
             if n.is_nan()
                 || *n >= 9_223_372_036_854_775_808.0
                 || *n < -9_223_372_036_854_775_808.0 =>
         {
-            Reply::Integer(i64::MIN)
+            Conv::Leaf(Reply::Integer(i64::MIN))
         }
-        Value::Number(n) => Reply::Integer(*n as i64),
+        Value::Number(n) => Conv::Leaf(Reply::Integer(*n as i64)),
         Value::Table(t) => {
             if let Some(e) = string_field(t, "err") {
-                return Reply::Error(commands::no_newlines(&e));
+                return Conv::Leaf(Reply::Error(commands::no_newlines(&e)));
             }
             if let Some(s) = string_field(t, "ok") {
-                return Reply::Simple(commands::no_newlines(&s));
+                return Conv::Leaf(Reply::Simple(commands::no_newlines(&s)));
             }
             match t.raw_get::<Value>("double") {
-                Ok(Value::Number(d)) => return Reply::Double(d),
-                Ok(Value::Integer(d)) => return Reply::Double(d as f64),
+                Ok(Value::Number(d)) => return Conv::Leaf(Reply::Double(d)),
+                Ok(Value::Integer(d)) => return Conv::Leaf(Reply::Double(d as f64)),
                 _ => {}
             }
             // RESP3-only types: written as their RESP2 form (the Reply type has no
             // big number, verbatim string or set).
             if let Some(s) = string_field(t, "big_number") {
-                return Reply::Bulk(s.into_bytes());
+                return Conv::Leaf(Reply::Bulk(s.into_bytes()));
             }
             if let Ok(Value::Table(v)) = t.raw_get::<Value>("verbatim_string")
                 && let (Ok(Value::String(_)), Ok(Value::String(s))) =
                     (v.raw_get::<Value>("format"), v.raw_get::<Value>("string"))
             {
-                return Reply::Bulk(s.as_bytes().to_vec());
+                return Conv::Leaf(Reply::Bulk(s.as_bytes().to_vec()));
             }
             if let Ok(Value::Table(m)) = t.raw_get::<Value>("map") {
-                return Reply::Map(
-                    m.pairs::<Value, Value>()
-                        .filter_map(Result::ok)
-                        .map(|(k, v)| (lua_to_reply(&k), lua_to_reply(&v)))
-                        .collect(),
-                );
+                let mut values = Vec::new();
+                for (k, v) in m.pairs::<Value, Value>().filter_map(Result::ok) {
+                    values.push(k);
+                    values.push(v);
+                }
+                return Conv::Map(values);
             }
             if let Ok(Value::Table(m)) = t.raw_get::<Value>("set") {
-                return Reply::Array(
+                return Conv::Set(
                     m.pairs::<Value, Value>()
                         .filter_map(Result::ok)
-                        .map(|(k, _)| lua_to_reply(&k))
+                        .map(|(k, _)| k)
                         .collect(),
                 );
             }
-            let mut items = Vec::new();
-            let mut i = 1;
-            loop {
-                match t.raw_get::<Value>(i) {
-                    Ok(Value::Nil) | Err(_) => break,
-                    Ok(v) => items.push(lua_to_reply(&v)),
-                }
-                i += 1;
-            }
-            Reply::Array(items)
+            // An array: walked from 1 to the first nil (not Lua's # operator).
+            Conv::Array(t.clone())
         }
-        _ => Reply::Nil,
+        _ => Conv::Leaf(Reply::Nil),
+    }
+}
+
+/// Lua → Redis (`luaReplyToRedisReply`), iterative so a deep or cyclic table cannot
+/// overflow the Rust stack.
+pub fn lua_to_reply(value: &Value) -> Reply {
+    let mut stack: Vec<Frame> = Vec::new();
+    let mut current = value.clone();
+    loop {
+        let mut done = match classify(&current) {
+            Conv::Leaf(r) => Some(r),
+            _ if stack.len() >= REPLY_DEPTH_LIMIT => Some(Reply::err("reached lua stack limit")),
+            Conv::Array(table) => {
+                stack.push(Frame {
+                    kind: b'a',
+                    table: Some(table),
+                    values: Vec::new(),
+                    pos: 0,
+                    out: Vec::new(),
+                });
+                None
+            }
+            Conv::Map(values) => {
+                stack.push(Frame {
+                    kind: b'm',
+                    table: None,
+                    values,
+                    pos: 0,
+                    out: Vec::new(),
+                });
+                None
+            }
+            Conv::Set(values) => {
+                stack.push(Frame {
+                    kind: b's',
+                    table: None,
+                    values,
+                    pos: 0,
+                    out: Vec::new(),
+                });
+                None
+            }
+        };
+        loop {
+            if let Some(r) = done.take() {
+                match stack.last_mut() {
+                    None => return r,
+                    Some(frame) => frame.out.push(r),
+                }
+            }
+            let Some(frame) = stack.last_mut() else {
+                return Reply::Nil;
+            };
+            if let Some(v) = frame.next_value() {
+                current = v;
+                break;
+            }
+            let frame = stack.pop().expect("a frame");
+            done = Some(frame.finish());
+        }
     }
 }
 
