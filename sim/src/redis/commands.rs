@@ -91,6 +91,8 @@ const COMMANDS: &[Spec] = &[
     spec("flushall", -1, false),
     spec("flushdb", -1, false),
     spec("info", -1, false),
+    spec("type", 2, false),
+    spec("reset", 1, true),
 ];
 
 const SUBCOMMANDS: &[Spec] = &[
@@ -280,16 +282,24 @@ impl Core {
                 _ => Reply::err("wrong number of arguments for 'ping' command"),
             },
             "echo" => Reply::Bulk(argv[1].clone()),
-            "select" => match parse_i64(&argv[1]).and_then(|v| i32::try_from(v).ok()) {
+            "select" => match parse_i64(&argv[1]).map(i32::try_from) {
                 None => Reply::err(NOT_INTEGER),
-                Some(id) if id < 0 || id as usize >= DATABASES => {
-                    Reply::err("DB index is out of range")
-                }
-                Some(id) => {
-                    ctx.db = id as usize;
-                    Reply::ok()
-                }
+                Some(Err(_)) => Reply::err(
+                    "value is out of range, value must between -2147483648 and 2147483647",
+                ),
+                Some(Ok(id)) => self.select(ctx, id),
             },
+            "type" => Reply::Simple(
+                match self.ks.get(ctx.db, &argv[1], ctx.now_us) {
+                    None => "none",
+                    Some(Entry {
+                        value: Value::Str(_),
+                        ..
+                    }) => "string",
+                    Some(_) => "hash",
+                }
+                .into(),
+            ),
             "get" => match self.ks.get(ctx.db, &argv[1], ctx.now_us) {
                 None => Reply::Nil,
                 Some(Entry {
@@ -454,6 +464,14 @@ impl Core {
         }
     }
 
+    fn select(&mut self, ctx: &mut Ctx, id: i32) -> Reply {
+        if id < 0 || id as usize >= DATABASES {
+            return Reply::err("DB index is out of range");
+        }
+        ctx.db = id as usize;
+        Reply::ok()
+    }
+
     /// Delivers `message` on `channel`; returns the number of receivers.
     pub fn publish(&mut self, channel: &[u8], message: &[u8]) -> usize {
         let Some(ids) = self.channels.get(channel) else {
@@ -590,7 +608,7 @@ impl Core {
         };
         let invalid = || Reply::err(format!("invalid expire time in '{name}' command"));
         if seconds {
-            if when > i64::MAX / 1000 || when < i64::MIN / 1000 {
+            if !(i64::MIN / 1000..=i64::MAX / 1000).contains(&when) {
                 return invalid();
             }
             when *= 1000;

@@ -187,7 +187,12 @@ impl Engine {
             return commands::arity_error(&spec);
         }
         let subscribed = session.protocol == 2 && !session.channels.is_empty();
-        if subscribed && !matches!(spec.name, "subscribe" | "unsubscribe" | "ping" | "quit") {
+        if subscribed
+            && !matches!(
+                spec.name,
+                "subscribe" | "unsubscribe" | "ping" | "quit" | "reset"
+            )
+        {
             return Reply::err(format!(
                 "Can't execute '{}': only (P|S)SUBSCRIBE / (P|S)UNSUBSCRIBE / PING / QUIT / RESET are allowed in this context",
                 spec.name
@@ -208,6 +213,13 @@ impl Engine {
                 Reply::ok()
             }
             "hello" => self.hello(session, argv),
+            "reset" => {
+                self.disconnect(session);
+                session.channels.clear();
+                session.protocol = 2;
+                session.name = None;
+                Reply::Simple("RESET".into())
+            }
             "auth" => match argv.len() {
                 2 => Reply::err(
                     "AUTH <password> called without any password configured for the default user. Are you sure your configuration is correct?",
@@ -296,10 +308,10 @@ impl Engine {
             }
             j += 1;
         }
-        if let Some((user, _)) = auth {
-            if user != b"default" {
-                return Reply::Error(WRONGPASS.into());
-            }
+        if let Some((user, _)) = auth
+            && user != b"default"
+        {
+            return Reply::Error(WRONGPASS.into());
         }
         if let Some(name) = name {
             if !valid_client_name(name) {

@@ -46,7 +46,7 @@ pub fn fmt_g17(v: f64) -> String {
     let sci = format!("{:.*e}", (PREC - 1) as usize, v);
     let (mant, exp) = sci.split_once('e').unwrap_or((&sci, "0"));
     let exp: i32 = exp.parse().unwrap_or(0);
-    if exp < -4 || exp >= PREC {
+    if !(-4..PREC).contains(&exp) {
         format!(
             "{}e{}{:02}",
             strip(mant),
@@ -64,7 +64,8 @@ pub fn sha1hex(bytes: &[u8]) -> String {
 }
 
 const PRELUDE: &str = r#"
-local rawsha1, rawrand, rawseed = ...
+local rawsha1, rawrand, rawseed, take_pending, rawlog = ...
+local rawset, rawget = rawset, rawget
 local G = _G
 local getinfo, setfenv, loadstring = debug.getinfo, setfenv, loadstring
 local error, type, tostring, tonumber, select, xpcall, setmetatable =
@@ -90,21 +91,14 @@ local function push_error_buff(s)
 end
 
 local redis = {}
-redis.call = function(...)
-  local ok, v = current(true, ...)
-  if not ok then error(v) end
-  return v
-end
+-- redis.call is the scoped Rust function of the running script (a C function, so a
+-- `return redis.call(...)` tail call keeps the script's frame, as in Redis).
+redis.call = function() error('redis.call outside a script', 0) end
 redis.pcall = function(...)
   local _, v = current(false, ...)
   return v
 end
-redis.sha1hex = function(...)
-  if select('#', ...) ~= 1 then error('wrong number of arguments', 0) end
-  local s = ...
-  if type(s) == 'number' then s = tostring(s) elseif type(s) ~= 'string' then s = '' end
-  return rawsha1(s)
-end
+redis.sha1hex = rawsha1
 redis.error_reply = function(...)
   local s = ...
   if select('#', ...) ~= 1 or type(s) ~= 'string' then
@@ -120,16 +114,7 @@ redis.status_reply = function(...)
   end
   return {ok = s}
 end
-redis.log = function(...)
-  local n = select('#', ...)
-  if n < 2 then error(push_error_buff('redis.log() requires two arguments or more.')) end
-  local level = ...
-  if type(level) ~= 'number' and tonumber(level) == nil then
-    error(push_error_buff('First argument must be a number'))
-  end
-  level = tonumber(level)
-  if level < 0 or level > 3 then error(push_error_buff('Invalid debug level.')) end
-end
+redis.log = rawlog
 redis.replicate_commands = function() return true end
 redis.set_repl = function() end
 redis.breakpoint = function() return false end
@@ -138,33 +123,7 @@ redis.LOG_DEBUG, redis.LOG_VERBOSE, redis.LOG_NOTICE, redis.LOG_WARNING = 0, 1, 
 redis.REPL_NONE, redis.REPL_AOF, redis.REPL_SLAVE, redis.REPL_REPLICA, redis.REPL_ALL = 0, 1, 2, 2, 3
 redis.REDIS_VERSION, redis.REDIS_VERSION_NUM = '7.0.15', 0x00070f
 
-local function checkint(v, n)
-  local x = tonumber(v)
-  if x == nil then
-    error("bad argument #" .. n .. " to 'random' (number expected, got " ..
-          (v == nil and 'no value' or type(v)) .. ")", 0)
-  end
-  if x >= 0 then return floor(x) else return ceil(x) end
-end
-math.random = function(...)
-  local n = select('#', ...)
-  local r = rawrand()
-  if n == 0 then return r end
-  local a, b = ...
-  if n == 1 then
-    local u = checkint(a, 1)
-    if not (1 <= u) then error("bad argument #1 to 'random' (interval is empty)", 0) end
-    return floor(r * u) + 1
-  elseif n == 2 then
-    local l, u = checkint(a, 1), checkint(b, 2)
-    if not (l <= u) then error("bad argument #2 to 'random' (interval is empty)", 0) end
-    return floor(r * (u - l + 1)) + l
-  end
-  error('wrong number of arguments', 0)
-end
-math.randomseed = function(s)
-  rawseed(checkint(s, 1))
-end
+math.random, math.randomseed = rawrand, rawseed
 
 local function handler(err)
   local src, line
@@ -174,6 +133,15 @@ local function handler(err)
     if not i then break end
     if i.source == '@user_script' then src, line = i.source, i.currentline break end
     lvl = lvl + 1
+  end
+  if type(err) == 'userdata' then
+    local p = take_pending()
+    if p and p.where_msg then
+      -- luaL_error from a C function: positioned at its caller.
+      err = src and (src:sub(2) .. ':' .. line .. ': ' .. p.where_msg) or p.where_msg
+    elseif p then
+      err = p
+    end
   end
   if type(err) ~= 'table' then err = {err = 'ERR ' .. tostring(err)} end
   if src then err.source = src err.line = line end
@@ -187,6 +155,28 @@ end
 local function protect(t)
   return setmetatable({}, {__index = t, __newindex = readonly, __metatable = false})
 end
+-- pcall sees the error table redis.call raised (Rust raises it as userdata).
+local rawpcall = pcall
+-- Redis 7.0's pcall: an error table raised by redis.call (or error{err=...}) comes
+-- back as its `err` string.
+local function fix(ok, ...)
+  if ok then return ok, ... end
+  local e = ...
+  if type(e) == 'userdata' then
+    local p = take_pending()
+    if p then e = p.where_msg or p end
+  end
+  if type(e) == 'table' then
+    local m = rawget(e, 'err')
+    if type(m) == 'string' or type(m) == 'number' then e = m end
+  end
+  return false, e
+end
+G.rawset = function(t, k, v)
+  if t == G then error('Attempt to modify a readonly table', 0) end
+  return rawset(t, k, v)
+end
+G.pcall = function(f, ...) return fix(rawpcall(f, ...)) end
 G.redis = protect(redis)
 for _, name in ipairs({'math', 'string', 'table', 'coroutine'}) do
   G[name] = protect(G[name])
@@ -207,17 +197,21 @@ local function compile(body)
   return f
 end
 
-local function run(f, rc, keys, argv)
+local stub = redis.call
+local function run(f, call, pcall_raw, keys, argv)
   rawset(G, 'KEYS', keys)
   rawset(G, 'ARGV', argv)
-  current = rc
+  redis.call, current = call, pcall_raw
   local ok, res = xpcall(f, handler)
-  current = nil
+  redis.call, current = stub, nil
   return ok, res
 end
 
 return compile, run
 "#;
+
+/// Registry slot for the error table `redis.call` raises.
+const PENDING: &str = "locksim.redis.pending_error";
 
 /// The engine's Lua VM and script cache.
 pub struct LuaVm {
@@ -246,23 +240,84 @@ impl LuaVm {
         // removes `debug` from the globals before any user script runs.
         let lua =
             unsafe { Lua::unsafe_new_with(StdLib::ALL_SAFE | StdLib::DEBUG, LuaOptions::new()) };
-        lua.set_app_data(Rand48::seeded(0));
-        let rawsha1 = lua.create_function(|_, s: mlua::LuaString| Ok(sha1hex(&s.as_bytes())))?;
-        let rawrand = lua.create_function(|lua, ()| {
-            let mut st = lua.app_data_mut::<Rand48>().expect("rand48 state");
-            let v = st.next();
-            Ok(f64::from(v % i32::MAX) / f64::from(i32::MAX))
+        // Redis 7 never reseeds per script: the state starts at lrand48's initial X.
+        lua.set_app_data(Rand48(0x1234_ABCD_330E));
+        let rawsha1 = lua.create_function(|lua, args: MultiValue| {
+            if args.len() != 1 {
+                return raise(lua, "ERR wrong number of arguments");
+            }
+            let bytes = match lua.coerce_string(args[0].clone()) {
+                Ok(Some(s)) if !matches!(args[0], Value::Boolean(_)) => s.as_bytes().to_vec(),
+                _ => Vec::new(),
+            };
+            Ok(sha1hex(&bytes))
         })?;
-        let rawseed = lua.create_function(|lua, seed: f64| {
+        let rawrand = lua.create_function(|lua, args: MultiValue| {
+            let r = {
+                let mut st = lua.app_data_mut::<Rand48>().expect("rand48 state");
+                let v = st.next();
+                f64::from(v % i32::MAX) / f64::from(i32::MAX)
+            };
+            match args.len() {
+                0 => Ok(r),
+                1 => {
+                    let u = f64::from(check_int(lua, &args[0], 1, "random")?);
+                    if u < 1.0 {
+                        return raise_where(lua, "bad argument #1 to 'random' (interval is empty)");
+                    }
+                    Ok((r * u).floor() + 1.0)
+                }
+                2 => {
+                    let l = f64::from(check_int(lua, &args[0], 1, "random")?);
+                    let u = f64::from(check_int(lua, &args[1], 2, "random")?);
+                    if l > u {
+                        return raise_where(lua, "bad argument #2 to 'random' (interval is empty)");
+                    }
+                    Ok((r * (u - l + 1.0)).floor() + l)
+                }
+                _ => raise_where(lua, "wrong number of arguments"),
+            }
+        })?;
+        let rawseed = lua.create_function(|lua, args: MultiValue| {
+            let Some(arg) = args.front() else {
+                return raise_where(
+                    lua,
+                    "bad argument #1 to 'randomseed' (number expected, got no value)",
+                );
+            };
+            let seed = check_int(lua, arg, 1, "randomseed")?;
             if let Some(mut st) = lua.app_data_mut::<Rand48>() {
-                *st = Rand48::seeded(seed as i32);
+                *st = Rand48::seeded(seed);
+            }
+            Ok(())
+        })?;
+        let take_pending = lua.create_function(|lua, ()| {
+            let v: Value = lua.named_registry_value(PENDING)?;
+            lua.set_named_registry_value(PENDING, Value::Nil)?;
+            Ok(v)
+        })?;
+        let rawlog = lua.create_function(|lua, args: MultiValue| {
+            if args.len() < 2 {
+                return raise(lua, "ERR redis.log() requires two arguments or more.");
+            }
+            let level = match &args[0] {
+                Value::Integer(i) => Some(*i as f64),
+                Value::Number(f) => Some(*f),
+                v @ Value::String(_) => lua.coerce_number(v.clone()).ok().flatten(),
+                _ => None,
+            };
+            let Some(level) = level else {
+                return raise(lua, "ERR First argument must be a number (log level).");
+            };
+            if !(0..=3).contains(&(level as i32)) {
+                return raise(lua, "ERR Invalid debug level.");
             }
             Ok(())
         })?;
         let (compile, run): (Function, Function) = lua
             .load(PRELUDE)
             .set_name("=prelude")
-            .call((rawsha1, rawrand, rawseed))?;
+            .call((rawsha1, rawrand, rawseed, take_pending, rawlog))?;
         Ok(Self {
             lua,
             compile,
@@ -296,6 +351,7 @@ impl LuaVm {
 
     /// Forgets every cached script.
     pub fn flush(&mut self) {
+        let _ = self.lua.set_named_registry_value(PENDING, Value::Nil);
         self.scripts.clear();
     }
 
@@ -312,14 +368,33 @@ impl LuaVm {
         let Some(f) = self.scripts.get(sha) else {
             return Reply::Error("NOSCRIPT No matching script. Please use EVAL.".into());
         };
+        let state = std::cell::RefCell::new((core, ctx));
         let result = self.lua.scope(|scope| {
-            let rc = scope.create_function_mut(|lua, (raise, args): (bool, MultiValue)| {
-                let reply = script_call(core, ctx, args);
-                match reply {
-                    Err(msg) => Ok((!raise, error_table(lua, &format!("ERR {msg}"))?)),
-                    Ok(Reply::Error(e)) => Ok((!raise, error_table(lua, &e)?)),
-                    Ok(r) => Ok((true, reply_to_lua(lua, &r)?)),
-                }
+            let call = scope.create_function(|lua, args: MultiValue| {
+                let mut st = state
+                    .try_borrow_mut()
+                    .map_err(|_| mlua::Error::runtime("busy"))?;
+                let (core, ctx) = &mut *st;
+                let err = match script_call(core, ctx, args) {
+                    Err(msg) => error_table(lua, &format!("ERR {msg}"))?,
+                    Ok(Reply::Error(e)) => error_table(lua, &e)?,
+                    Ok(r) => return reply_to_lua(lua, &r),
+                };
+                lua.set_named_registry_value(PENDING, err)?;
+                Err(mlua::Error::runtime("redis.call failed"))
+            })?;
+            let pcall = scope.create_function(|lua, (_raise, args): (bool, MultiValue)| {
+                let mut st = state
+                    .try_borrow_mut()
+                    .map_err(|_| mlua::Error::runtime("busy"))?;
+                let (core, ctx) = &mut *st;
+                Ok((
+                    true,
+                    match script_call(core, ctx, args) {
+                        Err(msg) => error_table(lua, &format!("ERR {msg}"))?,
+                        Ok(r) => reply_to_lua(lua, &r)?,
+                    },
+                ))
             })?;
             let keys = self.lua.create_sequence_from(
                 keys.iter()
@@ -331,7 +406,7 @@ impl LuaVm {
                     .map(|k| self.lua.create_string(k))
                     .collect::<mlua::Result<Vec<_>>>()?,
             )?;
-            let (ok, value): (bool, Value) = self.run.call((f.clone(), rc, keys, argv))?;
+            let (ok, value): (bool, Value) = self.run.call((f.clone(), call, pcall, keys, argv))?;
             Ok(if ok {
                 lua_to_reply(&value)
             } else {
@@ -343,6 +418,42 @@ impl LuaVm {
                 "Error running script {sha}, {e}"
             )))
         })
+    }
+}
+
+/// Raises `{err = text}` from a Rust function: the table waits in the registry and
+/// the prelude's error handler (or `pcall`) picks it up.
+fn raise<T>(lua: &Lua, text: &str) -> mlua::Result<T> {
+    lua.set_named_registry_value(PENDING, error_table(lua, text)?)?;
+    Err(mlua::Error::runtime(text.to_string()))
+}
+
+/// Raises what `luaL_error` raises from a C function: `msg` positioned at the caller
+/// (the error handler adds the position).
+fn raise_where<T>(lua: &Lua, msg: &str) -> mlua::Result<T> {
+    let t = lua.create_table()?;
+    t.raw_set("where_msg", msg)?;
+    lua.set_named_registry_value(PENDING, t)?;
+    Err(mlua::Error::runtime(msg.to_string()))
+}
+
+/// Lua's `luaL_checkint` (numbers and numeric strings, truncated to `int`).
+fn check_int(lua: &Lua, v: &Value, n: usize, fname: &str) -> mlua::Result<i32> {
+    let num = match v {
+        Value::Integer(i) => Some(*i as f64),
+        Value::Number(f) => Some(*f),
+        Value::String(_) => lua.coerce_number(v.clone()).ok().flatten(),
+        _ => None,
+    };
+    match num {
+        Some(f) => Ok(f as i32),
+        None => raise_where(
+            lua,
+            &format!(
+                "bad argument #{n} to '{fname}' (number expected, got {})",
+                v.type_name()
+            ),
+        ),
     }
 }
 
@@ -419,35 +530,182 @@ fn string_field(t: &Table, name: &str) -> Option<String> {
     }
 }
 
-/// Lua → Redis (`luaReplyToRedisReply`).
-pub fn lua_to_reply(value: &Value) -> Reply {
+/// Nesting depth at which the conversion answers `reached lua stack limit` instead
+/// of the table. Redis 7.0.15 reaches its Lua stack limit at 7995 nested arrays; the
+/// model stops at 1000 because every open level holds an mlua reference and mlua's
+/// reference stack is bounded by the same Lua limit (documented deviation).
+const REPLY_DEPTH_LIMIT: usize = 1000;
+
+enum Conv {
+    Leaf(Reply),
+    Array(Table),
+    Map(Vec<Value>),
+    Set(Vec<Value>),
+}
+
+/// One table's conversion: what it was, the Lua values still to convert, and the
+/// replies converted so far.
+struct Frame {
+    kind: u8,
+    /// An array's table, walked from index 1 to the first nil (one reference held).
+    table: Option<Table>,
+    /// A map's or set's values, collected up front.
+    values: Vec<Value>,
+    pos: usize,
+    out: Vec<Reply>,
+}
+
+impl Frame {
+    /// The next Lua value to convert, if any.
+    fn next_value(&mut self) -> Option<Value> {
+        if let Some(t) = &self.table {
+            let v = match t.raw_get::<Value>(self.pos + 1) {
+                Ok(Value::Nil) | Err(_) => return None,
+                Ok(v) => v,
+            };
+            self.pos += 1;
+            return Some(v);
+        }
+        let v = self.values.get(self.pos).cloned();
+        self.pos += 1;
+        v
+    }
+}
+
+impl Frame {
+    fn finish(self) -> Reply {
+        match self.kind {
+            b'm' => {
+                let mut it = self.out.into_iter();
+                let mut pairs = Vec::new();
+                while let (Some(k), Some(v)) = (it.next(), it.next()) {
+                    pairs.push((k, v));
+                }
+                Reply::Map(pairs)
+            }
+            _ => Reply::Array(self.out),
+        }
+    }
+}
+
+/// One value, without descending into arrays, maps or sets.
+fn classify(value: &Value) -> Conv {
     match value {
-        Value::String(s) => Reply::Bulk(s.as_bytes().to_vec()),
-        Value::Boolean(true) => Reply::Integer(1),
-        Value::Integer(i) => Reply::Integer(*i),
-        Value::Number(n) => Reply::Integer(*n as i64),
+        Value::String(s) => Conv::Leaf(Reply::Bulk(s.as_bytes().to_vec())),
+        Value::Boolean(true) => Conv::Leaf(Reply::Integer(1)),
+        Value::Integer(i) => Conv::Leaf(Reply::Integer(*i)),
+        // C's (long long) cast on x86-64: out of range and NaN give LLONG_MIN.
+        Value::Number(n)
+            if n.is_nan()
+                || *n >= 9_223_372_036_854_775_808.0
+                || *n < -9_223_372_036_854_775_808.0 =>
+        {
+            Conv::Leaf(Reply::Integer(i64::MIN))
+        }
+        Value::Number(n) => Conv::Leaf(Reply::Integer(*n as i64)),
         Value::Table(t) => {
             if let Some(e) = string_field(t, "err") {
-                return Reply::Error(commands::no_newlines(&e));
+                return Conv::Leaf(Reply::Error(commands::no_newlines(&e)));
             }
             if let Some(s) = string_field(t, "ok") {
-                return Reply::Simple(commands::no_newlines(&s));
+                return Conv::Leaf(Reply::Simple(commands::no_newlines(&s)));
             }
-            if let Ok(Value::Number(d)) = t.raw_get::<Value>("double") {
-                return Reply::Double(d);
+            match t.raw_get::<Value>("double") {
+                Ok(Value::Number(d)) => return Conv::Leaf(Reply::Double(d)),
+                Ok(Value::Integer(d)) => return Conv::Leaf(Reply::Double(d as f64)),
+                _ => {}
             }
-            let mut items = Vec::new();
-            let mut i = 1;
-            loop {
-                match t.raw_get::<Value>(i) {
-                    Ok(Value::Nil) | Err(_) => break,
-                    Ok(v) => items.push(lua_to_reply(&v)),
+            // RESP3-only types: written as their RESP2 form (the Reply type has no
+            // big number, verbatim string or set).
+            if let Some(s) = string_field(t, "big_number") {
+                return Conv::Leaf(Reply::Bulk(s.into_bytes()));
+            }
+            if let Ok(Value::Table(v)) = t.raw_get::<Value>("verbatim_string")
+                && let (Ok(Value::String(_)), Ok(Value::String(s))) =
+                    (v.raw_get::<Value>("format"), v.raw_get::<Value>("string"))
+            {
+                return Conv::Leaf(Reply::Bulk(s.as_bytes().to_vec()));
+            }
+            if let Ok(Value::Table(m)) = t.raw_get::<Value>("map") {
+                let mut values = Vec::new();
+                for (k, v) in m.pairs::<Value, Value>().filter_map(Result::ok) {
+                    values.push(k);
+                    values.push(v);
                 }
-                i += 1;
+                return Conv::Map(values);
             }
-            Reply::Array(items)
+            if let Ok(Value::Table(m)) = t.raw_get::<Value>("set") {
+                return Conv::Set(
+                    m.pairs::<Value, Value>()
+                        .filter_map(Result::ok)
+                        .map(|(k, _)| k)
+                        .collect(),
+                );
+            }
+            // An array: walked from 1 to the first nil (not Lua's # operator).
+            Conv::Array(t.clone())
         }
-        _ => Reply::Nil,
+        _ => Conv::Leaf(Reply::Nil),
+    }
+}
+
+/// Lua → Redis (`luaReplyToRedisReply`), iterative so a deep or cyclic table cannot
+/// overflow the Rust stack.
+pub fn lua_to_reply(value: &Value) -> Reply {
+    let mut stack: Vec<Frame> = Vec::new();
+    let mut current = value.clone();
+    loop {
+        let mut done = match classify(&current) {
+            Conv::Leaf(r) => Some(r),
+            _ if stack.len() >= REPLY_DEPTH_LIMIT => Some(Reply::err("reached lua stack limit")),
+            Conv::Array(table) => {
+                stack.push(Frame {
+                    kind: b'a',
+                    table: Some(table),
+                    values: Vec::new(),
+                    pos: 0,
+                    out: Vec::new(),
+                });
+                None
+            }
+            Conv::Map(values) => {
+                stack.push(Frame {
+                    kind: b'm',
+                    table: None,
+                    values,
+                    pos: 0,
+                    out: Vec::new(),
+                });
+                None
+            }
+            Conv::Set(values) => {
+                stack.push(Frame {
+                    kind: b's',
+                    table: None,
+                    values,
+                    pos: 0,
+                    out: Vec::new(),
+                });
+                None
+            }
+        };
+        loop {
+            if let Some(r) = done.take() {
+                match stack.last_mut() {
+                    None => return r,
+                    Some(frame) => frame.out.push(r),
+                }
+            }
+            let Some(frame) = stack.last_mut() else {
+                return Reply::Nil;
+            };
+            if let Some(v) = frame.next_value() {
+                current = v;
+                break;
+            }
+            let frame = stack.pop().expect("a frame");
+            done = Some(frame.finish());
+        }
     }
 }
 
