@@ -99,6 +99,9 @@ pub struct DesignInfo {
     pub known_failure: &'static str,
     /// Whether the lock expires on its own after the lease.
     pub expires: bool,
+    /// Whether release compares the owner value before deleting (so a foreign owner
+    /// value leaves the lock in place).
+    pub release_checks_owner: bool,
 }
 
 /// The built-in designs, in the order reports list them.
@@ -109,6 +112,7 @@ pub const DESIGNS: &[DesignInfo] = &[
         seeds: "004",
         known_failure: "a holder that dies leaves the lock held forever",
         expires: false,
+        release_checks_owner: false,
     },
     DesignInfo {
         name: designs::SetnxExpire::NAME,
@@ -116,6 +120,7 @@ pub const DESIGNS: &[DesignInfo] = &[
         seeds: "001, 004",
         known_failure: "a crash between SETNX and PEXPIRE leaves a lock without expiry",
         expires: true,
+        release_checks_owner: false,
     },
     DesignInfo {
         name: designs::SetNxPxDel::NAME,
@@ -123,6 +128,7 @@ pub const DESIGNS: &[DesignInfo] = &[
         seeds: "001, 004",
         known_failure: "a holder past its lease deletes the next holder's lock",
         expires: true,
+        release_checks_owner: false,
     },
     DesignInfo {
         name: designs::SetNxPxCheckDel::NAME,
@@ -130,6 +136,7 @@ pub const DESIGNS: &[DesignInfo] = &[
         seeds: "000, 004",
         known_failure: "the lease expiring between GET and DEL deletes another's lock",
         expires: true,
+        release_checks_owner: true,
     },
     DesignInfo {
         name: designs::SetNxPxLua::NAME,
@@ -137,6 +144,7 @@ pub const DESIGNS: &[DesignInfo] = &[
         seeds: "001, 003",
         known_failure: "a pause past the lease gives two holders (no fencing)",
         expires: true,
+        release_checks_owner: true,
     },
 ];
 

@@ -20,62 +20,38 @@ fn builtin(name: &'static str) -> Factory {
     Arc::new(move |deps| lock_impl::build(name, deps).expect("built-in design"))
 }
 
-async fn conformance(name: &str, factory: Factory, expires: bool, checks_owner: bool) {
+async fn conformance(name: &'static str) {
+    let info = lock_impl::DESIGNS.iter().find(|d| d.name == name).expect("built-in");
     let Some((_server, backend)) = backend() else {
         return;
     };
-    run_all(&backend, &factory, expires, checks_owner).await;
+    run_all(&backend, &builtin(name), info.expires, info.release_checks_owner).await;
     println!("real-redis conformance passed: design={name}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn setnx_del_passes_conformance_on_real_redis() {
-    conformance(
-        designs::SetnxDel::NAME,
-        builtin(designs::SetnxDel::NAME),
-        false,
-        false,
-    )
-    .await;
+    conformance(designs::SetnxDel::NAME).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn setnx_expire_passes_conformance_on_real_redis() {
-    conformance(
-        designs::SetnxExpire::NAME,
-        builtin(designs::SetnxExpire::NAME),
-        true,
-        false,
-    )
-    .await;
+    conformance(designs::SetnxExpire::NAME).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn set_nx_px_del_passes_conformance_on_real_redis() {
-    conformance(
-        designs::SetNxPxDel::NAME,
-        builtin(designs::SetNxPxDel::NAME),
-        true,
-        false,
-    )
-    .await;
+    conformance(designs::SetNxPxDel::NAME).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn set_nx_px_check_del_passes_conformance_on_real_redis() {
-    let name = designs::SetNxPxCheckDel::NAME;
-    conformance(name, builtin(name), true, true).await;
+    conformance(designs::SetNxPxCheckDel::NAME).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn set_nx_px_lua_passes_conformance_on_real_redis() {
-    conformance(
-        designs::SetNxPxLua::NAME,
-        builtin(designs::SetNxPxLua::NAME),
-        true,
-        true,
-    )
-    .await;
+    conformance(designs::SetNxPxLua::NAME).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
