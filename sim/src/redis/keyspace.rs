@@ -174,7 +174,10 @@ impl Keyspace {
 
     /// Keys in `db` that carry an expiry (reclaimed or not).
     pub fn expires(&self, db: usize) -> usize {
-        self.dbs[db].values().filter(|e| e.expire_at_ms.is_some()).count()
+        self.dbs[db]
+            .values()
+            .filter(|e| e.expire_at_ms.is_some())
+            .count()
     }
 
     /// Whether no database holds any key.
