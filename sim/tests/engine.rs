@@ -1740,3 +1740,10 @@ fn scripts_return_large_arrays_of_strings_whole() {
     assert_eq!(items.len(), 20000);
     assert_eq!(items[19999], bulk("v20000"));
 }
+
+#[test]
+fn the_engine_can_move_between_threads() {
+    fn assert_send<T: Send>() {}
+    assert_send::<Engine>();
+    assert_send::<Session>();
+}

@@ -840,7 +840,8 @@ impl Core {
             for db in 0..DATABASES {
                 let n = self.ks.len(db);
                 if n > 0 {
-                    body.push_str(&format!("db{db}:keys={n},expires=0,avg_ttl=0\r\n"));
+                    let x = self.ks.expires(db);
+                    body.push_str(&format!("db{db}:keys={n},expires={x},avg_ttl=0\r\n"));
                 }
             }
             section(&mut out, "Keyspace", body);

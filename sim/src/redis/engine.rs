@@ -7,12 +7,25 @@
 //!
 //! The public API below is the contract between the engine and the server layer.
 //!
-//! Choices where Redis itself is not deterministic or not modelled:
+//! The model claims to be Redis 7.0.15 (the `redis-server` the project tests against)
+//! and its replies and error texts were checked against it. Choices where Redis itself
+//! is not deterministic, or where the model knowingly differs:
 //! - `DBSIZE` counts keys not yet reclaimed (expired but not touched), as Redis does;
-//!   `active_expire` reclaims all of them at once, in database then key order.
+//!   `active_expire` reclaims all of them at once (Redis samples), in database then
+//!   key order. Expiry follows Redis's `now > when`: a key set with `PX 100` at `t`
+//!   is still visible at exactly `t + 100 ms` and gone one millisecond later.
 //! - `UNSUBSCRIBE` with no argument walks the session's channels in subscription
 //!   order (Redis walks a hash table, in an order that varies per process).
 //! - An empty command (`*0`) produces no reply: `Reply::Frames(vec![])`.
+//! - Only the commands in `commands.rs` exist; any other is answered as an unknown
+//!   command (or unknown `CLIENT`/`SCRIPT` subcommand). No pattern subscriptions.
+//!   `CLIENT SETINFO` is unknown, as in 7.0.15 (it arrived in 7.2).
+//! - Lua: no `cjson`, `bit`, `struct`, `cmsgpack`, no `redis.setresp`; library
+//!   tables are read-only through proxies; a script that never ends hangs the engine
+//!   (Redis would answer other clients `BUSY`). See `lua.rs` for the conversion limit.
+//! - `INFO` has the `server`, `replication` and `keyspace` sections only; host
+//!   fields are fixed and `run_id` / `master_replid` derive from the engine's seed.
+//! - Error replies are `String`s: non-UTF-8 bytes echoed in an error are lossy.
 
 use std::collections::BTreeMap;
 

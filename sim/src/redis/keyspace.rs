@@ -172,6 +172,14 @@ impl Keyspace {
         self.dbs[db].len()
     }
 
+    /// Keys in `db` that carry an expiry (reclaimed or not).
+    pub fn expires(&self, db: usize) -> usize {
+        self.dbs[db]
+            .values()
+            .filter(|e| e.expire_at_ms.is_some())
+            .count()
+    }
+
     /// Whether no database holds any key.
     pub fn is_empty(&self) -> bool {
         self.dbs.iter().all(BTreeMap::is_empty)
