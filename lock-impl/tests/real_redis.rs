@@ -21,11 +21,20 @@ fn builtin(name: &'static str) -> Factory {
 }
 
 async fn conformance(name: &'static str) {
-    let info = lock_impl::DESIGNS.iter().find(|d| d.name == name).expect("built-in");
+    let info = lock_impl::DESIGNS
+        .iter()
+        .find(|d| d.name == name)
+        .expect("built-in");
     let Some((_server, backend)) = backend() else {
         return;
     };
-    run_all(&backend, &builtin(name), info.expires, info.release_checks_owner).await;
+    run_all(
+        &backend,
+        &builtin(name),
+        info.expires,
+        info.release_checks_owner,
+    )
+    .await;
     println!("real-redis conformance passed: design={name}");
 }
 
