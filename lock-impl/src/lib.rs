@@ -83,7 +83,8 @@ pub use clock::{Clock, Sleep, TokioClock};
 pub use entropy::{Entropy, OsEntropy, SeededEntropy};
 pub use error::LockError;
 pub use lock::{
-    Acquire, AcquireOptions, Attempt, Deps, Guard, LockDesign, Release, Wait, retry_acquire,
+    Acquire, AcquireOptions, Attempt, Deps, Guard, LockDesign, PubSubConnector, Release, Spawner,
+    Task, TokioSpawner, Wait, retry_acquire,
 };
 
 /// What the catalog knows about a built-in design.
@@ -194,11 +195,31 @@ pub async fn connect(
         .map_err(connect_err)
 }
 
-/// Production dependencies: a connection to `url`, tokio's clock, OS randomness.
+/// Subscriber connections to a real server.
+struct ClientPubSub(redis::Client);
+
+impl PubSubConnector for ClientPubSub {
+    fn connect(
+        &self,
+    ) -> std::pin::Pin<
+        Box<dyn std::future::Future<Output = redis::RedisResult<redis::aio::PubSub>> + Send + '_>,
+    > {
+        Box::pin(self.0.get_async_pubsub())
+    }
+}
+
+/// Production dependencies: a connection to `url`, tokio's clock, OS randomness,
+/// `tokio::spawn`, and subscriber connections to the same server.
 pub async fn production_deps(url: &str, response_timeout: Duration) -> Result<Deps, LockError> {
+    let client = redis::Client::open(url).map_err(|source| LockError::Connect {
+        addr: url.to_string(),
+        source,
+    })?;
     Ok(Deps {
         conn: connect(url, response_timeout).await?,
         clock: Arc::new(TokioClock::new()),
         entropy: Arc::new(OsEntropy),
+        spawner: Arc::new(TokioSpawner),
+        pubsub: Some(Arc::new(ClientPubSub(client))),
     })
 }

@@ -1,5 +1,7 @@
 //! The lock trait every design implements, and the values it trades in.
 
+use std::future::Future;
+use std::pin::Pin;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -8,8 +10,40 @@ use redis::aio::MultiplexedConnection;
 
 use crate::{Clock, Entropy, LockError};
 
+/// A boxed task a design runs in the background (a watchdog).
+pub type Task = Pin<Box<dyn Future<Output = ()> + Send + 'static>>;
+
+/// Starts background tasks for a design.
+///
+/// A design never calls `tokio::spawn` itself: in the simulator a client's background
+/// tasks must freeze with it during a stop-the-world pause and die with it in a crash,
+/// which only the simulator's spawner can arrange.
+pub trait Spawner: Send + Sync + 'static {
+    /// Runs `task` in the background.
+    fn spawn(&self, task: Task);
+}
+
+/// `tokio::spawn`: the production spawner.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct TokioSpawner;
+
+impl Spawner for TokioSpawner {
+    fn spawn(&self, task: Task) {
+        tokio::spawn(task);
+    }
+}
+
+/// Opens a dedicated pub/sub connection (Redis needs one per subscriber: a subscribed
+/// connection can run nothing else).
+pub trait PubSubConnector: Send + Sync + 'static {
+    /// A new subscriber connection.
+    fn connect(
+        &self,
+    ) -> Pin<Box<dyn Future<Output = redis::RedisResult<redis::aio::PubSub>> + Send + '_>>;
+}
+
 /// What a design needs from its environment, passed in rather than reached for, so the
-/// simulator can substitute its own connection, clock and entropy.
+/// simulator can substitute its own connection, clock, entropy and task spawner.
 #[derive(Clone)]
 pub struct Deps {
     /// A connection to the Redis server holding the lock.
@@ -18,6 +52,11 @@ pub struct Deps {
     pub clock: Arc<dyn Clock>,
     /// Owner values and jitter.
     pub entropy: Arc<dyn Entropy>,
+    /// Background tasks (watchdogs).
+    pub spawner: Arc<dyn Spawner>,
+    /// Subscriber connections, for designs whose waiters listen for unlock messages;
+    /// `None` makes such designs poll instead.
+    pub pubsub: Option<Arc<dyn PubSubConnector>>,
 }
 
 impl std::fmt::Debug for Deps {
@@ -145,6 +184,12 @@ pub enum Release {
     /// Nothing was deleted, and the design's reply cannot say whether the lock was
     /// absent or someone else's (the Lua compare-and-delete returns `0` for both).
     NotRemoved,
+    /// A reentrant lock's hold count went down but is still above zero: the lock stays
+    /// held by this owner.
+    StillHeld {
+        /// The hold count left.
+        count: u64,
+    },
     /// The outcome is unknown (a reply timed out or the connection dropped).
     Unknown(String),
 }

@@ -534,6 +534,42 @@ impl crate::redis::server::ServerClock for HostServerClock {
     }
 }
 
+/// Runs a design's background tasks on the client host, under its pause gate: a
+/// watchdog freezes with its client and dies with it (a crash drops the host's tasks).
+struct HostSpawner(PauseGate);
+
+impl lock_impl::Spawner for HostSpawner {
+    fn spawn(&self, task: lock_impl::Task) {
+        tokio::task::spawn_local(self.0.wrap(task));
+    }
+}
+
+/// Subscriber connections to the `redis` host over turmoil TCP.
+struct TurmoilPubSub;
+
+impl lock_impl::PubSubConnector for TurmoilPubSub {
+    fn connect(
+        &self,
+    ) -> std::pin::Pin<
+        Box<dyn std::future::Future<Output = redis::RedisResult<redis::aio::PubSub>> + Send + '_>,
+    > {
+        Box::pin(async {
+            let stream = turmoil::net::TcpStream::connect(("redis", 6379)).await?;
+            redis::aio::PubSub::new(&REDIS_INFO, stream).await
+        })
+    }
+}
+
+/// Connection settings for the `redis` host (a static: the connection driver borrows it
+/// for the connection's life).
+static REDIS_INFO: std::sync::LazyLock<redis::RedisConnectionInfo> =
+    std::sync::LazyLock::new(|| {
+        redis::IntoConnectionInfo::into_connection_info("redis://redis:6379")
+            .expect("static url")
+            .redis_settings()
+            .clone()
+    });
+
 /// One client host's program. Cloned for each (re)start.
 #[derive(Clone)]
 struct Client {
@@ -554,17 +590,13 @@ impl Client {
         let w = &self.workload;
         let incarnation = u64::from(self.incarnation.fetch_add(1, Ordering::Relaxed));
         let stream_id = (self.index << 16) | incarnation;
-        let info = redis::IntoConnectionInfo::into_connection_info("redis://redis:6379")
-            .expect("static url")
-            .redis_settings()
-            .clone();
         let Ok(stream) = turmoil::net::TcpStream::connect(("redis", 6379)).await else {
             return;
         };
         let config = redis::AsyncConnectionConfig::new()
             .set_response_timeout(Some(Duration::from_millis(w.response_timeout_ms)));
         let Ok((conn, driver)) =
-            redis::aio::MultiplexedConnection::new_with_config(&info, stream, config).await
+            redis::aio::MultiplexedConnection::new_with_config(&REDIS_INFO, stream, config).await
         else {
             return;
         };
@@ -579,6 +611,8 @@ impl Client {
                 sub_seed(self.seed, 2 + 2 * stream_id),
                 self.name.clone(),
             )),
+            spawner: Arc::new(HostSpawner(self.gate.clone())),
+            pubsub: Some(Arc::new(TurmoilPubSub)),
         };
         let design = (self.factory)(deps);
         let mut rng = ChaCha8Rng::seed_from_u64(sub_seed(self.seed, 3 + 2 * stream_id));
@@ -634,6 +668,9 @@ impl Client {
                     Ok(Release::NotFound) => (Phase::Fail, "not-found".into()),
                     Ok(Release::HeldByOther) => (Phase::Fail, "held-by-other".into()),
                     Ok(Release::NotRemoved) => (Phase::Fail, "not-removed".into()),
+                    Ok(Release::StillHeld { count }) => {
+                        (Phase::Ok, format!("still-held count={count}"))
+                    }
                     Ok(Release::Unknown(why)) => (Phase::Info, why),
                     Err(e) => (Phase::Fail, e.to_string()),
                 };
