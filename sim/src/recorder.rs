@@ -56,11 +56,8 @@ impl Recorder {
         inner.next_op += 1;
         let mut op = blank(id, f, Phase::Invoke);
         fill(&mut op);
-        match f {
-            OpF::Acquire => {
-                inner.acquiring.insert(host.to_string());
-            }
-            _ => {}
+        if f == OpF::Acquire {
+            inner.acquiring.insert(host.to_string());
         }
         inner.events.push(Event {
             at_us: true_now().as_micros() as u64,
