@@ -3,6 +3,7 @@
 //! Everything here reads histories and verdicts and never changes them; none of it
 //! knows how runs are executed.
 
+pub mod bench;
 pub mod commands;
 pub mod latency;
 pub mod table;

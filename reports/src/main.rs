@@ -36,6 +36,9 @@ enum Command {
     /// Re-run one seed and print its knobs, verdicts and the timeline around the first
     /// violation.
     Replay(ReplayArgs),
+    /// Measure harness throughput against a bare turmoil baseline, time to the first
+    /// violation per cell, and the peak memory of a long sweep.
+    Bench(BenchArgs),
     /// Serve the Redis model on a real TCP port with the real clock, to poke at it with
     /// redis-cli or any client.
     ServeModel(ServeModelArgs),
@@ -77,6 +80,19 @@ struct ReplayArgs {
     /// Print the verdicts and the whole history as JSON.
     #[arg(long)]
     json: bool,
+}
+
+#[derive(Debug, Args)]
+struct BenchArgs {
+    /// Runs per throughput figure (the median is reported).
+    #[arg(long, default_value_t = 5)]
+    repeats: u64,
+    /// Seeds in the memory sweep.
+    #[arg(long, default_value_t = 1000)]
+    memory_seeds: u64,
+    /// Worker threads for the sweep (default: all cores).
+    #[arg(long)]
+    threads: Option<usize>,
 }
 
 #[derive(Debug, Args)]
@@ -140,6 +156,10 @@ fn main() -> ExitCode {
             );
             Ok(commands::replay(&d, &s, a.seed, a.context, a.json))
         })(),
+        Some(Command::Bench(a)) => {
+            reports::bench::run_all(a.repeats.max(1), a.memory_seeds, threads(a.threads));
+            Ok(ExitCode::SUCCESS)
+        }
         Some(Command::ServeModel(args)) => Ok(serve_model(args)),
     };
     result.unwrap_or_else(bad_input)

@@ -108,6 +108,9 @@ pub fn describe(h: &History, e: &Event) -> String {
             value,
             cause,
         }) => format!("removed {key} (owner={value} by {by}, {cause})"),
+        EventKind::Server(ServerEvent::ExpireSet { by, key, ttl_ms }) => {
+            format!("expiry of {key} set to {ttl_ms} ms by {by}")
+        }
         EventKind::Storage(StorageEvent::Read { reader, value }) => {
             format!("read by {reader}: {value}")
         }

@@ -34,6 +34,7 @@ impl B {
                 plan: FaultPlan::default(),
                 events: Vec::new(),
                 end_us: 10_000 * MS,
+                stats: Default::default(),
             },
             next_op: 0,
         }

@@ -29,6 +29,18 @@ pub struct History {
     pub events: Vec<Event>,
     /// True simulated time when the run stopped, in microseconds.
     pub end_us: u64,
+    /// Counters of the run, for benchmarks.
+    #[serde(default)]
+    pub stats: RunStats,
+}
+
+/// Counters of one run.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RunStats {
+    /// Commands the Redis model executed.
+    pub redis_commands: u64,
+    /// Requests the storage served.
+    pub storage_requests: u64,
 }
 
 /// The knobs of a run that checkers need to judge it.
@@ -172,7 +184,7 @@ pub enum StorageEvent {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "type", rename_all = "kebab-case")]
 pub enum ServerEvent {
-    /// A string key was written.
+    /// A string key was written, or a hash field (then `value` is the field).
     Written {
         /// The host whose connection wrote it.
         by: String,
@@ -180,6 +192,15 @@ pub enum ServerEvent {
         key: String,
         /// The value (an owner value, for a lock key).
         value: String,
+    },
+    /// A command set a key's expiry (a lease armed, or renewed by a watchdog).
+    ExpireSet {
+        /// The host whose command (or script) set it.
+        by: String,
+        /// The key.
+        key: String,
+        /// Time to live it set, in milliseconds.
+        ttl_ms: i64,
     },
     /// A key was removed.
     Removed {

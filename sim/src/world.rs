@@ -421,6 +421,14 @@ pub fn run(cfg: &RunConfig) -> Result<History, RunError> {
     drain_server_events(&engine, &recorder, sim.elapsed(), &w.key, &mut lock_owner);
 
     let events = recorder.into_events();
+    let storage_requests = events
+        .iter()
+        .filter(|e| matches!(e.kind, EventKind::Storage(_)))
+        .count() as u64;
+    let stats = crate::history::RunStats {
+        redis_commands: engine.with_engine(|e| e.commands_processed()),
+        storage_requests,
+    };
     Ok(History {
         seed: cfg.seed,
         design: cfg.design.clone(),
@@ -435,6 +443,7 @@ pub fn run(cfg: &RunConfig) -> Result<History, RunError> {
         plan: cfg.plan.clone(),
         events,
         end_us: end.as_micros() as u64,
+        stats,
     })
 }
 
@@ -477,6 +486,9 @@ fn drain_server_events(
         }
         let kind = match event {
             KeyEvent::Written { by, key, value, .. } => ServerEvent::Written { by, key, value },
+            KeyEvent::ExpireSet {
+                by, key, ttl_ms, ..
+            } => ServerEvent::ExpireSet { by, key, ttl_ms },
             KeyEvent::Removed {
                 by,
                 key,

@@ -1427,13 +1427,22 @@ fn redisson_unlock_scripts_count_down_then_delete_and_publish() {
         );
         assert_eq!(
             e.take_key_events(),
-            vec![KeyEvent::Removed {
-                at_us: T0,
-                by: "client-a".into(),
-                key: "lock".into(),
-                value: "uuid:1".into(),
-                cause: KeyCause::Command
-            }]
+            vec![
+                // The HINCRBY to 0 writes the field; the DEL then removes the hash.
+                KeyEvent::Written {
+                    at_us: T0,
+                    by: "client-a".into(),
+                    key: "lock".into(),
+                    value: "uuid:1".into(),
+                },
+                KeyEvent::Removed {
+                    at_us: T0,
+                    by: "client-a".into(),
+                    key: "lock".into(),
+                    value: "uuid:1".into(),
+                    cause: KeyCause::Command
+                }
+            ]
         );
     }
     // The 002 version publishes even when the lock is already gone.

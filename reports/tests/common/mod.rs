@@ -121,5 +121,6 @@ pub fn history() -> History {
         },
         events,
         end_us: 2_000_000,
+        stats: Default::default(),
     }
 }

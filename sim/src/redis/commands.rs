@@ -633,6 +633,8 @@ impl Core {
             self.ks.delete(ctx.db, &argv[1], ctx.now_us, &ctx.peer);
         } else {
             entry.expire_at_ms = Some(when);
+            self.ks
+                .record_expire_set(&argv[1], when, ctx.now_us, &ctx.peer);
         }
         Reply::Integer(1)
     }
@@ -701,6 +703,10 @@ impl Core {
                 created += 1;
             }
         }
+        for pair in argv[2..].chunks(2) {
+            self.ks
+                .record_field_written(&argv[1], &pair[0], ctx.now_us, &ctx.peer);
+        }
         Reply::Integer(created)
     }
 
@@ -723,6 +729,8 @@ impl Core {
             return Reply::err(OVERFLOW);
         };
         h.insert(argv[2].clone(), new.to_string().into_bytes());
+        self.ks
+            .record_field_written(&argv[1], &argv[2], ctx.now_us, &ctx.peer);
         Reply::Integer(new)
     }
 

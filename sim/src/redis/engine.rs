@@ -71,7 +71,8 @@ pub enum KeyCause {
 /// to tell whose lock a release really removed.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub enum KeyEvent {
-    /// A string key was written (by `SET`, `SETNX`, ...).
+    /// A string key was written (by `SET`, `SETNX`, ...), or a hash field (by `HSET`,
+    /// `HINCRBY`; `value` is then the field's name).
     Written {
         /// Server clock, unix microseconds.
         at_us: u64,
@@ -81,6 +82,18 @@ pub enum KeyEvent {
         key: String,
         /// The value written (lossy UTF-8).
         value: String,
+    },
+    /// A command set a key's expiry (`EXPIRE`, `PEXPIRE`, `PEXPIREAT`; from a client or
+    /// a script): how a lease is armed or a watchdog renews it.
+    ExpireSet {
+        /// Server clock, unix microseconds.
+        at_us: u64,
+        /// The session's peer.
+        by: String,
+        /// The key.
+        key: String,
+        /// Time to live from now, in milliseconds.
+        ttl_ms: i64,
     },
     /// A key was removed.
     Removed {
@@ -104,6 +117,8 @@ pub struct Engine {
     lua: LuaVm,
     /// Selected database per session id (absent = 0).
     session_db: BTreeMap<u64, usize>,
+    /// Commands executed (Redis's `total_commands_processed`), for benchmarks.
+    commands_processed: u64,
 }
 
 impl std::fmt::Debug for Engine {
@@ -144,6 +159,7 @@ impl Engine {
             core: Core::new(seed),
             lua: LuaVm::new().expect("the Lua prelude is valid"),
             session_db: BTreeMap::new(),
+            commands_processed: 0,
         }
     }
 
@@ -184,12 +200,18 @@ impl Engine {
         });
     }
 
+    /// Commands executed so far (from clients; not those run by scripts).
+    pub fn commands_processed(&self) -> u64 {
+        self.commands_processed
+    }
+
     /// Executes one command (`argv[0]` is the name, any case) at server time `now_us`
     /// and returns its reply.
     pub fn execute(&mut self, session: &mut Session, argv: &[Vec<u8>], now_us: u64) -> Reply {
         if argv.is_empty() {
             return Reply::Frames(Vec::new());
         }
+        self.commands_processed += 1;
         self.core.start_us.get_or_insert(now_us);
         let spec = match commands::lookup(argv) {
             Lookup::Found(spec) => spec,

@@ -105,6 +105,27 @@ impl Keyspace {
         Some(entry)
     }
 
+    /// Records that `field` of the hash `key` was written (HSET, HINCRBY): a reentrant
+    /// lock's owner is a hash field, and the checkers attribute it by this event.
+    pub fn record_field_written(&mut self, key: &[u8], field: &[u8], now_us: u64, by: &str) {
+        self.events.push(KeyEvent::Written {
+            at_us: now_us,
+            by: by.to_string(),
+            key: key_text(key),
+            value: String::from_utf8_lossy(field).into_owned(),
+        });
+    }
+
+    /// Records that a command set a key's expiry (a lease armed or renewed).
+    pub fn record_expire_set(&mut self, key: &[u8], expire_at_ms: i64, now_us: u64, by: &str) {
+        self.events.push(KeyEvent::ExpireSet {
+            at_us: now_us,
+            by: by.to_string(),
+            key: key_text(key),
+            ttl_ms: expire_at_ms - (now_us / 1000) as i64,
+        });
+    }
+
     /// Removes a live key on a command's behalf; returns whether it existed.
     pub fn delete(&mut self, db: usize, key: &[u8], now_us: u64, by: &str) -> bool {
         if self.get(db, key, now_us).is_none() {

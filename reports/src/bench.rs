@@ -1,0 +1,233 @@
+//! `locksim bench`: the figures the issue notes quote, measured in one process so that
+//! ratios compare like with like.
+//!
+//! 1. Harness throughput on the reference scenario (1 Redis, 8 clients, storage, 60
+//!    simulated seconds): simulated seconds and lock operations per wall second, next
+//!    to a bare turmoil baseline with the same hosts exchanging the same number of
+//!    request/reply messages over the same simulated time.
+//! 2. Wall time to the first Invalid run of every (design, scenario, checker) cell that
+//!    has one, searching sequentially from seed 0.
+//! 3. Peak resident memory of a 1,000-seed sweep on every core.
+//!
+//! Wall-clock time is read here, in the benchmark driver, never inside a simulation.
+
+use std::time::{Duration, Instant};
+
+use scenarios::catalog::{self, Scenario};
+use scenarios::checkers;
+use scenarios::sweep::{DesignSpec, config, run_seed, sweep};
+use sim::world::{RunConfig, Workload, run};
+
+fn median(mut xs: Vec<Duration>) -> Duration {
+    xs.sort();
+    xs[xs.len() / 2]
+}
+
+/// Figures of the reference scenario.
+#[derive(Debug, Clone, Copy)]
+pub struct Throughput {
+    /// Median wall time of one run.
+    pub wall: Duration,
+    /// Simulated time of one run.
+    pub simulated: Duration,
+    /// Request/reply pairs (Redis commands plus storage requests) per run.
+    pub messages: u64,
+    /// Client operations completed per run.
+    pub ops: u64,
+}
+
+fn reference_config(seed: u64) -> RunConfig {
+    let mut scenario = catalog::find("no-faults").expect("catalog scenario");
+    scenario.workload = Workload {
+        duration_ms: 60_000,
+        drain_ms: 0,
+        ..Workload::default()
+    };
+    config(
+        &DesignSpec::builtin("set-nx-px-lua").expect("built-in"),
+        &scenario,
+        seed,
+    )
+}
+
+/// Runs the reference scenario `repeats` times (seeds 0..repeats).
+pub fn reference(repeats: u64) -> Throughput {
+    let mut walls = Vec::new();
+    let (mut messages, mut ops, mut simulated) = (0, 0, Duration::ZERO);
+    for seed in 0..repeats {
+        let cfg = reference_config(seed);
+        let start = Instant::now();
+        let h = run(&cfg).expect("reference run");
+        walls.push(start.elapsed());
+        messages = h.stats.redis_commands + h.stats.storage_requests;
+        ops = h
+            .ops()
+            .filter(|(_, o)| o.phase != sim::history::Phase::Invoke)
+            .count() as u64;
+        simulated = Duration::from_micros(h.end_us);
+    }
+    Throughput {
+        wall: median(walls),
+        simulated,
+        messages,
+        ops,
+    }
+}
+
+/// A bare turmoil world with the reference's hosts (`redis`, `storage`, 8 clients):
+/// each client sends its share of `messages` one-line requests to `redis`, evenly
+/// spaced over `simulated`, and waits for each echo. Returns the median wall time.
+pub fn baseline(messages: u64, simulated: Duration, repeats: u64) -> Duration {
+    use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
+    let clients = 8u64;
+    let per_client = messages / clients;
+    let gap = simulated / (per_client.max(1) as u32);
+    let mut walls = Vec::new();
+    for seed in 0..repeats {
+        let start = Instant::now();
+        let mut sim = turmoil::Builder::new()
+            .rng_seed(seed)
+            .simulation_duration(simulated + Duration::from_secs(60))
+            .tick_duration(Duration::from_millis(1))
+            .min_message_latency(Duration::from_millis(1))
+            .max_message_latency(Duration::from_millis(2))
+            .build();
+        for host in ["redis", "storage"] {
+            sim.host(host, || async {
+                let listener = turmoil::net::TcpListener::bind(("0.0.0.0", 6379)).await?;
+                loop {
+                    let (stream, _) = listener.accept().await?;
+                    tokio::task::spawn_local(async move {
+                        let (r, mut w) = stream.into_split();
+                        let mut lines = BufReader::new(r).lines();
+                        while let Ok(Some(line)) = lines.next_line().await {
+                            if w.write_all(format!("{line}\n").as_bytes()).await.is_err() {
+                                break;
+                            }
+                        }
+                    });
+                }
+            });
+        }
+        for i in 0..clients {
+            sim.client(format!("client-{i}"), async move {
+                let stream = turmoil::net::TcpStream::connect(("redis", 6379)).await?;
+                let (r, mut w) = stream.into_split();
+                let mut lines = BufReader::new(r).lines();
+                for n in 0..per_client {
+                    w.write_all(format!("SET lock:stock client-{i}-{n} NX PX 200\n").as_bytes())
+                        .await?;
+                    lines.next_line().await?;
+                    tokio::time::sleep(gap).await;
+                }
+                Ok(())
+            });
+        }
+        sim.run().expect("baseline run");
+        walls.push(start.elapsed());
+    }
+    median(walls)
+}
+
+/// Wall time to the first Invalid run of one checker, searching from seed 0.
+pub fn time_to_first_invalid(
+    design: &DesignSpec,
+    scenario: &Scenario,
+    checker: &str,
+    bound: u64,
+) -> Option<(u64, Duration)> {
+    let start = Instant::now();
+    for seed in 0..bound {
+        let s = run_seed(design, scenario, seed, false).expect("run");
+        if s.verdict(checker).is_some_and(|v| v.is_invalid()) {
+            return Some((seed, start.elapsed()));
+        }
+    }
+    None
+}
+
+fn peak_rss_kib() -> Option<u64> {
+    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    status
+        .lines()
+        .find(|l| l.starts_with("VmHWM:"))?
+        .split_whitespace()
+        .nth(1)?
+        .parse()
+        .ok()
+}
+
+/// Runs every benchmark and prints the figures.
+pub fn run_all(repeats: u64, memory_seeds: u64, threads: usize) {
+    println!("locksim bench: repeats={repeats} memory_seeds={memory_seeds} threads={threads}");
+    let r = reference(repeats);
+    let base = baseline(r.messages, r.simulated, repeats);
+    let sim_rate = r.simulated.as_secs_f64() / r.wall.as_secs_f64();
+    let harness_msgs = r.messages as f64 / r.wall.as_secs_f64();
+    let base_msgs = r.messages as f64 / base.as_secs_f64();
+    println!(
+        "\n1. reference scenario (set-nx-px-lua, no-faults, 8 clients, {:.0} simulated s), median of {repeats}:",
+        r.simulated.as_secs_f64()
+    );
+    println!(
+        "   harness:  {:>8.1} ms wall, {:>6.1} simulated s per wall s, {:>9.0} lock ops per wall s, {:>9.0} request/replies per wall s ({} per run)",
+        r.wall.as_secs_f64() * 1e3,
+        sim_rate,
+        r.ops as f64 / r.wall.as_secs_f64(),
+        harness_msgs,
+        r.messages
+    );
+    println!(
+        "   baseline: {:>8.1} ms wall, bare turmoil, same 10 hosts, same {} request/replies over the same simulated time: {:>9.0} per wall s",
+        base.as_secs_f64() * 1e3,
+        r.messages,
+        base_msgs
+    );
+    println!(
+        "   harness / baseline throughput: {:.2} (target ≥ 0.5)",
+        harness_msgs / base_msgs
+    );
+
+    println!("\n2. wall time to the first Invalid run, from seed 0 (bound 100 seeds):");
+    for d in lock_impl::DESIGNS {
+        let design = DesignSpec::builtin(d.name).expect("built-in");
+        for s in catalog::catalog() {
+            for c in checkers::names() {
+                if let Some((seed, wall)) = time_to_first_invalid(&design, &s, c, 100) {
+                    println!(
+                        "   {:<20} {:<14} {:<17} seed {:>3}  {:>7.1} ms",
+                        d.name,
+                        s.name,
+                        c,
+                        seed,
+                        wall.as_secs_f64() * 1e3
+                    );
+                }
+            }
+        }
+    }
+
+    let before = peak_rss_kib();
+    let design = DesignSpec::builtin("set-nx-px-lua").expect("built-in");
+    let scenario = catalog::find("gc-pause").expect("catalog");
+    let start = Instant::now();
+    let runs = sweep(
+        &design,
+        &scenario,
+        0..memory_seeds,
+        threads,
+        false,
+        &|_, _| {},
+    )
+    .expect("sweep");
+    let wall = start.elapsed();
+    let after = peak_rss_kib();
+    println!(
+        "\n3. sweep of {} seeds (set-nx-px-lua, gc-pause) on {threads} threads: {:.1} s wall, {:.1} runs/s; peak RSS {} MiB (before the sweep {} MiB)",
+        runs.len(),
+        wall.as_secs_f64(),
+        runs.len() as f64 / wall.as_secs_f64(),
+        after.map_or("?".into(), |k| (k / 1024).to_string()),
+        before.map_or("?".into(), |k| (k / 1024).to_string())
+    );
+}
