@@ -101,7 +101,10 @@ async fn a_reentrant_acquisition_counts_up_rearms_the_lease_and_each_release_cou
     assert_eq!(s.hget(&key, &field).await, Some(1));
     assert!(s.pttl(&key).await <= 5_000);
     let g2 = acquired(a.acquire_with_lease(&key, 20_000, 0, 1).await, "re-entry");
-    assert_eq!(g2.owner, g1.owner, "a nested acquisition has the same owner");
+    assert_eq!(
+        g2.owner, g1.owner,
+        "a nested acquisition has the same owner"
+    );
     assert_eq!(s.hget(&key, &field).await, Some(2));
     let pttl = s.pttl(&key).await;
     assert!(pttl > 5_000, "the re-entry re-armed the lease: PTTL {pttl}");
@@ -159,7 +162,11 @@ async fn watchdog_reentry_starts_no_second_watchdog_and_the_last_release_stops_i
     );
     tokio::time::sleep(Duration::from_millis(500)).await;
     assert!(a.watchdog_running(&key, 1), "one hold left: still renewing");
-    assert_eq!(s.hget(&key, &g1.owner).await, Some(1), "kept past the lease");
+    assert_eq!(
+        s.hget(&key, &g1.owner).await,
+        Some(1),
+        "kept past the lease"
+    );
     assert_eq!(a.release(&g1).await.unwrap(), Release::Removed);
     assert!(!a.watchdog_running(&key, 1));
 }
@@ -215,7 +222,11 @@ async fn a_crashed_watchdog_lets_the_lock_expire_after_the_lease() {
     let a = ReentrantWatchdog::new(deps);
     let b = s.reentrant().await;
     let _ga = acquired(a.acquire(&key, opts(300, 0)).await, "holder");
-    assert_eq!(spawner.0.load(Ordering::SeqCst), 1, "a watchdog was spawned");
+    assert_eq!(
+        spawner.0.load(Ordering::SeqCst),
+        1,
+        "a watchdog was spawned"
+    );
     assert!(!a.watchdog_running(&key, 1));
     tokio::time::sleep(Duration::from_millis(500)).await;
     assert!(!s.exists(&key).await, "expired after the lease");
@@ -284,7 +295,10 @@ async fn releasing_a_lock_not_held_by_this_owner_is_a_not_owner_error_naming_key
         "{err:?}"
     );
     let text = err.to_string();
-    assert!(text.contains(&key) && text.contains(&forged.owner), "{text}");
+    assert!(
+        text.contains(&key) && text.contains(&forged.owner),
+        "{text}"
+    );
     assert!(text.contains("not locked by owner"), "{text}");
     assert_eq!(s.hget(&key, &ga.owner).await, Some(1), "left in place");
 
@@ -328,7 +342,10 @@ async fn bad_reentrant_input_gives_typed_errors() {
     assert!(matches!(err, LockError::LeaseTooShortForWatchdog { .. }));
 
     let err = a.lock_waiting(&key, 0, 1).await.unwrap_err();
-    assert!(matches!(err, LockError::InvalidWait { wait_ms: 0 }), "{err:?}");
+    assert!(
+        matches!(err, LockError::InvalidWait { wait_ms: 0 }),
+        "{err:?}"
+    );
     assert!(err.to_string().contains("wait_ms=0"), "{err}");
     let err = a.acquire_with_lease(&key, 0, 0, 1).await.unwrap_err();
     assert!(matches!(err, LockError::InvalidLease { lease_ms: 0 }));

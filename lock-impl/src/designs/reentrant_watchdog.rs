@@ -187,9 +187,7 @@ impl ReentrantWatchdog {
             });
         }
         if watchdog_lease_ms > i64::MAX as u64 {
-            return Err(LockError::InvalidLease {
-                lease_ms: i64::MAX,
-            });
+            return Err(LockError::InvalidLease { lease_ms: i64::MAX });
         }
         self.try_lock(key, Lease::Watchdog(watchdog_lease_ms), wait_ms, task)
             .await
@@ -462,11 +460,17 @@ impl LockDesign for ReentrantWatchdog {
     async fn release(&self, guard: &Guard) -> Result<Release, LockError> {
         check_guard(Self::NAME, guard)?;
         let id = (guard.key.clone(), guard.owner.clone());
-        let lease_ms = self.holds().get(&id).map(|h| h.lease_ms).unwrap_or_else(|| {
-            guard.valid_until.map_or(Self::DEFAULT_WATCHDOG_LEASE_MS, |u| {
-                u.saturating_sub(guard.acquired_at).as_millis() as u64
-            })
-        });
+        let lease_ms = self
+            .holds()
+            .get(&id)
+            .map(|h| h.lease_ms)
+            .unwrap_or_else(|| {
+                guard
+                    .valid_until
+                    .map_or(Self::DEFAULT_WATCHDOG_LEASE_MS, |u| {
+                        u.saturating_sub(guard.acquired_at).as_millis() as u64
+                    })
+            });
         let reply: redis::RedisResult<Option<i64>> = UNLOCK
             .key(&guard.key)
             .key(Self::channel(&guard.key))
