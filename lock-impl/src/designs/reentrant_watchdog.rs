@@ -251,7 +251,8 @@ impl ReentrantWatchdog {
             Try::Unknown(why) => return Ok(Acquire::Unknown(why)),
             Try::Held { .. } => {}
         }
-        let remaining = |clock: &Arc<dyn Clock>| budget.saturating_sub(clock.now() - start);
+        let remaining =
+            |clock: &Arc<dyn Clock>| budget.saturating_sub(clock.now().saturating_sub(start));
         if remaining(clock).is_zero() {
             return Ok(Acquire::NotAcquired);
         }
