@@ -15,8 +15,12 @@ pub enum LockError {
         /// The value that was given.
         lease_ms: i64,
     },
-    /// `wait_ms` must be zero (try once) or positive.
-    #[error("invalid wait_ms={wait_ms}: a wait budget must be zero (try once) or positive")]
+    /// `wait_ms` must be zero (try once) or positive; a call that blocks until it gets
+    /// the lock (such as `ReentrantWatchdog::lock_waiting`) needs a positive one.
+    #[error(
+        "invalid wait_ms={wait_ms}: a wait budget must be zero (try once) or positive, \
+         and positive for a call that waits for the lock"
+    )]
     InvalidWait {
         /// The value that was given.
         wait_ms: i64,
@@ -57,5 +61,30 @@ pub enum LockError {
         issued_by: String,
         /// The design asked to release it.
         released_by: String,
+    },
+    /// The unlock script found no hold by this owner: the lock is absent (never taken,
+    /// released already, or expired) or held by another owner. Redisson's
+    /// `IllegalMonitorStateException`.
+    #[error(
+        "attempt to unlock lock '{key}', not locked by owner '{owner}' \
+         (absent, expired, or held by another owner)"
+    )]
+    NotOwner {
+        /// The lock key.
+        key: String,
+        /// The owner value the release was made with.
+        owner: String,
+    },
+    /// A watchdog renews every lease/3 milliseconds, so a lease below `min_ms` would
+    /// renew every 0 ms.
+    #[error(
+        "invalid watchdog lease_ms={lease_ms}: the watchdog renews every lease/3 ms, \
+         so the lease must be at least {min_ms} ms"
+    )]
+    LeaseTooShortForWatchdog {
+        /// The lease that was given.
+        lease_ms: u64,
+        /// The smallest lease a watchdog can renew.
+        min_ms: u64,
     },
 }

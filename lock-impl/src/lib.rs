@@ -17,6 +17,8 @@
 //! | `set-nx-px-del` | `SET NX PX` | `DEL` | 001, 004 |
 //! | `set-nx-px-check-del` | `SET NX PX` | `GET`, compare, `DEL` | 000, 004 |
 //! | `set-nx-px-lua` | `SET NX PX` | Lua compare-and-delete | 001, 003 |
+//! | `reentrant-watchdog` | Lua hash `{owner: count}`, watchdog renewal, pub/sub wait | Lua decrement, `DEL` + `PUBLISH` at 0 | 000, 002, 003 |
+//! | `fenced` | Lua `SET NX PX` + `INCR` fencing token | Lua compare-and-delete | 001, 003 |
 //!
 //! # Your own design
 //!
@@ -147,6 +149,24 @@ pub const DESIGNS: &[DesignInfo] = &[
         expires: true,
         release_checks_owner: true,
     },
+    DesignInfo {
+        name: designs::ReentrantWatchdog::NAME,
+        summary: "Redisson RLock: reentrant Lua hash lock, watchdog renews every lease/3, \
+                  pub/sub waiting; Lua unlock",
+        seeds: "000, 002, 003",
+        known_failure: "a pause freezes the watchdog too: past the lease, two holders",
+        expires: true,
+        release_checks_owner: true,
+    },
+    DesignInfo {
+        name: designs::Fenced::NAME,
+        summary: "Lua SET NX PX + INCR fencing token; release by Lua compare-and-delete",
+        seeds: "001, 003",
+        known_failure: "two holders after a pause unless the storage checks tokens; \
+                        a failover can reissue a token",
+        expires: true,
+        release_checks_owner: true,
+    },
 ];
 
 /// The names of [`DESIGNS`], comma separated, for error messages.
@@ -166,6 +186,8 @@ pub fn build(name: &str, deps: Deps) -> Result<Arc<dyn LockDesign>, LockError> {
         designs::SetNxPxDel::NAME => Arc::new(designs::SetNxPxDel::new(deps)),
         designs::SetNxPxCheckDel::NAME => Arc::new(designs::SetNxPxCheckDel::new(deps)),
         designs::SetNxPxLua::NAME => Arc::new(designs::SetNxPxLua::new(deps)),
+        designs::ReentrantWatchdog::NAME => Arc::new(designs::ReentrantWatchdog::new(deps)),
+        designs::Fenced::NAME => Arc::new(designs::Fenced::new(deps)),
         other => {
             return Err(LockError::UnknownDesign {
                 name: other.to_string(),

@@ -64,6 +64,16 @@ async fn set_nx_px_lua_passes_conformance_on_real_redis() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn reentrant_watchdog_passes_conformance_on_real_redis() {
+    conformance(designs::ReentrantWatchdog::NAME).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn fenced_passes_conformance_on_real_redis() {
+    conformance(designs::Fenced::NAME).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_user_written_design_passes_the_same_conformance() {
     let factory: Factory = Arc::new(|deps| Arc::new(custom::SetNxExLua::new(deps)));
     // Its lease is rounded up to whole seconds, so the expiry body (150 ms lease, 400 ms

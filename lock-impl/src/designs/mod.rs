@@ -1,11 +1,15 @@
 //! The built-in designs, one module each, and the commands they share.
 
+mod fenced;
+mod reentrant_watchdog;
 mod set_nx_px_check_del;
 mod set_nx_px_del;
 mod set_nx_px_lua;
 mod setnx_del;
 mod setnx_expire;
 
+pub use fenced::{FENCED_ACQUIRE, Fenced};
+pub use reentrant_watchdog::{REDISSON_LOCK, REDISSON_RENEW, REDISSON_UNLOCK, ReentrantWatchdog};
 pub use set_nx_px_check_del::SetNxPxCheckDel;
 pub use set_nx_px_del::SetNxPxDel;
 pub use set_nx_px_lua::SetNxPxLua;

@@ -1,0 +1,506 @@
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, LazyLock, Mutex, MutexGuard};
+use std::time::Duration;
+
+use async_trait::async_trait;
+use futures_util::StreamExt;
+use tokio::sync::watch;
+
+use super::{check_guard, guard};
+use crate::lock::classify;
+use crate::{Acquire, AcquireOptions, Clock, Deps, Guard, LockDesign, LockError, Release, Wait};
+
+/// Redisson's lock script (`tryLockInnerAsync`), verbatim from seed 002: take or re-enter
+/// the hash `{owner: count}` and arm the lease (`nil`), or return the holder's `PTTL`.
+pub const REDISSON_LOCK: &str = include_str!("../../scripts/redisson_lock.lua");
+/// Redisson's unlock script (`unlockInnerAsync`), verbatim from seed 003: `nil` if this
+/// owner holds nothing, `0` if the count is still above zero (lease re-armed), `1` after
+/// `DEL` and `PUBLISH` of the unlock message.
+pub const REDISSON_UNLOCK: &str = include_str!("../../scripts/redisson_unlock.lua");
+/// Redisson 3.20's renewal script (`renewExpirationAsync`), from seed 000: `PEXPIRE` if
+/// this owner still holds the lock (`1`), else `0`.
+pub const REDISSON_RENEW: &str = include_str!("../../scripts/redisson_renew.lua");
+
+static LOCK: LazyLock<redis::Script> = LazyLock::new(|| redis::Script::new(REDISSON_LOCK));
+static UNLOCK: LazyLock<redis::Script> = LazyLock::new(|| redis::Script::new(REDISSON_UNLOCK));
+static RENEW: LazyLock<redis::Script> = LazyLock::new(|| redis::Script::new(REDISSON_RENEW));
+
+/// `LockPubSub.UNLOCK_MESSAGE`.
+const UNLOCK_MESSAGE: i64 = 0;
+
+/// `reentrant-watchdog`: Redisson 3.20's `RLock`. The lock is a hash
+/// `{client-id:task: count}`; Lua scripts take, re-enter, renew and release it; a
+/// watchdog renews the lease every lease/3 while the holder lives; waiters subscribe to
+/// `redisson_lock__channel:{key}` and retry on an unlock message or when the holder's
+/// TTL runs out.
+///
+/// Seeds 000 (Redisson 3.20 `lock()`: lock script, `scheduleExpirationRenewal`,
+/// `renewExpiration` every `internalLockLeaseTime / 3`, renewal script), 002 (the lock and
+/// unlock scripts with their arguments and return codes, the pub/sub unlock message) and
+/// 003 (`tryLock(wait, lease)` with pub/sub waiting, the unlock script). The owner field is
+/// one client id per design instance (Redisson's connection-manager UUID) plus a task id
+/// (Redisson's thread id); [`LockDesign`] uses task [`Self::DEFAULT_TASK`].
+///
+/// [`LockDesign::acquire`] is `tryLock(wait budget, leaseTime = -1)` with the watchdog
+/// lease (`internalLockLeaseTime`, Redisson's `lockWatchdogTimeout`) set to
+/// `options.lease_ms`: after a first acquisition a watchdog, started with
+/// [`Deps::spawner`], renews the lease every lease/3 on [`Deps::clock`] until the hold
+/// count drops to zero or the renewal finds the lock gone. [`Self::acquire_with_lease`]
+/// is `tryLock(wait, lease)` with an explicit lease and no watchdog.
+///
+/// Known failure: the watchdog only helps a holder that is slow but alive *and* can reach
+/// Redis. A stop-the-world pause freezes the watchdog with its holder: past the lease the
+/// lock expires, another client takes it, and the paused holder resumes believing it
+/// still holds it (two holders; no fencing). Conversely a holder that is alive but stuck
+/// (a hung critical section) keeps the lock forever, since the watchdog renews it.
+pub struct ReentrantWatchdog {
+    deps: Deps,
+    client_id: String,
+    holds: Arc<Mutex<HashMap<(String, String), Hold>>>,
+}
+
+/// What this instance knows about one owner field's hold on one key.
+struct Hold {
+    /// Acquisitions not yet released, as this instance counted them.
+    count: u64,
+    /// The lease of the latest acquisition (Redisson's `internalLockLeaseTime`), re-armed
+    /// by a release that leaves the count above zero.
+    lease_ms: u64,
+    /// The running watchdog, if this hold has one.
+    watchdog: Option<Watchdog>,
+}
+
+/// A handle on a running watchdog: a stop signal and whether the task still runs.
+struct Watchdog {
+    stop: watch::Sender<bool>,
+    alive: Arc<AtomicBool>,
+}
+
+impl Watchdog {
+    fn running(&self) -> bool {
+        self.alive.load(Ordering::SeqCst)
+    }
+}
+
+/// Clears the `alive` flag when the watchdog task ends or is dropped (a crashed host's
+/// tasks are dropped without running to the end).
+struct AliveFlag(Arc<AtomicBool>);
+
+impl Drop for AliveFlag {
+    fn drop(&mut self) {
+        self.0.store(false, Ordering::SeqCst);
+    }
+}
+
+/// The lease mode of one acquisition.
+#[derive(Clone, Copy)]
+enum Lease {
+    /// `leaseTime = -1`: the lock script arms this lease and a watchdog renews it.
+    Watchdog(u64),
+    /// An explicit lease; no watchdog.
+    Fixed(u64),
+}
+
+impl Lease {
+    fn ms(self) -> u64 {
+        match self {
+            Lease::Watchdog(ms) | Lease::Fixed(ms) => ms,
+        }
+    }
+}
+
+/// One attempt's outcome.
+enum Try {
+    Acquired(Guard),
+    Held { ttl_ms: i64 },
+    Unknown(String),
+}
+
+impl ReentrantWatchdog {
+    /// The user-facing name.
+    pub const NAME: &'static str = "reentrant-watchdog";
+    /// The task id [`LockDesign`] calls use.
+    pub const DEFAULT_TASK: u64 = 1;
+    /// Redisson's default `lockWatchdogTimeout`, used by [`Self::lock_waiting`].
+    pub const DEFAULT_WATCHDOG_LEASE_MS: u64 = 30_000;
+    /// The smallest watchdog lease: the watchdog renews every lease/3 ms.
+    pub const MIN_WATCHDOG_LEASE_MS: u64 = 3;
+
+    /// A design over `deps`, with a client id from `deps.entropy`.
+    pub fn new(deps: Deps) -> Self {
+        let client_id = deps.entropy.owner_value();
+        Self {
+            deps,
+            client_id,
+            holds: Arc::new(Mutex::new(HashMap::new())),
+        }
+    }
+
+    /// This instance's client id (Redisson's connection-manager UUID).
+    pub fn client_id(&self) -> &str {
+        &self.client_id
+    }
+
+    /// The hash field for `task`: `{client id}:{task}` (Redisson's `getLockName`).
+    pub fn owner_field(&self, task: u64) -> String {
+        format!("{}:{task}", self.client_id)
+    }
+
+    /// The channel unlock messages for `key` are published on (Redisson's
+    /// `getChannelName`).
+    pub fn channel(key: &str) -> String {
+        format!("redisson_lock__channel:{{{key}}}")
+    }
+
+    /// `tryLock(wait, lease)`: acquire `key` for `task` with an explicit lease and no
+    /// watchdog, waiting up to `wait_ms` (zero: try once) for unlock messages.
+    pub async fn acquire_with_lease(
+        &self,
+        key: &str,
+        lease_ms: u64,
+        wait_ms: u64,
+        task: u64,
+    ) -> Result<Acquire, LockError> {
+        if lease_ms == 0 || lease_ms > i64::MAX as u64 {
+            return Err(LockError::InvalidLease {
+                lease_ms: lease_ms.min(i64::MAX as u64) as i64,
+            });
+        }
+        self.try_lock(key, Lease::Fixed(lease_ms), wait_ms, task)
+            .await
+    }
+
+    /// `tryLock(wait, -1)`: acquire `key` for `task` with a watchdog that renews
+    /// `watchdog_lease_ms` every third of it, waiting up to `wait_ms` (zero: try once).
+    pub async fn acquire_with_watchdog(
+        &self,
+        key: &str,
+        watchdog_lease_ms: u64,
+        wait_ms: u64,
+        task: u64,
+    ) -> Result<Acquire, LockError> {
+        if watchdog_lease_ms < Self::MIN_WATCHDOG_LEASE_MS {
+            return Err(LockError::LeaseTooShortForWatchdog {
+                lease_ms: watchdog_lease_ms,
+                min_ms: Self::MIN_WATCHDOG_LEASE_MS,
+            });
+        }
+        if watchdog_lease_ms > i64::MAX as u64 {
+            return Err(LockError::InvalidLease { lease_ms: i64::MAX });
+        }
+        self.try_lock(key, Lease::Watchdog(watchdog_lease_ms), wait_ms, task)
+            .await
+    }
+
+    /// A blocking `lock()` bounded by `wait_ms`, with Redisson's default watchdog lease
+    /// (30 s). A waiting call needs a budget: `wait_ms == 0` is
+    /// [`LockError::InvalidWait`].
+    pub async fn lock_waiting(
+        &self,
+        key: &str,
+        wait_ms: u64,
+        task: u64,
+    ) -> Result<Acquire, LockError> {
+        if wait_ms == 0 || wait_ms > i64::MAX as u64 {
+            return Err(LockError::InvalidWait {
+                wait_ms: wait_ms.min(i64::MAX as u64) as i64,
+            });
+        }
+        self.acquire_with_watchdog(key, Self::DEFAULT_WATCHDOG_LEASE_MS, wait_ms, task)
+            .await
+    }
+
+    /// The hold count this instance has counted for `key` and `task` (0 if none).
+    pub fn hold_count(&self, key: &str, task: u64) -> u64 {
+        self.holds()
+            .get(&(key.to_string(), self.owner_field(task)))
+            .map_or(0, |h| h.count)
+    }
+
+    /// Whether a watchdog for `key` and `task` is running.
+    pub fn watchdog_running(&self, key: &str, task: u64) -> bool {
+        self.holds()
+            .get(&(key.to_string(), self.owner_field(task)))
+            .and_then(|h| h.watchdog.as_ref())
+            .is_some_and(Watchdog::running)
+    }
+
+    fn holds(&self) -> MutexGuard<'_, HashMap<(String, String), Hold>> {
+        self.holds.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Seed 003's `tryLock` loop: one attempt; on failure subscribe, then retry on each
+    /// unlock message or once the holder's TTL has passed, until the budget is spent.
+    async fn try_lock(
+        &self,
+        key: &str,
+        lease: Lease,
+        wait_ms: u64,
+        task: u64,
+    ) -> Result<Acquire, LockError> {
+        if key.is_empty() {
+            return Err(LockError::EmptyKey);
+        }
+        let owner = self.owner_field(task);
+        let clock = &self.deps.clock;
+        let start = clock.now();
+        let budget = Duration::from_millis(wait_ms);
+        match self.attempt(key, &owner, lease).await? {
+            Try::Acquired(g) => return Ok(Acquire::Acquired(g)),
+            Try::Unknown(why) => return Ok(Acquire::Unknown(why)),
+            Try::Held { .. } => {}
+        }
+        let remaining =
+            |clock: &Arc<dyn Clock>| budget.saturating_sub(clock.now().saturating_sub(start));
+        if remaining(clock).is_zero() {
+            return Ok(Acquire::NotAcquired);
+        }
+        // Subscribe before the next attempt, within the budget; without a subscriber
+        // (none configured, or it failed) the waiter sleeps out the holder's TTL.
+        let mut subscriber = match &self.deps.pubsub {
+            None => None,
+            Some(connector) => {
+                let channel = Self::channel(key);
+                let subscribe = async {
+                    let mut sub = connector.connect().await.ok()?;
+                    sub.subscribe(&channel).await.ok()?;
+                    Some(sub)
+                };
+                tokio::select! {
+                    biased;
+                    sub = subscribe => sub,
+                    () = clock.sleep(remaining(clock)) => return Ok(Acquire::NotAcquired),
+                }
+            }
+        };
+        loop {
+            let ttl_ms = match self.attempt(key, &owner, lease).await? {
+                Try::Acquired(g) => return Ok(Acquire::Acquired(g)),
+                Try::Unknown(why) => return Ok(Acquire::Unknown(why)),
+                Try::Held { ttl_ms } => ttl_ms,
+            };
+            let left = remaining(clock);
+            if left.is_zero() {
+                return Ok(Acquire::NotAcquired);
+            }
+            // A key without expiry (TTL -1) gives no deadline: wait out the budget.
+            let pause = match u64::try_from(ttl_ms) {
+                Ok(ttl) => Duration::from_millis(ttl.max(1)).min(left),
+                Err(_) => left,
+            };
+            match subscriber.as_mut() {
+                Some(sub) => {
+                    let closed = {
+                        let mut messages = sub.on_message();
+                        tokio::select! {
+                            biased;
+                            msg = messages.next() => msg.is_none(),
+                            () = clock.sleep(pause) => false,
+                        }
+                    };
+                    if closed {
+                        subscriber = None;
+                    }
+                }
+                None => clock.sleep(pause).await,
+            }
+            if remaining(clock).is_zero() {
+                return Ok(Acquire::NotAcquired);
+            }
+        }
+    }
+
+    /// One run of the lock script.
+    async fn attempt(&self, key: &str, owner: &str, lease: Lease) -> Result<Try, LockError> {
+        let sent_at = self.deps.clock.now();
+        let reply: redis::RedisResult<Option<i64>> = LOCK
+            .key(key)
+            .arg(lease.ms())
+            .arg(owner)
+            .invoke_async(&mut self.deps.conn.clone())
+            .await;
+        match reply {
+            Ok(None) => {
+                self.acquired(key, owner, lease);
+                Ok(Try::Acquired(guard(
+                    Self::NAME,
+                    key,
+                    owner.to_string(),
+                    sent_at,
+                    Some(lease.ms()),
+                )))
+            }
+            Ok(Some(ttl_ms)) => Ok(Try::Held { ttl_ms }),
+            Err(e) => classify("EVALSHA", e).map(Try::Unknown),
+        }
+    }
+
+    /// Counts an acquisition; a watchdog acquisition without a running watchdog starts
+    /// one (`scheduleExpirationRenewal`: re-entries do not start a second).
+    fn acquired(&self, key: &str, owner: &str, lease: Lease) {
+        let mut holds = self.holds();
+        let hold = holds
+            .entry((key.to_string(), owner.to_string()))
+            .or_insert(Hold {
+                count: 0,
+                lease_ms: lease.ms(),
+                watchdog: None,
+            });
+        hold.count += 1;
+        hold.lease_ms = lease.ms();
+        let Lease::Watchdog(lease_ms) = lease else {
+            return;
+        };
+        if hold.watchdog.as_ref().is_some_and(Watchdog::running) {
+            return;
+        }
+        let (stop, stopped) = watch::channel(false);
+        let alive = Arc::new(AtomicBool::new(true));
+        hold.watchdog = Some(Watchdog {
+            stop,
+            alive: alive.clone(),
+        });
+        drop(holds);
+        self.deps.spawner.spawn(Box::pin(renew_loop(
+            self.deps.clone(),
+            key.to_string(),
+            owner.to_string(),
+            lease_ms,
+            stopped,
+            AliveFlag(alive),
+        )));
+    }
+
+    /// Counts a release and returns the count left. `server` is what the unlock script
+    /// said: `Some(true)` the count is still above zero, `Some(false)` the hold ended
+    /// (deleted, or not ours), `None` unknown. A hold whose count reaches zero is
+    /// forgotten and its watchdog stopped (`cancelExpirationRenewal`).
+    fn released(&self, key: &str, owner: &str, server: Option<bool>) -> u64 {
+        let mut holds = self.holds();
+        let id = (key.to_string(), owner.to_string());
+        let left = match (holds.get_mut(&id), server) {
+            (_, Some(false)) => 0,
+            // The server says the count is still above zero; it does not say how far.
+            (Some(hold), Some(true)) => {
+                hold.count = hold.count.saturating_sub(1).max(1);
+                hold.count
+            }
+            (None, Some(true)) => return 1,
+            (Some(hold), None) => {
+                hold.count = hold.count.saturating_sub(1);
+                hold.count
+            }
+            (None, None) => 0,
+        };
+        if left == 0
+            && let Some(hold) = holds.remove(&id)
+            && let Some(dog) = hold.watchdog
+        {
+            let _ = dog.stop.send(true);
+        }
+        left
+    }
+}
+
+/// `renewExpiration`: every lease/3 on the client's clock, re-arm the lease while this
+/// owner still holds the lock. Ends on the stop signal (or its sender dropped), when the
+/// renewal finds the lock gone, or on any error.
+async fn renew_loop(
+    deps: Deps,
+    key: String,
+    owner: String,
+    lease_ms: u64,
+    mut stop: watch::Receiver<bool>,
+    _alive: AliveFlag,
+) {
+    let period = Duration::from_millis(lease_ms / 3);
+    let mut conn = deps.conn.clone();
+    loop {
+        tokio::select! {
+            biased;
+            changed = stop.changed() => {
+                if changed.is_err() || *stop.borrow() {
+                    return;
+                }
+                continue;
+            }
+            () = deps.clock.sleep(period) => {}
+        }
+        if *stop.borrow() {
+            return;
+        }
+        let renewed: redis::RedisResult<i64> = RENEW
+            .key(&key)
+            .arg(lease_ms)
+            .arg(&owner)
+            .invoke_async(&mut conn)
+            .await;
+        if !matches!(renewed, Ok(1)) {
+            return;
+        }
+    }
+}
+
+#[async_trait]
+impl LockDesign for ReentrantWatchdog {
+    fn name(&self) -> &str {
+        Self::NAME
+    }
+
+    async fn acquire(&self, key: &str, options: AcquireOptions) -> Result<Acquire, LockError> {
+        options.validate()?;
+        let wait_ms = match options.wait {
+            Wait::TryOnce => 0,
+            Wait::Retry { budget_ms, .. } => budget_ms,
+        };
+        self.acquire_with_watchdog(key, options.lease_ms, wait_ms, Self::DEFAULT_TASK)
+            .await
+    }
+
+    async fn release(&self, guard: &Guard) -> Result<Release, LockError> {
+        check_guard(Self::NAME, guard)?;
+        let id = (guard.key.clone(), guard.owner.clone());
+        let lease_ms = self
+            .holds()
+            .get(&id)
+            .map(|h| h.lease_ms)
+            .unwrap_or_else(|| {
+                guard
+                    .valid_until
+                    .map_or(Self::DEFAULT_WATCHDOG_LEASE_MS, |u| {
+                        u.saturating_sub(guard.acquired_at).as_millis() as u64
+                    })
+            });
+        let reply: redis::RedisResult<Option<i64>> = UNLOCK
+            .key(&guard.key)
+            .key(Self::channel(&guard.key))
+            .arg(UNLOCK_MESSAGE)
+            .arg(lease_ms.max(1))
+            .arg(&guard.owner)
+            .invoke_async(&mut self.deps.conn.clone())
+            .await;
+        match reply {
+            Ok(None) => {
+                self.released(&guard.key, &guard.owner, Some(false));
+                Err(LockError::NotOwner {
+                    key: guard.key.clone(),
+                    owner: guard.owner.clone(),
+                })
+            }
+            Ok(Some(0)) => Ok(Release::StillHeld {
+                count: self.released(&guard.key, &guard.owner, Some(true)),
+            }),
+            Ok(Some(_)) => {
+                self.released(&guard.key, &guard.owner, Some(false));
+                Ok(Release::Removed)
+            }
+            Err(e) => {
+                // Like Redisson, the release ends this acquisition's share of the
+                // watchdog whatever the reply.
+                self.released(&guard.key, &guard.owner, None);
+                classify("EVALSHA", e).map(Release::Unknown)
+            }
+        }
+    }
+}
