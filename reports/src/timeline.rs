@@ -81,6 +81,10 @@ fn fault_text(h: &History, e: &Event, fault: usize, phase: FaultPhase, detail: &
         Some(FaultKind::SlowWork { extra_ms, .. }) => {
             ("slow work", format!("slow work on {host}: +{extra_ms} ms"))
         }
+        Some(FaultKind::DropPushes { duration_ms }) => (
+            "message loss",
+            format!("{host} drops pub/sub messages for {duration_ms} ms"),
+        ),
         None => ("fault", format!("fault {fault}: {detail}")),
     };
     match phase {
@@ -111,8 +115,18 @@ pub fn describe(h: &History, e: &Event) -> String {
         EventKind::Server(ServerEvent::ExpireSet { by, key, ttl_ms }) => {
             format!("expiry of {key} set to {ttl_ms} ms by {by}")
         }
-        EventKind::Storage(StorageEvent::Read { reader, value }) => {
-            format!("read by {reader}: {value}")
+        EventKind::Storage(StorageEvent::Read {
+            reader,
+            value,
+            token,
+            accepted,
+        }) => {
+            let token = token.map(|t| format!(", token {t}")).unwrap_or_default();
+            if *accepted {
+                format!("read by {reader}: {value}{token}")
+            } else {
+                format!("read by {reader} refused{token}")
+            }
         }
         EventKind::Storage(StorageEvent::Write {
             writer,

@@ -70,6 +70,12 @@ pub enum FaultKind {
         /// How long the fault lasts.
         duration_ms: u64,
     },
+    /// The Redis server drops every pub/sub message it would deliver for
+    /// `duration_ms` (an unlock message lost on the way to a waiter).
+    DropPushes {
+        /// How long messages are dropped.
+        duration_ms: u64,
+    },
     /// The client's next critical section runs `extra_ms` longer than planned.
     SlowWork {
         /// Who.

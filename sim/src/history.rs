@@ -155,12 +155,19 @@ pub enum FaultPhase {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "type", rename_all = "kebab-case")]
 pub enum StorageEvent {
-    /// A read returned `value`.
+    /// A read returned `value` (or was refused: a fencing storage refuses a read whose
+    /// token is lower than one it has already seen).
     Read {
         /// Who read.
         reader: String,
         /// What it got.
         value: i64,
+        /// The reader's fencing token, if any.
+        #[serde(default)]
+        token: Option<u64>,
+        /// False if a fencing storage refused the read.
+        #[serde(default = "accepted_default")]
+        accepted: bool,
     },
     /// A read-modify-write's write arrived.
     Write {
@@ -178,6 +185,10 @@ pub enum StorageEvent {
         /// False if a fencing storage rejected the write.
         accepted: bool,
     },
+}
+
+fn accepted_default() -> bool {
+    true
 }
 
 /// The Redis server's record of a key change, stamped with true time.

@@ -27,8 +27,9 @@ struct Stock {
 
 /// Serves the storage protocol on `PORT` until the host stops.
 ///
-/// Requests are lines: `R <reader>` answers the value; `W <writer> <read> <wrote>
-/// <token|->` applies a write and answers `OK` or `REJECTED`.
+/// Requests are lines: `R <reader> <token|->` answers the value or `REJECTED`;
+/// `W <writer> <read> <wrote> <token|->` applies a write and answers `OK` or
+/// `REJECTED`.
 pub async fn serve(recorder: Recorder, initial: i64, fencing: bool) -> turmoil::Result {
     let listener = TcpListener::bind(("0.0.0.0", PORT)).await?;
     let stock = Arc::new(Mutex::new(Stock {
@@ -52,47 +53,69 @@ pub async fn serve(recorder: Recorder, initial: i64, fencing: bool) -> turmoil::
     }
 }
 
+/// Fencing: a request carrying a token lower than the highest token seen is refused;
+/// an equal or higher token is accepted and raises the mark. Reads count too: a
+/// read-modify-write is only fenced if the resource refuses a stale holder's *read*
+/// after a newer holder has read (otherwise the stale holder's write, arriving before
+/// the newer holder's, would be accepted and the newer write would then lose it).
+/// Requests without a token are never checked, so designs without tokens see a plain
+/// storage.
+fn admit(stock: &mut Stock, token: Option<u64>) -> bool {
+    let Some(t) = token else {
+        return true;
+    };
+    if !stock.fencing {
+        return true;
+    }
+    if stock.max_token.is_some_and(|max| t < max) {
+        return false;
+    }
+    stock.max_token = Some(t);
+    true
+}
+
 fn handle(line: &str, stock: &Mutex<Stock>, recorder: &Recorder) -> String {
     let parts: Vec<&str> = line.split(' ').collect();
     let mut stock = stock.lock().expect("stock poisoned");
     match parts.as_slice() {
-        ["R", reader] => {
+        ["R", reader, token] => {
+            let token = token.parse::<u64>().ok();
+            let accepted = admit(&mut stock, token);
             recorder.record(
                 "storage",
                 EventKind::Storage(StorageEvent::Read {
                     reader: reader.to_string(),
                     value: stock.value,
+                    token,
+                    accepted,
                 }),
             );
-            format!("{}\n", stock.value)
+            if accepted {
+                format!("{}\n", stock.value)
+            } else {
+                "REJECTED\n".into()
+            }
         }
         ["W", writer, read, wrote, token] => {
             let (Ok(read), Ok(wrote)) = (read.parse::<i64>(), wrote.parse::<i64>()) else {
                 return "ERR bad numbers\n".into();
             };
             let token = token.parse::<u64>().ok();
-            let accepted = !stock.fencing
-                || match (token, stock.max_token) {
-                    (None, _) => false,
-                    (Some(_), None) => true,
-                    (Some(t), Some(max)) => t >= max,
-                };
+            let current = stock.value;
+            let accepted = admit(&mut stock, token);
             recorder.record(
                 "storage",
                 EventKind::Storage(StorageEvent::Write {
                     writer: writer.to_string(),
                     read,
                     wrote,
-                    current: stock.value,
+                    current,
                     token,
                     accepted,
                 }),
             );
             if accepted {
                 stock.value = wrote;
-                if let Some(t) = token {
-                    stock.max_token = Some(stock.max_token.map_or(t, |m| m.max(t)));
-                }
                 "OK\n".into()
             } else {
                 "REJECTED\n".into()
@@ -129,11 +152,16 @@ impl StorageClient {
             .ok_or_else(|| std::io::Error::other("storage closed the connection"))
     }
 
-    /// Reads the counter.
-    pub async fn read(&mut self) -> std::io::Result<i64> {
-        let reply = self.request(format!("R {}\n", self.name)).await?;
+    /// Reads the counter; `Ok(None)` if a fencing storage refused the token.
+    pub async fn read(&mut self, token: Option<u64>) -> std::io::Result<Option<i64>> {
+        let token = token.map_or("-".to_string(), |t| t.to_string());
+        let reply = self.request(format!("R {} {token}\n", self.name)).await?;
+        if reply == "REJECTED" {
+            return Ok(None);
+        }
         reply
             .parse()
+            .map(Some)
             .map_err(|_| std::io::Error::other(format!("bad storage reply {reply:?}")))
     }
 

@@ -65,8 +65,12 @@ pub struct Workload {
     pub response_timeout_ms: u64,
     /// Stock at the start.
     pub initial_stock: i64,
-    /// Fencing storage: reject writes with a token lower than the highest accepted.
+    /// Fencing storage: refuse reads and writes whose token is lower than the highest
+    /// seen (requests without a token are never checked, so designs without tokens see
+    /// a plain storage).
     pub fencing: bool,
+    /// Nested acquisitions per round (1: none); a reentrant design counts them.
+    pub reentrant_depth: u32,
     /// Liveness slack added to the lease.
     pub liveness_slack_ms: u64,
     /// One-way network latency range between any two hosts.
@@ -88,7 +92,8 @@ impl Default for Workload {
             drain_ms: 1_000,
             response_timeout_ms: 5_000,
             initial_stock: 100_000,
-            fencing: false,
+            fencing: true,
+            reentrant_depth: 1,
             liveness_slack_ms: 500,
             latency_ms_min: 1,
             latency_ms_max: 2,
@@ -155,6 +160,7 @@ enum Pending {
     PauseEnd { fault: usize, host: String },
     Restart { fault: usize, host: String },
     DelayEnd { fault: usize, host: String },
+    PushesBack { fault: usize },
 }
 
 /// Runs one simulation and returns its history.
@@ -285,6 +291,17 @@ pub fn run(cfg: &RunConfig) -> Result<History, RunError> {
                         format!("{host} restarts"),
                     );
                 }
+                Pending::PushesBack { fault } => {
+                    engine.with_engine(|e| e.set_drop_pushes(false));
+                    fault_event(
+                        &recorder,
+                        now,
+                        "redis",
+                        fault,
+                        FaultPhase::End,
+                        "redis delivers pub/sub messages again".into(),
+                    );
+                }
                 Pending::DelayEnd { fault, host } => {
                     sim.set_link_latency(
                         "redis",
@@ -313,11 +330,26 @@ pub fn run(cfg: &RunConfig) -> Result<History, RunError> {
             let index = order[next_fault];
             next_fault += 1;
             let fault = &cfg.plan.faults[index];
+            if let FaultKind::DropPushes { duration_ms } = fault.kind {
+                engine.with_engine(|e| e.set_drop_pushes(true));
+                fault_event(
+                    &recorder,
+                    now,
+                    "redis",
+                    index,
+                    FaultPhase::Start,
+                    format!("redis drops pub/sub messages for {duration_ms} ms"),
+                );
+                let at = now + Duration::from_millis(duration_ms);
+                pending.push((at, Pending::PushesBack { fault: index }));
+                continue;
+            }
             let target = match &fault.kind {
                 FaultKind::Pause { target, .. }
                 | FaultKind::Crash { target, .. }
                 | FaultKind::Delay { target, .. }
                 | FaultKind::SlowWork { target, .. } => target,
+                FaultKind::DropPushes { .. } => unreachable!("handled above"),
             };
             let Some(host) = resolve(
                 target,
@@ -393,6 +425,7 @@ pub fn run(cfg: &RunConfig) -> Result<History, RunError> {
                     let at = now + Duration::from_millis(*duration_ms);
                     pending.push((at, Pending::DelayEnd { fault: index, host }));
                 }
+                FaultKind::DropPushes { .. } => {}
                 FaultKind::SlowWork { extra_ms, .. } => {
                     ctl.slow_ms.store(*extra_ms, Ordering::Relaxed);
                     fault_event(
@@ -631,81 +664,107 @@ impl Client {
         let options = AcquireOptions::new(w.lease_ms as i64, w.wait_ms as i64)
             .expect("lease validated by run()");
         let deadline = Duration::from_millis(w.duration_ms);
-        let rec = &self.recorder;
-        let host = self.name.as_str();
-        let key = w.key.as_str();
         let sleep =
             |ms: u64| tokio::time::sleep(self.clock.true_duration(Duration::from_millis(ms)));
 
         while true_now() < deadline {
-            let op = rec.invoke(host, OpF::Acquire, |o| o.key = Some(key.into()));
-            let guard = match design.acquire(key, options).await {
-                Ok(Acquire::Acquired(g)) => {
-                    rec.complete(host, op, OpF::Acquire, Phase::Ok, |o| {
-                        o.key = Some(key.into());
-                        o.owner = Some(g.owner.clone());
-                        o.token = g.token;
-                    });
-                    Some(g)
+            // The outer acquisition, then `reentrant_depth - 1` nested ones by the same
+            // client (a reentrant design counts them; others refuse them).
+            let mut guards = Vec::new();
+            for depth in 1..=w.reentrant_depth.max(1) {
+                match self.acquire(design.as_ref(), options, depth).await {
+                    Some(g) => guards.push(g),
+                    None => break,
                 }
-                Ok(Acquire::NotAcquired) => {
-                    rec.complete(host, op, OpF::Acquire, Phase::Fail, |o| {
-                        o.key = Some(key.into())
-                    });
-                    None
-                }
-                Ok(Acquire::Unknown(why)) => {
-                    rec.complete(host, op, OpF::Acquire, Phase::Info, |o| {
-                        o.key = Some(key.into());
-                        o.detail = Some(why);
-                    });
-                    None
-                }
-                Err(e) => {
-                    rec.complete(host, op, OpF::Acquire, Phase::Fail, |o| {
-                        o.key = Some(key.into());
-                        o.detail = Some(e.to_string());
-                    });
-                    None
-                }
-            };
-            if let Some(guard) = guard {
-                self.critical_section(&mut storage, guard.token).await;
-                let op = rec.invoke(host, OpF::Release, |o| {
-                    o.key = Some(key.into());
-                    o.owner = Some(guard.owner.clone());
-                });
-                let (phase, detail) = match design.release(&guard).await {
-                    Ok(Release::Removed) => (Phase::Ok, "removed".to_string()),
-                    Ok(Release::NotFound) => (Phase::Fail, "not-found".into()),
-                    Ok(Release::HeldByOther) => (Phase::Fail, "held-by-other".into()),
-                    Ok(Release::NotRemoved) => (Phase::Fail, "not-removed".into()),
-                    Ok(Release::StillHeld { count }) => {
-                        (Phase::Ok, format!("still-held count={count}"))
-                    }
-                    Ok(Release::Unknown(why)) => (Phase::Info, why),
-                    Err(e) => (Phase::Fail, e.to_string()),
-                };
-                rec.complete(host, op, OpF::Release, phase, |o| {
-                    o.key = Some(key.into());
-                    o.owner = Some(guard.owner.clone());
-                    o.detail = Some(detail);
-                });
+            }
+            if let Some(outer) = guards.first() {
+                self.critical_section(&mut storage, outer.token).await;
+            }
+            while let Some(guard) = guards.pop() {
+                self.release(design.as_ref(), &guard, guards.len() as i64 + 1)
+                    .await;
             }
             let think = rng.random_range(0..=w.think_ms_max);
             sleep(think).await;
         }
     }
 
+    /// One acquisition, recorded; `depth` is the client's hold count if it succeeds
+    /// (recorded as the ok's `value`).
+    async fn acquire(
+        &self,
+        design: &dyn LockDesign,
+        options: AcquireOptions,
+        depth: u32,
+    ) -> Option<lock_impl::Guard> {
+        let (rec, host, key) = (
+            &self.recorder,
+            self.name.as_str(),
+            self.workload.key.as_str(),
+        );
+        let op = rec.invoke(host, OpF::Acquire, |o| o.key = Some(key.into()));
+        let (phase, guard, detail) = match design.acquire(key, options).await {
+            Ok(Acquire::Acquired(g)) => (Phase::Ok, Some(g), None),
+            Ok(Acquire::NotAcquired) => (Phase::Fail, None, None),
+            Ok(Acquire::Unknown(why)) => (Phase::Info, None, Some(why)),
+            Err(e) => (Phase::Fail, None, Some(e.to_string())),
+        };
+        rec.complete(host, op, OpF::Acquire, phase, |o| {
+            o.key = Some(key.into());
+            o.detail = detail;
+            if let Some(g) = &guard {
+                o.owner = Some(g.owner.clone());
+                o.token = g.token;
+                o.value = Some(i64::from(depth));
+            }
+        });
+        guard
+    }
+
+    /// One release, recorded; `depth` is the client's hold count before it (recorded as
+    /// the invocation's `value`).
+    async fn release(&self, design: &dyn LockDesign, guard: &lock_impl::Guard, depth: i64) {
+        let (rec, host, key) = (
+            &self.recorder,
+            self.name.as_str(),
+            self.workload.key.as_str(),
+        );
+        let op = rec.invoke(host, OpF::Release, |o| {
+            o.key = Some(key.into());
+            o.owner = Some(guard.owner.clone());
+            o.value = Some(depth);
+        });
+        let (phase, detail) = match design.release(guard).await {
+            Ok(Release::Removed) => (Phase::Ok, "removed".to_string()),
+            Ok(Release::NotFound) => (Phase::Fail, "not-found".into()),
+            Ok(Release::HeldByOther) => (Phase::Fail, "held-by-other".into()),
+            Ok(Release::NotRemoved) => (Phase::Fail, "not-removed".into()),
+            Ok(Release::StillHeld { count }) => (Phase::Ok, format!("still-held count={count}")),
+            Ok(Release::Unknown(why)) => (Phase::Info, why),
+            Err(e) => (Phase::Fail, e.to_string()),
+        };
+        rec.complete(host, op, OpF::Release, phase, |o| {
+            o.key = Some(key.into());
+            o.owner = Some(guard.owner.clone());
+            o.detail = Some(detail);
+        });
+    }
+
     /// Read the stock, work, write stock − 1: the read-modify-write the lock protects.
     async fn critical_section(&self, storage: &mut StorageClient, token: Option<u64>) {
         let rec = &self.recorder;
         let host = self.name.as_str();
-        let op = rec.invoke(host, OpF::Read, |_| {});
-        let read = match storage.read().await {
-            Ok(v) => {
+        let op = rec.invoke(host, OpF::Read, |o| o.token = token);
+        let read = match storage.read(token).await {
+            Ok(Some(v)) => {
                 rec.complete(host, op, OpF::Read, Phase::Ok, |o| o.value = Some(v));
                 v
+            }
+            Ok(None) => {
+                rec.complete(host, op, OpF::Read, Phase::Fail, |o| {
+                    o.detail = Some("rejected by fencing".into())
+                });
+                return;
             }
             Err(e) => {
                 rec.complete(host, op, OpF::Read, Phase::Info, |o| {

@@ -119,6 +119,8 @@ pub struct Engine {
     session_db: BTreeMap<u64, usize>,
     /// Commands executed (Redis's `total_commands_processed`), for benchmarks.
     commands_processed: u64,
+    /// Fault injection: drop pub/sub messages.
+    drop_pushes: bool,
 }
 
 impl std::fmt::Debug for Engine {
@@ -160,6 +162,7 @@ impl Engine {
             lua: LuaVm::new().expect("the Lua prelude is valid"),
             session_db: BTreeMap::new(),
             commands_processed: 0,
+            drop_pushes: false,
         }
     }
 
@@ -463,7 +466,14 @@ impl Engine {
     /// Messages published since the last call, as `(session id, push reply)`, in
     /// delivery order. The server layer writes each to its connection.
     pub fn take_pushes(&mut self) -> Vec<(u64, Reply)> {
-        std::mem::take(&mut self.core.pushes)
+        let pushes = std::mem::take(&mut self.core.pushes);
+        if self.drop_pushes { Vec::new() } else { pushes }
+    }
+
+    /// While set, every pub/sub message is dropped on the way out (a fault: the
+    /// subscribers never hear it, while `PUBLISH` still counts them).
+    pub fn set_drop_pushes(&mut self, drop: bool) {
+        self.drop_pushes = drop;
     }
 
     /// Key events recorded since the last call, oldest first.
