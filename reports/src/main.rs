@@ -17,7 +17,7 @@ struct Cli {
     #[command(subcommand)]
     command: Option<Command>,
     /// Seeds for the catalog table (A..B or N).
-    #[arg(long, default_value = "0..20")]
+    #[arg(long, default_value = "0..20", allow_hyphen_values = true)]
     seeds: String,
     /// Worker threads (default: all cores).
     #[arg(long)]
@@ -53,7 +53,7 @@ struct RunArgs {
     #[arg(long)]
     scenario: String,
     /// Seeds: A..B (half-open) or one seed N.
-    #[arg(long, default_value = "0..100")]
+    #[arg(long, default_value = "0..100", allow_hyphen_values = true)]
     seeds: String,
     /// Worker threads (default: all cores).
     #[arg(long)]

@@ -83,8 +83,14 @@ fn the_watchdog_does_not_renew_while_its_client_is_paused() {
     let renewed = renewals(&h, &host);
     let before = renewed.iter().filter(|&&t| t < start).count();
     let during: Vec<_> = renewed.iter().filter(|&&t| t > start && t < end).collect();
-    assert!(before >= 3, "the watchdog renewed before the pause: {before} renewals");
-    assert!(during.is_empty(), "renewals during the pause at {during:?} (pause {start}..{end} us)");
+    assert!(
+        before >= 3,
+        "the watchdog renewed before the pause: {before} renewals"
+    );
+    assert!(
+        during.is_empty(),
+        "renewals during the pause at {during:?} (pause {start}..{end} us)"
+    );
     assert!(
         expired_between(&h, start, end),
         "the lock expired on the server during the pause (the fault outlasted the lease)"
@@ -102,7 +108,10 @@ fn the_watchdog_dies_with_its_crashed_client() {
     let renewed = renewals(&h, &host);
     let before = renewed.iter().filter(|&&t| t < start).count();
     let after: Vec<_> = renewed.iter().filter(|&&t| t > start).collect();
-    assert!(before >= 3, "the watchdog renewed before the crash: {before} renewals");
+    assert!(
+        before >= 3,
+        "the watchdog renewed before the crash: {before} renewals"
+    );
     assert!(after.is_empty(), "renewals after the crash at {after:?}");
     let lease_us = Duration::from_millis(LEASE_MS).as_micros() as u64;
     assert!(

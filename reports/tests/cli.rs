@@ -1,0 +1,112 @@
+//! The `locksim` command as a user meets it: exit codes, error messages, and a replay
+//! that reproduces exactly the violation a run reported.
+
+use std::process::Command;
+
+fn locksim(args: &[&str]) -> (i32, String, String) {
+    let out = Command::new(env!("CARGO_BIN_EXE_locksim"))
+        .args(args)
+        .output()
+        .expect("run locksim");
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+#[test]
+fn an_unknown_design_exits_2_and_lists_the_designs() {
+    let (code, _, err) = locksim(&["run", "--design", "nope", "--scenario", "gc-pause"]);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("unknown design 'nope'"), "{err}");
+    assert!(
+        err.contains("set-nx-px-lua") && err.contains("setnx-del"),
+        "{err}"
+    );
+}
+
+#[test]
+fn an_unknown_scenario_exits_2_and_lists_the_scenarios() {
+    let (code, _, err) = locksim(&[
+        "replay",
+        "--design",
+        "fenced",
+        "--scenario",
+        "gc",
+        "--seed",
+        "1",
+    ]);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("unknown scenario 'gc'"), "{err}");
+    assert!(
+        err.contains("gc-pause") && err.contains("no-faults"),
+        "{err}"
+    );
+}
+
+#[test]
+fn a_malformed_seed_range_exits_2_and_says_what_is_allowed() {
+    for bad in ["5..2", "a..b", "1..", "-3"] {
+        let (code, _, err) = locksim(&[
+            "run",
+            "--design",
+            "fenced",
+            "--scenario",
+            "gc-pause",
+            "--seeds",
+            bad,
+        ]);
+        assert_eq!(code, 2, "--seeds {bad}: {err}");
+        assert!(
+            err.contains("--seeds") && err.contains("A..B"),
+            "--seeds {bad}: {err}"
+        );
+    }
+}
+
+#[test]
+fn a_run_reports_invalid_mutual_exclusion_and_its_replay_reproduces_it() {
+    let (code, out, err) = locksim(&[
+        "run",
+        "--design",
+        "set-nx-px-lua",
+        "--scenario",
+        "gc-pause",
+        "--seeds",
+        "0..3",
+        "--json",
+    ]);
+    assert_eq!(code, 1, "{err}");
+    let report: serde_json::Value = serde_json::from_str(&out).expect("JSON output");
+    let first = &report["runs"][0];
+    let seed = first["seed"].as_u64().expect("seed");
+    let verdicts = first["verdicts"].as_array().expect("verdicts");
+    let (_, me) = verdicts
+        .iter()
+        .map(|v| (v[0].as_str().unwrap(), &v[1]))
+        .find(|(n, _)| *n == "mutual-exclusion")
+        .expect("mutual-exclusion verdict");
+    assert_eq!(me["verdict"], "invalid", "{me}");
+    let replay = first["replay"].as_str().expect("replay command");
+    assert_eq!(
+        replay,
+        format!("locksim replay --design set-nx-px-lua --scenario gc-pause --seed {seed}")
+    );
+
+    let args: Vec<&str> = replay.split(' ').skip(1).chain(["--json"]).collect();
+    let (code, out, err) = locksim(&args);
+    assert_eq!(code, 1, "{err}");
+    let replayed: serde_json::Value = serde_json::from_str(&out).expect("JSON output");
+    let again = replayed["verdicts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|v| v[0] == "mutual-exclusion")
+        .map(|v| v[1].clone())
+        .unwrap();
+    assert_eq!(
+        &again, me,
+        "the replay reproduces exactly the same violation"
+    );
+}
