@@ -177,6 +177,9 @@ pub fn catalog_table(seeds: Range<u64>, threads: usize, json: bool) -> ExitCode 
         println!(
             "\nchecker columns count invalid runs; replay any first invalid seed with the command shown."
         );
+        println!(
+            "class counts runs per safety class: unsafe = harm at the storage or server (lost-update, token-order, ownership, reentrancy), fenced = only believed holds overlapped (mutual-exclusion), unknown = a safety checker could not judge; liveness checkers do not change it."
+        );
     }
     ExitCode::from(exit_code(&all_runs))
 }

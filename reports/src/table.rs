@@ -7,7 +7,7 @@
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
-use scenarios::checkers::{self, Verdict};
+use scenarios::checkers::{self, Safety, Verdict};
 use serde::{Deserialize, Serialize};
 
 use crate::latency::Quantiles;
@@ -23,6 +23,11 @@ pub struct CellResult {
     pub runs: u64,
     /// Per checker name, the number of runs it judged invalid.
     pub per_checker: BTreeMap<String, usize>,
+    /// Per safety class name (`safe`, `fenced`, `unsafe`, `unknown`; see
+    /// [`checkers::safety`]), the number of runs in it. Empty in tables written before
+    /// classes existed.
+    #[serde(default)]
+    pub classes: BTreeMap<String, usize>,
     /// Verdicts that were unknown (all checkers, all runs).
     pub unknown: usize,
     /// The first seed (in recording order) any checker judged invalid.
@@ -41,6 +46,7 @@ impl CellResult {
             scenario: scenario.into(),
             runs: 0,
             per_checker: BTreeMap::new(),
+            classes: BTreeMap::new(),
             unknown: 0,
             first_invalid_seed: None,
             replay: None,
@@ -50,8 +56,13 @@ impl CellResult {
 
     /// Counts one run's verdicts. Every checker gets a column, even at zero, so a
     /// checker that never fires is visibly present rather than silently missing.
+    /// The run's safety class ([`checkers::safety`]) is counted in `classes`.
     pub fn record(&mut self, seed: u64, verdicts: &[(&str, Verdict)]) {
         self.runs += 1;
+        *self
+            .classes
+            .entry(checkers::safety(verdicts).name().to_string())
+            .or_insert(0) += 1;
         for (name, v) in verdicts {
             let n = self.per_checker.entry((*name).to_string()).or_insert(0);
             match v {
@@ -63,6 +74,30 @@ impl CellResult {
                 Verdict::Valid => {}
             }
         }
+    }
+
+    /// The class column's text: each class with runs, worst first
+    /// (`fenced 18, safe 2`); `-` if the cell has no classes (an old table).
+    pub fn class_text(&self) -> String {
+        let rank = |name: &str| Safety::from_name(name).map_or(usize::MAX, Safety::rank);
+        let mut classes: Vec<(&String, &usize)> =
+            self.classes.iter().filter(|(_, n)| **n > 0).collect();
+        classes.sort_by_key(|(name, _)| rank(name));
+        if classes.is_empty() {
+            return "-".to_string();
+        }
+        classes
+            .iter()
+            .map(|(name, n)| format!("{name} {n}"))
+            .collect::<Vec<_>>()
+            .join(", ")
+    }
+
+    /// The worst class any run of the cell fell in, if any.
+    pub fn worst_class(&self) -> Option<Safety> {
+        Safety::WORST_FIRST
+            .into_iter()
+            .find(|c| self.classes.get(c.name()).is_some_and(|n| *n > 0))
     }
 
     /// Total invalid verdicts in the cell.
@@ -86,12 +121,17 @@ pub fn checker_columns(cells: &[CellResult]) -> Vec<String> {
     cols
 }
 
-/// The table as aligned text: design, scenario, runs, one column per checker with its
-/// violation count, unknown verdicts, acquire p50/p99 in ms, the first invalid seed
+/// The table as aligned text: design, scenario, runs, the runs per safety class (worst
+/// first, [`CellResult::class_text`]), one column per checker with its violation count, unknown verdicts, acquire p50/p99 in ms, the first invalid seed
 /// and the replay command (last, as it is long).
 pub fn render_text(cells: &[CellResult]) -> String {
     let cols = checker_columns(cells);
-    let mut header: Vec<String> = vec!["design".into(), "scenario".into(), "runs".into()];
+    let mut header: Vec<String> = vec![
+        "design".into(),
+        "scenario".into(),
+        "runs".into(),
+        "class".into(),
+    ];
     header.extend(cols.iter().cloned());
     header.extend(
         [
@@ -106,7 +146,12 @@ pub fn render_text(cells: &[CellResult]) -> String {
     let rows: Vec<Vec<String>> = cells
         .iter()
         .map(|c| {
-            let mut r = vec![c.design.clone(), c.scenario.clone(), c.runs.to_string()];
+            let mut r = vec![
+                c.design.clone(),
+                c.scenario.clone(),
+                c.runs.to_string(),
+                c.class_text(),
+            ];
             r.extend(
                 cols.iter()
                     .map(|k| c.per_checker.get(k).copied().unwrap_or(0).to_string()),
@@ -128,8 +173,9 @@ pub fn render_text(cells: &[CellResult]) -> String {
                 .unwrap_or(0)
         })
         .collect();
-    // Text columns align left, numbers right; the replay command is not padded.
-    let numeric = |i: usize| i >= 2 && i < header.len() - 1;
+    // Text columns (design, scenario, class, replay) align left, numbers right; the
+    // replay command is not padded.
+    let numeric = |i: usize| i == 2 || (i >= 4 && i < header.len() - 1);
     let fmt_row = |r: &[String]| {
         let mut line = String::new();
         for (i, cell) in r.iter().enumerate() {

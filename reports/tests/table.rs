@@ -3,7 +3,7 @@
 mod common;
 
 use reports::table::{self, CellResult};
-use scenarios::checkers;
+use scenarios::checkers::{self, Verdict};
 
 fn cells() -> Vec<CellResult> {
     let h = common::history();
@@ -44,10 +44,14 @@ fn the_text_table_has_aligned_columns_for_every_checker() {
         "design",
         "scenario",
         "runs",
+        "class",
         "mutual-exclusion",
         "lost-update",
         "ownership",
         "liveness",
+        "reentrancy",
+        "waiter-liveness",
+        "token-order",
         "first invalid seed",
         "replay",
     ] {
@@ -60,7 +64,7 @@ fn the_text_table_has_aligned_columns_for_every_checker() {
             .map(|(i, _)| i)
             .collect()
     };
-    assert_eq!(starts(lines[1]).len(), 12);
+    assert_eq!(starts(lines[1]).len(), 16);
     assert!(lines[2].starts_with("naive         pause-holder"), "{text}");
     assert!(
         lines[2].ends_with("42  locksim replay --design naive --scenario pause-holder --seed 42"),
@@ -78,4 +82,70 @@ fn the_json_table_round_trips() {
     let json = table::render_json(&cells);
     assert!(json.contains("\"checkers\""));
     assert_eq!(table::cells_from_json(&json).unwrap(), cells);
+}
+
+#[test]
+fn a_cell_counts_runs_per_safety_class() {
+    let c = &cells()[0];
+    assert_eq!(c.classes["unsafe"], 2);
+    assert_eq!(c.classes["safe"], 1);
+    assert_eq!(c.classes.values().sum::<usize>(), 3);
+    assert_eq!(c.worst_class(), Some(checkers::Safety::Unsafe));
+    assert_eq!(c.class_text(), "unsafe 2, safe 1");
+    assert_eq!(cells()[1].class_text(), "safe 1");
+}
+
+#[test]
+fn the_class_column_lists_the_worst_class_first() {
+    let fenced = vec![
+        ("mutual-exclusion", invalid()),
+        ("lost-update", Verdict::Valid),
+    ];
+    let safe = vec![("mutual-exclusion", Verdict::Valid)];
+    let mut c = CellResult::new("fenced", "pause-holder");
+    c.record(1, &safe);
+    for seed in 2..20 {
+        c.record(seed, &fenced);
+    }
+    c.record(20, &safe);
+    assert_eq!(c.class_text(), "fenced 18, safe 2");
+    let text = table::render_text(&[c]);
+    let lines: Vec<&str> = text.lines().collect();
+    let col = lines[0].find("class").unwrap();
+    assert!(lines[2][col..].starts_with("fenced 18, safe 2  "), "{text}");
+}
+
+#[test]
+fn a_table_written_before_classes_existed_still_reads_and_shows_a_dash() {
+    let mut cells = cells();
+    let mut json: serde_json::Value = serde_json::from_str(&table::render_json(&cells)).unwrap();
+    for cell in json["cells"].as_array_mut().unwrap() {
+        cell.as_object_mut().unwrap().remove("classes");
+    }
+    let old = table::cells_from_json(&json.to_string()).unwrap();
+    for c in &mut cells {
+        c.classes.clear();
+    }
+    assert_eq!(old, cells);
+    assert_eq!(old[0].class_text(), "-");
+    assert_eq!(old[0].worst_class(), None);
+}
+
+#[test]
+fn the_json_table_includes_the_classes() {
+    let json = table::render_json(&cells());
+    let v: serde_json::Value = serde_json::from_str(&json).unwrap();
+    assert_eq!(v["cells"][0]["classes"]["unsafe"], 2);
+    assert_eq!(v["cells"][0]["classes"]["safe"], 1);
+}
+
+fn invalid() -> Verdict {
+    Verdict::Invalid(checkers::Evidence {
+        summary: "overlap".into(),
+        at_us: 0,
+        hosts: vec![],
+        owners: vec![],
+        first_event: 0,
+        events: vec![],
+    })
 }

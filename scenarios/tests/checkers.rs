@@ -550,7 +550,15 @@ fn check_all_runs_every_checker_in_a_fixed_order() {
         .collect();
     assert_eq!(
         names,
-        ["mutual-exclusion", "lost-update", "ownership", "liveness"]
+        [
+            "mutual-exclusion",
+            "lost-update",
+            "ownership",
+            "liveness",
+            "reentrancy",
+            "waiter-liveness",
+            "token-order"
+        ]
     );
     assert_eq!(names, checkers::names());
 }

@@ -9,6 +9,20 @@
 //! `history.design` or `history.scenario`, so a verdict cannot depend on which design
 //! the run was labelled with.
 //!
+//! # Belief and effect
+//!
+//! `mutual-exclusion` judges exclusion *in belief*: two clients whose believed holds
+//! overlap (each thinks it holds the lock). That is the lock's promise broken, but not
+//! necessarily harm: a fencing storage can refuse the stale holder. Harm is judged
+//! where it happens, at the storage and the server: the *effect* checkers
+//! `lost-update` (a sale lost at the storage), `token-order` (the storage accepted a
+//! stale token), `ownership` (a client's command removed another's lock) and
+//! `reentrancy` (a nested release freed the lock). [`safety`] folds a run's verdicts
+//! into a [`Safety`] class: `unsafe` if an effect checker is invalid, `fenced` if
+//! only belief overlapped, `unknown` if a safety checker could not judge, else `safe`.
+//! `liveness` and `waiter-liveness` are liveness properties and never change the
+//! class.
+//!
 //! Layout: [`model`] derives views shared by several checkers (operation pairs,
 //! believed-hold intervals, the server's record of who held the key); one module per
 //! property; [`probes`] holds the Stateright-style `sometimes` properties that prove a
@@ -20,6 +34,9 @@ pub mod model;
 mod mutual_exclusion;
 mod ownership;
 pub mod probes;
+mod reentrancy;
+mod token_order;
+mod waiter_liveness;
 
 use std::panic::{AssertUnwindSafe, catch_unwind};
 
@@ -30,6 +47,9 @@ pub use liveness::Liveness;
 pub use lost_update::LostUpdate;
 pub use mutual_exclusion::MutualExclusion;
 pub use ownership::{Ownership, unattributed_removals};
+pub use reentrancy::{Reentrancy, still_held_count};
+pub use token_order::TokenOrder;
+pub use waiter_liveness::WaiterLiveness;
 
 /// A checker's answer.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -105,6 +125,9 @@ pub fn all() -> Vec<Box<dyn Checker>> {
         Box::new(LostUpdate),
         Box::new(Ownership),
         Box::new(Liveness),
+        Box::new(Reentrancy),
+        Box::new(WaiterLiveness),
+        Box::new(TokenOrder),
     ]
 }
 
@@ -139,6 +162,102 @@ pub fn check_with(checkers: &[Box<dyn Checker>], h: &History) -> Vec<(&'static s
             (c.name(), verdict)
         })
         .collect()
+}
+
+/// Checkers that judge effects at the storage or the server: one of them invalid
+/// makes a run [`Safety::Unsafe`].
+pub const EFFECT_CHECKERS: [&str; 4] = ["lost-update", "token-order", "ownership", "reentrancy"];
+
+/// The checker that judges exclusion in belief (overlapping believed holds): invalid
+/// alone makes a run [`Safety::Fenced`].
+pub const BELIEF_CHECKER: &str = "mutual-exclusion";
+
+/// Liveness checkers: they never change a run's [`Safety`] class.
+pub const LIVENESS_CHECKERS: [&str; 2] = ["liveness", "waiter-liveness"];
+
+/// A run's safety class, from its verdicts (see [`safety`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Safety {
+    /// Every safety checker judged the run valid.
+    Safe,
+    /// Two clients believed they held the lock at once, but no effect checker found
+    /// harm: the storage (or luck) fenced the stale holder off.
+    Fenced,
+    /// An effect checker found harm at the storage or the server.
+    Unsafe,
+    /// No harm found, but some safety checker could not judge the run.
+    Unknown,
+}
+
+impl Safety {
+    /// Every class, worst first: the order reports list them in.
+    pub const WORST_FIRST: [Safety; 4] = [
+        Safety::Unsafe,
+        Safety::Fenced,
+        Safety::Unknown,
+        Safety::Safe,
+    ];
+
+    /// The class's lower-case name: `safe`, `fenced`, `unsafe`, `unknown`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Safety::Safe => "safe",
+            Safety::Fenced => "fenced",
+            Safety::Unsafe => "unsafe",
+            Safety::Unknown => "unknown",
+        }
+    }
+
+    /// Severity: 0 for the worst class ([`Safety::Unsafe`]), 3 for [`Safety::Safe`].
+    pub fn rank(self) -> usize {
+        Self::WORST_FIRST
+            .iter()
+            .position(|c| *c == self)
+            .expect("every class is listed")
+    }
+
+    /// The class named `name` (as [`Safety::name`] spells it).
+    pub fn from_name(name: &str) -> Option<Safety> {
+        Self::WORST_FIRST.into_iter().find(|c| c.name() == name)
+    }
+}
+
+impl std::fmt::Display for Safety {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// A run's safety class from its verdicts (names as [`names`] spells them; works on
+/// `&[(&str, Verdict)]` from [`check_all`] and on `&[(String, Verdict)]` alike):
+///
+/// - [`Safety::Unsafe`] if any effect checker ([`EFFECT_CHECKERS`]) is invalid;
+/// - else [`Safety::Fenced`] if `mutual-exclusion` (belief) is invalid;
+/// - else [`Safety::Unknown`] if any verdict other than a liveness checker's
+///   ([`LIVENESS_CHECKERS`]) is unknown (a checker that panicked is unknown too);
+/// - else [`Safety::Safe`].
+///
+/// Liveness verdicts never change the class; invalid verdicts of checkers this
+/// function does not know are ignored.
+pub fn safety<S: AsRef<str>>(verdicts: &[(S, Verdict)]) -> Safety {
+    let invalid = |want: &dyn Fn(&str) -> bool| {
+        verdicts
+            .iter()
+            .any(|(n, v)| want(n.as_ref()) && v.is_invalid())
+    };
+    if invalid(&|n| EFFECT_CHECKERS.contains(&n)) {
+        Safety::Unsafe
+    } else if invalid(&|n| n == BELIEF_CHECKER) {
+        Safety::Fenced
+    } else if verdicts
+        .iter()
+        .any(|(n, v)| !LIVENESS_CHECKERS.contains(&n.as_ref()) && v.is_unknown())
+    {
+        Safety::Unknown
+    } else {
+        Safety::Safe
+    }
 }
 
 /// Formats true simulated microseconds as seconds with millisecond precision

@@ -8,7 +8,7 @@
 use std::collections::BTreeMap;
 
 use sim::faults::FaultKind;
-use sim::history::{EventKind, FaultPhase, History, OpF, Phase, ServerEvent};
+use sim::history::{EventKind, FaultPhase, History, Op, OpF, Phase, ServerEvent};
 
 /// One client operation: its invocation and, if any, its completion.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -169,12 +169,30 @@ pub fn crash_starts(h: &History) -> Vec<usize> {
         .collect()
 }
 
+/// The operation recorded at event `i`, if that event is one.
+pub fn op_at(h: &History, i: usize) -> Option<&Op> {
+    match &h.events.get(i)?.kind {
+        EventKind::Op(op) => Some(op),
+        _ => None,
+    }
+}
+
+/// The hold count an acquire `ok` or a release invocation records in `value`: after
+/// the acquire, before the release. Histories recorded before depths existed carry
+/// none, which means 1 (a plain, non-nested acquisition or release).
+pub fn depth(op: &Op) -> i64 {
+    op.value.unwrap_or(1)
+}
+
 /// Every believed-hold interval, ordered by the acquire's `ok`.
 ///
-/// A hold starts at an acquire `ok` and ends at the same client's next release
-/// invocation naming the same owner value (or, if the release names none, the same
-/// key), at a crash of its host, or at the run's end. Pauses do not end a hold: a
-/// paused client still believes it holds the lock, which is exactly the danger.
+/// A hold starts at an acquire `ok` of depth 1 and ends at the same client's next
+/// release invocation of depth 1 naming the same owner value (or, if the release
+/// names none, the same key), at a crash of its host, or at the run's end. Nested
+/// acquisitions and releases of a reentrant lock (depth 2 and more, see [`depth`])
+/// neither start nor end a hold: the client holds the lock from its outer
+/// acquisition to its outer release. Pauses do not end a hold: a paused client
+/// still believes it holds the lock, which is exactly the danger.
 pub fn holds(h: &History) -> Result<Vec<Hold>, String> {
     // Validate pairing first, so a malformed history is reported rather than judged.
     op_pairs(h)?;
@@ -187,6 +205,9 @@ pub fn holds(h: &History) -> Result<Vec<Hold>, String> {
                 invoke_key.insert(op.op, op.key.clone());
             }
             EventKind::Op(op) if op.f == OpF::Acquire && op.phase == Phase::Ok => {
+                if depth(op) >= 2 {
+                    continue;
+                }
                 let key = op
                     .key
                     .clone()
@@ -204,6 +225,9 @@ pub fn holds(h: &History) -> Result<Vec<Hold>, String> {
                 });
             }
             EventKind::Op(op) if op.f == OpF::Release && op.phase == Phase::Invoke => {
+                if depth(op) >= 2 {
+                    continue;
+                }
                 let key = op.key.clone().unwrap_or_else(|| h.params.key.clone());
                 let ends = |o: &Hold| {
                     o.host == e.host
@@ -305,4 +329,65 @@ pub fn crashes_while_holding(h: &History) -> Vec<CrashWhileHolding> {
         }
     }
     out
+}
+
+/// One fault's active window, from its start event to its end event (or the run's
+/// end if it never ended).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FaultWindow {
+    /// Index into the plan.
+    pub fault: usize,
+    /// The host the start event names (the resolved target, or `redis`).
+    pub host: String,
+    /// Index of the start event.
+    pub start_event: usize,
+    /// Start time.
+    pub start_us: u64,
+    /// End time (the run's end if the fault never ended).
+    pub end_us: u64,
+}
+
+impl FaultWindow {
+    /// Whether the window and `[from_us, to_us]` share an instant.
+    pub fn overlaps(&self, from_us: u64, to_us: u64) -> bool {
+        self.start_us <= to_us && from_us <= self.end_us
+    }
+}
+
+/// Every fault start with its window, in event order. A crash's window runs to the
+/// host's restart (its end event) or the run's end.
+pub fn fault_windows(h: &History) -> Vec<FaultWindow> {
+    let mut out: Vec<FaultWindow> = Vec::new();
+    let mut open: BTreeMap<usize, usize> = BTreeMap::new();
+    for (i, e) in h.events.iter().enumerate() {
+        let EventKind::Fault { fault, phase, .. } = &e.kind else {
+            continue;
+        };
+        match phase {
+            FaultPhase::Start => {
+                open.insert(*fault, out.len());
+                out.push(FaultWindow {
+                    fault: *fault,
+                    host: e.host.clone(),
+                    start_event: i,
+                    start_us: e.at_us,
+                    end_us: h.end_us,
+                });
+            }
+            FaultPhase::End => {
+                if let Some(w) = open.remove(fault) {
+                    out[w].end_us = e.at_us;
+                }
+            }
+        }
+    }
+    out
+}
+
+/// Whether fault `fault` of the plan drops pub/sub messages.
+pub fn is_drop_pushes(h: &History, fault: usize) -> bool {
+    matches!(
+        h.plan.faults.get(fault).map(|f| &f.kind),
+        Some(FaultKind::DropPushes { .. })
+    )
 }

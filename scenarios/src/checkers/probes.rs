@@ -7,7 +7,7 @@
 
 use std::collections::BTreeMap;
 
-use sim::history::{EventKind, FaultPhase, History, OpF, Phase};
+use sim::history::{EventKind, FaultPhase, History, OpF, Phase, ServerEvent};
 
 use super::model::{self, HoldEnd};
 use super::{fmt_ms, fmt_s};
@@ -163,6 +163,70 @@ pub fn contended(h: &History) -> Option<String> {
             fmt_s(p.invoke_us),
             o.host,
             o.owner
+        ))
+    })
+}
+
+/// A nested acquisition: an acquire `ok` with a hold count of 2 or more (a reentrant
+/// lock taken again by its holder), so the `reentrancy` checker had something to
+/// judge.
+pub fn nested_acquisition(h: &History) -> Option<String> {
+    h.ops().find_map(|(e, op)| {
+        let depth = model::depth(op);
+        (op.f == OpF::Acquire && op.phase == Phase::Ok && depth >= 2).then(|| {
+            format!(
+                "{} acquired {} again at {} (owner={}, hold count {depth})",
+                e.host,
+                op.key.as_deref().unwrap_or(&h.params.key),
+                fmt_s(e.at_us),
+                op.owner.as_deref().unwrap_or("?")
+            )
+        })
+    })
+}
+
+/// A release removed the lock key by command while Redis was dropping pub/sub
+/// messages (a `DropPushes` fault's window, whose events name host `redis`) and
+/// another host's acquire was waiting: the unlock message that would wake that waiter
+/// was lost.
+pub fn unlock_message_dropped_with_a_waiter(h: &History) -> Option<String> {
+    let pairs = model::op_pairs(h).ok()?;
+    let acquires: Vec<&model::OpPair> = pairs
+        .iter()
+        .filter(|p| p.f == OpF::Acquire && p.key == h.params.key)
+        .collect();
+    let windows: Vec<model::FaultWindow> = model::fault_windows(h)
+        .into_iter()
+        .filter(|w| {
+            w.host == "redis"
+                && (model::is_drop_pushes(h, w.fault) || h.plan.faults.get(w.fault).is_none())
+        })
+        .collect();
+    h.events.iter().enumerate().find_map(|(i, e)| {
+        let EventKind::Server(ServerEvent::Removed {
+            by,
+            key,
+            value,
+            cause,
+        }) = &e.kind
+        else {
+            return None;
+        };
+        if *key != h.params.key || cause != "command" {
+            return None;
+        }
+        let w = windows
+            .iter()
+            .find(|w| w.start_event < i && e.at_us <= w.end_us)?;
+        let waiter = acquires.iter().find(|p| {
+            p.host != *by && p.invoke < i && p.completion.is_none_or(|c| c > i)
+        })?;
+        Some(format!(
+            "{by} released {key} (owner={value}) at {} while redis dropped pub/sub messages (since {}) and {} waited (acquire invoked at {})",
+            fmt_s(e.at_us),
+            fmt_s(w.start_us),
+            waiter.host,
+            fmt_s(waiter.invoke_us)
         ))
     })
 }
