@@ -136,6 +136,13 @@ fn bad_input(e: commands::BadInput) -> ExitCode {
 }
 
 fn main() -> ExitCode {
+    // Like any Unix filter: end quietly when the reader goes away (`locksim | head`)
+    // instead of panicking on a broken pipe.
+    // SAFETY: resetting a signal's disposition to the default at start-up, before any
+    // thread exists.
+    unsafe {
+        libc::signal(libc::SIGPIPE, libc::SIG_DFL);
+    }
     let cli = Cli::parse();
     let result = match cli.command {
         None => commands::parse_seeds(&cli.seeds)

@@ -31,6 +31,9 @@ enum Kind {
     GcPause,
     SlowWork,
     NetworkDelay,
+    LongWork,
+    Reentrancy,
+    UnlockMessageLost,
 }
 
 /// Every scenario, in the order reports list them.
@@ -75,8 +78,42 @@ pub fn catalog() -> Vec<Scenario> {
             name: "network-delay",
             description: "replies to an acquiring client are delayed beyond the lease",
             fault_about: "an acquire's ok arrived later than the lease",
-            workload: base,
+            workload: base.clone(),
             kind: Kind::NetworkDelay,
+        },
+        Scenario {
+            name: "long-work",
+            description: "every critical section lasts ten leases; no faults (a watchdog must keep the lock)",
+            fault_about: "a hold outlasted the lease",
+            workload: Workload {
+                work_ms: base.lease_ms * 10,
+                duration_ms: 8_000,
+                drain_ms: base.lease_ms * 10 + 1_000,
+                ..base.clone()
+            },
+            kind: Kind::LongWork,
+        },
+        Scenario {
+            name: "reentrancy",
+            description: "each round acquires the lock three times, nested, then releases three times",
+            fault_about: "a nested acquisition by the holder succeeded",
+            workload: Workload {
+                reentrant_depth: 3,
+                ..base.clone()
+            },
+            kind: Kind::Reentrancy,
+        },
+        Scenario {
+            name: "unlock-message-lost",
+            description: "the server drops pub/sub messages: waiters never hear the unlock and must fall back on the TTL",
+            fault_about: "a release freed the lock while messages were dropped and a waiter waited",
+            // A wait budget far beyond the bound, so only the TTL fallback can rescue a
+            // waiter whose unlock message was lost.
+            workload: Workload {
+                wait_ms: 3_000,
+                ..base
+            },
+            kind: Kind::UnlockMessageLost,
         },
     ]
 }
@@ -109,6 +146,9 @@ impl Scenario {
             Kind::GcPause => probes::pause_outlasted_a_hold(history),
             Kind::SlowWork => probes::hold_outlasted_lease(history),
             Kind::NetworkDelay => probes::acquire_reply_later_than_lease(history),
+            Kind::LongWork => probes::hold_outlasted_lease(history),
+            Kind::Reentrancy => probes::nested_acquisition(history),
+            Kind::UnlockMessageLost => probes::unlock_message_dropped_with_a_waiter(history),
         }
     }
 
@@ -121,7 +161,23 @@ impl Scenario {
         let lease = w.lease_ms;
         let mut faults = Vec::new();
         match self.kind {
-            Kind::NoFaults => {}
+            Kind::NoFaults | Kind::LongWork | Kind::Reentrancy => {}
+            Kind::UnlockMessageLost => {
+                // Two long windows with a short gap at a seed-chosen time.
+                let gap_at = rng.random_range(window.clone());
+                faults.push(Fault {
+                    at_ms: 200,
+                    kind: FaultKind::DropPushes {
+                        duration_ms: gap_at - 200,
+                    },
+                });
+                faults.push(Fault {
+                    at_ms: gap_at + 100,
+                    kind: FaultKind::DropPushes {
+                        duration_ms: w.duration_ms - gap_at,
+                    },
+                });
+            }
             Kind::ClientCrash => {
                 for _ in 0..10 {
                     let target = match rng.random_range(0..4) {

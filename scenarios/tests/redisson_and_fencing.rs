@@ -1,0 +1,91 @@
+//! The Redisson-style reentrant lock with its watchdog, and the fenced lock against the
+//! fencing storage.
+
+mod common;
+
+use common::{design, expect_invalid, expect_never_invalid, scenario};
+use scenarios::checkers::{Safety, safety};
+use scenarios::sweep::{replay_command, sweep};
+
+#[test]
+fn the_watchdog_keeps_the_lock_through_critical_sections_ten_leases_long() {
+    expect_never_invalid(
+        "reentrant-watchdog",
+        "long-work",
+        &["mutual-exclusion", "lost-update", "ownership"],
+        8,
+        8,
+    );
+}
+
+#[test]
+fn without_a_watchdog_critical_sections_ten_leases_long_give_two_holders() {
+    expect_invalid("set-nx-px-lua", "long-work", "mutual-exclusion");
+}
+
+#[test]
+fn the_watchdog_freezes_with_a_paused_client_and_two_clients_hold_the_lock() {
+    expect_invalid("reentrant-watchdog", "gc-pause", "mutual-exclusion");
+}
+
+#[test]
+fn the_reentrant_lock_recovers_after_the_lease_when_its_holder_crashes() {
+    expect_never_invalid("reentrant-watchdog", "client-crash", &["liveness"], 20, 5);
+}
+
+#[test]
+fn nested_acquisitions_keep_the_lock_until_the_last_release() {
+    expect_never_invalid(
+        "reentrant-watchdog",
+        "reentrancy",
+        &["mutual-exclusion", "lost-update", "ownership", "reentrancy"],
+        20,
+        20,
+    );
+}
+
+#[test]
+fn waiters_still_acquire_within_the_ttl_when_unlock_messages_are_lost() {
+    expect_never_invalid(
+        "reentrant-watchdog",
+        "unlock-message-lost",
+        &["waiter-liveness"],
+        20,
+        10,
+    );
+}
+
+#[test]
+fn a_fenced_lock_overlaps_in_belief_but_the_fencing_storage_keeps_it_safe_in_effect() {
+    let s = scenario("gc-pause");
+    let runs = sweep(&design("fenced"), &s, 0..20, 2, false, &|_, _| {}).expect("runs complete");
+    let mut fenced = 0;
+    for run in &runs {
+        let verdicts: Vec<(&str, _)> = run
+            .verdicts
+            .iter()
+            .map(|(n, v)| (n.as_str(), v.clone()))
+            .collect();
+        let class = safety(&verdicts);
+        assert_ne!(
+            class,
+            Safety::Unsafe,
+            "fenced seed {}: {:?}; replay: {}",
+            run.seed,
+            run.verdicts,
+            replay_command("fenced", "gc-pause", run.seed)
+        );
+        if class == Safety::Fenced {
+            assert!(
+                run.fault_seen.is_some(),
+                "an overlap without the pause at seed {}",
+                run.seed
+            );
+            fenced += 1;
+        }
+    }
+    assert!(
+        fenced >= 10,
+        "believed holds overlapped in only {fenced} of 20 runs"
+    );
+}
