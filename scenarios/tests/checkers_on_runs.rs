@@ -1,0 +1,50 @@
+//! The new checkers and probes on real simulated runs: nested acquisitions of a
+//! reentrant lock and unlock messages dropped while clients wait.
+
+use scenarios::catalog;
+use scenarios::checkers::{self, Safety, probes};
+use scenarios::sweep::{DesignSpec, config};
+use sim::faults::{Fault, FaultKind, FaultPlan};
+use sim::history::History;
+
+fn run(design: &str, depth: u32, plan: FaultPlan, seed: u64) -> History {
+    let s = catalog::find("no-faults").expect("no-faults scenario");
+    let mut cfg = config(&DesignSpec::builtin(design).expect("design"), &s, seed);
+    cfg.workload.reentrant_depth = depth;
+    cfg.workload.duration_ms = 2_000;
+    cfg.plan = plan;
+    sim::world::run(&cfg).expect("run completes")
+}
+
+#[test]
+fn nested_acquisitions_of_the_reentrant_design_count_down_and_the_probe_sees_them() {
+    for seed in 0..3 {
+        let h = run("reentrant-watchdog", 3, FaultPlan::default(), seed);
+        assert!(probes::nested_acquisition(&h).is_some(), "seed {seed}");
+        let verdicts = checkers::check_all(&h);
+        for (name, v) in &verdicts {
+            assert!(v.is_valid(), "seed {seed}: {name} is {v:?}");
+        }
+        assert_eq!(checkers::safety(&verdicts), Safety::Safe, "seed {seed}");
+    }
+}
+
+#[test]
+fn dropped_unlock_messages_with_a_waiter_are_witnessed() {
+    let plan = FaultPlan {
+        faults: vec![Fault {
+            at_ms: 500,
+            kind: FaultKind::DropPushes { duration_ms: 1_000 },
+        }],
+    };
+    for seed in 0..3 {
+        let h = run("reentrant-watchdog", 1, plan.clone(), seed);
+        let w = probes::unlock_message_dropped_with_a_waiter(&h);
+        assert!(w.is_some(), "seed {seed}");
+        let verdicts = checkers::check_all(&h);
+        assert!(
+            !verdicts.iter().any(|(_, v)| v.is_unknown()),
+            "seed {seed}: {verdicts:?}"
+        );
+    }
+}
