@@ -69,6 +69,66 @@ pub fn scenario(name: &str) -> Result<Scenario, BadInput> {
     catalog::find(name).map_err(BadInput)
 }
 
+/// Reads a hand-written fault plan (JSON, the `faults` shape `locksim replay --json`
+/// prints under `history.plan`) and puts it in place of the scenario's.
+pub fn with_plan(
+    mut scenario: Scenario,
+    path: Option<&std::path::Path>,
+) -> Result<Scenario, BadInput> {
+    let Some(path) = path else {
+        return Ok(scenario);
+    };
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| BadInput(format!("cannot read --plan {}: {e}", path.display())))?;
+    let plan: sim::faults::FaultPlan = serde_json::from_str(&text).map_err(|e| {
+        BadInput(format!(
+            "invalid --plan {}: {e}; expected {{\"faults\": [{{\"at_ms\": 500, \"kind\": {{\"type\": \"pause\", \"target\": \"holder\", \"duration_ms\": 800}}}}]}} with type one of pause, crash, delay, drop-pushes, slow-work and target one of holder, acquirer, lock-owner, {{\"host\": \"client-N\"}}",
+            path.display()
+        ))
+    })?;
+    for f in &plan.faults {
+        if let sim::faults::FaultKind::Pause {
+            target: sim::faults::Target::Host(h),
+            ..
+        }
+        | sim::faults::FaultKind::Crash {
+            target: sim::faults::Target::Host(h),
+            ..
+        }
+        | sim::faults::FaultKind::Delay {
+            target: sim::faults::Target::Host(h),
+            ..
+        }
+        | sim::faults::FaultKind::SlowWork {
+            target: sim::faults::Target::Host(h),
+            ..
+        } = &f.kind
+        {
+            let n = h
+                .strip_prefix("client-")
+                .and_then(|n| n.parse::<u32>().ok());
+            if !n.is_some_and(|n| (1..=scenario.workload.clients).contains(&n)) {
+                return Err(BadInput(format!(
+                    "invalid --plan {}: target host '{h}'; allowed: client-1 to client-{}",
+                    path.display(),
+                    scenario.workload.clients
+                )));
+            }
+        }
+    }
+    scenario.fixed_plan = Some((plan, path.display().to_string()));
+    Ok(scenario)
+}
+
+/// The command that replays `seed`, with the hand-written plan if there is one.
+fn replay_for(design: &DesignSpec, scenario: &Scenario, seed: u64) -> String {
+    let base = replay_command(&design.name, scenario.name, seed);
+    match &scenario.fixed_plan {
+        Some((_, file)) => format!("{base} --plan {file}"),
+        None => base,
+    }
+}
+
 /// The exit code for a set of summaries.
 pub fn exit_code<'a>(runs: impl IntoIterator<Item = &'a RunSummary>) -> u8 {
     let (mut invalid, mut unknown) = (false, false);
@@ -124,7 +184,7 @@ pub fn run_cell(
     }
     cell.replay = cell
         .first_invalid_seed
-        .map(|seed| replay_command(&design.name, scenario.name, seed));
+        .map(|seed| replay_for(design, scenario, seed));
     cell.latency = latency.into_inner().expect("poisoned").ok();
     Ok((cell, runs))
 }
@@ -233,7 +293,7 @@ pub fn run(
             seed: r.seed,
             verdicts: &r.verdicts,
             fault_seen: &r.fault_seen,
-            replay: replay_command(&design.name, scenario.name, r.seed),
+            replay: replay_for(design, scenario, r.seed),
         })
         .collect();
     if json {
@@ -282,7 +342,7 @@ pub fn run(
 
 /// `locksim replay`: one seed, its knobs, its verdicts, and the timeline around the
 /// first violation.
-pub fn replay(
+pub fn replay_one(
     design: &DesignSpec,
     scenario: &Scenario,
     seed: u64,
@@ -321,6 +381,9 @@ pub fn replay(
         "seed {seed}: design={} scenario={}",
         design.name, scenario.name
     );
+    if let Some((_, file)) = &scenario.fixed_plan {
+        println!("fault plan: hand-written, from {file} (not the seed's)");
+    }
     println!(
         "workload: {}",
         serde_json::to_string(&cfg.workload).expect("serializable")
@@ -360,10 +423,7 @@ pub fn replay(
         );
         print!("{}", crate::timeline::render_evidence(history, ev, context));
     }
-    println!(
-        "\nreplay: {}",
-        replay_command(&design.name, scenario.name, seed)
-    );
+    println!("\nreplay: {}", replay_for(design, scenario, seed));
     ExitCode::from(exit_code([&summary]))
 }
 

@@ -58,6 +58,9 @@ struct RunArgs {
     /// Worker threads (default: all cores).
     #[arg(long)]
     threads: Option<usize>,
+    /// A hand-written fault plan (JSON) instead of the seed's.
+    #[arg(long)]
+    plan: Option<std::path::PathBuf>,
     /// Print JSON.
     #[arg(long)]
     json: bool,
@@ -74,6 +77,9 @@ struct ReplayArgs {
     /// The seed to replay.
     #[arg(long)]
     seed: u64,
+    /// A hand-written fault plan (JSON) instead of the seed's.
+    #[arg(long)]
+    plan: Option<std::path::PathBuf>,
     /// Events shown before and after the first violation.
     #[arg(long, default_value_t = 12)]
     context: usize,
@@ -149,19 +155,15 @@ fn main() -> ExitCode {
             .map(|seeds| commands::catalog_table(seeds, threads(cli.threads), cli.json)),
         Some(Command::List) => Ok(commands::list()),
         Some(Command::Run(a)) => (|| {
-            let (d, s) = (
-                commands::design(&a.design)?,
-                commands::scenario(&a.scenario)?,
-            );
+            let d = commands::design(&a.design)?;
+            let s = commands::with_plan(commands::scenario(&a.scenario)?, a.plan.as_deref())?;
             let seeds = commands::parse_seeds(&a.seeds)?;
             Ok(commands::run(&d, &s, seeds, threads(a.threads), a.json))
         })(),
         Some(Command::Replay(a)) => (|| {
-            let (d, s) = (
-                commands::design(&a.design)?,
-                commands::scenario(&a.scenario)?,
-            );
-            Ok(commands::replay(&d, &s, a.seed, a.context, a.json))
+            let d = commands::design(&a.design)?;
+            let s = commands::with_plan(commands::scenario(&a.scenario)?, a.plan.as_deref())?;
+            Ok(commands::replay_one(&d, &s, a.seed, a.context, a.json))
         })(),
         Some(Command::Bench(a)) => {
             reports::bench::run_all(a.repeats.max(1), a.memory_seeds, threads(a.threads));

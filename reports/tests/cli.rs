@@ -110,3 +110,58 @@ fn a_run_reports_invalid_mutual_exclusion_and_its_replay_reproduces_it() {
         "the replay reproduces exactly the same violation"
     );
 }
+
+#[test]
+fn a_hand_written_plan_replaces_the_seeds_and_a_malformed_one_is_refused() {
+    let dir = std::env::temp_dir().join(format!("locksim-plan-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let good = dir.join("pause.json");
+    std::fs::write(
+        &good,
+        r#"{"faults": [{"at_ms": 500, "kind": {"type": "pause", "target": "holder", "duration_ms": 800}}]}"#,
+    )
+    .unwrap();
+    let good = good.to_str().unwrap();
+    let (code, out, err) = locksim(&[
+        "replay",
+        "--design",
+        "set-nx-px-lua",
+        "--scenario",
+        "no-faults",
+        "--seed",
+        "1",
+        "--plan",
+        good,
+    ]);
+    assert_eq!(
+        code, 1,
+        "a pause past the lease breaks set-nx-px-lua: {out}{err}"
+    );
+    assert!(out.contains("hand-written"), "{out}");
+    assert!(
+        out.contains(&format!("--plan {good}")),
+        "the replay command keeps the plan: {out}"
+    );
+
+    let bad = dir.join("bad.json");
+    std::fs::write(
+        &bad,
+        r#"{"faults": [{"at_ms": 1, "kind": {"type": "nap"}}]}"#,
+    )
+    .unwrap();
+    let (code, _, err) = locksim(&[
+        "run",
+        "--design",
+        "fenced",
+        "--scenario",
+        "gc-pause",
+        "--plan",
+        bad.to_str().unwrap(),
+    ]);
+    assert_eq!(code, 2, "{err}");
+    assert!(
+        err.contains("--plan") && err.contains("pause, crash, delay"),
+        "{err}"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}

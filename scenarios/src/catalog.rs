@@ -21,6 +21,9 @@ pub struct Scenario {
     pub fault_about: &'static str,
     /// The workload.
     pub workload: Workload,
+    /// A hand-written plan that replaces the seed's (`locksim run --plan FILE`), and
+    /// the file it came from (for replay commands).
+    pub fixed_plan: Option<(FaultPlan, String)>,
     kind: Kind,
 }
 
@@ -51,6 +54,7 @@ pub fn catalog() -> Vec<Scenario> {
                 drain_ms: 500,
                 ..base.clone()
             },
+            fixed_plan: None,
             kind: Kind::NoFaults,
         },
         Scenario {
@@ -58,6 +62,7 @@ pub fn catalog() -> Vec<Scenario> {
             description: "clients crash while holding, acquiring, or owning the key on the server; they restart a second later",
             fault_about: "a client crashed while the server held its lock",
             workload: base.clone(),
+            fixed_plan: None,
             kind: Kind::ClientCrash,
         },
         Scenario {
@@ -65,6 +70,7 @@ pub fn catalog() -> Vec<Scenario> {
             description: "the holder stops the world for 2-4 leases (a GC pause)",
             fault_about: "a pause began during a hold and outlasted the lease",
             workload: base.clone(),
+            fixed_plan: None,
             kind: Kind::GcPause,
         },
         Scenario {
@@ -72,6 +78,7 @@ pub fn catalog() -> Vec<Scenario> {
             description: "a holder's critical section runs about as long as the lease, or longer",
             fault_about: "a hold outlasted the lease",
             workload: base.clone(),
+            fixed_plan: None,
             kind: Kind::SlowWork,
         },
         Scenario {
@@ -79,6 +86,7 @@ pub fn catalog() -> Vec<Scenario> {
             description: "replies to an acquiring client are delayed beyond the lease",
             fault_about: "an acquire's ok arrived later than the lease",
             workload: base.clone(),
+            fixed_plan: None,
             kind: Kind::NetworkDelay,
         },
         Scenario {
@@ -91,6 +99,7 @@ pub fn catalog() -> Vec<Scenario> {
                 drain_ms: base.lease_ms * 10 + 1_000,
                 ..base.clone()
             },
+            fixed_plan: None,
             kind: Kind::LongWork,
         },
         Scenario {
@@ -101,6 +110,7 @@ pub fn catalog() -> Vec<Scenario> {
                 reentrant_depth: 3,
                 ..base.clone()
             },
+            fixed_plan: None,
             kind: Kind::Reentrancy,
         },
         Scenario {
@@ -113,6 +123,7 @@ pub fn catalog() -> Vec<Scenario> {
                 wait_ms: 3_000,
                 ..base
             },
+            fixed_plan: None,
             kind: Kind::UnlockMessageLost,
         },
     ]
@@ -154,6 +165,9 @@ impl Scenario {
 
     /// The fault plan for `seed`: times, targets and sizes drawn from the seed.
     pub fn plan(&self, seed: u64) -> FaultPlan {
+        if let Some((plan, _)) = &self.fixed_plan {
+            return plan.clone();
+        }
         let w = &self.workload;
         let mut rng = ChaCha8Rng::seed_from_u64(sub_seed(seed, 0xFA17));
         // Faults start after warm-up and early enough for their effects to show.

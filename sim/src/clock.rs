@@ -55,6 +55,13 @@ impl ClockSpec {
     }
 }
 
+/// The Redis host's wall clock, as the engine reads it for expiry and `TIME`.
+impl crate::redis::server::ServerClock for ClockSpec {
+    fn now_us(&self) -> u64 {
+        self.unix_us(true_now())
+    }
+}
+
 /// A client host's clock as `lock_impl` sees it: monotonic, drifting with its host.
 #[derive(Debug, Clone, Copy)]
 pub struct SimClock {

@@ -194,7 +194,7 @@ pub fn run(cfg: &RunConfig) -> Result<History, RunError> {
 
     let engine = crate::redis::server::SharedEngine::new(
         crate::redis::Engine::new(),
-        Arc::new(HostServerClock(cfg.redis_clock)),
+        Arc::new(cfg.redis_clock),
     );
     {
         let engine = engine.clone();
@@ -567,15 +567,6 @@ fn resolve(
         Target::LockOwner => lock_owner
             .filter(|h| clients.contains_key(*h))
             .map(str::to_string),
-    }
-}
-
-/// The Redis host's wall clock for the engine.
-struct HostServerClock(ClockSpec);
-
-impl crate::redis::server::ServerClock for HostServerClock {
-    fn now_us(&self) -> u64 {
-        self.0.unix_us(true_now())
     }
 }
 
