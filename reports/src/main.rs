@@ -96,6 +96,9 @@ struct BenchArgs {
     /// Seeds in the memory sweep.
     #[arg(long, default_value_t = 1000)]
     memory_seeds: u64,
+    /// Seeds searched per cell for the first violation.
+    #[arg(long, default_value_t = 30)]
+    search_bound: u64,
     /// Worker threads for the sweep (default: all cores).
     #[arg(long)]
     threads: Option<usize>,
@@ -166,7 +169,12 @@ fn main() -> ExitCode {
             Ok(commands::replay_one(&d, &s, a.seed, a.context, a.json))
         })(),
         Some(Command::Bench(a)) => {
-            reports::bench::run_all(a.repeats.max(1), a.memory_seeds, threads(a.threads));
+            reports::bench::run_all(
+                a.repeats.max(1),
+                a.memory_seeds,
+                threads(a.threads),
+                a.search_bound,
+            );
             Ok(ExitCode::SUCCESS)
         }
         Some(Command::ServeModel(args)) => Ok(serve_model(args)),

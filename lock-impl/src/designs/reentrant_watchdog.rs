@@ -1,4 +1,4 @@
-use std::collections::HashMap;
+use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, LazyLock, Mutex, MutexGuard};
 use std::time::Duration;
@@ -57,7 +57,7 @@ const UNLOCK_MESSAGE: i64 = 0;
 pub struct ReentrantWatchdog {
     deps: Deps,
     client_id: String,
-    holds: Arc<Mutex<HashMap<(String, String), Hold>>>,
+    holds: Arc<Mutex<BTreeMap<(String, String), Hold>>>,
 }
 
 /// What this instance knows about one owner field's hold on one key.
@@ -133,7 +133,7 @@ impl ReentrantWatchdog {
         Self {
             deps,
             client_id,
-            holds: Arc::new(Mutex::new(HashMap::new())),
+            holds: Arc::new(Mutex::new(BTreeMap::new())),
         }
     }
 
@@ -226,7 +226,7 @@ impl ReentrantWatchdog {
             .is_some_and(Watchdog::running)
     }
 
-    fn holds(&self) -> MutexGuard<'_, HashMap<(String, String), Hold>> {
+    fn holds(&self) -> MutexGuard<'_, BTreeMap<(String, String), Hold>> {
         self.holds.lock().unwrap_or_else(|p| p.into_inner())
     }
 
