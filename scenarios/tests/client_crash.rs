@@ -23,3 +23,10 @@ fn set_nx_px_designs_recover_from_a_crashed_holder_after_the_lease() {
         expect_never_invalid(d, "client-crash", &["liveness"], 30, 5);
     }
 }
+
+#[test]
+fn a_crashed_clients_unfinished_acquire_is_not_a_waiter_stranded_by_a_release() {
+    for d in ["set-nx-px-lua", "fenced", "reentrant-watchdog"] {
+        expect_never_invalid(d, "client-crash", &["waiter-liveness"], 20, 5);
+    }
+}

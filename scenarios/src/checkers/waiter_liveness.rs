@@ -34,11 +34,24 @@ fn stalls_host(h: &History, w: &FaultWindow) -> bool {
     )
 }
 
-/// Acquires of `key` in flight across event `i` on hosts other than `by`.
-fn waiters_at<'a>(acquires: &'a [&'a OpPair], i: usize, by: &str) -> Vec<&'a OpPair> {
+/// Acquires of `key` in flight across event `i` on hosts other than `by`. An acquire
+/// that never completed because its host crashed is over at the crash: a dead client
+/// is not waiting (`crashes` are crash-start events as `(index, host)`).
+fn waiters_at<'a>(
+    acquires: &'a [&'a OpPair],
+    crashes: &[(usize, &str)],
+    i: usize,
+    by: &str,
+) -> Vec<&'a OpPair> {
     acquires
         .iter()
         .filter(|p| p.host != by && p.invoke < i && p.completion.is_none_or(|c| c > i))
+        .filter(|p| {
+            p.completion.is_some()
+                || !crashes
+                    .iter()
+                    .any(|(c, host)| *host == p.host && p.invoke < *c && *c < i)
+        })
         .copied()
         .collect()
 }
@@ -80,6 +93,10 @@ impl Checker for WaiterLiveness {
             .into_iter()
             .filter(|w| stalls_host(h, w))
             .collect();
+        let crashes: Vec<(usize, &str)> = model::crash_starts(h)
+            .into_iter()
+            .map(|c| (c, h.events[c].host.as_str()))
+            .collect();
         let bound_us = h.params.liveness_bound_ms * 1_000;
         let mut judged = 0usize;
         let mut skipped: Vec<String> = Vec::new();
@@ -96,7 +113,7 @@ impl Checker for WaiterLiveness {
             if k != key || cause != "command" {
                 continue;
             }
-            let waiters = waiters_at(&acquires, i, by);
+            let waiters = waiters_at(&acquires, &crashes, i, by);
             if waiters.is_empty() {
                 continue;
             }
