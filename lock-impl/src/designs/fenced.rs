@@ -2,8 +2,7 @@ use std::sync::LazyLock;
 
 use async_trait::async_trait;
 
-use super::set_nx_px_lua::COMPARE_AND_DELETE;
-use super::{check_guard, guard};
+use super::{check_guard, compare_and_delete, guard};
 use crate::lock::{Attempt, classify, retry_acquire};
 use crate::{Acquire, AcquireOptions, Deps, Guard, LockDesign, LockError, Release};
 
@@ -12,7 +11,6 @@ use crate::{Acquire, AcquireOptions, Deps, Guard, LockDesign, LockError, Release
 pub const FENCED_ACQUIRE: &str = include_str!("../../scripts/fenced_acquire.lua");
 
 static ACQUIRE: LazyLock<redis::Script> = LazyLock::new(|| redis::Script::new(FENCED_ACQUIRE));
-static RELEASE: LazyLock<redis::Script> = LazyLock::new(|| redis::Script::new(COMPARE_AND_DELETE));
 
 /// `fenced`: one Lua script takes the lock with `SET key owner NX PX lease` and, only if
 /// it did, increments the counter `{key}:fencing-token` and returns it as the guard's
@@ -86,15 +84,6 @@ impl LockDesign for Fenced {
 
     async fn release(&self, guard: &Guard) -> Result<Release, LockError> {
         check_guard(Self::NAME, guard)?;
-        let reply: redis::RedisResult<i64> = RELEASE
-            .key(&guard.key)
-            .arg(&guard.owner)
-            .invoke_async(&mut self.deps.conn.clone())
-            .await;
-        match reply {
-            Ok(1) => Ok(Release::Removed),
-            Ok(_) => Ok(Release::NotRemoved),
-            Err(e) => classify("EVALSHA", e).map(Release::Unknown),
-        }
+        compare_and_delete(&self.deps, guard).await
     }
 }

@@ -103,6 +103,27 @@ pub(crate) async fn setnx(
     }
 }
 
+/// The compare-and-delete script of seeds 001 (idea 4) and 003, verbatim.
+pub const COMPARE_AND_DELETE: &str = include_str!("../../scripts/compare_and_delete.lua");
+
+static COMPARE_AND_DELETE_SCRIPT: std::sync::LazyLock<redis::Script> =
+    std::sync::LazyLock::new(|| redis::Script::new(COMPARE_AND_DELETE));
+
+/// Release by the Lua compare-and-delete (`EVALSHA`, `SCRIPT LOAD` on `NOSCRIPT`): the
+/// server deletes the key only if it still holds our owner value, atomically.
+pub(crate) async fn compare_and_delete(deps: &Deps, guard: &Guard) -> Result<Release, LockError> {
+    let reply: redis::RedisResult<i64> = COMPARE_AND_DELETE_SCRIPT
+        .key(&guard.key)
+        .arg(&guard.owner)
+        .invoke_async(&mut deps.conn.clone())
+        .await;
+    match reply {
+        Ok(1) => Ok(Release::Removed),
+        Ok(_) => Ok(Release::NotRemoved),
+        Err(e) => classify("EVALSHA", e).map(Release::Unknown),
+    }
+}
+
 /// `DEL key`, whoever holds it: the release of seeds 001 and 004 before they add the
 /// owner check.
 pub(crate) async fn blind_del(deps: &Deps, key: &str) -> Result<Release, LockError> {

@@ -1,15 +1,8 @@
-use std::sync::LazyLock;
-
 use async_trait::async_trait;
 
-use super::{check_guard, set_nx_px};
-use crate::lock::{classify, retry_acquire};
+use super::{check_guard, compare_and_delete, set_nx_px};
+use crate::lock::retry_acquire;
 use crate::{Acquire, AcquireOptions, Deps, Guard, LockDesign, LockError, Release};
-
-/// The compare-and-delete script of seeds 001 (idea 4) and 003, verbatim.
-pub const COMPARE_AND_DELETE: &str = include_str!("../../scripts/compare_and_delete.lua");
-
-static SCRIPT: LazyLock<redis::Script> = LazyLock::new(|| redis::Script::new(COMPARE_AND_DELETE));
 
 /// `set-nx-px-lua`: `SET key owner NX PX lease` to acquire; release with a Lua
 /// compare-and-delete (`EVALSHA`, `SCRIPT LOAD` on `NOSCRIPT`), atomic on the server.
@@ -49,15 +42,6 @@ impl LockDesign for SetNxPxLua {
 
     async fn release(&self, guard: &Guard) -> Result<Release, LockError> {
         check_guard(Self::NAME, guard)?;
-        let reply: redis::RedisResult<i64> = SCRIPT
-            .key(&guard.key)
-            .arg(&guard.owner)
-            .invoke_async(&mut self.deps.conn.clone())
-            .await;
-        match reply {
-            Ok(1) => Ok(Release::Removed),
-            Ok(_) => Ok(Release::NotRemoved),
-            Err(e) => classify("EVALSHA", e).map(Release::Unknown),
-        }
+        compare_and_delete(&self.deps, guard).await
     }
 }

@@ -1,7 +1,0 @@
--- Redisson renewal (renewExpirationAsync), from seeds/000_72c54c06cf4260e2.txt lines 485-489
--- (the Java string literals joined, one per line). KEYS[1] lock; ARGV[1] lease ms; ARGV[2] owner.
-if (redis.call('hexists', KEYS[1], ARGV[2]) == 1) then 
-redis.call('pexpire', KEYS[1], ARGV[1]); 
-return 1; 
-end; 
-return 0;
