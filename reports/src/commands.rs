@@ -216,10 +216,8 @@ pub fn catalog_table(seeds: Range<u64>, threads: usize, json: bool) -> ExitCode 
             match run_cell(d, s, seeds.clone(), threads, &bar) {
                 Ok((cell, runs)) => {
                     cells.push(cell);
-                    all_runs.extend(runs.into_iter().map(|mut r| {
-                        r.history = None;
-                        r
-                    }));
+                    // run_cell sweeps without keeping histories.
+                    all_runs.extend(runs);
                 }
                 Err(e) => {
                     bar.finish_and_clear();
@@ -357,8 +355,8 @@ pub fn replay_one(
             return ExitCode::from(EXIT_UNKNOWN);
         }
     };
-    let summary = scenarios::sweep::summarize(scenario, history, true);
-    let history = summary.history.as_ref().expect("kept");
+    let summary = scenarios::sweep::summarize(scenario, &history);
+    let history = &history;
     if json {
         #[derive(Serialize)]
         struct Replay<'a> {

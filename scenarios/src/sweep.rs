@@ -94,16 +94,19 @@ pub fn run_seed(
     keep_history: bool,
 ) -> Result<RunSummary, RunError> {
     let history = run(&config(design, scenario, seed))?;
-    Ok(summarize(scenario, history, keep_history))
+    let mut summary = summarize(scenario, &history);
+    summary.history = keep_history.then_some(history);
+    Ok(summary)
 }
 
-/// Judges a finished history.
-pub fn summarize(scenario: &Scenario, history: History, keep_history: bool) -> RunSummary {
-    let verdicts = check_all(&history)
+/// Judges a finished history (the summary does not keep it; callers that want it set
+/// `history`).
+pub fn summarize(scenario: &Scenario, history: &History) -> RunSummary {
+    let verdicts = check_all(history)
         .into_iter()
         .map(|(n, v)| (n.to_string(), v))
         .collect();
-    let fault_seen = scenario.probe(&history);
+    let fault_seen = scenario.probe(history);
     let completions = history.ops().filter(|(_, op)| op.phase != Phase::Invoke);
     let (mut ops, mut acquisitions) = (0, 0);
     for (_, op) in completions {
@@ -119,7 +122,7 @@ pub fn summarize(scenario: &Scenario, history: History, keep_history: bool) -> R
         acquisitions,
         ops,
         digest: history.digest(),
-        history: keep_history.then_some(history),
+        history: None,
     }
 }
 
@@ -147,8 +150,7 @@ pub fn sweep(
                     }
                     match run(&config(design, scenario, seed)) {
                         Ok(history) => {
-                            let mut summary = summarize(scenario, history, true);
-                            let history = summary.history.take().expect("kept above");
+                            let mut summary = summarize(scenario, &history);
                             on_done(&history, &summary);
                             if keep_history {
                                 summary.history = Some(history);
