@@ -44,6 +44,9 @@ pub enum LockError {
         /// What the connection attempt reported.
         source: redis::RedisError,
     },
+    /// Dependencies were asked for with an empty list of servers.
+    #[error("no Redis servers given: a design needs at least one URL")]
+    NoServers,
     /// The server answered with an error, or with a reply of an unexpected shape.
     #[error("Redis replied with an error to {command}: {source}")]
     Redis {

@@ -71,6 +71,7 @@
 #![warn(missing_docs)]
 
 mod clock;
+mod connector;
 pub mod designs;
 mod entropy;
 mod error;
@@ -82,6 +83,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 pub use clock::{Clock, Sleep, TokioClock};
+pub use connector::{ClientConnector, Conn, Connector, Dial, ReconnectPolicy};
 pub use entropy::{Entropy, OsEntropy, SeededEntropy};
 pub use error::LockError;
 pub use lock::{
@@ -217,31 +219,54 @@ pub async fn connect(
         .map_err(connect_err)
 }
 
-/// Subscriber connections to a real server.
-struct ClientPubSub(redis::Client);
+/// Subscriber connections to the server a [`Connector`] reaches.
+struct ConnectorPubSub(Arc<dyn Connector>);
 
-impl PubSubConnector for ClientPubSub {
+impl PubSubConnector for ConnectorPubSub {
     fn connect(
         &self,
     ) -> std::pin::Pin<
         Box<dyn std::future::Future<Output = redis::RedisResult<redis::aio::PubSub>> + Send + '_>,
     > {
-        Box::pin(self.0.get_async_pubsub())
+        self.0.pubsub()
     }
 }
 
-/// Production dependencies: a connection to `url`, tokio's clock, OS randomness,
-/// `tokio::spawn`, and subscriber connections to the same server.
+/// Production dependencies: a reconnecting connection to `url`, tokio's clock, OS
+/// randomness, `tokio::spawn`, and subscriber connections to the same server.
 pub async fn production_deps(url: &str, response_timeout: Duration) -> Result<Deps, LockError> {
-    let client = redis::Client::open(url).map_err(|source| LockError::Connect {
-        addr: url.to_string(),
-        source,
-    })?;
+    production_deps_multi(&[url], response_timeout).await
+}
+
+/// Production dependencies over several independent servers (Redlock): `conn` is the
+/// first, `servers` all of them in the order given. Every server is dialled once up
+/// front so a wrong URL fails here, naming it; later breaks are redialled.
+pub async fn production_deps_multi(
+    urls: &[&str],
+    response_timeout: Duration,
+) -> Result<Deps, LockError> {
+    let clock: Arc<dyn Clock> = Arc::new(TokioClock::new());
+    let mut servers = Vec::with_capacity(urls.len());
+    for url in urls {
+        let connector: Arc<dyn Connector> = Arc::new(ClientConnector::new(url, response_timeout)?);
+        let conn = Conn::new(connector, clock.clone(), ReconnectPolicy::default());
+        conn.ensure_connected()
+            .await
+            .map_err(|source| LockError::Connect {
+                addr: url.to_string(),
+                source,
+            })?;
+        servers.push(conn);
+    }
+    let Some(first) = servers.first().cloned() else {
+        return Err(LockError::NoServers);
+    };
     Ok(Deps {
-        conn: connect(url, response_timeout).await?,
-        clock: Arc::new(TokioClock::new()),
+        pubsub: Some(Arc::new(ConnectorPubSub(first.connector().clone()))),
+        conn: first,
+        servers,
+        clock,
         entropy: Arc::new(OsEntropy),
         spawner: Arc::new(TokioSpawner),
-        pubsub: Some(Arc::new(ClientPubSub(client))),
     })
 }

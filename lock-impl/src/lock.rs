@@ -5,10 +5,8 @@ use std::pin::Pin;
 use std::sync::Arc;
 use std::time::Duration;
 
+use crate::{Clock, Conn, Entropy, LockError};
 use async_trait::async_trait;
-use redis::aio::MultiplexedConnection;
-
-use crate::{Clock, Entropy, LockError};
 
 /// A boxed task a design runs in the background (a watchdog).
 pub type Task = Pin<Box<dyn Future<Output = ()> + Send + 'static>>;
@@ -46,8 +44,13 @@ pub trait PubSubConnector: Send + Sync + 'static {
 /// simulator can substitute its own connection, clock, entropy and task spawner.
 #[derive(Clone)]
 pub struct Deps {
-    /// A connection to the Redis server holding the lock.
-    pub conn: MultiplexedConnection,
+    /// A connection to the Redis server holding the lock. It reconnects by itself: a
+    /// broken connection fails the command in flight and the next command dials again.
+    pub conn: Conn,
+    /// One connection per independent Redis server, in a fixed order, for designs that
+    /// lock on several servers at once (Redlock). Single-server worlds give `[conn]`;
+    /// single-server designs read `conn` and never look here.
+    pub servers: Vec<Conn>,
     /// The client's monotonic clock.
     pub clock: Arc<dyn Clock>,
     /// Owner values and jitter.

@@ -580,6 +580,40 @@ impl lock_impl::Spawner for HostSpawner {
     }
 }
 
+/// Connections to a Redis host over turmoil TCP, their drivers under the client's pause
+/// gate.
+struct TurmoilConnector {
+    server: String,
+    gate: PauseGate,
+    response_timeout: Duration,
+}
+
+impl lock_impl::Connector for TurmoilConnector {
+    fn server(&self) -> &str {
+        &self.server
+    }
+
+    fn connect(&self) -> lock_impl::Dial<'_, redis::aio::MultiplexedConnection> {
+        Box::pin(async move {
+            let stream = turmoil::net::TcpStream::connect((self.server.as_str(), 6379)).await?;
+            let config = redis::AsyncConnectionConfig::new()
+                .set_response_timeout(Some(self.response_timeout));
+            let (conn, driver) =
+                redis::aio::MultiplexedConnection::new_with_config(&REDIS_INFO, stream, config)
+                    .await?;
+            tokio::task::spawn_local(self.gate.wrap(driver));
+            Ok(conn)
+        })
+    }
+
+    fn pubsub(&self) -> lock_impl::Dial<'_, redis::aio::PubSub> {
+        Box::pin(async move {
+            let stream = turmoil::net::TcpStream::connect((self.server.as_str(), 6379)).await?;
+            redis::aio::PubSub::new(&REDIS_INFO, stream).await
+        })
+    }
+}
+
 /// Subscriber connections to the `redis` host over turmoil TCP.
 struct TurmoilPubSub;
 
@@ -626,23 +660,23 @@ impl Client {
         let w = &self.workload;
         let incarnation = u64::from(self.incarnation.fetch_add(1, Ordering::Relaxed));
         let stream_id = (self.index << 16) | incarnation;
-        let Ok(stream) = turmoil::net::TcpStream::connect(("redis", 6379)).await else {
-            return;
-        };
-        let config = redis::AsyncConnectionConfig::new()
-            .set_response_timeout(Some(Duration::from_millis(w.response_timeout_ms)));
-        let Ok((conn, driver)) =
-            redis::aio::MultiplexedConnection::new_with_config(&REDIS_INFO, stream, config).await
-        else {
-            return;
-        };
-        tokio::task::spawn_local(self.gate.wrap(driver));
         let Ok(mut storage) = StorageClient::connect(&self.name).await else {
             return;
         };
+        let clock: Arc<dyn lock_impl::Clock> = Arc::new(SimClock::new(self.clock));
+        let connector: Arc<dyn lock_impl::Connector> = Arc::new(TurmoilConnector {
+            server: "redis".into(),
+            gate: self.gate.clone(),
+            response_timeout: Duration::from_millis(w.response_timeout_ms),
+        });
+        let conn = lock_impl::Conn::new(connector, clock.clone(), Default::default());
+        // Dial before the first acquisition, as a service connects at start-up (a
+        // failure here is retried by the first command).
+        let _ = conn.ensure_connected().await;
         let deps = Deps {
+            servers: vec![conn.clone()],
             conn,
-            clock: Arc::new(SimClock::new(self.clock)),
+            clock,
             entropy: Arc::new(SeededEntropy::new(
                 sub_seed(self.seed, 2 + 2 * stream_id),
                 self.name.clone(),
