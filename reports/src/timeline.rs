@@ -70,14 +70,29 @@ fn fault_text(h: &History, e: &Event, fault: usize, phase: FaultPhase, detail: &
                 None => format!("crash {host}"),
             },
         ),
+        Some(FaultKind::MachineCrash {
+            restart_after_ms, ..
+        }) => (
+            "crash",
+            match restart_after_ms {
+                Some(ms) => format!("machine crash {host}, restart after {ms} ms"),
+                None => format!("machine crash {host}"),
+            },
+        ),
         Some(FaultKind::Delay {
             latency_ms,
             duration_ms,
             ..
         }) => (
             "delay",
-            format!("delay replies to {host} by {latency_ms} ms for {duration_ms} ms"),
+            format!("delay messages to {host} by {latency_ms} ms for {duration_ms} ms"),
         ),
+        Some(FaultKind::Partition { .. }) => {
+            return match phase {
+                FaultPhase::Start => format!(">>> {detail}"),
+                FaultPhase::End => format!("<<< {detail}"),
+            };
+        }
         Some(FaultKind::SlowWork { extra_ms, .. }) => {
             ("slow work", format!("slow work on {host}: +{extra_ms} ms"))
         }
@@ -103,6 +118,11 @@ pub fn describe(h: &History, e: &Event) -> String {
             phase,
             detail,
         } => fault_text(h, e, *fault, *phase, detail),
+        EventKind::Connect { server, ok, detail } => match (ok, detail) {
+            (true, _) => format!("connected to {server}"),
+            (false, Some(why)) => format!("cannot connect to {server}: {why}"),
+            (false, None) => format!("cannot connect to {server}"),
+        },
         EventKind::Server(ServerEvent::Written { by, key, value }) => {
             format!("wrote {key} (owner={value} by {by})")
         }

@@ -13,11 +13,11 @@ pub struct FaultPlan {
     pub faults: Vec<Fault>,
 }
 
-/// Which client a fault hits.
+/// Which host a fault hits: a client or a Redis server.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum Target {
-    /// A named host, e.g. `client-2`.
+    /// A named host, e.g. `client-2` or `redis`.
     Host(String),
     /// Whichever client the history shows holding the lock at the fault's start (an
     /// acquire `ok` not yet followed by its release); no-op if nobody holds it. Like
@@ -31,6 +31,13 @@ pub enum Target {
     /// the lock and before the client heard of it, or between two commands of a
     /// non-atomic acquire.
     LockOwner,
+    /// The Redis server whose own record shows the lock key held at the fault's start
+    /// (the first such server in name order); no-op if no server holds it.
+    LockServer,
+    /// Every Redis server of the world (for partitions: "the servers' side").
+    AllServers,
+    /// Every client of the world.
+    AllClients,
 }
 
 /// One fault.
@@ -46,34 +53,66 @@ pub struct Fault {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "type", rename_all = "kebab-case")]
 pub enum FaultKind {
-    /// Stop-the-world pause: the client's tasks, timers and reading of replies freeze;
-    /// replies queue and arrive after the pause.
+    /// Stop-the-world pause. A client's tasks, timers and reading of replies freeze;
+    /// replies queue and arrive after the pause. A Redis server answers nothing and
+    /// expires nothing meanwhile; its clock runs on, so keys whose time passed expire
+    /// the moment it resumes. Overlapping pauses of one host end when the last ends.
     Pause {
         /// Who.
         target: Target,
         /// How long.
         duration_ms: u64,
     },
-    /// The client process dies, holding whatever it held; optionally restarts.
+    /// The host's *process* dies (`kill -9`, an OOM kill), holding whatever it held;
+    /// optionally restarts. The kernel resets its connections at once. A restarted
+    /// Redis server starts from what its AOF had written (the page cache survives a
+    /// process crash), or empty without persistence.
     Crash {
+        /// Who.
+        target: Target,
+        /// Restart this long after the crash (antirez's delayed restart for Redlock:
+        /// stay down at least a lease); never if `None`.
+        restart_after_ms: Option<u64>,
+    },
+    /// The host's *machine* dies (power, kernel panic): no FIN, no RST; peers find out
+    /// by timeout, and dials to it hang until it is back. A restarted Redis server
+    /// keeps only what its AOF had fsynced.
+    MachineCrash {
         /// Who.
         target: Target,
         /// Restart this long after the crash; never if `None`.
         restart_after_ms: Option<u64>,
     },
-    /// Messages from Redis to the client take `latency_ms` for `duration_ms`.
+    /// One-way delay: every message *arriving at* the target takes `latency_ms` (from
+    /// the Redis servers, if the target is a client: its replies; from anyone, if the
+    /// target is a server) for `duration_ms`. Messages the target sends are on time.
     Delay {
-        /// Whose replies are delayed.
+        /// Whose incoming messages are delayed.
         target: Target,
         /// One-way latency while the fault lasts.
         latency_ms: u64,
         /// How long the fault lasts.
         duration_ms: u64,
     },
-    /// The Redis server drops every pub/sub message it would deliver for
+    /// The Redis servers drop every pub/sub message they would deliver for
     /// `duration_ms` (an unlock message lost on the way to a waiter).
     DropPushes {
         /// How long messages are dropped.
+        duration_ms: u64,
+    },
+    /// A network partition: messages from side `a` to side `b` (and back, unless
+    /// `one_way`) are held for `duration_ms`, then delivered in order, as TCP
+    /// retransmission delivers them once the network heals. Each side is a list of
+    /// targets, resolved at the fault's start.
+    Partition {
+        /// One side.
+        a: Vec<Target>,
+        /// The other side.
+        b: Vec<Target>,
+        /// Hold only `a → b`.
+        #[serde(default)]
+        one_way: bool,
+        /// How long until it heals.
         duration_ms: u64,
     },
     /// The client's next critical section runs `extra_ms` longer than planned.

@@ -87,8 +87,20 @@ pub enum EventKind {
     },
     /// The storage served a read or applied (or rejected) a write.
     Storage(StorageEvent),
-    /// The Redis server wrote or removed a key (its own record).
+    /// The Redis server wrote or removed a key (its own record). The event's `host` is
+    /// the server's name.
     Server(ServerEvent),
+    /// A client's connection dialled a Redis server (at start-up, and again after a
+    /// connection broke): reconnection is visible in the history.
+    Connect {
+        /// The server dialled.
+        server: String,
+        /// Whether the dial (TCP and the client's handshake) succeeded.
+        ok: bool,
+        /// Why it failed.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        detail: Option<String>,
+    },
 }
 
 /// A client operation event.

@@ -1,0 +1,379 @@
+//! Link faults that behave like TCP: holds (partitions), one-way delays, resets and
+//! black holes, applied where the bytes are *received*.
+//!
+//! turmoil's own partitions drop segments, and its TCP never retransmits, so a dropped
+//! segment stalls a connection forever; its link latency is symmetric. Real TCP keeps
+//! retransmitting through a partition and delivers everything, in order, once it heals
+//! (for the minutes a lock scenario lasts), and a delay can hit one direction only.
+//! So every connection in a locksim world (client → Redis, client → storage, Redis
+//! accepting) is wrapped in a [`FaultyStream`] that knows its two ends, and a shared
+//! [`NetFaults`] registry says, per direction, whether bytes are held and how late they
+//! may be handed to the reader:
+//!
+//! - **hold** `from → to`: bytes `from` sends stay queued at `to` (in the socket, as
+//!   unacknowledged segments would be retransmitted) until the hold is lifted, then
+//!   arrive all at once, in order. Both directions held is a partition; one is a one-way
+//!   partition. Neither end learns anything except by its own timeouts.
+//! - **delay** `to` (optionally only from some hosts): bytes are handed to the reader
+//!   `latency` after they arrived. Delays of several faults do not add up: the largest
+//!   one in force applies.
+//! - **reset** a host (its *process* crashed): every connection to or from it fails at
+//!   once with `ConnectionReset`, as the peer's kernel answers RST.
+//! - **black hole** a host (its *machine* crashed or lost power): nothing it sent is
+//!   delivered any more and no FIN or RST comes; peers find out by timeout. When the
+//!   machine comes back, its kernel has forgotten every connection, so the old ones are
+//!   reset then (the first segment a peer sends gets an RST).
+//!
+//! Arrival is stamped when the reader's task polls, so bytes reaching a host that is
+//! itself paused are stamped when the pause ends: a delay and a pause of the same host
+//! add up rather than overlap. Holds are counted per fault, so two overlapping faults on
+//! one link compose: the link heals when the last of them ends.
+
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
+use std::io;
+use std::pin::Pin;
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::task::{Context, Poll, Waker};
+use std::time::Duration;
+
+use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
+
+use crate::clock::true_now;
+
+#[derive(Debug, Default)]
+struct Conn {
+    local: String,
+    peer: String,
+    reset: bool,
+    waker: Option<Waker>,
+}
+
+#[derive(Debug)]
+struct Delay {
+    to: String,
+    /// Only bytes from these hosts; empty = from anyone.
+    from: BTreeSet<String>,
+    latency: Duration,
+}
+
+#[derive(Debug, Default)]
+struct State {
+    /// `(from, to)` → the faults holding that direction.
+    holds: BTreeMap<(String, String), BTreeSet<usize>>,
+    /// fault → its delay.
+    delays: BTreeMap<usize, Delay>,
+    /// Hosts whose machine is down.
+    black_holes: BTreeSet<String>,
+    conns: BTreeMap<u64, Conn>,
+    next_conn: u64,
+}
+
+/// The registry of link faults, shared by every wrapped connection and the nemesis.
+#[derive(Debug, Clone, Default)]
+pub struct NetFaults(Arc<Mutex<State>>);
+
+impl NetFaults {
+    /// No faults.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    fn lock(&self) -> MutexGuard<'_, State> {
+        self.0.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Wraps `stream`, whose local end is host `local` and remote end host `peer`.
+    pub fn wrap<S>(&self, stream: S, local: &str, peer: &str) -> FaultyStream<S> {
+        let mut st = self.lock();
+        let id = st.next_conn;
+        st.next_conn += 1;
+        st.conns.insert(
+            id,
+            Conn {
+                local: local.to_string(),
+                peer: peer.to_string(),
+                ..Conn::default()
+            },
+        );
+        FaultyStream {
+            inner: stream,
+            net: self.clone(),
+            id,
+            queue: VecDeque::new(),
+            end: None,
+            timer: None,
+        }
+    }
+
+    /// Holds bytes from every host of `from` to every host of `to`, for `fault`.
+    pub fn hold(&self, fault: usize, from: &[String], to: &[String]) {
+        let mut st = self.lock();
+        for f in from {
+            for t in to {
+                st.holds
+                    .entry((f.clone(), t.clone()))
+                    .or_default()
+                    .insert(fault);
+            }
+        }
+    }
+
+    /// Lifts `fault`'s holds; directions no other fault holds deliver what they queued.
+    pub fn release(&self, fault: usize) {
+        let mut st = self.lock();
+        st.holds.retain(|_, faults| {
+            faults.remove(&fault);
+            !faults.is_empty()
+        });
+        wake_all(&mut st, |_| true);
+    }
+
+    /// Delays bytes arriving at `to` (from `from`, or from anyone if empty) by
+    /// `latency`, for `fault`.
+    pub fn delay(&self, fault: usize, to: &str, from: &[String], latency: Duration) {
+        self.lock().delays.insert(
+            fault,
+            Delay {
+                to: to.to_string(),
+                from: from.iter().cloned().collect(),
+                latency,
+            },
+        );
+    }
+
+    /// Ends `fault`'s delay.
+    pub fn end_delay(&self, fault: usize) {
+        let mut st = self.lock();
+        st.delays.remove(&fault);
+        wake_all(&mut st, |_| true);
+    }
+
+    /// `host`'s process died: its connections fail at once on both ends.
+    pub fn reset_host(&self, host: &str) {
+        let mut st = self.lock();
+        for conn in st.conns.values_mut() {
+            if conn.local == host || conn.peer == host {
+                conn.reset = true;
+            }
+        }
+        wake_all(&mut st, |c| c.local == host || c.peer == host);
+    }
+
+    /// `host`'s machine died: nothing it sent is delivered, and no one is told.
+    pub fn black_hole(&self, host: &str) {
+        self.lock().black_holes.insert(host.to_string());
+    }
+
+    /// `host`'s machine is back with no memory of its connections: the old ones are
+    /// reset, new ones work.
+    pub fn machine_back(&self, host: &str) {
+        self.lock().black_holes.remove(host);
+        self.reset_host(host);
+    }
+
+    /// Whether `from` can reach `to` now (no hold either way, no black hole): a dial
+    /// across a partition waits, as a SYN would be retransmitted.
+    pub fn reachable(&self, from: &str, to: &str) -> bool {
+        let st = self.lock();
+        !st.black_holes.contains(to)
+            && !st.black_holes.contains(from)
+            && !st.holds.contains_key(&(from.to_string(), to.to_string()))
+            && !st.holds.contains_key(&(to.to_string(), from.to_string()))
+    }
+
+    /// How bytes from `peer` to `local` are treated now: `None` if held, else the delay.
+    fn passage(&self, id: u64) -> Passage {
+        let st = self.lock();
+        let Some(conn) = st.conns.get(&id) else {
+            return Passage::Reset;
+        };
+        if conn.reset {
+            return Passage::Reset;
+        }
+        if st.black_holes.contains(&conn.peer)
+            || st
+                .holds
+                .contains_key(&(conn.peer.clone(), conn.local.clone()))
+        {
+            return Passage::Held;
+        }
+        let latency = st
+            .delays
+            .values()
+            .filter(|d| d.to == conn.local && (d.from.is_empty() || d.from.contains(&conn.peer)))
+            .map(|d| d.latency)
+            .max()
+            .unwrap_or_default();
+        Passage::Open(latency)
+    }
+
+    fn park(&self, id: u64, waker: &Waker) {
+        if let Some(conn) = self.lock().conns.get_mut(&id) {
+            conn.waker = Some(waker.clone());
+        }
+    }
+
+    fn is_reset(&self, id: u64) -> bool {
+        self.lock().conns.get(&id).is_none_or(|c| c.reset)
+    }
+
+    fn forget(&self, id: u64) {
+        self.lock().conns.remove(&id);
+    }
+}
+
+fn wake_all(st: &mut State, which: impl Fn(&Conn) -> bool) {
+    for conn in st.conns.values_mut() {
+        if which(conn)
+            && let Some(w) = conn.waker.take()
+        {
+            w.wake();
+        }
+    }
+}
+
+enum Passage {
+    Open(Duration),
+    Held,
+    Reset,
+}
+
+/// A connection end that receives through the [`NetFaults`] registry.
+pub struct FaultyStream<S> {
+    inner: S,
+    net: NetFaults,
+    id: u64,
+    /// Bytes read from the socket, with their arrival time, not yet handed over.
+    queue: VecDeque<(Duration, Vec<u8>)>,
+    /// End of stream (or error) and its arrival time.
+    end: Option<(Duration, Option<io::ErrorKind>)>,
+    timer: Option<Pin<Box<tokio::time::Sleep>>>,
+}
+
+impl<S> Drop for FaultyStream<S> {
+    fn drop(&mut self) {
+        self.net.forget(self.id);
+    }
+}
+
+fn reset_error() -> io::Error {
+    io::Error::new(io::ErrorKind::ConnectionReset, "connection reset by peer")
+}
+
+impl<S: AsyncRead + Unpin> FaultyStream<S> {
+    /// Moves whatever the socket has into the queue, stamped with the time now.
+    fn pull(&mut self, cx: &mut Context<'_>) {
+        let mut chunk = [0u8; 8192];
+        while self.end.is_none() {
+            let mut buf = ReadBuf::new(&mut chunk);
+            match Pin::new(&mut self.inner).poll_read(cx, &mut buf) {
+                Poll::Ready(Ok(())) if buf.filled().is_empty() => {
+                    self.end = Some((true_now(), None));
+                }
+                Poll::Ready(Ok(())) => self.queue.push_back((true_now(), buf.filled().to_vec())),
+                Poll::Ready(Err(e)) => self.end = Some((true_now(), Some(e.kind()))),
+                Poll::Pending => break,
+            }
+        }
+    }
+}
+
+impl<S: AsyncRead + Unpin> AsyncRead for FaultyStream<S> {
+    fn poll_read(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        out: &mut ReadBuf<'_>,
+    ) -> Poll<io::Result<()>> {
+        let this = &mut *self;
+        this.pull(cx);
+        let latency = match this.net.passage(this.id) {
+            Passage::Reset => return Poll::Ready(Err(reset_error())),
+            Passage::Held => {
+                this.net.park(this.id, cx.waker());
+                return Poll::Pending;
+            }
+            Passage::Open(latency) => latency,
+        };
+        let now = true_now();
+        let head = this
+            .queue
+            .front()
+            .map(|(at, _)| *at)
+            .or(this.end.map(|(at, _)| at));
+        let Some(arrived) = head else {
+            // Nothing yet: the socket has our waker; a fault change wakes us too.
+            this.net.park(this.id, cx.waker());
+            return Poll::Pending;
+        };
+        let due = arrived + latency;
+        if due > now {
+            this.net.park(this.id, cx.waker());
+            let deadline = tokio::time::Instant::now() + (due - now);
+            let timer = this
+                .timer
+                .get_or_insert_with(|| Box::pin(tokio::time::sleep_until(deadline)));
+            if timer.deadline() != deadline {
+                timer.as_mut().reset(deadline);
+            }
+            if timer.as_mut().poll(cx).is_pending() {
+                return Poll::Pending;
+            }
+        }
+        this.timer = None;
+        let mut handed = false;
+        while let Some((at, bytes)) = this.queue.front_mut() {
+            if *at + latency > now || out.remaining() == 0 {
+                break;
+            }
+            let n = bytes.len().min(out.remaining());
+            out.put_slice(&bytes[..n]);
+            handed = true;
+            if n == bytes.len() {
+                this.queue.pop_front();
+            } else {
+                bytes.drain(..n);
+            }
+        }
+        if handed {
+            return Poll::Ready(Ok(()));
+        }
+        match this.end {
+            Some((_, None)) => Poll::Ready(Ok(())),
+            Some((_, Some(kind))) => Poll::Ready(Err(io::Error::from(kind))),
+            None => Poll::Pending,
+        }
+    }
+}
+
+impl<S: AsyncWrite + Unpin> AsyncWrite for FaultyStream<S> {
+    fn poll_write(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &[u8],
+    ) -> Poll<io::Result<usize>> {
+        if self.net.is_reset(self.id) {
+            return Poll::Ready(Err(reset_error()));
+        }
+        Pin::new(&mut self.inner).poll_write(cx, buf)
+    }
+
+    fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        if self.net.is_reset(self.id) {
+            return Poll::Ready(Err(reset_error()));
+        }
+        Pin::new(&mut self.inner).poll_flush(cx)
+    }
+
+    fn poll_shutdown(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        Pin::new(&mut self.inner).poll_shutdown(cx)
+    }
+}
+
+/// Waits until `from` can reach `to` (see [`NetFaults::reachable`]), checking every
+/// millisecond of simulated time: a dial across a partition or to a dead machine hangs
+/// until it heals or the dialler's own timeout gives up.
+pub async fn until_reachable(net: &NetFaults, from: &str, to: &str) {
+    while !net.reachable(from, to) {
+        tokio::time::sleep(Duration::from_millis(1)).await;
+    }
+}

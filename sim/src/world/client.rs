@@ -1,0 +1,341 @@
+//! A client host: lock-impl code over turmoil TCP, running the workload loop (acquire,
+//! read-modify-write at the storage, release, think), with every task it runs under
+//! its pause gate and every connection it dials wrapped by the link-fault registry.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+use std::time::Duration;
+
+use lock_impl::{Acquire, AcquireOptions, Deps, LockDesign, Release, SeededEntropy};
+use rand::{RngExt, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+
+use crate::clock::{ClockSpec, SimClock, true_now};
+use crate::history::{EventKind, OpF, Phase};
+use crate::net::{NetFaults, until_reachable};
+use crate::pause::PauseGate;
+use crate::recorder::Recorder;
+use crate::storage::StorageClient;
+
+use super::config::{DesignFactory, Workload, sub_seed};
+use super::servers::REDIS_PORT;
+
+/// Runs a design's background tasks on the client host, under its pause gate: a
+/// watchdog freezes with its client and dies with it (a crash drops the host's tasks).
+struct HostSpawner(PauseGate);
+
+impl lock_impl::Spawner for HostSpawner {
+    fn spawn(&self, task: lock_impl::Task) {
+        tokio::task::spawn_local(self.0.wrap(task));
+    }
+}
+
+/// Connections from one client to one Redis host over turmoil TCP. Every dial is
+/// recorded in the history (`connect`); the stream is wrapped by the link-fault
+/// registry and the client's pause gate, and the multiplexed connection's driver runs
+/// under the gate, so no byte of a paused client moves.
+struct TurmoilConnector {
+    client: String,
+    server: String,
+    gate: PauseGate,
+    net: NetFaults,
+    recorder: Recorder,
+    response_timeout: Duration,
+}
+
+/// Records a dial that was abandoned (the connection's own timeout gave up on it).
+struct DialRecord<'a> {
+    connector: &'a TurmoilConnector,
+    done: bool,
+}
+
+impl DialRecord<'_> {
+    fn finish(&mut self, result: Result<(), String>) {
+        self.done = true;
+        let (ok, detail) = match result {
+            Ok(()) => (true, None),
+            Err(e) => (false, Some(e)),
+        };
+        self.connector.recorder.record(
+            &self.connector.client,
+            EventKind::Connect {
+                server: self.connector.server.clone(),
+                ok,
+                detail,
+            },
+        );
+    }
+}
+
+impl Drop for DialRecord<'_> {
+    fn drop(&mut self) {
+        if !self.done {
+            self.finish(Err("dial abandoned (timed out)".into()));
+        }
+    }
+}
+
+impl TurmoilConnector {
+    /// A stream to the server, once it is reachable (a dial across a partition or to a
+    /// dead machine hangs, as an unanswered SYN does).
+    async fn stream(
+        &self,
+    ) -> std::io::Result<crate::pause::GatedIo<crate::net::FaultyStream<turmoil::net::TcpStream>>>
+    {
+        until_reachable(&self.net, &self.client, &self.server).await;
+        let stream = turmoil::net::TcpStream::connect((self.server.as_str(), REDIS_PORT)).await?;
+        Ok(self
+            .gate
+            .wrap_io(self.net.wrap(stream, &self.client, &self.server)))
+    }
+}
+
+impl lock_impl::Connector for TurmoilConnector {
+    fn server(&self) -> &str {
+        &self.server
+    }
+
+    fn connect(&self) -> lock_impl::Dial<'_, redis::aio::MultiplexedConnection> {
+        Box::pin(async move {
+            let mut record = DialRecord {
+                connector: self,
+                done: false,
+            };
+            let result = async {
+                let stream = self.stream().await?;
+                let config = redis::AsyncConnectionConfig::new()
+                    .set_response_timeout(Some(self.response_timeout));
+                let (conn, driver) =
+                    redis::aio::MultiplexedConnection::new_with_config(&REDIS_INFO, stream, config)
+                        .await?;
+                tokio::task::spawn_local(self.gate.wrap(driver));
+                Ok::<_, redis::RedisError>(conn)
+            }
+            .await;
+            record.finish(result.as_ref().map(|_| ()).map_err(|e| e.to_string()));
+            result
+        })
+    }
+
+    fn pubsub(&self) -> lock_impl::Dial<'_, redis::aio::PubSub> {
+        Box::pin(async move {
+            let stream = self.stream().await?;
+            redis::aio::PubSub::new(&REDIS_INFO, stream).await
+        })
+    }
+}
+
+/// Subscriber connections through a connector.
+struct ConnectorPubSub(Arc<dyn lock_impl::Connector>);
+
+impl lock_impl::PubSubConnector for ConnectorPubSub {
+    fn connect(
+        &self,
+    ) -> std::pin::Pin<
+        Box<dyn std::future::Future<Output = redis::RedisResult<redis::aio::PubSub>> + Send + '_>,
+    > {
+        self.0.pubsub()
+    }
+}
+
+/// Connection settings shared by every server (host and port travel in the stream; a
+/// static because the connection driver borrows it for the connection's life).
+static REDIS_INFO: std::sync::LazyLock<redis::RedisConnectionInfo> =
+    std::sync::LazyLock::new(|| {
+        redis::IntoConnectionInfo::into_connection_info("redis://redis:6379")
+            .expect("static url")
+            .redis_settings()
+            .clone()
+    });
+
+/// One client host's program. Cloned for each (re)start.
+#[derive(Clone)]
+pub(crate) struct Client {
+    pub name: String,
+    pub index: u64,
+    pub seed: u64,
+    pub workload: Workload,
+    pub clock: ClockSpec,
+    pub factory: DesignFactory,
+    pub recorder: Recorder,
+    pub gate: PauseGate,
+    pub net: NetFaults,
+    pub slow_ms: Arc<AtomicU64>,
+    pub incarnation: Arc<AtomicU32>,
+}
+
+impl Client {
+    pub async fn main(self) {
+        let w = &self.workload;
+        let incarnation = u64::from(self.incarnation.fetch_add(1, Ordering::Relaxed));
+        let stream_id = (self.index << 16) | incarnation;
+        let clock: Arc<dyn lock_impl::Clock> = Arc::new(SimClock::new(self.clock));
+        let servers: Vec<lock_impl::Conn> = w
+            .servers
+            .iter()
+            .map(|server| {
+                let connector: Arc<dyn lock_impl::Connector> = Arc::new(TurmoilConnector {
+                    client: self.name.clone(),
+                    server: server.name.clone(),
+                    gate: self.gate.clone(),
+                    net: self.net.clone(),
+                    recorder: self.recorder.clone(),
+                    response_timeout: Duration::from_millis(w.response_timeout_ms),
+                });
+                lock_impl::Conn::new(connector, clock.clone(), Default::default())
+            })
+            .collect();
+        let conn = servers[0].clone();
+        // Dial before the first acquisition, as a service connects at start-up (a
+        // failure here is retried by the first command).
+        for server in &servers {
+            let _ = server.ensure_connected().await;
+        }
+        let Ok(mut storage) = StorageClient::connect(&self.name).await else {
+            return;
+        };
+        let deps = Deps {
+            pubsub: Some(Arc::new(ConnectorPubSub(conn.connector().clone()))),
+            conn,
+            servers,
+            clock,
+            entropy: Arc::new(SeededEntropy::new(
+                sub_seed(self.seed, 2 + 2 * stream_id),
+                self.name.clone(),
+            )),
+            spawner: Arc::new(HostSpawner(self.gate.clone())),
+        };
+        let design = (self.factory)(deps);
+        let mut rng = ChaCha8Rng::seed_from_u64(sub_seed(self.seed, 3 + 2 * stream_id));
+        let options = AcquireOptions::new(w.lease_ms as i64, w.wait_ms as i64)
+            .expect("lease validated by run()");
+        let deadline = Duration::from_millis(w.duration_ms);
+        let sleep =
+            |ms: u64| tokio::time::sleep(self.clock.true_duration(Duration::from_millis(ms)));
+
+        while true_now() < deadline {
+            // The outer acquisition, then `reentrant_depth - 1` nested ones by the same
+            // client (a reentrant design counts them; others refuse them).
+            let mut guards = Vec::new();
+            for depth in 1..=w.reentrant_depth.max(1) {
+                match self.acquire(design.as_ref(), options, depth).await {
+                    Some(g) => guards.push(g),
+                    None => break,
+                }
+            }
+            if let Some(outer) = guards.first() {
+                self.critical_section(&mut storage, outer.token).await;
+            }
+            while let Some(guard) = guards.pop() {
+                self.release(design.as_ref(), &guard, guards.len() as i64 + 1)
+                    .await;
+            }
+            let think = rng.random_range(0..=w.think_ms_max);
+            sleep(think).await;
+        }
+    }
+
+    /// One acquisition, recorded; `depth` is the client's hold count if it succeeds
+    /// (recorded as the ok's `value`).
+    async fn acquire(
+        &self,
+        design: &dyn LockDesign,
+        options: AcquireOptions,
+        depth: u32,
+    ) -> Option<lock_impl::Guard> {
+        let (rec, host, key) = (
+            &self.recorder,
+            self.name.as_str(),
+            self.workload.key.as_str(),
+        );
+        let op = rec.invoke(host, OpF::Acquire, |o| o.key = Some(key.into()));
+        let (phase, guard, detail) = match design.acquire(key, options).await {
+            Ok(Acquire::Acquired(g)) => (Phase::Ok, Some(g), None),
+            Ok(Acquire::NotAcquired) => (Phase::Fail, None, None),
+            Ok(Acquire::Unknown(why)) => (Phase::Info, None, Some(why)),
+            Err(e) => (Phase::Fail, None, Some(e.to_string())),
+        };
+        rec.complete(host, op, OpF::Acquire, phase, |o| {
+            o.key = Some(key.into());
+            o.detail = detail;
+            if let Some(g) = &guard {
+                o.owner = Some(g.owner.clone());
+                o.token = g.token;
+                o.value = Some(i64::from(depth));
+            }
+        });
+        guard
+    }
+
+    /// One release, recorded; `depth` is the client's hold count before it (recorded as
+    /// the invocation's `value`).
+    async fn release(&self, design: &dyn LockDesign, guard: &lock_impl::Guard, depth: i64) {
+        let (rec, host, key) = (
+            &self.recorder,
+            self.name.as_str(),
+            self.workload.key.as_str(),
+        );
+        let op = rec.invoke(host, OpF::Release, |o| {
+            o.key = Some(key.into());
+            o.owner = Some(guard.owner.clone());
+            o.value = Some(depth);
+        });
+        let (phase, detail) = match design.release(guard).await {
+            Ok(Release::Removed) => (Phase::Ok, "removed".to_string()),
+            Ok(Release::NotFound) => (Phase::Fail, "not-found".into()),
+            Ok(Release::HeldByOther) => (Phase::Fail, "held-by-other".into()),
+            Ok(Release::NotRemoved) => (Phase::Fail, "not-removed".into()),
+            Ok(Release::StillHeld { count }) => (Phase::Ok, format!("still-held count={count}")),
+            Ok(Release::Unknown(why)) => (Phase::Info, why),
+            Err(e) => (Phase::Fail, e.to_string()),
+        };
+        rec.complete(host, op, OpF::Release, phase, |o| {
+            o.key = Some(key.into());
+            o.owner = Some(guard.owner.clone());
+            o.detail = Some(detail);
+        });
+    }
+
+    /// Read the stock, work, write stock − 1: the read-modify-write the lock protects.
+    async fn critical_section(&self, storage: &mut StorageClient, token: Option<u64>) {
+        let rec = &self.recorder;
+        let host = self.name.as_str();
+        let op = rec.invoke(host, OpF::Read, |o| o.token = token);
+        let read = match storage.read(token).await {
+            Ok(Some(v)) => {
+                rec.complete(host, op, OpF::Read, Phase::Ok, |o| o.value = Some(v));
+                v
+            }
+            Ok(None) => {
+                rec.complete(host, op, OpF::Read, Phase::Fail, |o| {
+                    o.detail = Some("rejected by fencing".into())
+                });
+                return;
+            }
+            Err(e) => {
+                rec.complete(host, op, OpF::Read, Phase::Info, |o| {
+                    o.detail = Some(e.to_string())
+                });
+                return;
+            }
+        };
+        let extra = self.slow_ms.swap(0, Ordering::Relaxed);
+        let work = Duration::from_millis(self.workload.work_ms + extra);
+        tokio::time::sleep(self.clock.true_duration(work)).await;
+        let op = rec.invoke(host, OpF::Write, |o| {
+            o.value = Some(read - 1);
+            o.token = token;
+        });
+        match storage.write(read, read - 1, token).await {
+            Ok(true) => rec.complete(host, op, OpF::Write, Phase::Ok, |o| {
+                o.value = Some(read - 1)
+            }),
+            Ok(false) => rec.complete(host, op, OpF::Write, Phase::Fail, |o| {
+                o.detail = Some("rejected by fencing".into())
+            }),
+            Err(e) => rec.complete(host, op, OpF::Write, Phase::Info, |o| {
+                o.detail = Some(e.to_string())
+            }),
+        }
+    }
+}

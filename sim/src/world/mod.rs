@@ -1,0 +1,207 @@
+//! One run: build a turmoil simulation from a [`RunConfig`], run the workload on every
+//! client with the nemesis applying the fault plan, and return the [`History`].
+//!
+//! Hosts: the Redis servers (`redis` by default; any number, named in
+//! [`Workload::servers`]), `storage` (the stock counter), `client-1` … `client-N`
+//! (lock-impl code over turmoil TCP). The driver steps the simulation one tick at a
+//! time; between ticks the nemesis applies due faults and the observer moves each
+//! server's own key events into the history, stamped with true time.
+//!
+//! Layout: [`config`] (what a run is made of), `servers` (Redis hosts and their control
+//! handles), `client` (the workload loop and the simulated connector), `nemesis` (the
+//! fault plan), `observe` (server records into the history), and this module's step
+//! loop.
+
+mod client;
+pub mod config;
+mod nemesis;
+mod observe;
+mod servers;
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU32, AtomicU64};
+use std::time::Duration;
+
+pub use config::{
+    DesignFactory, RunConfig, RunError, ServerSpec, Workload, builtin_factory, default_servers,
+    sub_seed,
+};
+
+use crate::history::{EventKind, History, RunParams};
+use crate::net::NetFaults;
+use crate::pause::PauseGate;
+use crate::recorder::Recorder;
+use crate::storage;
+
+use client::Client;
+use nemesis::{ClientCtl, Nemesis, WorldCtl};
+use observe::Observer;
+use servers::ServerCtl;
+
+/// Runs one simulation and returns its history.
+pub fn run(cfg: &RunConfig) -> Result<History, RunError> {
+    let w = &cfg.workload;
+    w.validate()?;
+    let end = Duration::from_millis(w.duration_ms + w.drain_ms);
+    let mut sim = turmoil::Builder::new()
+        .rng_seed(sub_seed(cfg.seed, 0))
+        .simulation_duration(end + Duration::from_secs(3600))
+        .tick_duration(Duration::from_millis(1))
+        .min_message_latency(Duration::from_millis(w.latency_ms_min))
+        .max_message_latency(Duration::from_millis(w.latency_ms_max))
+        .tcp_capacity(1 << 16)
+        .build();
+    let recorder = Recorder::new();
+    let net = NetFaults::new();
+
+    let mut servers = Vec::new();
+    for spec in &w.servers {
+        let ctl = ServerCtl::new(&spec.name);
+        ctl.add_host(&mut sim, spec.clock.unwrap_or(cfg.redis_clock), &net);
+        servers.push(ctl);
+    }
+    {
+        let recorder = recorder.clone();
+        let (initial, fencing) = (w.initial_stock, w.fencing);
+        sim.host("storage", move || {
+            storage::serve(recorder.clone(), initial, fencing)
+        });
+    }
+
+    let mut clients = BTreeMap::new();
+    for i in 1..=w.clients {
+        let name = format!("client-{i}");
+        let ctl = ClientCtl {
+            gate: PauseGate::new(),
+            slow_ms: Arc::new(AtomicU64::new(0)),
+        };
+        let clock = cfg
+            .client_clocks
+            .get(i as usize - 1)
+            .copied()
+            .unwrap_or_default();
+        let client = Client {
+            name: name.clone(),
+            index: u64::from(i),
+            seed: cfg.seed,
+            workload: w.clone(),
+            clock,
+            factory: cfg.factory.clone(),
+            recorder: recorder.clone(),
+            gate: ctl.gate.clone(),
+            net: net.clone(),
+            slow_ms: ctl.slow_ms.clone(),
+            incarnation: Arc::new(AtomicU32::new(0)),
+        };
+        sim.host(name.as_str(), move || {
+            let client = client.clone();
+            let gate = client.gate.clone();
+            gate.wrap(async move {
+                client.main().await;
+                Ok(())
+            })
+        });
+        clients.insert(name, ctl);
+    }
+
+    let mut world = WorldCtl {
+        recorder: recorder.clone(),
+        net,
+        clients,
+        servers,
+        observer: Observer::default(),
+        key: w.key.clone(),
+    };
+    let mut nemesis = Nemesis::new(&cfg.plan, cfg.seed);
+    loop {
+        let now = sim.elapsed();
+        nemesis.apply_due(&mut sim, &mut world, now);
+        if now >= end {
+            break;
+        }
+        if let Err(e) = sim.step() {
+            return Err(RunError::Sim {
+                at_ms: now.as_millis() as u64,
+                message: e.to_string(),
+            });
+        }
+        // Stamped with the tick's own time, the time the hosts saw while it ran.
+        world.observer.drain(&world.servers, &recorder, now);
+    }
+    world
+        .observer
+        .drain(&world.servers, &recorder, sim.elapsed());
+
+    let redis_commands = world.observer.commands_of_dead_engines
+        + world
+            .servers
+            .iter()
+            .filter_map(|s| s.engine())
+            .map(|e| e.with_engine(|e| e.commands_processed()))
+            .sum::<u64>();
+    drop(world);
+    let events = recorder.into_events();
+    let storage_requests = events
+        .iter()
+        .filter(|e| matches!(e.kind, EventKind::Storage(_)))
+        .count() as u64;
+    let stats = crate::history::RunStats {
+        redis_commands,
+        storage_requests,
+    };
+    Ok(History {
+        seed: cfg.seed,
+        design: cfg.design.clone(),
+        scenario: cfg.scenario.clone(),
+        params: RunParams {
+            key: w.key.clone(),
+            lease_ms: w.lease_ms,
+            liveness_bound_ms: w.lease_ms + w.liveness_slack_ms,
+            initial_stock: w.initial_stock,
+            clients: w.clients,
+        },
+        plan: cfg.plan.clone(),
+        events,
+        end_us: end.as_micros() as u64,
+        stats,
+    })
+}
+
+/// The default wall-clock budget of [`run_bounded`]: far above any honest run (the
+/// longest catalog run takes well under a second), so only a run that never yields
+/// reaches it.
+pub const DEFAULT_WALL_BUDGET: Duration = Duration::from_secs(60);
+
+/// [`run`] on a thread of its own, given up after `wall_budget` of real time with
+/// [`RunError::Budget`].
+///
+/// The simulated time of a run is bounded by its workload, but a task that never
+/// yields (a user's design spinning in a loop without awaiting) blocks a simulation
+/// step forever, and nothing inside the step can stop it. So the budget is watched from
+/// outside: the run's thread is abandoned (it spins on, but the sweep goes on and the
+/// run's verdicts are unknown, never valid). Real time decides only *whether* a run is
+/// abandoned, never anything in its history.
+pub fn run_bounded(cfg: &RunConfig, wall_budget: Duration) -> Result<History, RunError> {
+    let (tx, rx) = std::sync::mpsc::channel();
+    let cfg = cfg.clone();
+    std::thread::Builder::new()
+        .name(format!("locksim-run-{}", cfg.seed))
+        .spawn(move || {
+            let _ = tx.send(run(&cfg));
+        })
+        .map_err(|e| RunError::Sim {
+            at_ms: 0,
+            message: format!("cannot start the run's thread: {e}"),
+        })?;
+    match rx.recv_timeout(wall_budget) {
+        Ok(result) => result,
+        Err(std::sync::mpsc::RecvTimeoutError::Timeout) => Err(RunError::Budget {
+            budget_ms: wall_budget.as_millis() as u64,
+        }),
+        Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => Err(RunError::Sim {
+            at_ms: 0,
+            message: "the run's thread panicked".into(),
+        }),
+    }
+}

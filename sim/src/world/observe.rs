@@ -1,0 +1,106 @@
+//! Observation: moving each server's own record of key changes into the history, and
+//! keeping the little view of it the nemesis aims with (which server holds the lock
+//! key, and whose value it is).
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use crate::history::{EventKind, ServerEvent};
+use crate::recorder::Recorder;
+use crate::redis::{KeyCause, KeyEvent};
+
+use super::servers::ServerCtl;
+
+/// What each server's record says it holds: server → key → (value, writer host).
+#[derive(Debug, Default)]
+pub(crate) struct Observer {
+    keys: BTreeMap<String, BTreeMap<String, (String, String)>>,
+    /// Commands executed by engines that have since died (their counters died too).
+    pub commands_of_dead_engines: u64,
+}
+
+impl Observer {
+    /// Moves every server's key events into the history at true time `now` (the time
+    /// the hosts saw during the tick that produced them).
+    pub fn drain(&mut self, servers: &[ServerCtl], recorder: &Recorder, now: Duration) {
+        for server in servers {
+            let Some(engine) = server.engine() else {
+                continue;
+            };
+            let events = engine.with_engine(|e| e.take_key_events());
+            self.record(&server.name, events, recorder, now);
+        }
+    }
+
+    fn record(&mut self, server: &str, events: Vec<KeyEvent>, recorder: &Recorder, now: Duration) {
+        let at_us = now.as_micros() as u64;
+        let held = self.keys.entry(server.to_string()).or_default();
+        for event in events {
+            let kind = match event {
+                KeyEvent::Written { by, key, value, .. } => {
+                    held.insert(key.clone(), (value.clone(), by.clone()));
+                    ServerEvent::Written { by, key, value }
+                }
+                KeyEvent::ExpireSet {
+                    by, key, ttl_ms, ..
+                } => ServerEvent::ExpireSet { by, key, ttl_ms },
+                KeyEvent::Removed {
+                    by,
+                    key,
+                    value,
+                    cause,
+                    ..
+                } => {
+                    held.remove(&key);
+                    ServerEvent::Removed {
+                        by,
+                        key,
+                        value,
+                        cause: match cause {
+                            KeyCause::Command => "command",
+                            KeyCause::Expired => "expired",
+                            KeyCause::Overwritten => "overwritten",
+                            KeyCause::Flushed => "flushed",
+                        }
+                        .into(),
+                    }
+                }
+            };
+            recorder.record_at(at_us, server, EventKind::Server(kind));
+        }
+    }
+
+    /// The server lost its memory (a crash without persistence): every key its record
+    /// showed is recorded as removed, cause `lost`, by the server itself.
+    pub fn lose_all(&mut self, server: &str, recorder: &Recorder, now: Duration) {
+        let at_us = now.as_micros() as u64;
+        for (key, (value, _)) in std::mem::take(self.keys.entry(server.to_string()).or_default()) {
+            recorder.record_at(
+                at_us,
+                server,
+                EventKind::Server(ServerEvent::Removed {
+                    by: server.to_string(),
+                    key,
+                    value,
+                    cause: "lost".into(),
+                }),
+            );
+        }
+    }
+
+    /// The host whose value `key` holds on the first server (in world order) whose
+    /// record has it.
+    pub fn owner_of(&self, servers: &[ServerCtl], key: &str) -> Option<String> {
+        servers
+            .iter()
+            .find_map(|s| self.keys.get(&s.name)?.get(key).map(|(_, by)| by.clone()))
+    }
+
+    /// The first server (in world order) whose record holds `key`.
+    pub fn server_holding(&self, servers: &[ServerCtl], key: &str) -> Option<String> {
+        servers
+            .iter()
+            .find(|s| self.keys.get(&s.name).is_some_and(|k| k.contains_key(key)))
+            .map(|s| s.name.clone())
+    }
+}
