@@ -37,6 +37,10 @@ enum Kind {
     LongWork,
     Reentrancy,
     UnlockMessageLost,
+    ServerRestart,
+    ServerRestartDelayed,
+    ServerPause,
+    Partition,
 }
 
 /// Every scenario, in the order reports list them.
@@ -121,10 +125,55 @@ pub fn catalog() -> Vec<Scenario> {
             // waiter whose unlock message was lost.
             workload: Workload {
                 wait_ms: 3_000,
-                ..base
+                ..base.clone()
             },
             fixed_plan: None,
             kind: Kind::UnlockMessageLost,
+        },
+        Scenario {
+            name: "server-restart",
+            description: "the Redis server crashes while a lock is held and restarts at once, without persistence",
+            fault_about: "a server restarted without the lock key its record held",
+            // Critical sections half a lease long, so a holder is still working when the
+            // server comes back empty and grants the lock again.
+            workload: Workload {
+                work_ms: base.lease_ms / 2,
+                ..base.clone()
+            },
+            fixed_plan: None,
+            kind: Kind::ServerRestart,
+        },
+        Scenario {
+            name: "server-restart-delayed",
+            description: "the Redis server crashes while a lock is held and stays down at least a lease before restarting (antirez's delayed restart)",
+            fault_about: "a server crashed holding the lock and stayed down at least a lease",
+            workload: Workload {
+                work_ms: base.lease_ms / 2,
+                ..base.clone()
+            },
+            fixed_plan: None,
+            kind: Kind::ServerRestartDelayed,
+        },
+        Scenario {
+            name: "server-pause",
+            description: "the Redis server stops for 1.5-3 leases while clients wait on it; its clock runs on",
+            fault_about: "a server pause outlasted the lease while the lock was held or wanted",
+            workload: base.clone(),
+            fixed_plan: None,
+            kind: Kind::ServerPause,
+        },
+        Scenario {
+            name: "partition",
+            description: "the holder is cut off from Redis for 2-8 leases, then the network heals",
+            fault_about: "a holder was partitioned from the servers for longer than the lease",
+            // A response timeout between the shortest and the longest partition: some
+            // commands come back late when the network heals, others time out.
+            workload: Workload {
+                response_timeout_ms: base.lease_ms * 5 / 2,
+                ..base
+            },
+            fixed_plan: None,
+            kind: Kind::Partition,
         },
     ]
 }
@@ -160,6 +209,13 @@ impl Scenario {
             Kind::LongWork => probes::hold_outlasted_lease(history),
             Kind::Reentrancy => probes::nested_acquisition(history),
             Kind::UnlockMessageLost => probes::unlock_message_dropped_with_a_waiter(history),
+            Kind::ServerRestart => crate::checkers::server_restart_lost_the_lock(history),
+            Kind::ServerRestartDelayed => crate::checkers::server_crashed_holding_the_lock(
+                history,
+                self.workload.lease_ms,
+            ),
+            Kind::ServerPause => crate::checkers::server_pause_outlasted_the_lease(history),
+            Kind::Partition => crate::checkers::holder_partitioned_past_the_lease(history),
         }
     }
 
@@ -235,6 +291,47 @@ impl Scenario {
                         kind: FaultKind::SlowWork {
                             target: Target::Holder,
                             extra_ms,
+                        },
+                    });
+                }
+            }
+            Kind::ServerRestart | Kind::ServerRestartDelayed => {
+                let delayed = self.kind == Kind::ServerRestartDelayed;
+                for _ in 0..3 {
+                    let restart_after_ms = if delayed {
+                        rng.random_range(lease..=lease * 2)
+                    } else {
+                        rng.random_range(1..=lease / 4)
+                    };
+                    faults.push(Fault {
+                        at_ms: rng.random_range(window.clone()),
+                        kind: FaultKind::Crash {
+                            target: Target::LockServer,
+                            restart_after_ms: Some(restart_after_ms),
+                        },
+                    });
+                }
+            }
+            Kind::ServerPause => {
+                for _ in 0..3 {
+                    faults.push(Fault {
+                        at_ms: rng.random_range(window.clone()),
+                        kind: FaultKind::Pause {
+                            target: Target::Host(w.servers[0].name.clone()),
+                            duration_ms: rng.random_range(lease * 3 / 2..=lease * 3),
+                        },
+                    });
+                }
+            }
+            Kind::Partition => {
+                for _ in 0..3 {
+                    faults.push(Fault {
+                        at_ms: rng.random_range(window.clone()),
+                        kind: FaultKind::Partition {
+                            a: vec![Target::Holder],
+                            b: vec![Target::AllServers],
+                            one_way: false,
+                            duration_ms: rng.random_range(lease * 2..=lease * 8),
                         },
                     });
                 }

@@ -140,11 +140,11 @@ impl Hold {
     }
 }
 
-/// Whether fault `fault` of the plan is a crash.
+/// Whether fault `fault` of the plan is a crash (of a process or a machine).
 pub fn is_crash(h: &History, fault: usize) -> bool {
     matches!(
         h.plan.faults.get(fault).map(|f| &f.kind),
-        Some(FaultKind::Crash { .. })
+        Some(FaultKind::Crash { .. } | FaultKind::MachineCrash { .. })
     )
 }
 

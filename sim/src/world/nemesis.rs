@@ -81,6 +81,7 @@ enum Pending {
     },
     Heal {
         fault: usize,
+        hosts: Vec<String>,
         detail: String,
     },
 }
@@ -198,16 +199,22 @@ impl Nemesis {
                     format!("messages to {host} on time again"),
                 );
             }
-            Pending::Heal { fault, detail } => {
+            Pending::Heal {
+                fault,
+                hosts,
+                detail,
+            } => {
                 world.net.release(fault);
-                fault_event(
-                    rec,
-                    now,
-                    "nemesis",
-                    fault,
-                    FaultPhase::End,
-                    format!("partition heals: {detail}"),
-                );
+                for host in hosts {
+                    fault_event(
+                        rec,
+                        now,
+                        &host,
+                        fault,
+                        FaultPhase::End,
+                        format!("partition heals: {detail}"),
+                    );
+                }
             }
         }
     }
@@ -301,18 +308,23 @@ impl Nemesis {
                 }
                 let arrow = if *one_way { "->" } else { "<->" };
                 let detail = format!("[{}] {arrow} [{}]", side_a.join(", "), side_b.join(", "));
-                fault_event(
-                    &world.recorder,
-                    now,
-                    "nemesis",
-                    index,
-                    FaultPhase::Start,
-                    format!("partition {detail} for {duration_ms} ms"),
-                );
+                // Recorded on every host of side `a`: the side a fault is aimed at (the
+                // holder cut off from the servers).
+                for host in &side_a {
+                    fault_event(
+                        &world.recorder,
+                        now,
+                        host,
+                        index,
+                        FaultPhase::Start,
+                        format!("partition {detail} for {duration_ms} ms"),
+                    );
+                }
                 self.pending.push((
                     after(*duration_ms),
                     Pending::Heal {
                         fault: index,
+                        hosts: side_a,
                         detail,
                     },
                 ));
@@ -366,14 +378,6 @@ impl Nemesis {
                         world.net.reset_host(&host);
                     }
                     world.recorder.forget_host(&host);
-                    if let Some(server) = world.server(&host).cloned() {
-                        if let Some(engine) = server.engine() {
-                            world.observer.commands_of_dead_engines +=
-                                engine.with_engine(|e| e.commands_processed());
-                        }
-                        server.clear();
-                        world.observer.lose_all(&host, &world.recorder, now);
-                    }
                     let what = if machine { "machine crash" } else { "crash" };
                     fault_event(
                         &world.recorder,
@@ -383,6 +387,15 @@ impl Nemesis {
                         FaultPhase::Start,
                         format!("{what} {host}"),
                     );
+                    if let Some(server) = world.server(&host).cloned() {
+                        if let Some(engine) = server.engine() {
+                            world.observer.commands_of_dead_engines +=
+                                engine.with_engine(|e| e.commands_processed());
+                        }
+                        server.clear();
+                        // Without persistence the memory is all there was.
+                        world.observer.lose_all(&host, &world.recorder, now);
+                    }
                     if let Some(ms) = restart_after_ms {
                         self.pending.push((
                             after(*ms),

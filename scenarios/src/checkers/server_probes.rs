@@ -1,0 +1,230 @@
+//! `sometimes` probes for faults on Redis servers and links: proof from the history
+//! alone that a server crash, restart, pause or partition hit the lock.
+//!
+//! A server is a host the history shows writing or removing keys (its own record); a
+//! server's record of the lock key is replayed from those events.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use sim::history::{Event, EventKind, FaultPhase, History, OpF, Phase, ServerEvent};
+
+use super::model;
+use super::{fmt_ms, fmt_s};
+
+/// Hosts that keep a record of keys: the Redis servers.
+fn servers(h: &History) -> BTreeSet<&str> {
+    h.events
+        .iter()
+        .filter(|e| matches!(e.kind, EventKind::Server(_)))
+        .map(|e| e.host.as_str())
+        .collect()
+}
+
+/// Each fault's first end time, by fault index and host.
+fn fault_ends(h: &History) -> BTreeMap<(usize, &str), u64> {
+    let mut ends = BTreeMap::new();
+    for e in &h.events {
+        if let EventKind::Fault {
+            fault,
+            phase: FaultPhase::End,
+            ..
+        } = e.kind
+        {
+            ends.entry((fault, e.host.as_str())).or_insert(e.at_us);
+        }
+    }
+    ends
+}
+
+/// Walks the history keeping, per server, the lock key's value as its record shows it,
+/// and calls `f` at every fault start with that view.
+fn at_fault_starts<T>(
+    h: &History,
+    mut f: impl FnMut(&Event, usize, &BTreeMap<&str, String>) -> Option<T>,
+) -> Option<T> {
+    let key = h.params.key.as_str();
+    let mut held: BTreeMap<&str, String> = BTreeMap::new();
+    for e in &h.events {
+        match &e.kind {
+            EventKind::Server(ServerEvent::Written { key: k, value, .. }) if k == key => {
+                held.insert(e.host.as_str(), value.clone());
+            }
+            EventKind::Server(ServerEvent::Removed { key: k, .. }) if k == key => {
+                held.remove(e.host.as_str());
+            }
+            EventKind::Fault {
+                fault,
+                phase: FaultPhase::Start,
+                ..
+            } => {
+                if let Some(found) = f(e, *fault, &held) {
+                    return Some(found);
+                }
+            }
+            _ => {}
+        }
+    }
+    None
+}
+
+/// A server crashed while its record held the lock key and came back at least
+/// `min_down_ms` later (a server still down at the run's end never came back).
+pub fn server_crashed_holding_the_lock(h: &History, min_down_ms: u64) -> Option<String> {
+    let servers = servers(h);
+    let ends = fault_ends(h);
+    at_fault_starts(h, |e, fault, held| {
+        if !servers.contains(e.host.as_str()) || !model::is_crash(h, fault) {
+            return None;
+        }
+        let owner = held.get(e.host.as_str())?;
+        let back_us = *ends.get(&(fault, e.host.as_str()))?;
+        let down_us = back_us.saturating_sub(e.at_us);
+        (down_us >= min_down_ms * 1_000).then(|| {
+            format!(
+                "{} crashed at {} holding {} (owner={owner}) and restarted {} later",
+                e.host,
+                fmt_s(e.at_us),
+                h.params.key,
+                fmt_ms(down_us)
+            )
+        })
+    })
+}
+
+/// A server came back from a crash without the lock key its record held before: the
+/// lock was lost with the server's memory.
+pub fn server_restart_lost_the_lock(h: &History) -> Option<String> {
+    let key = h.params.key.as_str();
+    let ends = fault_ends(h);
+    let mut last_crash: BTreeMap<&str, usize> = BTreeMap::new();
+    h.events.iter().find_map(|e| match &e.kind {
+        EventKind::Fault {
+            fault,
+            phase: FaultPhase::Start,
+            ..
+        } if model::is_crash(h, *fault) => {
+            last_crash.insert(e.host.as_str(), *fault);
+            None
+        }
+        EventKind::Server(ServerEvent::Removed {
+            key: k,
+            value,
+            cause,
+            ..
+        }) if k == key && cause == "lost" => {
+            let fault = *last_crash.get(e.host.as_str())?;
+            let back_us = ends.get(&(fault, e.host.as_str()))?;
+            Some(format!(
+                "{} lost {key} (owner={value}) in a crash at {} and restarted at {} without it",
+                e.host,
+                fmt_s(e.at_us),
+                fmt_s(*back_us)
+            ))
+        }
+        _ => None,
+    })
+}
+
+/// A server paused for longer than the lease while its record held the lock key or a
+/// client was acquiring it.
+pub fn server_pause_outlasted_the_lease(h: &History) -> Option<String> {
+    let servers = servers(h);
+    let ends = fault_ends(h);
+    let acquires: Vec<model::OpPair> = model::op_pairs(h)
+        .ok()?
+        .into_iter()
+        .filter(|p| p.f == OpF::Acquire)
+        .collect();
+    let lease_us = h.params.lease_ms * 1_000;
+    at_fault_starts(h, |e, fault, held| {
+        if !servers.contains(e.host.as_str()) || !model::is_pause(h, fault) {
+            return None;
+        }
+        let end_us = ends
+            .get(&(fault, e.host.as_str()))
+            .copied()
+            .unwrap_or(h.end_us);
+        let len_us = end_us.saturating_sub(e.at_us);
+        if len_us <= lease_us {
+            return None;
+        }
+        let why = if let Some(owner) = held.get(e.host.as_str()) {
+            format!("holding {} (owner={owner})", h.params.key)
+        } else {
+            let waiting = acquires.iter().find(|a| {
+                a.invoke_us <= e.at_us && a.completion_us.is_none_or(|c| c > e.at_us)
+            })?;
+            format!("{} acquiring", waiting.host)
+        };
+        Some(format!(
+            "{} paused at {} for {} while {why}, lease {} ms",
+            e.host,
+            fmt_s(e.at_us),
+            fmt_ms(len_us),
+            h.params.lease_ms
+        ))
+    })
+}
+
+/// An acquire whose `ok` reached its client more than a lease after it was sent: the
+/// lease it was granted may have run out before the client heard of it.
+pub fn acquire_ok_later_than_lease(h: &History) -> Option<String> {
+    let lease_us = h.params.lease_ms * 1_000;
+    model::op_pairs(h).ok()?.into_iter().find_map(|p| {
+        let done = p.completion_us?;
+        (p.f == OpF::Acquire && p.outcome == Phase::Ok && done - p.invoke_us > lease_us)
+            .then(|| {
+                format!(
+                    "{} sent an acquire at {} and heard ok {} later, lease {} ms",
+                    p.host,
+                    fmt_s(p.invoke_us),
+                    fmt_ms(done - p.invoke_us),
+                    h.params.lease_ms
+                )
+            })
+    })
+}
+
+/// A client that believed it held the lock was partitioned for longer than the lease.
+pub fn holder_partitioned_past_the_lease(h: &History) -> Option<String> {
+    let holds = model::holds(h).ok()?;
+    let ends = fault_ends(h);
+    let lease_us = h.params.lease_ms * 1_000;
+    h.events.iter().find_map(|e| {
+        let EventKind::Fault {
+            fault,
+            phase: FaultPhase::Start,
+            detail,
+        } = &e.kind
+        else {
+            return None;
+        };
+        let partition = h
+            .plan
+            .faults
+            .get(*fault)
+            .is_some_and(|f| matches!(f.kind, sim::faults::FaultKind::Partition { .. }));
+        if !partition {
+            return None;
+        }
+        let end_us = ends
+            .get(&(*fault, e.host.as_str()))
+            .copied()
+            .unwrap_or(h.end_us);
+        let len_us = end_us.saturating_sub(e.at_us);
+        let hold = holds
+            .iter()
+            .find(|o| o.host == e.host && o.open_at(e.at_us))?;
+        (len_us > lease_us).then(|| {
+            format!(
+                "{} held {} (owner={}) at {} when cut off ({detail}) for {}, lease {} ms",
+                e.host,
+                hold.key,
+                hold.owner,
+                fmt_s(e.at_us),
+                fmt_ms(len_us),
+                h.params.lease_ms
+            )
+        })
+    })
+}
