@@ -210,10 +210,9 @@ impl Scenario {
             Kind::Reentrancy => probes::nested_acquisition(history),
             Kind::UnlockMessageLost => probes::unlock_message_dropped_with_a_waiter(history),
             Kind::ServerRestart => crate::checkers::server_restart_lost_the_lock(history),
-            Kind::ServerRestartDelayed => crate::checkers::server_crashed_holding_the_lock(
-                history,
-                self.workload.lease_ms,
-            ),
+            Kind::ServerRestartDelayed => {
+                crate::checkers::server_crashed_holding_the_lock(history, self.workload.lease_ms)
+            }
             Kind::ServerPause => crate::checkers::server_pause_outlasted_the_lease(history),
             Kind::Partition => crate::checkers::holder_partitioned_past_the_lease(history),
         }

@@ -151,9 +151,9 @@ pub fn server_pause_outlasted_the_lease(h: &History) -> Option<String> {
         let why = if let Some(owner) = held.get(e.host.as_str()) {
             format!("holding {} (owner={owner})", h.params.key)
         } else {
-            let waiting = acquires.iter().find(|a| {
-                a.invoke_us <= e.at_us && a.completion_us.is_none_or(|c| c > e.at_us)
-            })?;
+            let waiting = acquires
+                .iter()
+                .find(|a| a.invoke_us <= e.at_us && a.completion_us.is_none_or(|c| c > e.at_us))?;
             format!("{} acquiring", waiting.host)
         };
         Some(format!(
@@ -172,8 +172,8 @@ pub fn acquire_ok_later_than_lease(h: &History) -> Option<String> {
     let lease_us = h.params.lease_ms * 1_000;
     model::op_pairs(h).ok()?.into_iter().find_map(|p| {
         let done = p.completion_us?;
-        (p.f == OpF::Acquire && p.outcome == Phase::Ok && done - p.invoke_us > lease_us)
-            .then(|| {
+        (p.f == OpF::Acquire && p.outcome == Phase::Ok && done - p.invoke_us > lease_us).then(
+            || {
                 format!(
                     "{} sent an acquire at {} and heard ok {} later, lease {} ms",
                     p.host,
@@ -181,7 +181,8 @@ pub fn acquire_ok_later_than_lease(h: &History) -> Option<String> {
                     fmt_ms(done - p.invoke_us),
                     h.params.lease_ms
                 )
-            })
+            },
+        )
     })
 }
 

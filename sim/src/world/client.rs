@@ -112,7 +112,13 @@ impl lock_impl::Connector for TurmoilConnector {
                 Ok::<_, redis::RedisError>(conn)
             }
             .await;
-            record.finish(result.as_ref().map(|_| ()).map_err(|e| e.to_string()));
+            record.finish(result.as_ref().map(|_| ()).map_err(|e| {
+                if e.is_connection_refusal() {
+                    format!("connection refused by {}", self.server)
+                } else {
+                    e.to_string()
+                }
+            }));
             result
         })
     }

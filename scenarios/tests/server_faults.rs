@@ -1,0 +1,129 @@
+//! Redis servers that fail: restarts without persistence lose the lock, restarts delayed
+//! by a lease do not, paused servers answer late, partitions deliver late, and clients
+//! reconnect after all of it.
+
+mod common;
+
+use common::{design, expect_invalid, expect_never_invalid, scenario};
+use scenarios::checkers::acquire_ok_later_than_lease;
+use scenarios::sweep::{run_seed, sweep};
+use sim::history::{EventKind, FaultPhase, OpF, Phase};
+
+const SAFE_WITHOUT_FAULTS: [&str; 7] = [
+    "setnx-del",
+    "setnx-expire",
+    "set-nx-px-del",
+    "set-nx-px-check-del",
+    "set-nx-px-lua",
+    "reentrant-watchdog",
+    "fenced",
+];
+
+#[test]
+fn without_persistence_a_restarted_server_grants_a_held_lock_again() {
+    for d in SAFE_WITHOUT_FAULTS {
+        let run = expect_invalid(d, "server-restart", "mutual-exclusion");
+        assert!(
+            run.fault_seen
+                .as_deref()
+                .is_some_and(|f| f.contains("redis lost")),
+            "{d}: the probe should name the server that lost the lock: {:?}",
+            run.fault_seen
+        );
+        expect_invalid(d, "server-restart", "lost-update");
+    }
+}
+
+#[test]
+fn a_restart_delayed_by_at_least_a_lease_keeps_every_design_safe() {
+    for d in SAFE_WITHOUT_FAULTS {
+        expect_never_invalid(
+            d,
+            "server-restart-delayed",
+            &["mutual-exclusion", "lost-update", "ownership"],
+            12,
+            10,
+        );
+    }
+}
+
+#[test]
+fn after_a_server_restart_every_client_reconnects_and_acquires_again() {
+    // Three clients, so each has its turn in the time left after the restart.
+    let mut s = scenario("server-restart");
+    s.workload.clients = 3;
+    let run = run_seed(&design("set-nx-px-lua"), &s, 0, true).expect("run completes");
+    let h = run.history.expect("kept");
+    let restarted_at = h
+        .events
+        .iter()
+        .find(|e| {
+            e.host == "redis"
+                && matches!(
+                    e.kind,
+                    EventKind::Fault {
+                        phase: FaultPhase::End,
+                        ..
+                    }
+                )
+        })
+        .map(|e| e.at_us)
+        .expect("the server restarted");
+    for i in 1..=h.params.clients {
+        let client = format!("client-{i}");
+        let reconnected = h.events.iter().any(|e| {
+            e.host == client
+                && e.at_us >= restarted_at
+                && matches!(&e.kind, EventKind::Connect { server, ok: true, .. } if server == "redis")
+        });
+        let acquired = h.events.iter().any(|e| {
+            e.host == client
+                && e.at_us >= restarted_at
+                && matches!(&e.kind, EventKind::Op(op) if op.f == OpF::Acquire && op.phase == Phase::Ok)
+        });
+        assert!(
+            reconnected,
+            "{client} never dialled redis again after its restart at {restarted_at} us"
+        );
+        assert!(
+            acquired,
+            "{client} never acquired again after the restart at {restarted_at} us"
+        );
+    }
+}
+
+#[test]
+fn a_paused_server_answers_an_acquire_after_its_lease_has_run_out() {
+    let s = scenario("server-pause");
+    let runs = sweep(&design("set-nx-px-lua"), &s, 0..20, 2, true, &|_, _| {}).expect("runs");
+    let late = runs
+        .iter()
+        .find_map(|r| acquire_ok_later_than_lease(r.history.as_ref()?));
+    println!("{late:?}");
+    assert!(
+        late.is_some(),
+        "no acquire's ok came later than the lease in 20 seeds of server-pause"
+    );
+    assert!(runs.iter().all(|r| r.fault_seen.is_some()));
+}
+
+#[test]
+fn a_blind_del_removes_the_next_holders_lock_after_a_server_pause() {
+    expect_invalid("set-nx-px-del", "server-pause", "ownership");
+}
+
+#[test]
+fn a_partitioned_holders_late_blind_del_removes_the_next_holders_lock() {
+    expect_invalid("set-nx-px-del", "partition", "ownership");
+}
+
+#[test]
+fn compare_and_delete_survives_a_partitioned_holder() {
+    expect_never_invalid(
+        "set-nx-px-lua",
+        "partition",
+        &["mutual-exclusion", "lost-update", "ownership"],
+        15,
+        12,
+    );
+}
