@@ -326,6 +326,9 @@ pub fn run(
                     Verdict::Valid => {}
                 }
             }
+            if let Some(fault) = e.fault_seen {
+                println!("  fault: {fault}");
+            }
             println!("  replay: {}", e.replay);
         }
         if entries.len() > 10 {
