@@ -7,7 +7,13 @@ use scenarios::sweep::config;
 
 #[test]
 fn one_seed_run_twice_gives_the_same_history_for_every_design() {
-    for s in ["gc-pause", "client-crash"] {
+    for s in [
+        "gc-pause",
+        "client-crash",
+        "server-restart",
+        "server-pause",
+        "partition",
+    ] {
         let s = scenario(s);
         for d in lock_impl::DESIGNS {
             let cfg = config(&design(d.name), &s, 7);
