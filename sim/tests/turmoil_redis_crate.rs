@@ -146,3 +146,57 @@ fn a_subscriber_receives_a_message_published_by_another_connection() {
     });
     sim.run().unwrap();
 }
+
+#[test]
+fn a_paused_subscriber_hears_nothing_until_its_pause_ends() {
+    // The `redis` crate spawns the PubSub driver itself, outside any pause gate; the
+    // gated stream under it is what freezes it with its host.
+    let gate = sim::pause::PauseGate::new();
+    let mut sim = sim_with_model(4);
+    let heard = Arc::new(std::sync::Mutex::new(Vec::new()));
+    {
+        let (gate, heard) = (gate.clone(), heard.clone());
+        sim.client("subscriber", async move {
+            let stream = turmoil::net::TcpStream::connect(("redis", 6379)).await?;
+            let mut pubsub = PubSub::new(info(), gate.wrap_io(stream)).await?;
+            pubsub.subscribe("unlocks").await?;
+            let mut messages = pubsub.on_message();
+            for _ in 0..3 {
+                tokio::time::timeout(Duration::from_secs(5), messages.next())
+                    .await
+                    .expect("message within 5 s")
+                    .expect("stream open");
+                heard
+                    .lock()
+                    .unwrap()
+                    .push(sim::clock::true_now().as_millis() as u64);
+            }
+            Ok(())
+        });
+    }
+    sim.client("publisher", async move {
+        let mut conn = connect(info()).await?;
+        for (i, t) in [100u64, 300, 400].into_iter().enumerate() {
+            let now = sim::clock::true_now().as_millis() as u64;
+            tokio::time::sleep(Duration::from_millis(t.saturating_sub(now))).await;
+            if i == 1 {
+                // Freeze the subscriber from 300 ms to 700 ms.
+                gate.pause_until(Duration::from_millis(700));
+            }
+            let _: i64 = redis::cmd("PUBLISH")
+                .arg("unlocks")
+                .arg("released")
+                .query_async(&mut conn)
+                .await?;
+        }
+        Ok(())
+    });
+    sim.run().unwrap();
+    let heard = heard.lock().unwrap().clone();
+    assert_eq!(heard.len(), 3);
+    assert!(heard[0] < 300, "first message before the pause: {heard:?}");
+    assert!(
+        heard[1] >= 700 && heard[2] >= 700,
+        "messages published during the pause arrived before it ended: {heard:?}"
+    );
+}
