@@ -50,34 +50,28 @@ impl RealRedis {
                 .and_then(|l| l.local_addr())
                 .expect("cannot bind a loopback port")
                 .port();
-            let mut child = Command::new("redis-server")
-                .args(["--port", &port.to_string(), "--bind", "127.0.0.1"])
-                .args([
-                    "--save",
-                    "",
-                    "--appendonly",
-                    "no",
-                    "--protected-mode",
-                    "yes",
-                ])
-                .stdout(Stdio::null())
-                .stderr(Stdio::null())
-                .spawn()
-                .expect("redis-server is on PATH but failed to start");
             let addr: SocketAddr = ([127, 0, 0, 1], port).into();
-            for _ in 0..200 {
-                if TcpStream::connect(addr).is_ok() {
-                    return Some(Self { child, addr });
-                }
-                if let Ok(Some(_)) = child.try_wait() {
-                    break;
-                }
-                std::thread::sleep(Duration::from_millis(10));
+            if let Some(child) = spawn_listening(addr) {
+                return Some(Self { child, addr });
             }
-            let _ = child.kill();
-            let _ = child.wait();
         }
         panic!("redis-server did not start listening after 5 attempts");
+    }
+
+    /// Kills the server (`SIGKILL`: it forgets everything, as it keeps no persistence)
+    /// and starts a new one on the same port: a restarted server, for reconnection
+    /// tests.
+    pub fn restart(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        for _ in 0..50 {
+            if let Some(child) = spawn_listening(self.addr) {
+                self.child = child;
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        panic!("redis-server did not restart on {}", self.addr);
     }
 
     /// The server's address.
@@ -89,6 +83,37 @@ impl RealRedis {
     pub fn url(&self) -> String {
         format!("redis://{}", self.addr)
     }
+}
+
+/// Starts `redis-server` (no persistence, loopback only) on `addr` and waits until it
+/// listens; `None` if it exits first (the port was taken).
+fn spawn_listening(addr: SocketAddr) -> Option<Child> {
+    let mut child = Command::new("redis-server")
+        .args(["--port", &addr.port().to_string(), "--bind", "127.0.0.1"])
+        .args([
+            "--save",
+            "",
+            "--appendonly",
+            "no",
+            "--protected-mode",
+            "yes",
+        ])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("redis-server is on PATH but failed to start");
+    for _ in 0..200 {
+        if TcpStream::connect(addr).is_ok() {
+            return Some(child);
+        }
+        if let Ok(Some(_)) = child.try_wait() {
+            return None;
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    let _ = child.kill();
+    let _ = child.wait();
+    None
 }
 
 impl Drop for RealRedis {
