@@ -8,7 +8,8 @@
 use rand::{RngExt, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use sim::faults::{Fault, FaultKind, FaultPlan, Target};
-use sim::world::{Workload, sub_seed};
+use sim::redis::persistence::{Fsync, Persistence};
+use sim::world::{ServerSpec, Workload, sub_seed};
 
 /// One scenario of the catalog.
 #[derive(Debug, Clone)]
@@ -38,6 +39,7 @@ enum Kind {
     Reentrancy,
     UnlockMessageLost,
     ServerRestart,
+    ServerRestartAof,
     ServerRestartDelayed,
     ServerPause,
     Partition,
@@ -144,6 +146,23 @@ pub fn catalog() -> Vec<Scenario> {
             kind: Kind::ServerRestart,
         },
         Scenario {
+            name: "server-restart-aof",
+            description: "the Redis server's machine crashes while a lock is held and restarts at once; appendonly yes, appendfsync always",
+            fault_about: "a server crashed holding the lock and restarted",
+            workload: Workload {
+                work_ms: base.lease_ms / 2,
+                servers: vec![ServerSpec {
+                    persistence: Persistence::Aof {
+                        fsync: Fsync::Always,
+                    },
+                    ..ServerSpec::named("redis")
+                }],
+                ..base.clone()
+            },
+            fixed_plan: None,
+            kind: Kind::ServerRestartAof,
+        },
+        Scenario {
             name: "server-restart-delayed",
             description: "the Redis server crashes while a lock is held and stays down at least a lease before restarting (antirez's delayed restart)",
             fault_about: "a server crashed holding the lock and stayed down at least a lease",
@@ -210,6 +229,7 @@ impl Scenario {
             Kind::Reentrancy => probes::nested_acquisition(history),
             Kind::UnlockMessageLost => probes::unlock_message_dropped_with_a_waiter(history),
             Kind::ServerRestart => crate::checkers::server_restart_lost_the_lock(history),
+            Kind::ServerRestartAof => crate::checkers::server_crashed_holding_the_lock(history, 0),
             Kind::ServerRestartDelayed => {
                 crate::checkers::server_crashed_holding_the_lock(history, self.workload.lease_ms)
             }
@@ -294,19 +314,28 @@ impl Scenario {
                     });
                 }
             }
-            Kind::ServerRestart | Kind::ServerRestartDelayed => {
-                let delayed = self.kind == Kind::ServerRestartDelayed;
+            Kind::ServerRestart | Kind::ServerRestartAof | Kind::ServerRestartDelayed => {
                 for _ in 0..3 {
-                    let restart_after_ms = if delayed {
+                    let restart_after_ms = if self.kind == Kind::ServerRestartDelayed {
                         rng.random_range(lease..=lease * 2)
                     } else {
                         rng.random_range(1..=lease / 4)
                     };
+                    let at_ms = rng.random_range(window.clone());
+                    let target = Target::LockServer;
+                    let restart_after_ms = Some(restart_after_ms);
                     faults.push(Fault {
-                        at_ms: rng.random_range(window.clone()),
-                        kind: FaultKind::Crash {
-                            target: Target::LockServer,
-                            restart_after_ms: Some(restart_after_ms),
+                        at_ms,
+                        kind: if self.kind == Kind::ServerRestartAof {
+                            FaultKind::MachineCrash {
+                                target,
+                                restart_after_ms,
+                            }
+                        } else {
+                            FaultKind::Crash {
+                                target,
+                                restart_after_ms,
+                            }
                         },
                     });
                 }
@@ -316,7 +345,7 @@ impl Scenario {
                     faults.push(Fault {
                         at_ms: rng.random_range(window.clone()),
                         kind: FaultKind::Pause {
-                            target: Target::Host(w.servers[0].name.clone()),
+                            target: Target::LockServer,
                             duration_ms: rng.random_range(lease * 3 / 2..=lease * 3),
                         },
                     });

@@ -7,7 +7,8 @@ mod common;
 use common::{design, expect_invalid, expect_never_invalid, scenario};
 use scenarios::checkers::acquire_ok_later_than_lease;
 use scenarios::sweep::{run_seed, sweep};
-use sim::history::{EventKind, FaultPhase, OpF, Phase};
+use sim::history::{EventKind, FaultPhase, OpF, Phase, ServerEvent};
+use sim::redis::persistence::{Fsync, Persistence};
 
 const SAFE_WITHOUT_FAULTS: [&str; 7] = [
     "setnx-del",
@@ -32,6 +33,42 @@ fn without_persistence_a_restarted_server_grants_a_held_lock_again() {
         );
         expect_invalid(d, "server-restart", "lost-update");
     }
+}
+
+#[test]
+fn with_appendfsync_always_a_restarted_server_keeps_every_lock_it_granted() {
+    for d in SAFE_WITHOUT_FAULTS {
+        expect_never_invalid(
+            d,
+            "server-restart-aof",
+            &["mutual-exclusion", "lost-update", "ownership"],
+            12,
+            10,
+        );
+    }
+}
+
+#[test]
+fn with_appendfsync_everysec_a_machine_crash_loses_the_last_second_and_with_it_the_lock() {
+    // The same scenario with the weaker policy: the crash takes the page cache, and
+    // locks granted since the last fsync come back missing.
+    let mut s = scenario("server-restart-aof");
+    s.workload.servers[0].persistence = Persistence::Aof {
+        fsync: Fsync::Everysec,
+    };
+    let runs = sweep(&design("set-nx-px-lua"), &s, 0..20, 2, true, &|_, _| {}).expect("runs");
+    let lost = runs.iter().find(|r| {
+        r.verdict("mutual-exclusion").is_some_and(|v| v.is_invalid())
+            && r.history.as_ref().is_some_and(|h| {
+                h.events.iter().any(|e| {
+                    matches!(&e.kind, EventKind::Server(ServerEvent::Removed { cause, .. }) if cause == "lost")
+                })
+            })
+    });
+    assert!(
+        lost.is_some(),
+        "no run lost a lock to a machine crash with appendfsync everysec in 20 seeds"
+    );
 }
 
 #[test]

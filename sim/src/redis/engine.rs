@@ -476,6 +476,22 @@ impl Engine {
         self.drop_pushes = drop;
     }
 
+    /// Every stored key (expired or not, database then key order), for persistence.
+    pub fn dump(&self) -> Vec<(usize, Vec<u8>, super::keyspace::Entry)> {
+        self.core.ks.entries()
+    }
+
+    /// Loads keys saved by [`Engine::dump`] into an empty server, recording no events
+    /// (a restart loading its AOF). Keys whose expiry has passed stay until first
+    /// touched or the next expiry cycle, as after Redis loads an AOF.
+    pub fn load(&mut self, entries: Vec<(usize, Vec<u8>, super::keyspace::Entry)>) {
+        for (db, key, entry) in entries {
+            if db < DATABASES {
+                self.core.ks.insert(db, &key, entry);
+            }
+        }
+    }
+
     /// Key events recorded since the last call, oldest first.
     pub fn take_key_events(&mut self) -> Vec<KeyEvent> {
         self.core.ks.take_events()

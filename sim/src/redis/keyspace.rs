@@ -251,6 +251,16 @@ impl Keyspace {
         removed
     }
 
+    /// Every stored entry (expired or not), database then key order: what a
+    /// persistence layer saves.
+    pub fn entries(&self) -> Vec<(usize, Vec<u8>, Entry)> {
+        self.dbs
+            .iter()
+            .enumerate()
+            .flat_map(|(db, map)| map.iter().map(move |(k, e)| (db, k.clone(), e.clone())))
+            .collect()
+    }
+
     /// Drains the event log.
     pub fn take_events(&mut self) -> Vec<KeyEvent> {
         std::mem::take(&mut self.events)

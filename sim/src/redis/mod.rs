@@ -18,3 +18,4 @@ pub use server::{
 pub mod commands;
 pub mod keyspace;
 pub mod lua;
+pub mod persistence;

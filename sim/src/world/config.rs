@@ -7,6 +7,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::clock::ClockSpec;
 use crate::faults::FaultPlan;
+use crate::redis::persistence::Persistence;
 
 /// Builds a design over a client's dependencies: any [`LockDesign`], built-in or the
 /// user's own.
@@ -34,6 +35,9 @@ pub struct ServerSpec {
     /// Its clock; `None` uses the run's `redis_clock`.
     #[serde(default)]
     pub clock: Option<ClockSpec>,
+    /// What survives its crashes (default: nothing, as Redis without a snapshot).
+    #[serde(default)]
+    pub persistence: Persistence,
 }
 
 impl ServerSpec {
@@ -42,6 +46,7 @@ impl ServerSpec {
         Self {
             name: name.into(),
             clock: None,
+            persistence: Persistence::None,
         }
     }
 }

@@ -57,7 +57,7 @@ pub fn run(cfg: &RunConfig) -> Result<History, RunError> {
 
     let mut servers = Vec::new();
     for spec in &w.servers {
-        let ctl = ServerCtl::new(&spec.name);
+        let ctl = ServerCtl::new(&spec.name, spec.persistence);
         ctl.add_host(&mut sim, spec.clock.unwrap_or(cfg.redis_clock), &net);
         servers.push(ctl);
     }
@@ -138,7 +138,7 @@ pub fn run(cfg: &RunConfig) -> Result<History, RunError> {
             .servers
             .iter()
             .filter_map(|s| s.engine())
-            .map(|e| e.with_engine(|e| e.commands_processed()))
+            .map(|e| e.with_engine(|e| e.engine.commands_processed()))
             .sum::<u64>();
     drop(world);
     let events = recorder.into_events();

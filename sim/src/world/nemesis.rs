@@ -390,11 +390,14 @@ impl Nemesis {
                     if let Some(server) = world.server(&host).cloned() {
                         if let Some(engine) = server.engine() {
                             world.observer.commands_of_dead_engines +=
-                                engine.with_engine(|e| e.commands_processed());
+                                engine.with_engine(|e| e.engine.commands_processed());
                         }
-                        server.clear();
-                        // Without persistence the memory is all there was.
-                        world.observer.lose_all(&host, &world.recorder, now);
+                        server.crash(machine);
+                        if !server.persists() {
+                            // Without persistence the memory was all there was; with it,
+                            // what came back is compared with the record at restart.
+                            world.observer.lose_all(&host, &world.recorder, now);
+                        }
                     }
                     if let Some(ms) = restart_after_ms {
                         self.pending.push((

@@ -27,8 +27,12 @@ impl Observer {
             let Some(engine) = server.engine() else {
                 continue;
             };
-            let events = engine.with_engine(|e| e.take_key_events());
+            let events = engine.with_engine(|e| e.engine.take_key_events());
             self.record(&server.name, events, recorder, now);
+            if server.take_reloaded() {
+                let state = engine.with_engine(|e| e.engine.dump());
+                self.reconcile(&server.name, state, recorder, now);
+            }
         }
     }
 
@@ -83,6 +87,59 @@ impl Observer {
                     key,
                     value,
                     cause: "lost".into(),
+                }),
+            );
+        }
+    }
+
+    /// A server started again from its disk: compare what came back with what its
+    /// record held before the crash. Keys that did not come back (or came back with
+    /// another value) are recorded as removed, cause `lost`; keys that came back with
+    /// another value, or that the record did not hold, as written by the server itself.
+    fn reconcile(
+        &mut self,
+        server: &str,
+        state: crate::redis::persistence::State,
+        recorder: &Recorder,
+        now: Duration,
+    ) {
+        let at_us = now.as_micros() as u64;
+        let held = self.keys.entry(server.to_string()).or_default();
+        let back: BTreeMap<String, String> = state
+            .into_iter()
+            .filter(|(db, _, _)| *db == 0)
+            .map(|(_, k, e)| (String::from_utf8_lossy(&k).into_owned(), e.value.describe()))
+            .collect();
+        let lost: Vec<(String, String)> = held
+            .iter()
+            .filter(|(k, (v, _))| back.get(*k) != Some(v))
+            .map(|(k, (v, _))| (k.clone(), v.clone()))
+            .collect();
+        for (key, value) in lost {
+            held.remove(&key);
+            recorder.record_at(
+                at_us,
+                server,
+                EventKind::Server(ServerEvent::Removed {
+                    by: server.to_string(),
+                    key,
+                    value,
+                    cause: "lost".into(),
+                }),
+            );
+        }
+        for (key, value) in back {
+            if held.contains_key(&key) {
+                continue;
+            }
+            held.insert(key.clone(), (value.clone(), server.to_string()));
+            recorder.record_at(
+                at_us,
+                server,
+                EventKind::Server(ServerEvent::Written {
+                    by: server.to_string(),
+                    key,
+                    value,
                 }),
             );
         }

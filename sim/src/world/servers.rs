@@ -12,8 +12,60 @@ use std::time::Duration;
 use crate::clock::ClockSpec;
 use crate::net::NetFaults;
 use crate::pause::PauseGate;
-use crate::redis::server::{ACTIVE_EXPIRY_PERIOD, SharedEngine, active_expiry_loop};
-use crate::redis::{Engine, serve_connection};
+use crate::redis::persistence::{DurableStore, Persistence};
+use crate::redis::reply::Reply;
+use crate::redis::server::{ACTIVE_EXPIRY_PERIOD, CommandEngine, SharedEngine, active_expiry_loop};
+use crate::redis::{Engine, Session, serve_connection};
+
+/// A server's engine with its disk: every command and expiry cycle ends an event-loop
+/// iteration, after which the durable store takes what the policy writes and fsyncs.
+pub(crate) struct ServerEngine {
+    pub engine: Engine,
+    store: Arc<Mutex<DurableStore>>,
+}
+
+impl ServerEngine {
+    fn store(&self) -> MutexGuard<'_, DurableStore> {
+        self.store.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn iteration_ended(&mut self, now_us: u64) {
+        let engine = &self.engine;
+        let mut store = self.store.lock().unwrap_or_else(|e| e.into_inner());
+        if store.enabled() {
+            store.after_iteration(|| engine.dump(), now_us);
+        }
+    }
+}
+
+impl CommandEngine for ServerEngine {
+    fn connect(&mut self, peer: String) -> Session {
+        self.engine.connect(peer)
+    }
+    fn disconnect(&mut self, session: &Session) {
+        self.engine.disconnect(session)
+    }
+    fn execute(&mut self, session: &mut Session, argv: &[Vec<u8>], now_us: u64) -> Reply {
+        let reply = self.engine.execute(session, argv, now_us);
+        self.iteration_ended(now_us);
+        reply
+    }
+    fn active_expire(&mut self, now_us: u64) -> usize {
+        let n = self.engine.active_expire(now_us);
+        if n > 0 {
+            self.iteration_ended(now_us);
+        } else {
+            self.store().tick(now_us);
+        }
+        n
+    }
+    fn take_pushes(&mut self) -> Vec<(u64, Reply)> {
+        self.engine.take_pushes()
+    }
+}
+
+/// The engine type every simulated server runs.
+pub(crate) type ServerShared = SharedEngine<ServerEngine>;
 
 /// The port every server listens on.
 pub(crate) const REDIS_PORT: u16 = 6379;
@@ -23,7 +75,12 @@ pub(crate) const REDIS_PORT: u16 = 6379;
 pub(crate) struct ServerCtl {
     pub name: String,
     /// The running engine; `None` while the server is down.
-    engine: Arc<Mutex<Option<SharedEngine>>>,
+    engine: Arc<Mutex<Option<ServerShared>>>,
+    /// Its disk, which outlives every engine.
+    store: Arc<Mutex<DurableStore>>,
+    /// Set when the server started from its disk, until the observer has compared what
+    /// came back with the record.
+    reloaded: Arc<AtomicBool>,
     pub gate: PauseGate,
     /// Set while a drop-pushes fault is in force; applied to every engine the host
     /// starts, so a restart does not quietly end the fault.
@@ -33,34 +90,56 @@ pub(crate) struct ServerCtl {
 }
 
 impl ServerCtl {
-    pub fn new(name: &str) -> Self {
+    pub fn new(name: &str, persistence: Persistence) -> Self {
         Self {
             name: name.to_string(),
             engine: Arc::default(),
+            store: Arc::new(Mutex::new(DurableStore::new(persistence))),
+            reloaded: Arc::default(),
             gate: PauseGate::new(),
             drop_pushes: Arc::default(),
             starts: Arc::default(),
         }
     }
 
-    fn slot(&self) -> MutexGuard<'_, Option<SharedEngine>> {
+    fn slot(&self) -> MutexGuard<'_, Option<ServerShared>> {
         self.engine.lock().unwrap_or_else(|e| e.into_inner())
     }
 
     /// The running engine, if the server is up.
-    pub fn engine(&self) -> Option<SharedEngine> {
+    pub fn engine(&self) -> Option<ServerShared> {
         self.slot().clone()
     }
 
-    /// The server went down: its memory is gone.
-    pub fn clear(&self) {
+    /// Whether a restart keeps anything.
+    pub fn persists(&self) -> bool {
+        self.store
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .enabled()
+    }
+
+    /// The server went down: its memory is gone; its disk keeps what the crash leaves
+    /// (the page cache after a process crash, only the platter after a machine crash).
+    pub fn crash(&self, machine: bool) {
         *self.slot() = None;
+        let mut store = self.store.lock().unwrap_or_else(|e| e.into_inner());
+        if machine {
+            store.crash_machine();
+        } else {
+            store.crash_process();
+        }
+    }
+
+    /// True once after the server started again from its disk.
+    pub fn take_reloaded(&self) -> bool {
+        self.reloaded.swap(false, Ordering::Relaxed)
     }
 
     pub fn set_drop_pushes(&self, drop: bool) {
         self.drop_pushes.store(drop, Ordering::Relaxed);
         if let Some(engine) = self.engine() {
-            engine.with_engine(|e| e.set_drop_pushes(drop));
+            engine.with_engine(|e| e.engine.set_drop_pushes(drop));
         }
     }
 
@@ -81,6 +160,19 @@ impl ServerCtl {
                 };
                 let mut engine = Engine::with_seed(start - 1);
                 engine.set_drop_pushes(ctl.drop_pushes.load(Ordering::Relaxed));
+                if start > 1 && ctl.persists() {
+                    let surviving = ctl
+                        .store
+                        .lock()
+                        .unwrap_or_else(|e| e.into_inner())
+                        .surviving();
+                    engine.load(surviving);
+                    ctl.reloaded.store(true, Ordering::Relaxed);
+                }
+                let engine = ServerEngine {
+                    engine,
+                    store: ctl.store.clone(),
+                };
                 let shared = SharedEngine::new(engine, Arc::new(clock));
                 *ctl.slot() = Some(shared.clone());
                 let listener = turmoil::net::TcpListener::bind(("0.0.0.0", REDIS_PORT)).await?;
