@@ -1756,3 +1756,25 @@ fn the_engine_can_move_between_threads() {
     assert_send::<Engine>();
     assert_send::<Session>();
 }
+
+#[test]
+fn every_write_reaches_the_key_event_record_persist_and_hash_fields_included() {
+    let (mut e, mut s) = setup();
+    let t = 1_000_000_000_000;
+    run(&mut e, &mut s, t, &["SET", "k", "v", "PX", "5000"]);
+    run(&mut e, &mut s, t, &["HSET", "h", "f", "1"]);
+    run(&mut e, &mut s, t, &["HINCRBY", "h", "f", "2"]);
+    e.take_key_events();
+    assert_eq!(run(&mut e, &mut s, t, &["PERSIST", "k"]), int(1));
+    assert_eq!(run(&mut e, &mut s, t, &["HDEL", "h", "f"]), int(1));
+    let events = e.take_key_events();
+    assert!(
+        matches!(&events[0], KeyEvent::ExpireSet { key, ttl_ms: -1, .. } if key == "k"),
+        "PERSIST must be recorded as an expiry change to none: {events:?}"
+    );
+    assert!(
+        matches!(&events[1], KeyEvent::Removed { key, value, cause: KeyCause::Command, .. } if key == "h" && value == "f"),
+        "an HDEL that empties a hash removes it: {events:?}"
+    );
+    assert_eq!(events.len(), 2);
+}

@@ -4,8 +4,6 @@
 
 use std::collections::BTreeMap;
 
-use indexmap::IndexMap;
-
 use super::keyspace::{DATABASES, Entry, Keyspace, Value};
 use super::reply::Reply;
 
@@ -380,7 +378,8 @@ impl Core {
             }
             "persist" => match self.ks.get(ctx.db, &argv[1], ctx.now_us) {
                 Some(e) if e.expire_at_ms.is_some() => {
-                    e.expire_at_ms = None;
+                    self.ks
+                        .set_expiry(ctx.db, &argv[1], None, ctx.now_us, &ctx.peer);
                     Reply::Integer(1)
                 }
                 _ => Reply::Integer(0),
@@ -632,9 +631,8 @@ impl Core {
         if when <= now_ms {
             self.ks.delete(ctx.db, &argv[1], ctx.now_us, &ctx.peer);
         } else {
-            entry.expire_at_ms = Some(when);
             self.ks
-                .record_expire_set(&argv[1], when, ctx.now_us, &ctx.peer);
+                .set_expiry(ctx.db, &argv[1], Some(when), ctx.now_us, &ctx.peer);
         }
         Reply::Integer(1)
     }
@@ -664,48 +662,29 @@ impl Core {
         Reply::Integer(new)
     }
 
-    /// The live hash at `key`, created empty if absent; `Err` for another type.
-    fn hash_mut(
-        &mut self,
-        ctx: &Ctx,
-        key: &[u8],
-    ) -> Result<&mut IndexMap<Vec<u8>, Vec<u8>>, Reply> {
-        if self.ks.get(ctx.db, key, ctx.now_us).is_none() {
-            self.ks.insert(
-                ctx.db,
-                key,
-                Entry {
-                    value: Value::Hash(IndexMap::new()),
-                    expire_at_ms: None,
-                },
-            );
-        }
-        match self.ks.get(ctx.db, key, ctx.now_us) {
-            Some(Entry {
-                value: Value::Hash(h),
-                ..
-            }) => Ok(h),
-            _ => Err(wrongtype()),
-        }
-    }
-
     fn hset(&mut self, ctx: &mut Ctx, argv: &[Vec<u8>]) -> Reply {
         if argv.len() % 2 == 1 {
             return Reply::err("wrong number of arguments for 'hset' command");
         }
-        let h = match self.hash_mut(ctx, &argv[1]) {
-            Ok(h) => h,
-            Err(e) => return e,
-        };
+        if let Some(e) = self.ks.get(ctx.db, &argv[1], ctx.now_us)
+            && !matches!(e.value, Value::Hash(_))
+        {
+            return wrongtype();
+        }
         let mut created = 0;
         for pair in argv[2..].chunks(2) {
-            if h.insert(pair[0].clone(), pair[1].clone()).is_none() {
-                created += 1;
+            match self.ks.hash_write(
+                ctx.db,
+                &argv[1],
+                &pair[0],
+                pair[1].clone(),
+                ctx.now_us,
+                &ctx.peer,
+            ) {
+                Ok(true) => created += 1,
+                Ok(false) => {}
+                Err(()) => return wrongtype(),
             }
-        }
-        for pair in argv[2..].chunks(2) {
-            self.ks
-                .record_field_written(&argv[1], &pair[0], ctx.now_us, &ctx.peer);
         }
         Reply::Integer(created)
     }
@@ -714,59 +693,44 @@ impl Core {
         let Some(by) = parse_i64(&argv[3]) else {
             return Reply::err(NOT_INTEGER);
         };
-        let h = match self.hash_mut(ctx, &argv[1]) {
-            Ok(h) => h,
-            Err(e) => return e,
-        };
-        let current = match h.get(&argv[2]) {
+        let current = match self.ks.get(ctx.db, &argv[1], ctx.now_us) {
             None => 0,
-            Some(v) => match parse_i64(v) {
-                Some(v) => v,
-                None => return Reply::err("hash value is not an integer"),
+            Some(Entry {
+                value: Value::Hash(h),
+                ..
+            }) => match h.get(&argv[2]) {
+                None => 0,
+                Some(v) => match parse_i64(v) {
+                    Some(v) => v,
+                    None => return Reply::err("hash value is not an integer"),
+                },
             },
+            Some(_) => return wrongtype(),
         };
         let Some(new) = current.checked_add(by) else {
             return Reply::err(OVERFLOW);
         };
-        h.insert(argv[2].clone(), new.to_string().into_bytes());
-        self.ks
-            .record_field_written(&argv[1], &argv[2], ctx.now_us, &ctx.peer);
-        Reply::Integer(new)
+        match self.ks.hash_write(
+            ctx.db,
+            &argv[1],
+            &argv[2],
+            new.to_string().into_bytes(),
+            ctx.now_us,
+            &ctx.peer,
+        ) {
+            Ok(_) => Reply::Integer(new),
+            Err(()) => wrongtype(),
+        }
     }
 
     fn hdel(&mut self, ctx: &mut Ctx, argv: &[Vec<u8>]) -> Reply {
-        let (deleted, now_empty, removed_fields) = match self.ks.get(ctx.db, &argv[1], ctx.now_us) {
-            None => return Reply::Integer(0),
-            Some(Entry {
-                value: Value::Hash(h),
-                ..
-            }) => {
-                let before: Vec<Vec<u8>> = h.keys().cloned().collect();
-                let mut n = 0;
-                for f in &argv[2..] {
-                    if h.shift_remove(f).is_some() {
-                        n += 1;
-                    }
-                }
-                (n, h.is_empty(), before)
-            }
-            Some(_) => return wrongtype(),
-        };
-        if now_empty {
-            // Record the fields the hash held before this HDEL emptied it.
-            if let Some(Entry {
-                value: Value::Hash(h),
-                ..
-            }) = self.ks.get(ctx.db, &argv[1], ctx.now_us)
-            {
-                *h = removed_fields
-                    .into_iter()
-                    .map(|f| (f, Vec::new()))
-                    .collect();
-            }
-            self.ks.delete(ctx.db, &argv[1], ctx.now_us, &ctx.peer);
+        match self
+            .ks
+            .hash_delete(ctx.db, &argv[1], &argv[2..], ctx.now_us, &ctx.peer)
+        {
+            Ok(n) => Reply::Integer(n),
+            Err(()) => wrongtype(),
         }
-        Reply::Integer(deleted)
     }
 
     /// The `INFO` text for the requested sections (none / `default` / `all` /

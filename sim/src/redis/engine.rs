@@ -487,7 +487,7 @@ impl Engine {
     pub fn load(&mut self, entries: Vec<(usize, Vec<u8>, super::keyspace::Entry)>) {
         for (db, key, entry) in entries {
             if db < DATABASES {
-                self.core.ks.insert(db, &key, entry);
+                self.core.ks.restore(db, &key, entry);
             }
         }
     }

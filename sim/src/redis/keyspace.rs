@@ -1,5 +1,11 @@
 //! The keyspace: 16 databases of keys with optional absolute expiry (unix ms), and the
-//! key-event log every removal and string write goes through.
+//! key-event log.
+//!
+//! One write path: nothing outside this module can change an entry (readers get
+//! `&Entry`), and every method that changes one records exactly what changed through
+//! [`Keyspace::emit`], so the history's record of a server cannot miss a write (a
+//! `PERSIST`, a hash field, an expiry change) and later readers of the same record
+//! (a replication stream) see every change.
 
 use std::collections::BTreeMap;
 
@@ -70,9 +76,15 @@ fn key_text(key: &[u8]) -> String {
 }
 
 impl Keyspace {
+    /// The one place every change is recorded.
+    fn emit(&mut self, event: KeyEvent) {
+        self.events.push(event);
+    }
+
     /// The live entry at `key` in `db`, removing it first (with an `Expired` event) if
-    /// it has expired at `now_ms` (lazy expiry).
-    pub fn get(&mut self, db: usize, key: &[u8], now_us: u64) -> Option<&mut Entry> {
+    /// it has expired at `now_ms` (lazy expiry). Read-only: changes go through the
+    /// methods below.
+    pub fn get(&mut self, db: usize, key: &[u8], now_us: u64) -> Option<&Entry> {
         let now_ms = (now_us / 1000) as i64;
         let expired = match self.dbs[db].get(key) {
             None => return None,
@@ -82,7 +94,118 @@ impl Keyspace {
             self.remove(db, key, now_us, "expiry", KeyCause::Expired);
             return None;
         }
-        self.dbs[db].get_mut(key)
+        self.dbs[db].get(key)
+    }
+
+    /// Sets (or, with `None`, removes: `PERSIST`) a live key's absolute expiry and
+    /// records it (`ttl_ms` −1 for no expiry, as `PTTL` says). False if the key is
+    /// absent.
+    pub fn set_expiry(
+        &mut self,
+        db: usize,
+        key: &[u8],
+        expire_at_ms: Option<i64>,
+        now_us: u64,
+        by: &str,
+    ) -> bool {
+        if self.get(db, key, now_us).is_none() {
+            return false;
+        }
+        if let Some(entry) = self.dbs[db].get_mut(key) {
+            entry.expire_at_ms = expire_at_ms;
+        }
+        self.emit(KeyEvent::ExpireSet {
+            at_us: now_us,
+            by: by.to_string(),
+            key: key_text(key),
+            ttl_ms: expire_at_ms.map_or(-1, |when| when - (now_us / 1000) as i64),
+        });
+        true
+    }
+
+    /// Writes `field` of the hash at `key` (created empty if absent) and records it.
+    /// `Ok(true)` if the field is new; `Err(())` if the key holds another type.
+    pub fn hash_write(
+        &mut self,
+        db: usize,
+        key: &[u8],
+        field: &[u8],
+        value: Vec<u8>,
+        now_us: u64,
+        by: &str,
+    ) -> Result<bool, ()> {
+        if self.get(db, key, now_us).is_none() {
+            self.dbs[db].insert(
+                key.to_vec(),
+                Entry {
+                    value: Value::Hash(IndexMap::new()),
+                    expire_at_ms: None,
+                },
+            );
+        }
+        let Some(Entry {
+            value: Value::Hash(h),
+            ..
+        }) = self.dbs[db].get_mut(key)
+        else {
+            return Err(());
+        };
+        let created = h.insert(field.to_vec(), value).is_none();
+        self.emit(KeyEvent::Written {
+            at_us: now_us,
+            by: by.to_string(),
+            key: key_text(key),
+            value: String::from_utf8_lossy(field).into_owned(),
+        });
+        Ok(created)
+    }
+
+    /// Removes `fields` from the hash at `key`; a hash left empty is removed, recorded
+    /// with the fields it held before. The number removed; `Err(())` for another type.
+    pub fn hash_delete(
+        &mut self,
+        db: usize,
+        key: &[u8],
+        fields: &[Vec<u8>],
+        now_us: u64,
+        by: &str,
+    ) -> Result<i64, ()> {
+        let before = match self.get(db, key, now_us) {
+            None => return Ok(0),
+            Some(Entry {
+                value: Value::Hash(h),
+                ..
+            }) => h.keys().cloned().collect::<Vec<_>>(),
+            Some(_) => return Err(()),
+        };
+        let Some(Entry {
+            value: Value::Hash(h),
+            ..
+        }) = self.dbs[db].get_mut(key)
+        else {
+            return Err(());
+        };
+        let mut n = 0;
+        for f in fields {
+            if h.shift_remove(f).is_some() {
+                n += 1;
+            }
+        }
+        if h.is_empty() {
+            self.dbs[db].remove(key);
+            self.emit(KeyEvent::Removed {
+                at_us: now_us,
+                by: by.to_string(),
+                key: key_text(key),
+                value: before
+                    .iter()
+                    .map(|f| String::from_utf8_lossy(f).into_owned())
+                    .collect::<Vec<_>>()
+                    .join(","),
+                cause: KeyCause::Command,
+            });
+        }
+        Ok(n)
     }
 
     /// Removes `key` (if present, live or not) and records a `Removed` event.
@@ -95,7 +218,7 @@ impl Keyspace {
         cause: KeyCause,
     ) -> Option<Entry> {
         let entry = self.dbs[db].remove(key)?;
-        self.events.push(KeyEvent::Removed {
+        self.emit(KeyEvent::Removed {
             at_us: now_us,
             by: by.to_string(),
             key: key_text(key),
@@ -103,27 +226,6 @@ impl Keyspace {
             cause,
         });
         Some(entry)
-    }
-
-    /// Records that `field` of the hash `key` was written (HSET, HINCRBY): a reentrant
-    /// lock's owner is a hash field, and the checkers attribute it by this event.
-    pub fn record_field_written(&mut self, key: &[u8], field: &[u8], now_us: u64, by: &str) {
-        self.events.push(KeyEvent::Written {
-            at_us: now_us,
-            by: by.to_string(),
-            key: key_text(key),
-            value: String::from_utf8_lossy(field).into_owned(),
-        });
-    }
-
-    /// Records that a command set a key's expiry (a lease armed or renewed).
-    pub fn record_expire_set(&mut self, key: &[u8], expire_at_ms: i64, now_us: u64, by: &str) {
-        self.events.push(KeyEvent::ExpireSet {
-            at_us: now_us,
-            by: by.to_string(),
-            key: key_text(key),
-            ttl_ms: expire_at_ms - (now_us / 1000) as i64,
-        });
     }
 
     /// Removes a live key on a command's behalf; returns whether it existed.
@@ -149,7 +251,7 @@ impl Keyspace {
         if self.get(db, key, now_us).is_some() {
             self.remove(db, key, now_us, by, KeyCause::Overwritten);
         }
-        self.events.push(KeyEvent::Written {
+        self.emit(KeyEvent::Written {
             at_us: now_us,
             by: by.to_string(),
             key: key_text(key),
@@ -168,7 +270,7 @@ impl Keyspace {
     /// records `Written`.
     pub fn update_string(&mut self, db: usize, key: &[u8], value: Vec<u8>, now_us: u64, by: &str) {
         let expire_at_ms = self.get(db, key, now_us).and_then(|e| e.expire_at_ms);
-        self.events.push(KeyEvent::Written {
+        self.emit(KeyEvent::Written {
             at_us: now_us,
             by: by.to_string(),
             key: key_text(key),
@@ -183,8 +285,10 @@ impl Keyspace {
         );
     }
 
-    /// Inserts a new entry without any event (hash creation).
-    pub fn insert(&mut self, db: usize, key: &[u8], entry: Entry) {
+    /// Restores a saved entry without any event: a restart loading its disk, the one
+    /// change that is not a write of this server's life (the observer compares what
+    /// came back with the record).
+    pub fn restore(&mut self, db: usize, key: &[u8], entry: Entry) {
         self.dbs[db].insert(key.to_vec(), entry);
     }
 
@@ -222,7 +326,7 @@ impl Keyspace {
                 } else {
                     (by, KeyCause::Flushed)
                 };
-                self.events.push(KeyEvent::Removed {
+                self.emit(KeyEvent::Removed {
                     at_us: now_us,
                     by: by.to_string(),
                     key: key_text(&key),
