@@ -1778,3 +1778,62 @@ fn every_write_reaches_the_key_event_record_persist_and_hash_fields_included() {
     );
     assert_eq!(events.len(), 2);
 }
+
+#[test]
+fn a_script_that_never_ends_makes_the_server_busy_until_script_kill() {
+    let (mut e, mut s) = setup();
+    let mut other = e.connect("other");
+    let t = 1_000_000_000_000;
+    // Texts checked against redis-server 7.0.15 (lua-time-limit passed, then SCRIPT KILL).
+    assert_eq!(
+        run(&mut e, &mut other, t, &["SCRIPT", "KILL"]),
+        Reply::Error("NOTBUSY No scripts in execution right now.".into())
+    );
+    assert_eq!(
+        run(&mut e, &mut s, t, &["EVAL", "while 1 do end", "0"]),
+        Reply::Frames(vec![]),
+        "the caller waits"
+    );
+    let busy = Reply::Error(
+        "BUSY Redis is busy running a script. You can only call SCRIPT KILL or SHUTDOWN NOSAVE."
+            .into(),
+    );
+    assert_eq!(run(&mut e, &mut other, t, &["GET", "x"]), busy);
+    assert_eq!(run(&mut e, &mut other, t, &["PING"]), busy);
+    assert_eq!(run(&mut e, &mut other, t, &["SCRIPT", "KILL"]), ok());
+    let pushes = e.take_pushes();
+    assert_eq!(
+        pushes,
+        vec![(
+            s.id,
+            Reply::Error(
+                "ERR Script killed by user with SCRIPT KILL... script: \
+                 a0aa8d656b65882e2a8f491fbb37ba7fa649be34, on @user_script:1."
+                    .into()
+            )
+        )],
+        "the caller hears that its script was killed"
+    );
+    assert_eq!(run(&mut e, &mut other, t, &["GET", "x"]), Reply::Nil);
+}
+
+#[test]
+fn a_busy_script_that_wrote_cannot_be_killed() {
+    let (mut e, mut s) = setup();
+    let mut other = e.connect("other");
+    let t = 1_000_000_000_000;
+    run(
+        &mut e,
+        &mut s,
+        t,
+        &["EVAL", "redis.call('set','a','1'); while 1 do end", "0"],
+    );
+    assert_eq!(
+        run(&mut e, &mut other, t, &["SCRIPT", "KILL"]),
+        Reply::Error("UNKILLABLE Sorry the script already executed write commands against the dataset. You can either wait the script termination or kill the server in a hard way using the SHUTDOWN NOSAVE command.".into())
+    );
+    assert!(matches!(
+        run(&mut e, &mut other, t, &["GET", "a"]),
+        Reply::Error(ref m) if m.starts_with("BUSY")
+    ));
+}

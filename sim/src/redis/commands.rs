@@ -100,6 +100,7 @@ const SUBCOMMANDS: &[Spec] = &[
     spec("script|load", 3, true),
     spec("script|exists", -3, true),
     spec("script|flush", -2, true),
+    spec("script|kill", 2, true),
 ];
 
 /// Finds the command `argv` names (case-insensitively), as Redis's `lookupCommand`.

@@ -21,8 +21,17 @@
 //!   command (or unknown `CLIENT`/`SCRIPT` subcommand). No pattern subscriptions.
 //!   `CLIENT SETINFO` is unknown, as in 7.0.15 (it arrived in 7.2).
 //! - Lua: no `cjson`, `bit`, `struct`, `cmsgpack`, no `redis.setresp`; library
-//!   tables are read-only through proxies; a script that never ends hangs the engine
-//!   (Redis would answer other clients `BUSY`). See `lua.rs` for the conversion limit.
+//!   tables are read-only through proxies. See `lua.rs` for the conversion limit.
+//! - A long script: Redis lets it run and, past `lua-time-limit` (5 s), answers other
+//!   clients `BUSY` until `SCRIPT KILL` (or, once it wrote, `UNKILLABLE` until
+//!   `SHUTDOWN NOSAVE`). The model counts Lua instructions instead of time
+//!   (`lua::SCRIPT_BUDGET_INSTRUCTIONS`, deterministic) and, at the budget, *stops* the
+//!   script and holds its caller's reply: every other command gets the same `BUSY`
+//!   (`AUTH` and `HELLO` still work), `SCRIPT KILL` releases the caller's
+//!   `Script killed by user with SCRIPT KILL...` error, or answers `UNKILLABLE` if the
+//!   script wrote. The difference: a script that would have finished on its own after
+//!   the limit never does here, and the caller's own pipelined commands get `BUSY`
+//!   instead of waiting. No run and no `serve-model` client can hang on a script.
 //! - `INFO` has the `server`, `replication` and `keyspace` sections only; host
 //!   fields are fixed and `run_id` / `master_replid` derive from the engine's seed.
 //! - Error replies are `String`s: non-UTF-8 bytes echoed in an error are lossy.
@@ -121,7 +130,26 @@ pub struct Engine {
     commands_processed: u64,
     /// Fault injection: drop pub/sub messages.
     drop_pushes: bool,
+    /// A script past its budget, still "running": the server is busy.
+    busy: Option<BusyScript>,
 }
+
+/// A script that spent its instruction budget. In Redis it would still be running;
+/// here it has been stopped, and its caller waits for the reply `SCRIPT KILL` releases.
+#[derive(Debug, Clone)]
+struct BusyScript {
+    /// The caller's session.
+    session: u64,
+    /// What the caller is told once the script is killed.
+    reply: Reply,
+    /// Whether it wrote before it was stopped (then `SCRIPT KILL` refuses).
+    wrote: bool,
+}
+
+const BUSY: &str =
+    "BUSY Redis is busy running a script. You can only call SCRIPT KILL or SHUTDOWN NOSAVE.";
+const NOTBUSY: &str = "NOTBUSY No scripts in execution right now.";
+const UNKILLABLE: &str = "UNKILLABLE Sorry the script already executed write commands against the dataset. You can either wait the script termination or kill the server in a hard way using the SHUTDOWN NOSAVE command.";
 
 impl std::fmt::Debug for Engine {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -163,6 +191,7 @@ impl Engine {
             session_db: BTreeMap::new(),
             commands_processed: 0,
             drop_pushes: false,
+            busy: None,
         }
     }
 
@@ -224,6 +253,9 @@ impl Engine {
         if !commands::arity_ok(&spec, argv.len()) {
             return commands::arity_error(&spec);
         }
+        if self.busy.is_some() && !matches!(spec.name, "script|kill" | "auth" | "hello") {
+            return Reply::Error(BUSY.into());
+        }
         let subscribed = session.protocol == 2 && !session.channels.is_empty();
         if subscribed
             && !matches!(
@@ -281,7 +313,32 @@ impl Engine {
             }
             "subscribe" => self.subscribe(session, &argv[1..]),
             "unsubscribe" => self.unsubscribe(session, &argv[1..]),
-            "eval" | "evalsha" => self.eval(&mut ctx, spec.name == "evalsha", argv),
+            "eval" | "evalsha" => {
+                let writes_before = self.core.ks.pending_events();
+                let reply = self.eval(&mut ctx, spec.name == "evalsha", argv);
+                if !self.lua.budget_spent() {
+                    return reply;
+                }
+                // The script ran past its budget: the server is busy until SCRIPT KILL;
+                // the caller hears nothing until then (its reply is held).
+                self.busy = Some(BusyScript {
+                    session: session.id,
+                    reply,
+                    wrote: self.core.ks.pending_events() > writes_before,
+                });
+                Reply::Frames(Vec::new())
+            }
+            "script|kill" => match self.busy.take() {
+                None => Reply::Error(NOTBUSY.into()),
+                Some(busy) if busy.wrote => {
+                    self.busy = Some(busy);
+                    Reply::Error(UNKILLABLE.into())
+                }
+                Some(busy) => {
+                    self.core.pushes.push((busy.session, busy.reply));
+                    Reply::ok()
+                }
+            },
             "script|load" => match self.lua.load(&argv[2]) {
                 Ok(sha) => Reply::bulk(sha),
                 Err(e) => compile_error(&e),
@@ -467,7 +524,15 @@ impl Engine {
     /// delivery order. The server layer writes each to its connection.
     pub fn take_pushes(&mut self) -> Vec<(u64, Reply)> {
         let pushes = std::mem::take(&mut self.core.pushes);
-        if self.drop_pushes { Vec::new() } else { pushes }
+        if self.drop_pushes {
+            // Only pub/sub messages are lost; a held script reply is not a message.
+            pushes
+                .into_iter()
+                .filter(|(_, r)| !matches!(r, Reply::Push(_)))
+                .collect()
+        } else {
+            pushes
+        }
     }
 
     /// While set, every pub/sub message is dropped on the way out (a fault: the

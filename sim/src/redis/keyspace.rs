@@ -365,6 +365,12 @@ impl Keyspace {
             .collect()
     }
 
+    /// Events recorded and not yet drained (a script's writes are the growth of this
+    /// during its run).
+    pub fn pending_events(&self) -> usize {
+        self.events.len()
+    }
+
     /// Drains the event log.
     pub fn take_events(&mut self) -> Vec<KeyEvent> {
         std::mem::take(&mut self.events)

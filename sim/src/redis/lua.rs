@@ -219,7 +219,20 @@ pub struct LuaVm {
     compile: Function,
     run: Function,
     scripts: BTreeMap<String, Function>,
+    /// Set when the running script spent its instruction budget.
+    budget_spent: std::sync::Arc<std::sync::atomic::AtomicBool>,
 }
+
+/// Lua instructions a script may run before the server counts as busy: the model's
+/// stand-in for `lua-time-limit` (5000 ms), counted, not timed, so a run replays the
+/// same. No lock script comes within a thousandth of it.
+pub const SCRIPT_BUDGET_INSTRUCTIONS: u64 = 10_000_000;
+
+/// How often the budget hook runs, in instructions.
+const BUDGET_CHECK_EVERY: u32 = 10_000;
+
+/// What Redis raises in a script stopped by `SCRIPT KILL`.
+pub const SCRIPT_KILLED: &str = "ERR Script killed by user with SCRIPT KILL...";
 
 impl std::fmt::Debug for LuaVm {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -323,6 +336,7 @@ impl LuaVm {
             compile,
             run,
             scripts: BTreeMap::new(),
+            budget_spent: Default::default(),
         })
     }
 
@@ -369,6 +383,24 @@ impl LuaVm {
             return Reply::Error("NOSCRIPT No matching script. Please use EVAL.".into());
         };
         let state = std::cell::RefCell::new((core, ctx));
+        self.budget_spent
+            .store(false, std::sync::atomic::Ordering::Relaxed);
+        let spent = self.budget_spent.clone();
+        let counted = std::sync::atomic::AtomicU64::new(0);
+        let _ = self.lua.set_hook(
+            mlua::HookTriggers::new().every_nth_instruction(BUDGET_CHECK_EVERY),
+            move |lua, _| {
+                use std::sync::atomic::Ordering::Relaxed;
+                let n = counted.fetch_add(u64::from(BUDGET_CHECK_EVERY), Relaxed);
+                if n + u64::from(BUDGET_CHECK_EVERY) > SCRIPT_BUDGET_INSTRUCTIONS {
+                    // Past the budget the script is stopped as SCRIPT KILL stops it, on
+                    // every check, so a `pcall` in the script cannot swallow it for long.
+                    spent.store(true, Relaxed);
+                    return raise(lua, SCRIPT_KILLED);
+                }
+                Ok(mlua::VmState::Continue)
+            },
+        );
         let result = self.lua.scope(|scope| {
             let call = scope.create_function(|lua, args: MultiValue| {
                 let mut st = state
@@ -413,11 +445,17 @@ impl LuaVm {
                 error_to_reply(&value, sha)
             })
         });
+        self.lua.remove_hook();
         result.unwrap_or_else(|e| {
             Reply::err(commands::no_newlines(&format!(
                 "Error running script {sha}, {e}"
             )))
         })
+    }
+
+    /// Whether the last script run spent its instruction budget (and was stopped).
+    pub fn budget_spent(&self) -> bool {
+        self.budget_spent.load(std::sync::atomic::Ordering::Relaxed)
     }
 }
 
