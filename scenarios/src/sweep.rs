@@ -12,7 +12,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use serde::{Deserialize, Serialize};
 use sim::history::{History, OpF, Phase};
-use sim::world::{DesignFactory, RunConfig, RunError, run};
+use sim::world::{DEFAULT_WALL_BUDGET, DesignFactory, RunConfig, RunError, run_bounded};
 
 use crate::catalog::Scenario;
 use crate::checkers::{Verdict, check_all};
@@ -93,10 +93,52 @@ pub fn run_seed(
     seed: u64,
     keep_history: bool,
 ) -> Result<RunSummary, RunError> {
-    let history = run(&config(design, scenario, seed))?;
-    let mut summary = summarize(scenario, &history);
-    summary.history = keep_history.then_some(history);
-    Ok(summary)
+    run_seed_within(design, scenario, seed, keep_history, DEFAULT_WALL_BUDGET)
+}
+
+/// [`run_seed`] with a wall-clock budget: a run that does not finish in time, or whose
+/// simulation fails, is judged Unknown by every checker, with the reason; only a bad
+/// configuration is an error.
+pub fn run_seed_within(
+    design: &DesignSpec,
+    scenario: &Scenario,
+    seed: u64,
+    keep_history: bool,
+    wall_budget: std::time::Duration,
+) -> Result<RunSummary, RunError> {
+    match run_bounded(&config(design, scenario, seed), wall_budget) {
+        Ok(history) => {
+            let mut summary = summarize(scenario, &history);
+            summary.history = keep_history.then_some(history);
+            Ok(summary)
+        }
+        Err(e @ RunError::Config(_)) => Err(e),
+        Err(e) => Ok(unfinished(seed, &e)),
+    }
+}
+
+/// The summary of a run that never finished: nothing to judge, so every checker says
+/// Unknown (never Valid), with the reason.
+pub fn unfinished(seed: u64, why: &RunError) -> RunSummary {
+    RunSummary {
+        seed,
+        verdicts: crate::checkers::names()
+            .into_iter()
+            .map(|n| {
+                (
+                    n.to_string(),
+                    Verdict::Unknown {
+                        reason: format!("the run did not finish: {why}"),
+                    },
+                )
+            })
+            .collect(),
+        fault_seen: None,
+        acquisitions: 0,
+        ops: 0,
+        digest: 0,
+        history: None,
+    }
 }
 
 /// Judges a finished history (the summary does not keep it; callers that want it set
@@ -148,7 +190,7 @@ pub fn sweep(
                     if seed >= seeds.end || failure.lock().expect("poisoned").is_some() {
                         break;
                     }
-                    match run(&config(design, scenario, seed)) {
+                    match run_bounded(&config(design, scenario, seed), DEFAULT_WALL_BUDGET) {
                         Ok(history) => {
                             let mut summary = summarize(scenario, &history);
                             on_done(&history, &summary);
@@ -157,9 +199,10 @@ pub fn sweep(
                             }
                             results.lock().expect("poisoned").push(summary);
                         }
-                        Err(e) => {
+                        Err(e @ RunError::Config(_)) => {
                             failure.lock().expect("poisoned").get_or_insert(e);
                         }
+                        Err(e) => results.lock().expect("poisoned").push(unfinished(seed, &e)),
                     }
                 }
             });
