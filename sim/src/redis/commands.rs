@@ -684,7 +684,7 @@ impl Core {
             ) {
                 Ok(true) => created += 1,
                 Ok(false) => {}
-                Err(()) => return wrongtype(),
+                Err(_) => return wrongtype(),
             }
         }
         Reply::Integer(created)
@@ -720,7 +720,7 @@ impl Core {
             &ctx.peer,
         ) {
             Ok(_) => Reply::Integer(new),
-            Err(()) => wrongtype(),
+            Err(_) => wrongtype(),
         }
     }
 
@@ -730,7 +730,7 @@ impl Core {
             .hash_delete(ctx.db, &argv[1], &argv[2..], ctx.now_us, &ctx.peer)
         {
             Ok(n) => Reply::Integer(n),
-            Err(()) => wrongtype(),
+            Err(_) => wrongtype(),
         }
     }
 

@@ -40,6 +40,10 @@ impl Value {
     }
 }
 
+/// The key holds a value of another type (Redis's `WRONGTYPE`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct WrongType;
+
 /// One key's value and its absolute expiry in unix milliseconds.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Entry {
@@ -124,7 +128,7 @@ impl Keyspace {
     }
 
     /// Writes `field` of the hash at `key` (created empty if absent) and records it.
-    /// `Ok(true)` if the field is new; `Err(())` if the key holds another type.
+    /// `Ok(true)` if the field is new; `Err(WrongType)` if the key holds another type.
     pub fn hash_write(
         &mut self,
         db: usize,
@@ -133,7 +137,7 @@ impl Keyspace {
         value: Vec<u8>,
         now_us: u64,
         by: &str,
-    ) -> Result<bool, ()> {
+    ) -> Result<bool, WrongType> {
         if self.get(db, key, now_us).is_none() {
             self.dbs[db].insert(
                 key.to_vec(),
@@ -148,7 +152,7 @@ impl Keyspace {
             ..
         }) = self.dbs[db].get_mut(key)
         else {
-            return Err(());
+            return Err(WrongType);
         };
         let created = h.insert(field.to_vec(), value).is_none();
         self.emit(KeyEvent::Written {
@@ -161,7 +165,8 @@ impl Keyspace {
     }
 
     /// Removes `fields` from the hash at `key`; a hash left empty is removed, recorded
-    /// with the fields it held before. The number removed; `Err(())` for another type.
+    /// with the fields it held before. The number removed; `Err(WrongType)` for another
+    /// type.
     pub fn hash_delete(
         &mut self,
         db: usize,
@@ -169,21 +174,21 @@ impl Keyspace {
         fields: &[Vec<u8>],
         now_us: u64,
         by: &str,
-    ) -> Result<i64, ()> {
+    ) -> Result<i64, WrongType> {
         let before = match self.get(db, key, now_us) {
             None => return Ok(0),
             Some(Entry {
                 value: Value::Hash(h),
                 ..
             }) => h.keys().cloned().collect::<Vec<_>>(),
-            Some(_) => return Err(()),
+            Some(_) => return Err(WrongType),
         };
         let Some(Entry {
             value: Value::Hash(h),
             ..
         }) = self.dbs[db].get_mut(key)
         else {
-            return Err(());
+            return Err(WrongType);
         };
         let mut n = 0;
         for f in fields {
