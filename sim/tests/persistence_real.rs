@@ -6,7 +6,7 @@
 //! Without `redis-server` on `PATH` this prints one `SKIPPED:` line (and fails under
 //! `LOCKSIM_REQUIRE_REDIS`).
 
-use std::io::{BufRead, BufReader, Read, Write};
+use std::io::{BufRead, BufReader, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
@@ -40,7 +40,7 @@ fn now_us() -> u64 {
 }
 
 fn start(dir: &Path, port: u16, fsync: &str) -> Child {
-    let child = Command::new("redis-server")
+    let mut child = Command::new("redis-server")
         .args(["--port", &port.to_string(), "--bind", "127.0.0.1"])
         .args(["--save", "", "--appendonly", "yes", "--appendfsync", fsync])
         .arg("--dir")
@@ -62,6 +62,8 @@ fn start(dir: &Path, port: u16, fsync: &str) -> Child {
         }
         std::thread::sleep(Duration::from_millis(10));
     }
+    let _ = child.kill();
+    let _ = child.wait();
     panic!("redis-server did not come up on port {port}");
 }
 
