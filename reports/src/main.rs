@@ -17,7 +17,7 @@ struct Cli {
     #[command(subcommand)]
     command: Option<Command>,
     /// Seeds for the catalog table (A..B or N).
-    #[arg(long, default_value = "0..20", allow_hyphen_values = true)]
+    #[arg(long, default_value = "0..10", allow_hyphen_values = true)]
     seeds: String,
     /// Worker threads (default: all cores).
     #[arg(long)]
