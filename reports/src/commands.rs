@@ -180,7 +180,7 @@ pub fn run_cell(
             .iter()
             .map(|(n, v)| (n.as_str(), v.clone()))
             .collect();
-        cell.record(r.seed, &verdicts);
+        cell.record(r.seed, &verdicts, r.storage_refused, r.fault_seen.is_some());
     }
     cell.replay = cell
         .first_invalid_seed
@@ -236,7 +236,7 @@ pub fn catalog_table(seeds: Range<u64>, threads: usize, json: bool) -> ExitCode 
             "\nchecker columns count invalid runs; replay any first invalid seed with the command shown."
         );
         println!(
-            "class counts runs per safety class: unsafe = harm at the storage or server (lost-update, token-order, ownership, reentrancy), fenced = only believed holds overlapped (mutual-exclusion), unknown = a safety checker could not judge; liveness checkers do not change it."
+            "fault counts the runs in which the scenario's fault really happened. class counts runs per safety class: unsafe = harm at the storage or server (lost-update, token-order, ownership, reentrancy), or believed holds overlapped and nothing refused the stale holder; fenced = believed holds overlapped and the storage refused the stale holder, nothing lost; unknown = a safety checker could not judge; no-fault = nothing broke but the fault never happened (no evidence of safety); liveness checkers do not change it."
         );
     }
     ExitCode::from(exit_code(&all_runs))

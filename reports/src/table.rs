@@ -30,6 +30,9 @@ pub struct CellResult {
     pub classes: BTreeMap<String, usize>,
     /// Verdicts that were unknown (all checkers, all runs).
     pub unknown: usize,
+    /// Runs in which the scenario's fault really happened (its probe saw it).
+    #[serde(default)]
+    pub fault_seen: u64,
     /// The first seed (in recording order) any checker judged invalid.
     pub first_invalid_seed: Option<u64>,
     /// The command that replays `first_invalid_seed`.
@@ -48,6 +51,7 @@ impl CellResult {
             per_checker: BTreeMap::new(),
             classes: BTreeMap::new(),
             unknown: 0,
+            fault_seen: 0,
             first_invalid_seed: None,
             replay: None,
             latency: Quantiles::default(),
@@ -56,13 +60,28 @@ impl CellResult {
 
     /// Counts one run's verdicts. Every checker gets a column, even at zero, so a
     /// checker that never fires is visibly present rather than silently missing.
-    /// The run's safety class ([`checkers::safety`]) is counted in `classes`.
-    pub fn record(&mut self, seed: u64, verdicts: &[(&str, Verdict)]) {
+    /// The run's safety class ([`checkers::safety`], which needs to know whether the
+    /// storage refused anyone) is counted in `classes`, except that a run that would be
+    /// `safe` but never saw the scenario's fault counts as [`NO_FAULT`]: it is no
+    /// evidence of safety.
+    pub fn record(
+        &mut self,
+        seed: u64,
+        verdicts: &[(&str, Verdict)],
+        storage_refused: bool,
+        fault_seen: bool,
+    ) {
         self.runs += 1;
-        *self
-            .classes
-            .entry(checkers::safety(verdicts).name().to_string())
-            .or_insert(0) += 1;
+        if fault_seen {
+            self.fault_seen += 1;
+        }
+        let class = checkers::safety(verdicts, storage_refused);
+        let name = if class == Safety::Safe && !fault_seen {
+            NO_FAULT
+        } else {
+            class.name()
+        };
+        *self.classes.entry(name.to_string()).or_insert(0) += 1;
         for (name, v) in verdicts {
             let n = self.per_checker.entry((*name).to_string()).or_insert(0);
             match v {
@@ -106,6 +125,9 @@ impl CellResult {
     }
 }
 
+/// The class of a run that judged safe but never saw its scenario's fault.
+pub const NO_FAULT: &str = "no-fault";
+
 /// Checker columns: the standard checkers in their fixed order, then any other names
 /// the cells mention, alphabetically.
 pub fn checker_columns(cells: &[CellResult]) -> Vec<String> {
@@ -130,6 +152,7 @@ pub fn render_text(cells: &[CellResult]) -> String {
         "design".into(),
         "scenario".into(),
         "runs".into(),
+        "fault".into(),
         "class".into(),
     ];
     header.extend(cols.iter().cloned());
@@ -150,6 +173,7 @@ pub fn render_text(cells: &[CellResult]) -> String {
                 c.design.clone(),
                 c.scenario.clone(),
                 c.runs.to_string(),
+                c.fault_seen.to_string(),
                 c.class_text(),
             ];
             r.extend(
@@ -175,7 +199,7 @@ pub fn render_text(cells: &[CellResult]) -> String {
         .collect();
     // Text columns (design, scenario, class, replay) align left, numbers right; the
     // replay command is not padded.
-    let numeric = |i: usize| i == 2 || (i >= 4 && i < header.len() - 1);
+    let numeric = |i: usize| i == 2 || i == 3 || (i >= 5 && i < header.len() - 1);
     let fmt_row = |r: &[String]| {
         let mut line = String::new();
         for (i, cell) in r.iter().enumerate() {

@@ -9,12 +9,22 @@ fn cells() -> Vec<CellResult> {
     let h = common::history();
     let verdicts = checkers::check_all(&h);
     let mut bad = CellResult::new("naive", "pause-holder");
-    bad.record(41, &checkers::check_all(&sim_history_without_events(&h)));
-    bad.record(42, &verdicts);
-    bad.record(43, &verdicts);
+    bad.record(
+        41,
+        &checkers::check_all(&sim_history_without_events(&h)),
+        false,
+        true,
+    );
+    bad.record(42, &verdicts, false, true);
+    bad.record(43, &verdicts, false, true);
     bad.replay = Some("locksim replay --design naive --scenario pause-holder --seed 42".into());
     let mut good = CellResult::new("fenced-token", "pause-holder");
-    good.record(1, &checkers::check_all(&sim_history_without_events(&h)));
+    good.record(
+        1,
+        &checkers::check_all(&sim_history_without_events(&h)),
+        false,
+        true,
+    );
     vec![bad, good]
 }
 
@@ -44,6 +54,7 @@ fn the_text_table_has_aligned_columns_for_every_checker() {
         "design",
         "scenario",
         "runs",
+        "fault",
         "class",
         "mutual-exclusion",
         "lost-update",
@@ -64,7 +75,7 @@ fn the_text_table_has_aligned_columns_for_every_checker() {
             .map(|(i, _)| i)
             .collect()
     };
-    assert_eq!(starts(lines[1]).len(), 16);
+    assert_eq!(starts(lines[1]).len(), 17);
     assert!(lines[2].starts_with("naive         pause-holder"), "{text}");
     assert!(
         lines[2].ends_with("42  locksim replay --design naive --scenario pause-holder --seed 42"),
@@ -88,11 +99,24 @@ fn the_json_table_round_trips() {
 fn a_cell_counts_runs_per_safety_class() {
     let c = &cells()[0];
     assert_eq!(c.classes["unsafe"], 2);
-    assert_eq!(c.classes["safe"], 1);
+    // A run with no events judged nothing: unknown, never safe.
+    assert_eq!(c.classes["unknown"], 1);
     assert_eq!(c.classes.values().sum::<usize>(), 3);
     assert_eq!(c.worst_class(), Some(checkers::Safety::Unsafe));
-    assert_eq!(c.class_text(), "unsafe 2, safe 1");
-    assert_eq!(cells()[1].class_text(), "safe 1");
+    assert_eq!(c.class_text(), "unsafe 2, unknown 1");
+    assert_eq!(cells()[1].class_text(), "unknown 1");
+}
+
+#[test]
+fn a_run_that_never_saw_its_fault_is_not_counted_safe() {
+    let safe = vec![("mutual-exclusion", Verdict::Valid)];
+    let mut c = CellResult::new("d", "s");
+    c.record(1, &safe, false, true);
+    c.record(2, &safe, false, false);
+    assert_eq!(c.fault_seen, 1);
+    assert_eq!(c.class_text(), "safe 1, no-fault 1");
+    let text = table::render_text(&[c]);
+    assert!(text.lines().next().unwrap().contains("fault"), "{text}");
 }
 
 #[test]
@@ -103,11 +127,11 @@ fn the_class_column_lists_the_worst_class_first() {
     ];
     let safe = vec![("mutual-exclusion", Verdict::Valid)];
     let mut c = CellResult::new("fenced", "pause-holder");
-    c.record(1, &safe);
+    c.record(1, &safe, false, true);
     for seed in 2..20 {
-        c.record(seed, &fenced);
+        c.record(seed, &fenced, true, true);
     }
-    c.record(20, &safe);
+    c.record(20, &safe, false, true);
     assert_eq!(c.class_text(), "fenced 18, safe 2");
     let text = table::render_text(&[c]);
     let lines: Vec<&str> = text.lines().collect();
@@ -136,7 +160,8 @@ fn the_json_table_includes_the_classes() {
     let json = table::render_json(&cells());
     let v: serde_json::Value = serde_json::from_str(&json).unwrap();
     assert_eq!(v["cells"][0]["classes"]["unsafe"], 2);
-    assert_eq!(v["cells"][0]["classes"]["safe"], 1);
+    assert_eq!(v["cells"][0]["classes"]["unknown"], 1);
+    assert_eq!(v["cells"][0]["fault_seen"], 3);
 }
 
 fn invalid() -> Verdict {

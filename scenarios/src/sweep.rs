@@ -52,6 +52,9 @@ pub struct RunSummary {
     pub ops: u64,
     /// The history's digest.
     pub digest: u64,
+    /// Whether the storage refused anyone (what a `fenced` class needs).
+    #[serde(default)]
+    pub storage_refused: bool,
     /// The history, when the sweep was asked to keep it.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub history: Option<History>,
@@ -61,6 +64,11 @@ impl RunSummary {
     /// True if any checker said Invalid.
     pub fn is_invalid(&self) -> bool {
         self.verdicts.iter().any(|(_, v)| v.is_invalid())
+    }
+
+    /// The run's safety class.
+    pub fn safety(&self) -> crate::checkers::Safety {
+        crate::checkers::safety(&self.verdicts, self.storage_refused)
     }
 
     /// The verdict of checker `name`.
@@ -137,6 +145,7 @@ pub fn unfinished(seed: u64, why: &RunError) -> RunSummary {
         acquisitions: 0,
         ops: 0,
         digest: 0,
+        storage_refused: false,
         history: None,
     }
 }
@@ -164,6 +173,7 @@ pub fn summarize(scenario: &Scenario, history: &History) -> RunSummary {
         acquisitions,
         ops,
         digest: history.digest(),
+        storage_refused: crate::checkers::storage_refused(history),
         history: None,
     }
 }

@@ -52,7 +52,6 @@ impl Checker for LostUpdate {
                 _ => None,
             })
             .collect();
-
         let expected = h.params.initial_stock - writes.len() as i64;
         let final_value = writes.last().map_or(h.params.initial_stock, |w| w.wrote);
         let final_note = if final_value == expected {
@@ -126,6 +125,10 @@ impl Checker for LostUpdate {
                     ),
                 };
             }
+            // Nothing written at all: no update could be lost, so nothing is proved.
+            return Verdict::Unknown {
+                reason: "the storage accepted no write: no update to lose".into(),
+            };
         }
 
         if final_value != expected {

@@ -236,17 +236,22 @@ impl std::fmt::Display for Safety {
 }
 
 /// A run's safety class from its verdicts (names as [`names`] spells them; works on
-/// `&[(&str, Verdict)]` from [`check_all`] and on `&[(String, Verdict)]` alike):
+/// `&[(&str, Verdict)]` from [`check_all`] and on `&[(String, Verdict)]` alike) and
+/// whether the storage refused anyone ([`storage_refused`]):
 ///
 /// - [`Safety::Unsafe`] if any effect checker ([`EFFECT_CHECKERS`]) is invalid;
-/// - else [`Safety::Fenced`] if `mutual-exclusion` (belief) is invalid;
 /// - else [`Safety::Unknown`] if any verdict other than a liveness checker's
-///   ([`LIVENESS_CHECKERS`]) is unknown (a checker that panicked is unknown too);
+///   ([`LIVENESS_CHECKERS`]) is unknown (a checker that panicked is unknown too): an
+///   unjudged run proves nothing, whatever else held;
+/// - else, if `mutual-exclusion` (belief) is invalid: [`Safety::Fenced`] only if the
+///   storage refused a stale holder (the fence did its work, and nothing was lost),
+///   otherwise [`Safety::Unsafe`]: two clients held the lock at once and nothing stood
+///   between them and the data, so that nothing was lost was luck;
 /// - else [`Safety::Safe`].
 ///
 /// Liveness verdicts never change the class; invalid verdicts of checkers this
 /// function does not know are ignored.
-pub fn safety<S: AsRef<str>>(verdicts: &[(S, Verdict)]) -> Safety {
+pub fn safety<S: AsRef<str>>(verdicts: &[(S, Verdict)], storage_refused: bool) -> Safety {
     let invalid = |want: &dyn Fn(&str) -> bool| {
         verdicts
             .iter()
@@ -254,16 +259,39 @@ pub fn safety<S: AsRef<str>>(verdicts: &[(S, Verdict)]) -> Safety {
     };
     if invalid(&|n| EFFECT_CHECKERS.contains(&n)) {
         Safety::Unsafe
-    } else if invalid(&|n| n == BELIEF_CHECKER) {
-        Safety::Fenced
     } else if verdicts
         .iter()
         .any(|(n, v)| !LIVENESS_CHECKERS.contains(&n.as_ref()) && v.is_unknown())
     {
         Safety::Unknown
+    } else if invalid(&|n| n == BELIEF_CHECKER) {
+        if storage_refused {
+            Safety::Fenced
+        } else {
+            Safety::Unsafe
+        }
     } else {
         Safety::Safe
     }
+}
+
+/// Whether the storage refused any read or write (a fencing storage turning a stale
+/// token away): the evidence a `fenced` class needs.
+pub fn storage_refused(h: &History) -> bool {
+    h.events.iter().any(|e| {
+        matches!(
+            e.kind,
+            sim::history::EventKind::Storage(
+                sim::history::StorageEvent::Read {
+                    accepted: false,
+                    ..
+                } | sim::history::StorageEvent::Write {
+                    accepted: false,
+                    ..
+                }
+            )
+        )
+    })
 }
 
 /// Formats true simulated microseconds as seconds with millisecond precision

@@ -24,6 +24,12 @@ impl Checker for MutualExclusion {
             Ok(x) => x,
             Err(reason) => return Verdict::Unknown { reason },
         };
+        if holds.is_empty() {
+            // No client ever held the lock: nothing was excluded, so nothing is proved.
+            return Verdict::Unknown {
+                reason: "no acquisition succeeded: no hold to judge".into(),
+            };
+        }
         // Every overlapping pair of different hosts on one key; report the one whose
         // overlap starts first (ties: lowest event index), and count the rest.
         let mut found: Option<(&Hold, &Hold)> = None;

@@ -1,31 +1,54 @@
-//! `ownership`: a client's command only ever removes a lock value that client wrote.
+//! `ownership`: a client's command only ever removes, overwrites or re-arms a lock
+//! value that it wrote itself, in its current life.
 //!
 //! The classic bug is an unconditional `DEL` in release: a client whose lease expired
-//! deletes the lock the next holder now owns. The Redis server records every removal
-//! with the host whose command (or script) did it, so we compare that host with the
-//! host that wrote the removed value.
+//! deletes the lock the next holder now owns. Its cousins: a `SET` without `NX` that
+//! overwrites another's lock, and a blind renewal (`PEXPIRE` on a key whose value is
+//! someone else's).
+//!
+//! Judged from each server's own ordered record, not from owner values: the server
+//! records who wrote each key and who removed it, in order, so the value a removal
+//! removed was written by whoever wrote that key last on that server. Two clients that
+//! store the same value (`SETNX key 1`) are still told apart, and a restarted client
+//! (same host name, new incarnation: counted by the crashes recorded on it) does not
+//! own what its previous life wrote.
 
 use std::collections::BTreeMap;
 
-use sim::history::{EventKind, History, OpF, Phase, ServerEvent};
+use sim::history::{EventKind, FaultPhase, History, OpF, Phase, ServerEvent};
 
-use super::{Checker, Evidence, Verdict, fmt_s};
+use super::{Checker, Evidence, Verdict, fmt_s, model};
 
 /// The ownership checker.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct Ownership;
 
-/// Who wrote each (key, value): the server's `Written` record first, then acquire
-/// `ok`s (a client's belief) for values the server record lacks. Returns the host and
-/// the event that shows it.
-fn writers(h: &History) -> BTreeMap<(String, String), (String, usize)> {
-    let mut map = BTreeMap::new();
-    for (i, e) in h.events.iter().enumerate() {
-        if let EventKind::Server(ServerEvent::Written { by, key, value }) = &e.kind {
-            map.entry((key.clone(), value.clone()))
-                .or_insert_with(|| (by.clone(), i));
-        }
+/// A client in one of its lives.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Writer {
+    host: String,
+    incarnation: usize,
+    /// The event that shows the write.
+    event: usize,
+}
+
+/// Who holds what on each server: (server, key) → value → writer. A string key has one
+/// value; a hash key (a reentrant lock) one entry per field.
+type Record = BTreeMap<(String, String), BTreeMap<String, Writer>>;
+
+/// Walks the history keeping each host's incarnation (crashes recorded on it so far).
+struct Lives(BTreeMap<String, usize>);
+
+impl Lives {
+    fn of(&self, host: &str) -> usize {
+        self.0.get(host).copied().unwrap_or(0)
     }
+}
+
+/// Values written by acquires the server record never showed (a client's belief): the
+/// fallback attribution for a removal of such a value.
+fn believed_writers(h: &History) -> BTreeMap<(String, String), (String, usize)> {
+    let mut map = BTreeMap::new();
     let mut invoke_key: BTreeMap<u64, Option<String>> = BTreeMap::new();
     for (i, e) in h.events.iter().enumerate() {
         let EventKind::Op(op) = &e.kind else { continue };
@@ -52,21 +75,132 @@ fn writers(h: &History) -> BTreeMap<(String, String), (String, usize)> {
     map
 }
 
+/// What one pass over the history found.
+struct Judgement {
+    /// The first foreign act: (event, actor, writer, key, value, verb).
+    foreign: Option<(usize, String, Writer, String, String, &'static str)>,
+    attributed: usize,
+    unattributed: Vec<usize>,
+}
+
+fn judge(h: &History) -> Judgement {
+    let believed = believed_writers(h);
+    let mut record: Record = BTreeMap::new();
+    let mut lives = Lives(BTreeMap::new());
+    let mut out = Judgement {
+        foreign: None,
+        attributed: 0,
+        unattributed: Vec::new(),
+    };
+    for (i, e) in h.events.iter().enumerate() {
+        match &e.kind {
+            EventKind::Fault {
+                fault,
+                phase: FaultPhase::Start,
+                ..
+            } if model::is_crash(h, *fault) => {
+                *lives.0.entry(e.host.clone()).or_default() += 1;
+            }
+            EventKind::Server(ServerEvent::Written { by, key, value }) => {
+                record
+                    .entry((e.host.clone(), key.clone()))
+                    .or_default()
+                    .insert(
+                        value.clone(),
+                        Writer {
+                            host: by.clone(),
+                            incarnation: lives.of(by),
+                            event: i,
+                        },
+                    );
+            }
+            EventKind::Server(ServerEvent::ExpireSet { by, key, .. }) => {
+                // Re-arming a lock: only its owner should (a watchdog renews its own).
+                let Some(held) = record.get(&(e.host.clone(), key.clone())) else {
+                    continue;
+                };
+                if is_server(h, by) {
+                    continue;
+                }
+                out.attributed += 1;
+                let me = (by.as_str(), lives.of(by));
+                if let Some((value, w)) = held
+                    .iter()
+                    .find(|(_, w)| (w.host.as_str(), w.incarnation) != me)
+                    && !held
+                        .values()
+                        .any(|w| (w.host.as_str(), w.incarnation) == me)
+                {
+                    out.foreign.get_or_insert((
+                        i,
+                        by.clone(),
+                        w.clone(),
+                        key.clone(),
+                        value.clone(),
+                        "changed the expiry of",
+                    ));
+                }
+            }
+            EventKind::Server(ServerEvent::Removed {
+                by,
+                key,
+                value,
+                cause,
+            }) => {
+                let held = record
+                    .remove(&(e.host.clone(), key.clone()))
+                    .unwrap_or_default();
+                let verb = match cause.as_str() {
+                    "command" => "removed",
+                    "overwritten" => "overwrote",
+                    _ => continue,
+                };
+                let me = (by.as_str(), lives.of(by));
+                let writers: Vec<(String, Writer)> = if held.is_empty() {
+                    match believed.get(&(key.clone(), value.clone())) {
+                        Some((host, event)) => vec![(
+                            value.clone(),
+                            Writer {
+                                host: host.clone(),
+                                incarnation: lives.of(host),
+                                event: *event,
+                            },
+                        )],
+                        None => {
+                            out.unattributed.push(i);
+                            continue;
+                        }
+                    }
+                } else {
+                    held.into_iter().collect()
+                };
+                out.attributed += 1;
+                if let Some((value, w)) = writers
+                    .into_iter()
+                    .find(|(_, w)| (w.host.as_str(), w.incarnation) != me)
+                {
+                    out.foreign
+                        .get_or_insert((i, by.clone(), w, key.clone(), value, verb));
+                }
+            }
+            _ => {}
+        }
+    }
+    out
+}
+
+/// Whether `host` is a Redis server (its own record's host), e.g. a restarted server
+/// restoring its keys.
+fn is_server(h: &History, host: &str) -> bool {
+    h.events
+        .iter()
+        .any(|e| e.host == host && matches!(e.kind, EventKind::Server(_)))
+}
+
 /// Indices of removals by command whose value no known host wrote (the checker
 /// ignores them; reports may list them).
 pub fn unattributed_removals(h: &History) -> Vec<usize> {
-    let map = writers(h);
-    h.events
-        .iter()
-        .enumerate()
-        .filter(|(_, e)| match &e.kind {
-            EventKind::Server(ServerEvent::Removed {
-                key, value, cause, ..
-            }) => cause == "command" && !map.contains_key(&(key.clone(), value.clone())),
-            _ => false,
-        })
-        .map(|(i, _)| i)
-        .collect()
+    judge(h).unattributed
 }
 
 impl Checker for Ownership {
@@ -75,55 +209,51 @@ impl Checker for Ownership {
     }
 
     fn check(&self, h: &History) -> Verdict {
-        let map = writers(h);
-        let mut attributed = 0usize;
-        let mut unattributed = 0usize;
-        for (i, e) in h.events.iter().enumerate() {
-            let EventKind::Server(ServerEvent::Removed {
-                by,
-                key,
-                value,
-                cause,
-            }) = &e.kind
-            else {
-                continue;
+        let j = judge(h);
+        if let Some((i, actor, writer, key, value, verb)) = j.foreign {
+            let e = &h.events[i];
+            let whose = if writer.host == actor {
+                format!("its previous life's (before crash {})", writer.incarnation)
+            } else {
+                format!("{}'s", writer.host)
             };
-            if cause != "command" {
-                continue;
-            }
-            let Some((writer, w)) = map.get(&(key.clone(), value.clone())) else {
-                unattributed += 1;
-                continue;
+            let note = if j.unattributed.is_empty() {
+                String::new()
+            } else {
+                format!(
+                    " ({} removals of values no known host wrote were ignored)",
+                    j.unattributed.len()
+                )
             };
-            attributed += 1;
-            if writer != by {
-                let note = if unattributed > 0 {
-                    format!(
-                        " ({unattributed} earlier removals of values no known host wrote were ignored)"
-                    )
-                } else {
-                    String::new()
-                };
-                return Verdict::Invalid(Evidence {
-                    summary: format!(
-                        "{by}'s command removed {writer}'s lock {key} (owner={value}) at {}{note}",
-                        fmt_s(e.at_us)
-                    ),
-                    at_us: e.at_us,
-                    hosts: vec![by.clone(), writer.clone()],
-                    owners: vec![value.clone()],
-                    first_event: i,
-                    events: vec![*w, i],
-                });
-            }
-        }
-        // Only unattributable removals: the checker saw nothing it could judge, and a
-        // vacuous pass would hide, e.g., a design whose values the map cannot read.
-        if attributed == 0 && unattributed > 0 {
-            return Verdict::Unknown {
-                reason: format!(
-                    "{unattributed} removals by command, none of a value written by a known host"
+            let on = if e.host == "redis" {
+                String::new()
+            } else {
+                format!(" on {}", e.host)
+            };
+            return Verdict::Invalid(Evidence {
+                summary: format!(
+                    "{actor}'s command {verb} {whose} lock {key} (owner={value}){on} at {}{note}",
+                    fmt_s(e.at_us)
                 ),
+                at_us: e.at_us,
+                hosts: vec![actor, writer.host],
+                owners: vec![value],
+                first_event: i,
+                events: vec![writer.event, i],
+            });
+        }
+        // Nothing judged: a vacuous pass would hide, e.g., a design that never releases
+        // or whose values the record cannot read.
+        if j.attributed == 0 {
+            return Verdict::Unknown {
+                reason: if j.unattributed.is_empty() {
+                    "no client removed, overwrote or re-armed a lock: nothing to judge".into()
+                } else {
+                    format!(
+                        "{} removals by command, none of a value written by a known host",
+                        j.unattributed.len()
+                    )
+                },
             };
         }
         Verdict::Valid
