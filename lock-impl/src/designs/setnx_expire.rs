@@ -1,7 +1,7 @@
 use async_trait::async_trait;
 
 use super::{blind_del, check_guard, guard, setnx};
-use crate::lock::{Attempt, classify, retry_acquire};
+use crate::lock::{Attempt, retry_acquire};
 use crate::{Acquire, AcquireOptions, Deps, Guard, LockDesign, LockError, Release};
 
 /// `setnx-expire`: `SETNX key owner`, then `PEXPIRE key lease` as a second command;
@@ -50,8 +50,11 @@ impl LockDesign for SetnxExpire {
                 // Our key got its expiry; the lease runs from the PEXPIRE, which is no
                 // earlier than the SETNX we measure from.
                 Ok(_) => Attempt::Acquired(guard(Self::NAME, key, owner, sent_at, Some(lease_ms))),
-                // The key is set but may have no expiry: we may hold it forever.
-                Err(e) => Attempt::Unknown(classify("PEXPIRE", e)?),
+                // SETNX succeeded, so whatever PEXPIRE met (a timeout, a broken
+                // connection, or an error reply such as NOPERM, BUSY or READONLY), the
+                // key is ours and may have no expiry: the outcome is unknown, never a
+                // clean failure.
+                Err(e) => Attempt::Unknown(format!("PEXPIRE after a successful SETNX: {e}")),
             })
         })
         .await
