@@ -90,8 +90,14 @@ pub fn catalog() -> Vec<Scenario> {
         Scenario {
             name: "network-delay",
             description: "replies to an acquiring client are delayed beyond the lease",
-            fault_about: "an acquire's ok arrived later than the lease",
-            workload: base.clone(),
+            fault_about: "the server granted the lock while replies to the acquirer were delayed, and the reply came late or never",
+            // A response timeout a real service would use, between the lease and the
+            // longest delay (1.1-1.5 leases): some replies arrive late, others time out
+            // and leave the acquire's outcome unknown (`info`).
+            workload: Workload {
+                response_timeout_ms: base.lease_ms * 3 / 2 - 20,
+                ..base.clone()
+            },
             fixed_plan: None,
             kind: Kind::NetworkDelay,
         },
@@ -224,7 +230,7 @@ impl Scenario {
             Kind::ClientCrash => probes::crash_while_holding(history),
             Kind::GcPause => probes::pause_outlasted_a_hold(history),
             Kind::SlowWork => probes::hold_outlasted_lease(history),
-            Kind::NetworkDelay => probes::acquire_reply_later_than_lease(history),
+            Kind::NetworkDelay => crate::checkers::delayed_reply_to_a_granted_acquire(history),
             Kind::LongWork => probes::hold_outlasted_lease(history),
             Kind::Reentrancy => probes::nested_acquisition(history),
             Kind::UnlockMessageLost => probes::unlock_message_dropped_with_a_waiter(history),

@@ -229,3 +229,69 @@ pub fn holder_partitioned_past_the_lease(h: &History) -> Option<String> {
         })
     })
 }
+
+/// The server granted a client the lock while a delay on the messages to that client
+/// was in force, and the client heard of it at least the delay later (or never in
+/// time: its acquire ended unknown). Proof from the server's record that replies, not
+/// requests or the retry loop, were slow.
+pub fn delayed_reply_to_a_granted_acquire(h: &History) -> Option<String> {
+    let key = h.params.key.as_str();
+    let ends = fault_ends(h);
+    // Delay windows per host: (start, end, latency).
+    let mut windows: BTreeMap<&str, Vec<(u64, u64, u64)>> = BTreeMap::new();
+    for e in &h.events {
+        if let EventKind::Fault {
+            fault,
+            phase: FaultPhase::Start,
+            ..
+        } = e.kind
+            && let Some(sim::faults::FaultKind::Delay { latency_ms, .. }) =
+                h.plan.faults.get(fault).map(|f| &f.kind)
+        {
+            let end = ends
+                .get(&(fault, e.host.as_str()))
+                .copied()
+                .unwrap_or(h.end_us);
+            windows
+                .entry(e.host.as_str())
+                .or_default()
+                .push((e.at_us, end, latency_ms * 1_000));
+        }
+    }
+    let pairs = model::op_pairs(h).ok()?;
+    h.events.iter().find_map(|e| {
+        let EventKind::Server(ServerEvent::Written { by, key: k, .. }) = &e.kind else {
+            return None;
+        };
+        if k != key {
+            return None;
+        }
+        let (_, end, latency) = windows
+            .get(by.as_str())?
+            .iter()
+            .find(|(start, end, _)| *start <= e.at_us && e.at_us < *end)?;
+        // A reply held by the delay arrives `latency` after it was sent, or when the
+        // delay ends, whichever is first.
+        let held = (*latency).min(end - e.at_us);
+        // The acquire of `by` in flight at the grant.
+        let acquire = pairs.iter().find(|p| {
+            p.f == OpF::Acquire
+                && p.host == *by
+                && p.invoke_us <= e.at_us
+                && p.completion_us.is_none_or(|c| c >= e.at_us)
+        })?;
+        let heard = match (acquire.outcome, acquire.completion_us) {
+            (Phase::Ok, Some(c)) if c >= e.at_us + held => {
+                format!("heard ok {} later", fmt_ms(c - e.at_us))
+            }
+            (Phase::Info, _) | (_, None) => "never heard in time (unknown outcome)".to_string(),
+            _ => return None,
+        };
+        Some(format!(
+            "{} granted {key} to {by} at {} while messages to {by} were delayed by {}; {by} {heard}",
+            e.host,
+            fmt_s(e.at_us),
+            fmt_ms(*latency)
+        ))
+    })
+}
