@@ -242,8 +242,9 @@ impl Keyspace {
             .is_some()
     }
 
-    /// Stores a string (recording `Overwritten` for any previous value and `Written`
-    /// for the new one). `expire_at_ms` is the new expiry.
+    /// Stores a string (recording `Overwritten` for any previous value, `Written` for
+    /// the new one, and `ExpireSet` if it has an expiry). `expire_at_ms` is the new
+    /// expiry.
     pub fn set_string(
         &mut self,
         db: usize,
@@ -262,6 +263,16 @@ impl Keyspace {
             key: key_text(key),
             value: String::from_utf8_lossy(&value).into_owned(),
         });
+        if let Some(when) = expire_at_ms {
+            // `SET … PX` arms the lease in the same command: the record says so, as
+            // it does for `PEXPIRE`.
+            self.emit(KeyEvent::ExpireSet {
+                at_us: now_us,
+                by: by.to_string(),
+                key: key_text(key),
+                ttl_ms: when - (now_us / 1000) as i64,
+            });
+        }
         self.dbs[db].insert(
             key.to_vec(),
             Entry {
