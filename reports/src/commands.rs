@@ -69,55 +69,15 @@ pub fn scenario(name: &str) -> Result<Scenario, BadInput> {
     catalog::find(name).map_err(BadInput)
 }
 
-/// Reads a hand-written fault plan (JSON, the `faults` shape `locksim replay --json`
-/// prints under `history.plan`) and puts it in place of the scenario's.
-pub fn with_plan(
-    mut scenario: Scenario,
-    path: Option<&std::path::Path>,
-) -> Result<Scenario, BadInput> {
+/// Reads a plan file (hand-written, or written by `locksim shrink`: faults, and
+/// optionally the workload fields that differ) and puts it in place of the scenario's.
+pub fn with_plan(scenario: Scenario, path: Option<&std::path::Path>) -> Result<Scenario, BadInput> {
     let Some(path) = path else {
         return Ok(scenario);
     };
     let text = std::fs::read_to_string(path)
         .map_err(|e| BadInput(format!("cannot read --plan {}: {e}", path.display())))?;
-    let plan: sim::faults::FaultPlan = serde_json::from_str(&text).map_err(|e| {
-        BadInput(format!(
-            "invalid --plan {}: {e}; expected {{\"faults\": [{{\"at_ms\": 500, \"kind\": {{\"type\": \"pause\", \"target\": \"holder\", \"duration_ms\": 800}}}}]}} with type one of pause, crash, delay, drop-pushes, slow-work and target one of holder, acquirer, lock-owner, {{\"host\": \"client-N\"}}",
-            path.display()
-        ))
-    })?;
-    for f in &plan.faults {
-        if let sim::faults::FaultKind::Pause {
-            target: sim::faults::Target::Host(h),
-            ..
-        }
-        | sim::faults::FaultKind::Crash {
-            target: sim::faults::Target::Host(h),
-            ..
-        }
-        | sim::faults::FaultKind::Delay {
-            target: sim::faults::Target::Host(h),
-            ..
-        }
-        | sim::faults::FaultKind::SlowWork {
-            target: sim::faults::Target::Host(h),
-            ..
-        } = &f.kind
-        {
-            let n = h
-                .strip_prefix("client-")
-                .and_then(|n| n.parse::<u32>().ok());
-            if !n.is_some_and(|n| (1..=scenario.workload.clients).contains(&n)) {
-                return Err(BadInput(format!(
-                    "invalid --plan {}: target host '{h}'; allowed: client-1 to client-{}",
-                    path.display(),
-                    scenario.workload.clients
-                )));
-            }
-        }
-    }
-    scenario.fixed_plan = Some((plan, path.display().to_string()));
-    Ok(scenario)
+    scenarios::planfile::apply(scenario, &text, &path.display().to_string()).map_err(BadInput)
 }
 
 /// The command that replays `seed`, with the hand-written plan if there is one.
@@ -233,7 +193,7 @@ pub fn catalog_table(seeds: Range<u64>, threads: usize, json: bool) -> ExitCode 
     } else {
         print!("{}", render_text(&cells));
         println!(
-            "\nchecker columns count invalid runs; replay any first invalid seed with the command shown."
+            "\nchecker columns count invalid runs; replay any first invalid seed with the command shown, or shrink it to a minimal run with `locksim shrink` and the same --design, --scenario and --seed."
         );
         println!(
             "fault counts the runs in which the scenario's fault really happened. class counts runs per safety class: unsafe = harm at the storage or server (lost-update, token-order, ownership, reentrancy), or believed holds overlapped and nothing refused the stale holder; fenced = believed holds overlapped and the storage refused the stale holder, nothing lost; unknown = a safety checker could not judge; no-fault = nothing broke but the fault never happened (no evidence of safety); liveness checkers do not change it."
@@ -330,6 +290,10 @@ pub fn run(
                 println!("  fault: {fault}");
             }
             println!("  replay: {}", e.replay);
+            println!(
+                "  shrink: {}",
+                shrink_command(&design.name, scenario, e.seed)
+            );
         }
         if entries.len() > 10 {
             println!(
@@ -341,6 +305,50 @@ pub fn run(
     ExitCode::from(exit_code(&runs))
 }
 
+/// Where `replay --diagram` writes, and how.
+#[derive(Debug, Clone)]
+pub struct DiagramTarget {
+    /// The file.
+    pub path: std::path::PathBuf,
+    /// Mermaid text rather than SVG.
+    pub mermaid: bool,
+    /// Every host over the whole run.
+    pub full: bool,
+}
+
+/// Checks `--diagram`: `.svg` or `.mmd`, and never over a file locksim did not write.
+pub fn diagram_target(path: &std::path::Path, full: bool) -> Result<DiagramTarget, BadInput> {
+    let mermaid = match path.extension().and_then(|e| e.to_str()) {
+        Some("svg") => false,
+        Some("mmd") => true,
+        _ => {
+            return Err(BadInput(format!(
+                "invalid --diagram {}: the file name must end in .svg (an SVG picture) or .mmd (Mermaid text)",
+                path.display()
+            )));
+        }
+    };
+    if let Ok(existing) = std::fs::read_to_string(path)
+        && !crate::diagram::is_ours(&existing)
+    {
+        return Err(BadInput(format!(
+            "--diagram {} exists and is not a diagram locksim wrote; choose another file",
+            path.display()
+        )));
+    }
+    if path.exists() && std::fs::read_to_string(path).is_err() {
+        return Err(BadInput(format!(
+            "--diagram {} exists and is not a diagram locksim wrote; choose another file",
+            path.display()
+        )));
+    }
+    Ok(DiagramTarget {
+        path: path.to_path_buf(),
+        mermaid,
+        full,
+    })
+}
+
 /// `locksim replay`: one seed, its knobs, its verdicts, and the timeline around the
 /// first violation.
 pub fn replay_one(
@@ -349,6 +357,7 @@ pub fn replay_one(
     seed: u64,
     context: usize,
     json: bool,
+    diagram: Option<DiagramTarget>,
 ) -> ExitCode {
     let cfg = scenarios::sweep::config(design, scenario, seed);
     let history = match sim::world::run(&cfg) {
@@ -360,6 +369,27 @@ pub fn replay_one(
     };
     let summary = scenarios::sweep::summarize(scenario, &history);
     let history = &history;
+    if let Some(target) = &diagram {
+        let d = crate::diagram::build(history, &summary.verdicts, target.full);
+        let text = if target.mermaid {
+            crate::diagram::mermaid(&d)
+        } else {
+            crate::diagram::svg(&d)
+        };
+        if let Err(e) = std::fs::write(&target.path, text) {
+            eprintln!(
+                "locksim replay: cannot write --diagram {}: {e}",
+                target.path.display()
+            );
+            return ExitCode::from(EXIT_BAD_INPUT);
+        }
+        eprintln!(
+            "diagram written to {} ({} lanes: {})",
+            target.path.display(),
+            d.lanes.len(),
+            d.lanes.join(", ")
+        );
+    }
     if json {
         #[derive(Serialize)]
         struct Replay<'a> {
@@ -383,7 +413,7 @@ pub fn replay_one(
         design.name, scenario.name
     );
     if let Some((_, file)) = &scenario.fixed_plan {
-        println!("fault plan: hand-written, from {file} (not the seed's)");
+        println!("fault plan: from {file} (hand-written or shrunk, not the seed's)");
     }
     println!(
         "workload: {}",
@@ -426,6 +456,110 @@ pub fn replay_one(
     }
     println!("\nreplay: {}", replay_for(design, scenario, seed));
     ExitCode::from(exit_code([&summary]))
+}
+
+/// `locksim shrink`: exit 1 with the minimal failing run written to `out`; 2 on bad
+/// input (unknown checker, a seed that does not fail, `out` exists without `force`);
+/// 3 if the search could not finish (a run that cannot run, or does not reproduce).
+pub fn shrink(
+    design: &DesignSpec,
+    scenario: &Scenario,
+    seed: u64,
+    checker: Option<&str>,
+    budget: scenarios::shrink::Budget,
+    out: &std::path::Path,
+    force: bool,
+) -> Result<ExitCode, BadInput> {
+    use scenarios::shrink::ShrinkError;
+    if out.exists() && !force {
+        return Err(BadInput(format!(
+            "--out {} exists; pass --force to overwrite it or choose another --out",
+            out.display()
+        )));
+    }
+    println!(
+        "locksim shrink: design={} scenario={} seed={seed}",
+        design.name, scenario.name
+    );
+    let bar = ProgressBar::new(budget.max_runs as u64);
+    bar.set_style(
+        ProgressStyle::with_template("{bar:40} {pos}/{len} runs {elapsed} {msg}")
+            .expect("static template"),
+    );
+    let started = std::time::Instant::now();
+    let result = scenarios::shrink::shrink(design, scenario, seed, checker, budget, &|runs, c| {
+        bar.set_position(runs as u64);
+        if let Some(c) = c {
+            bar.set_message(c.size().to_string());
+        }
+    });
+    bar.finish_and_clear();
+    let shrunk = match result {
+        Ok(s) => s,
+        Err(e @ (ShrinkError::UnknownChecker(..) | ShrinkError::NotFailing(_))) => {
+            return Err(BadInput(e.to_string()));
+        }
+        Err(e) => {
+            eprintln!("locksim shrink: {e}");
+            return Ok(ExitCode::from(EXIT_UNKNOWN));
+        }
+    };
+    let file = scenarios::planfile::PlanFile::new(
+        &shrunk.minimal.plan,
+        &shrunk.minimal.workload,
+        &scenario.workload,
+    );
+    if let Err(e) = std::fs::write(out, file.to_json()) {
+        return Err(BadInput(format!(
+            "cannot write --out {}: {e}",
+            out.display()
+        )));
+    }
+    println!("checker: {}", shrunk.checker);
+    println!("before:  {}", shrunk.original.size());
+    println!("after:   {}", shrunk.minimal.size());
+    println!("runs:    {}", shrunk.runs);
+    if let Some(why) = &shrunk.stopped {
+        println!("stopped early: {why}");
+    }
+    for s in &shrunk.steps {
+        println!("  step: {s}");
+    }
+    println!("violation: {}", shrunk.evidence);
+    match &shrunk.fault_seen {
+        Some(f) => println!("fault: {f}"),
+        None => println!(
+            "fault NOT seen in the minimal run ({}): the violation needs less than the scenario's fault",
+            scenario.fault_about
+        ),
+    }
+    println!("minimal plan written to {}:", out.display());
+    print!("{}", file.to_json());
+    let replay = format!(
+        "{} --plan {}",
+        replay_command(&design.name, scenario.name, seed),
+        out.display()
+    );
+    println!("replay:  {replay}");
+    println!("diagram: {replay} --diagram shrunk.svg");
+    eprintln!(
+        "locksim shrink: {} runs in {:.1} s",
+        shrunk.runs,
+        started.elapsed().as_secs_f64()
+    );
+    Ok(ExitCode::from(EXIT_INVALID))
+}
+
+/// The command that shrinks one failing run.
+pub fn shrink_command(design: &str, scenario: &Scenario, seed: u64) -> String {
+    let base = format!(
+        "locksim shrink --design {design} --scenario {} --seed {seed}",
+        scenario.name
+    );
+    match &scenario.fixed_plan {
+        Some((_, file)) => format!("{base} --plan {file}"),
+        None => base,
+    }
 }
 
 /// `locksim list`.

@@ -36,6 +36,10 @@ enum Command {
     /// Re-run one seed and print its knobs, verdicts and the timeline around the first
     /// violation.
     Replay(ReplayArgs),
+    /// Search for the smallest run that still fails the same checker (fewer faults,
+    /// shorter faults, earlier faults, fewer clients, a shorter run, less latency) and
+    /// write it as a plan file that `--plan` replays.
+    Shrink(ShrinkArgs),
     /// Measure harness throughput against a bare turmoil baseline, time to the first
     /// violation per cell, and the peak memory of a long sweep.
     Bench(BenchArgs),
@@ -86,6 +90,48 @@ struct ReplayArgs {
     /// Print the verdicts and the whole history as JSON.
     #[arg(long)]
     json: bool,
+    /// Draw the run as a sequence diagram: FILE.svg (SVG) or FILE.mmd (Mermaid text).
+    #[arg(long)]
+    diagram: Option<std::path::PathBuf>,
+    /// Draw every host over the whole run, not only what the first violation involves.
+    #[arg(long)]
+    full: bool,
+}
+
+#[derive(Debug, Args)]
+struct ShrinkArgs {
+    /// Lock design.
+    #[arg(long)]
+    design: String,
+    /// Scenario.
+    #[arg(long)]
+    scenario: String,
+    /// The failing seed to start from.
+    #[arg(long)]
+    seed: u64,
+    /// The checker the smaller run must still fail (default: the first safety checker
+    /// the run fails).
+    #[arg(long)]
+    checker: Option<String>,
+    /// Start from a plan file instead of the seed's plan.
+    #[arg(long)]
+    plan: Option<std::path::PathBuf>,
+    /// Where to write the minimal plan [default: shrunk-DESIGN-SCENARIO-SEED.json].
+    #[arg(long)]
+    out: Option<std::path::PathBuf>,
+    /// Overwrite --out if it exists.
+    #[arg(long)]
+    force: bool,
+    /// Most candidate runs to try.
+    #[arg(long, default_value_t = 400)]
+    max_runs: usize,
+    /// Most seconds of wall time to spend.
+    #[arg(long, default_value_t = 120)]
+    max_seconds: u64,
+    /// Worker threads trying candidates (default: all cores; the result does not
+    /// depend on it).
+    #[arg(long)]
+    threads: Option<usize>,
 }
 
 #[derive(Debug, Args)]
@@ -166,7 +212,27 @@ fn main() -> ExitCode {
         Some(Command::Replay(a)) => (|| {
             let d = commands::design(&a.design)?;
             let s = commands::with_plan(commands::scenario(&a.scenario)?, a.plan.as_deref())?;
-            Ok(commands::replay_one(&d, &s, a.seed, a.context, a.json))
+            let diagram = a
+                .diagram
+                .as_deref()
+                .map(|p| commands::diagram_target(p, a.full))
+                .transpose()?;
+            Ok(commands::replay_one(
+                &d, &s, a.seed, a.context, a.json, diagram,
+            ))
+        })(),
+        Some(Command::Shrink(a)) => (|| {
+            let d = commands::design(&a.design)?;
+            let s = commands::with_plan(commands::scenario(&a.scenario)?, a.plan.as_deref())?;
+            let out = a.out.clone().unwrap_or_else(|| {
+                format!("shrunk-{}-{}-{}.json", a.design, a.scenario, a.seed).into()
+            });
+            let budget = scenarios::shrink::Budget {
+                max_runs: a.max_runs.max(1),
+                wall: std::time::Duration::from_secs(a.max_seconds.max(1)),
+                threads: threads(a.threads),
+            };
+            commands::shrink(&d, &s, a.seed, a.checker.as_deref(), budget, &out, a.force)
         })(),
         Some(Command::Bench(a)) => {
             reports::bench::run_all(

@@ -160,7 +160,7 @@ fn a_hand_written_plan_replaces_the_seeds_and_a_malformed_one_is_refused() {
     ]);
     assert_eq!(code, 2, "{err}");
     assert!(
-        err.contains("--plan") && err.contains("pause, crash, delay"),
+        err.contains("--plan") && err.contains("pause, crash, machine-crash, delay"),
         "{err}"
     );
     let _ = std::fs::remove_dir_all(&dir);

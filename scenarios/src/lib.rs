@@ -3,4 +3,6 @@
 
 pub mod catalog;
 pub mod checkers;
+pub mod planfile;
+pub mod shrink;
 pub mod sweep;
