@@ -165,3 +165,79 @@ fn a_hand_written_plan_replaces_the_seeds_and_a_malformed_one_is_refused() {
     );
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[test]
+fn shrink_writes_a_minimal_plan_that_replays_and_draws_and_never_overwrites_a_users_file() {
+    let dir = std::env::temp_dir().join(format!("locksim-shrink-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let out = dir.join("min.json");
+    let out_s = out.to_str().unwrap();
+    let args = [
+        "shrink",
+        "--design",
+        "set-nx-px-lua",
+        "--scenario",
+        "server-restart",
+        "--seed",
+        "0",
+        "--out",
+        out_s,
+    ];
+    let (code, first, err) = locksim(&args);
+    assert_eq!(code, 1, "a shrunk counterexample exits 1: {first}{err}");
+    assert!(first.contains("after:   1 fault"), "{first}");
+    let replay = format!(
+        "locksim replay --design set-nx-px-lua --scenario server-restart --seed 0 --plan {out_s}"
+    );
+    assert!(first.contains(&replay), "{first}");
+    let written = std::fs::read_to_string(&out).unwrap();
+
+    // Never over an existing file without --force; with it, the same output.
+    let (code, _, err) = locksim(&args);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("--force"), "{err}");
+    let mut forced = args.to_vec();
+    forced.push("--force");
+    let (code, again, _) = locksim(&forced);
+    assert_eq!(code, 1);
+    assert_eq!(first, again, "shrinking is deterministic, byte for byte");
+    assert_eq!(written, std::fs::read_to_string(&out).unwrap());
+
+    // The plan replays the violation, and draws it.
+    let svg = dir.join("min.svg");
+    let replay_args = [
+        "replay",
+        "--design",
+        "set-nx-px-lua",
+        "--scenario",
+        "server-restart",
+        "--seed",
+        "0",
+        "--plan",
+        out_s,
+        "--diagram",
+        svg.to_str().unwrap(),
+    ];
+    let (code, shown, err) = locksim(&replay_args);
+    assert_eq!(code, 1, "{shown}{err}");
+    assert!(shown.contains("mutual-exclusion: INVALID"), "{shown}");
+    assert!(reports::diagram::is_ours(
+        &std::fs::read_to_string(&svg).unwrap()
+    ));
+    // Drawing again over its own diagram is fine; over a user's file, or to an
+    // unknown format, it is refused.
+    assert_eq!(locksim(&replay_args).0, 1);
+    let notes = dir.join("notes.svg");
+    std::fs::write(&notes, "my notes").unwrap();
+    let mut over = replay_args.to_vec();
+    let n = over.len();
+    over[n - 1] = notes.to_str().unwrap();
+    let (code, _, err) = locksim(&over);
+    assert_eq!(code, 2, "{err}");
+    assert_eq!(std::fs::read_to_string(&notes).unwrap(), "my notes");
+    over[n - 1] = "x.png";
+    let (code, _, err) = locksim(&over);
+    assert_eq!(code, 2);
+    assert!(err.contains(".svg") && err.contains(".mmd"), "{err}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
