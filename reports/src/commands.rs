@@ -504,11 +504,13 @@ pub fn shrink(
             return Ok(ExitCode::from(EXIT_UNKNOWN));
         }
     };
-    let file = scenarios::planfile::PlanFile::new(
-        &shrunk.minimal.plan,
-        &shrunk.minimal.workload,
-        &scenario.workload,
-    );
+    // Against the catalog's workload, not `scenario`'s: a run that started from a plan
+    // file already carries that file's workload changes, and the new file must too.
+    let base = catalog::find(scenario.name)
+        .map(|s| s.workload)
+        .unwrap_or_else(|_| scenario.workload.clone());
+    let file =
+        scenarios::planfile::PlanFile::new(&shrunk.minimal.plan, &shrunk.minimal.workload, &base);
     if let Err(e) = std::fs::write(out, file.to_json()) {
         return Err(BadInput(format!(
             "cannot write --out {}: {e}",

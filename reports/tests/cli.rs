@@ -203,6 +203,30 @@ fn shrink_writes_a_minimal_plan_that_replays_and_draws_and_never_overwrites_a_us
     assert_eq!(first, again, "shrinking is deterministic, byte for byte");
     assert_eq!(written, std::fs::read_to_string(&out).unwrap());
 
+    // Shrinking from the shrunk plan keeps its workload changes.
+    let out2 = dir.join("min2.json");
+    let (code, _, err) = locksim(&[
+        "shrink",
+        "--design",
+        "set-nx-px-lua",
+        "--scenario",
+        "server-restart",
+        "--seed",
+        "0",
+        "--plan",
+        out_s,
+        "--out",
+        out2.to_str().unwrap(),
+    ]);
+    assert_eq!(code, 1, "{err}");
+    let again: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&out2).unwrap()).unwrap();
+    let once: serde_json::Value = serde_json::from_str(&written).unwrap();
+    assert_eq!(
+        again["workload"]["clients"], once["workload"]["clients"],
+        "{again} vs {once}"
+    );
+
     // The plan replays the violation, and draws it.
     let svg = dir.join("min.svg");
     let replay_args = [
