@@ -103,8 +103,17 @@ fn spawn_listening(addr: SocketAddr) -> Option<Child> {
         .spawn()
         .expect("redis-server is on PATH but failed to start");
     for _ in 0..200 {
-        if TcpStream::connect(addr).is_ok() {
-            return Some(child);
+        if let Ok(stream) = TcpStream::connect(addr) {
+            // Something listens: make sure it is *this* server. Tests start servers in
+            // parallel, and two can pick the same free port: the loser exits, and
+            // without this check it would take the winner's port for its own (and see
+            // "connection refused" once the winner's test ends).
+            if served_by(stream, child.id()) {
+                return Some(child);
+            }
+            let _ = child.kill();
+            let _ = child.wait();
+            return None;
         }
         if let Ok(Some(_)) = child.try_wait() {
             return None;
@@ -114,6 +123,43 @@ fn spawn_listening(addr: SocketAddr) -> Option<Child> {
     let _ = child.kill();
     let _ = child.wait();
     None
+}
+
+/// Whether the server at the other end of `stream` is the process `pid` (by its
+/// `INFO server` reply's `process_id`): tests that start servers on a free port use it
+/// to tell their own server from another test's that took the same port.
+pub fn served_by(mut stream: TcpStream, pid: u32) -> bool {
+    use std::io::{Read, Write};
+    let _ = stream.set_read_timeout(Some(Duration::from_secs(2)));
+    if stream
+        .write_all(b"*2\r\n$4\r\nINFO\r\n$6\r\nserver\r\n")
+        .is_err()
+    {
+        return false;
+    }
+    let mut reply = Vec::new();
+    let mut buf = [0u8; 4096];
+    // A bulk string: `$LEN\r\n` then LEN bytes and `\r\n`.
+    let complete = |r: &[u8]| {
+        let Some(end) = r.windows(2).position(|w| w == b"\r\n") else {
+            return false;
+        };
+        let len = std::str::from_utf8(&r[1..end])
+            .ok()
+            .and_then(|l| l.parse::<usize>().ok());
+        len.is_none_or(|len| r.len() >= end + 2 + len + 2)
+    };
+    while !complete(&reply) {
+        match stream.read(&mut buf) {
+            Ok(0) | Err(_) => break,
+            Ok(n) => reply.extend_from_slice(&buf[..n]),
+        }
+    }
+    let text = String::from_utf8_lossy(&reply);
+    text.lines()
+        .find_map(|l| l.strip_prefix("process_id:"))
+        .and_then(|v| v.trim().parse::<u32>().ok())
+        == Some(pid)
 }
 
 impl Drop for RealRedis {

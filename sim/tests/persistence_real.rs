@@ -57,6 +57,10 @@ fn start(dir: &Path, port: u16, fsync: &str) -> Child {
             let mut r = BufReader::new(c);
             let mut line = String::new();
             if r.read_line(&mut line).is_ok() && line.starts_with("+PONG") {
+                // Ours, not another test's server on the same port.
+                let ours = TcpStream::connect(addr)
+                    .is_ok_and(|c| lock_impl::testing::served_by(c, child.id()));
+                assert!(ours, "port {port} is taken by another redis-server");
                 return child;
             }
         }
