@@ -27,20 +27,7 @@ impl RealRedis {
     /// variable `LOCKSIM_REQUIRE_REDIS` set (CI sets it), a missing server panics
     /// instead, so CI can never pass by skipping.
     pub fn start() -> Option<Self> {
-        let found = Command::new("redis-server")
-            .arg("--version")
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .status()
-            .is_ok();
-        if !found {
-            if std::env::var_os("LOCKSIM_REQUIRE_REDIS").is_some() {
-                panic!("LOCKSIM_REQUIRE_REDIS is set but redis-server is not on PATH");
-            }
-            eprintln!(
-                "SKIPPED: redis-server is not on PATH; install it with \
-                 `apt-get install -y redis-server` (CI does) to run the real-Redis tests"
-            );
+        if !redis_server_available() {
             return None;
         }
         // Port 0 picks a free port; a small race with other processes is tolerated by
@@ -83,6 +70,28 @@ impl RealRedis {
     pub fn url(&self) -> String {
         format!("redis://{}", self.addr)
     }
+}
+
+/// Whether `redis-server` is on `PATH`. If not, prints one `SKIPPED:` line saying how
+/// to install it, or panics under `LOCKSIM_REQUIRE_REDIS` (CI sets it), so CI can never
+/// pass by skipping.
+pub fn redis_server_available() -> bool {
+    let found = Command::new("redis-server")
+        .arg("--version")
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .is_ok();
+    if !found {
+        if std::env::var_os("LOCKSIM_REQUIRE_REDIS").is_some() {
+            panic!("LOCKSIM_REQUIRE_REDIS is set but redis-server is not on PATH");
+        }
+        eprintln!(
+            "SKIPPED: redis-server is not on PATH; install it with \
+             `apt-get install -y redis-server` (CI does) to run the real-Redis tests"
+        );
+    }
+    found
 }
 
 /// Starts `redis-server` (no persistence, loopback only) on `addr` and waits until it

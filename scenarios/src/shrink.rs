@@ -26,7 +26,6 @@
 //! more at the end and must fail again: a shrink never reports a plan that does not
 //! reproduce.
 
-use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use sim::faults::{FaultKind, FaultPlan};
@@ -228,12 +227,6 @@ struct Search<'a> {
     progress: &'a (dyn Fn(usize, Option<&Candidate>) + Sync),
 }
 
-/// What a candidate's run said.
-enum Outcome {
-    Fails(String),
-    Passes,
-}
-
 impl Search<'_> {
     fn config(&self, c: &Candidate) -> RunConfig {
         let mut cfg = crate::sweep::config(self.design, self.scenario, self.seed);
@@ -242,16 +235,15 @@ impl Search<'_> {
         cfg
     }
 
-    fn run(&self, c: &Candidate) -> Outcome {
-        let cfg = self.config(c);
+    /// The violation's sentence if `c` fails the checker (and shows the fault, when
+    /// that is needed); `None` if it passes, cannot run, or names a missing host.
+    fn run(&self, c: &Candidate) -> Option<String> {
         if c.workload.validate().is_err()
             || crate::planfile::check_hosts(&c.plan, &c.workload).is_err()
         {
-            return Outcome::Passes;
+            return None;
         }
-        let Ok(history) = run_bounded(&cfg, Duration::from_secs(30)) else {
-            return Outcome::Passes;
-        };
+        let history = run_bounded(&self.config(c), Duration::from_secs(30)).ok()?;
         let all = checkers::all();
         let only: Vec<_> = all
             .into_iter()
@@ -261,9 +253,9 @@ impl Search<'_> {
             Some((_, Verdict::Invalid(ev)))
                 if !self.need_fault || self.scenario.probe(&history).is_some() =>
             {
-                Outcome::Fails(ev.summary)
+                Some(ev.summary)
             }
-            _ => Outcome::Passes,
+            _ => None,
         }
     }
 
@@ -284,7 +276,7 @@ impl Search<'_> {
 
     /// The first candidate, in order, that fails; `None` if none does (or the budget
     /// ran out first). Tries `threads` candidates at once.
-    fn first_failing(&mut self, cands: Vec<Candidate>) -> Option<(Candidate, String)> {
+    fn first_failing(&mut self, cands: Vec<Candidate>) -> Option<Candidate> {
         let width = self.budget.threads.max(1);
         let mut rest = cands.into_iter().peekable();
         while rest.peek().is_some() {
@@ -293,63 +285,67 @@ impl Search<'_> {
             }
             let room = self.budget.max_runs - self.runs;
             let batch: Vec<Candidate> = rest.by_ref().take(width.min(room)).collect();
-            let results: Mutex<Vec<Option<Outcome>>> =
-                Mutex::new((0..batch.len()).map(|_| None).collect());
-            std::thread::scope(|s| {
-                for (i, c) in batch.iter().enumerate() {
-                    let results = &results;
-                    let this = &*self;
-                    s.spawn(move || {
-                        let o = this.run(c);
-                        results.lock().expect("poisoned")[i] = Some(o);
-                    });
-                }
+            let this = &*self;
+            let fails: Vec<bool> = std::thread::scope(|s| {
+                let runs: Vec<_> = batch
+                    .iter()
+                    .map(|c| s.spawn(move || this.run(c).is_some()))
+                    .collect();
+                // A run that panicked is no evidence of failure.
+                runs.into_iter()
+                    .map(|r| r.join().unwrap_or(false))
+                    .collect()
             });
-            let results = results.into_inner().expect("poisoned");
-            let tried = batch.len();
-            for (i, (c, o)) in batch.into_iter().zip(results).enumerate() {
-                if let Some(Outcome::Fails(ev)) = o {
-                    self.runs += i + 1;
-                    (self.progress)(self.runs, Some(&c));
-                    return Some((c, ev));
-                }
+            if let Some(i) = fails.iter().position(|f| *f) {
+                self.runs += i + 1;
+                let c = batch.into_iter().nth(i).expect("in the batch");
+                (self.progress)(self.runs, Some(&c));
+                return Some(c);
             }
-            self.runs += tried;
+            self.runs += batch.len();
             (self.progress)(self.runs, None);
         }
         None
     }
 
-    /// Smallest value in `lo..=cur` for which `make(v)` still fails, by bisection
-    /// (`cur` is known to fail). Returns the accepted candidate, if smaller.
-    fn bisect(
+    /// Lowers one number of `cur` (now `now`, known to fail) towards `lo` by
+    /// bisection, keeping the smallest value that still fails; records the step.
+    fn lower(
         &mut self,
+        cur: &mut Candidate,
+        steps: &mut Vec<String>,
+        what: &str,
         lo: u64,
-        cur: u64,
-        make: &dyn Fn(u64) -> Candidate,
-    ) -> Option<(Candidate, String, u64)> {
-        if lo >= cur {
-            return None;
+        now: u64,
+        set: &dyn Fn(&mut Candidate, u64),
+    ) {
+        if lo >= now {
+            return;
         }
-        let mut best: Option<(Candidate, String, u64)> = None;
-        // Try the floor first: often the knob does not matter at all.
-        if let Some((c, ev)) = self.first_failing(vec![make(lo)]) {
-            return Some((c, ev, lo));
-        }
-        let (mut ok, mut fail) = (lo, cur);
+        let make = |v: u64| {
+            let mut c = cur.clone();
+            set(&mut c, v);
+            c
+        };
+        // Try the floor first: often the number does not matter at all.
+        let mut best = self.first_failing(vec![make(lo)]).map(|c| (c, lo));
+        let (mut ok, mut fail) = (lo, now);
         // Stop within 2% (at least 1 ms): the last few milliseconds tell nobody anything.
-        while fail - ok > (cur / 50).max(1) {
+        while best.as_ref().is_none_or(|(_, v)| *v != lo) && fail - ok > (now / 50).max(1) {
             let mid = ok + (fail - ok) / 2;
             match self.first_failing(vec![make(mid)]) {
-                Some((c, ev)) => {
+                Some(c) => {
                     fail = mid;
-                    best = Some((c, ev, mid));
+                    best = Some((c, mid));
                 }
                 None if self.stopped.is_some() => break,
                 None => ok = mid,
             }
         }
-        best
+        if let Some((c, v)) = best {
+            steps.push(format!("{what} {now} -> {v}"));
+            *cur = c;
+        }
     }
 }
 
@@ -445,7 +441,7 @@ pub fn shrink(
     loop {
         let before = cur.clone();
         // 1. Fewer faults.
-        if let Some((c, _)) = ddmin(&mut search, &cur) {
+        if let Some(c) = ddmin(&mut search, &cur) {
             steps.push(format!(
                 "faults {} -> {}",
                 cur.plan.faults.len(),
@@ -456,35 +452,27 @@ pub fn shrink(
         // 2. Shorter faults.
         for i in 0..cur.plan.faults.len() {
             for knob in knobs(&cur.plan.faults[i].kind) {
-                let now = knobs(&cur.plan.faults[i].kind)
-                    .into_iter()
-                    .find(|k| k.name == knob.name)
-                    .map_or(knob.value, |k| k.value);
-                let base = cur.clone();
-                let make = |v: u64| {
-                    let mut c = base.clone();
-                    set_knob(&mut c.plan.faults[i].kind, knob.name, v);
-                    c
-                };
-                if let Some((c, _, v)) = search.bisect(knob.min, now, &make) {
-                    steps.push(format!("fault {i} {} {now} -> {v} ms", knob.name));
-                    cur = c;
-                }
+                search.lower(
+                    &mut cur,
+                    &mut steps,
+                    &format!("fault {i} {}", knob.name),
+                    knob.min,
+                    knob.value,
+                    &|c, v| set_knob(&mut c.plan.faults[i].kind, knob.name, v),
+                );
             }
         }
         // 3. Earlier faults.
         for i in 0..cur.plan.faults.len() {
             let now = cur.plan.faults[i].at_ms;
-            let base = cur.clone();
-            let make = |v: u64| {
-                let mut c = base.clone();
-                c.plan.faults[i].at_ms = v;
-                c
-            };
-            if let Some((c, _, v)) = search.bisect(0, now, &make) {
-                steps.push(format!("fault {i} at_ms {now} -> {v}"));
-                cur = c;
-            }
+            search.lower(
+                &mut cur,
+                &mut steps,
+                &format!("fault {i} at_ms"),
+                0,
+                now,
+                &|c, v| c.plan.faults[i].at_ms = v,
+            );
         }
         // 4. Fewer clients.
         let fewer: Vec<Candidate> = (1..cur.workload.clients)
@@ -494,7 +482,7 @@ pub fn shrink(
                 c
             })
             .collect();
-        if let Some((c, _)) = search.first_failing(fewer) {
+        if let Some(c) = search.first_failing(fewer) {
             steps.push(format!(
                 "clients {} -> {}",
                 cur.workload.clients, c.workload.clients
@@ -502,41 +490,22 @@ pub fn shrink(
             cur = c;
         }
         // 5. Shorter run.
-        {
-            let now = cur.workload.duration_ms;
-            let base = cur.clone();
-            let make = |v: u64| {
-                let mut c = base.clone();
-                c.workload.duration_ms = v;
-                c
-            };
-            if let Some((c, _, v)) = search.bisect(1, now, &make) {
-                steps.push(format!("duration_ms {now} -> {v}"));
-                cur = c;
-            }
-        }
+        let now = cur.workload.duration_ms;
+        search.lower(&mut cur, &mut steps, "duration_ms", 1, now, &|c, v| {
+            c.workload.duration_ms = v
+        });
         // 6. Smaller latency range.
-        {
-            let now = cur.workload.latency_ms_max;
-            let base = cur.clone();
-            let make = |v: u64| {
-                let mut c = base.clone();
-                c.workload.latency_ms_max = v;
-                c
-            };
-            if let Some((c, _, v)) = search.bisect(cur.workload.latency_ms_min, now, &make) {
-                steps.push(format!("latency_ms_max {now} -> {v}"));
-                cur = c;
-            }
-        }
+        let (lo, now) = (cur.workload.latency_ms_min, cur.workload.latency_ms_max);
+        search.lower(&mut cur, &mut steps, "latency_ms_max", lo, now, &|c, v| {
+            c.workload.latency_ms_max = v
+        });
         if cur == before || search.stopped.is_some() {
             break;
         }
     }
     // Never report a plan that does not reproduce.
-    let evidence = match search.run(&cur) {
-        Outcome::Fails(ev) => ev,
-        Outcome::Passes => return Err(ShrinkError::NotReproducible(format!("{:?}", cur.plan))),
+    let Some(evidence) = search.run(&cur) else {
+        return Err(ShrinkError::NotReproducible(format!("{:?}", cur.plan)));
     };
     let fault_seen = sim::world::run(&search.config(&cur))
         .ok()
@@ -555,7 +524,7 @@ pub fn shrink(
 
 /// Zeller's ddmin over the faults: the smallest subset (1-minimal) that still fails.
 /// First the empty plan (a design that fails with no fault at all needs none).
-fn ddmin(search: &mut Search<'_>, cur: &Candidate) -> Option<(Candidate, String)> {
+fn ddmin(search: &mut Search<'_>, cur: &Candidate) -> Option<Candidate> {
     let n_all = cur.plan.faults.len();
     if n_all == 0 {
         return None;
@@ -563,7 +532,7 @@ fn ddmin(search: &mut Search<'_>, cur: &Candidate) -> Option<(Candidate, String)
     if let Some(found) = search.first_failing(vec![cur.with_faults(|_| false)]) {
         return Some(found);
     }
-    let mut best: Option<(Candidate, String)> = None;
+    let mut best: Option<Candidate> = None;
     let mut c = cur.clone();
     let mut n = 2usize;
     while c.plan.faults.len() >= 2 {
@@ -585,7 +554,7 @@ fn ddmin(search: &mut Search<'_>, cur: &Candidate) -> Option<(Candidate, String)
         }
         let subsets = n_now;
         match search.first_failing(cands.clone()) {
-            Some((found, ev)) => {
+            Some(found) => {
                 let which = cands.iter().position(|x| *x == found).unwrap_or(0);
                 n = if which < subsets {
                     2
@@ -593,7 +562,7 @@ fn ddmin(search: &mut Search<'_>, cur: &Candidate) -> Option<(Candidate, String)
                     (n_now - 1).max(2)
                 };
                 c = found.clone();
-                best = Some((found, ev));
+                best = Some(found);
             }
             None if search.stopped.is_some() => break,
             None if n_now >= len => break,

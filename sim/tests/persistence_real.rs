@@ -15,23 +15,6 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use sim::redis::persistence::{DurableStore, Fsync, Persistence};
 use sim::redis::{Engine, encode};
 
-fn redis_available() -> bool {
-    let found = Command::new("redis-server")
-        .arg("--version")
-        .stdout(Stdio::null())
-        .status()
-        .is_ok();
-    if !found {
-        if std::env::var_os("LOCKSIM_REQUIRE_REDIS").is_some() {
-            panic!("LOCKSIM_REQUIRE_REDIS is set but redis-server is not on PATH");
-        }
-        eprintln!(
-            "SKIPPED: redis-server is not on PATH; install it with `apt-get install -y redis-server`"
-        );
-    }
-    found
-}
-
 fn now_us() -> u64 {
     SystemTime::now()
         .duration_since(UNIX_EPOCH)
@@ -234,21 +217,21 @@ fn check_policy(policy: &str, fsync: Fsync) {
 
 #[test]
 fn a_killed_server_with_appendfsync_always_brings_back_what_the_model_brings_back() {
-    if redis_available() {
+    if lock_impl::testing::redis_server_available() {
         check_policy("always", Fsync::Always);
     }
 }
 
 #[test]
 fn a_killed_server_with_appendfsync_everysec_brings_back_what_the_model_brings_back() {
-    if redis_available() {
+    if lock_impl::testing::redis_server_available() {
         check_policy("everysec", Fsync::Everysec);
     }
 }
 
 #[test]
 fn a_killed_server_with_appendfsync_no_brings_back_what_the_model_brings_back() {
-    if redis_available() {
+    if lock_impl::testing::redis_server_available() {
         check_policy("no", Fsync::No);
     }
 }

@@ -79,16 +79,7 @@ impl Observer {
     pub fn lose_all(&mut self, server: &str, recorder: &Recorder, now: Duration) {
         let at_us = now.as_micros() as u64;
         for (key, (value, _)) in std::mem::take(self.keys.entry(server.to_string()).or_default()) {
-            recorder.record_at(
-                at_us,
-                server,
-                EventKind::Server(ServerEvent::Removed {
-                    by: server.to_string(),
-                    key,
-                    value,
-                    cause: "lost".into(),
-                }),
-            );
+            record_lost(recorder, at_us, server, key, value);
         }
     }
 
@@ -117,16 +108,7 @@ impl Observer {
             .collect();
         for (key, value) in lost {
             held.remove(&key);
-            recorder.record_at(
-                at_us,
-                server,
-                EventKind::Server(ServerEvent::Removed {
-                    by: server.to_string(),
-                    key,
-                    value,
-                    cause: "lost".into(),
-                }),
-            );
+            record_lost(recorder, at_us, server, key, value);
         }
         for (key, value) in back {
             if held.contains_key(&key) {
@@ -160,4 +142,19 @@ impl Observer {
             .find(|s| self.keys.get(&s.name).is_some_and(|k| k.contains_key(key)))
             .map(|s| s.name.clone())
     }
+}
+
+/// Records that `server` lost `key` (holding `value`) in a crash: removed by the
+/// server itself, cause `lost`.
+fn record_lost(recorder: &Recorder, at_us: u64, server: &str, key: String, value: String) {
+    recorder.record_at(
+        at_us,
+        server,
+        EventKind::Server(ServerEvent::Removed {
+            by: server.to_string(),
+            key,
+            value,
+            cause: "lost".into(),
+        }),
+    );
 }
