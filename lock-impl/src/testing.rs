@@ -19,6 +19,7 @@ use crate::{Acquire, AcquireOptions, Deps, Guard, LockDesign, LockError, Release
 pub struct RealRedis {
     child: Child,
     addr: SocketAddr,
+    extra: Vec<String>,
 }
 
 impl RealRedis {
@@ -27,6 +28,12 @@ impl RealRedis {
     /// variable `LOCKSIM_REQUIRE_REDIS` set (CI sets it), a missing server panics
     /// instead, so CI can never pass by skipping.
     pub fn start() -> Option<Self> {
+        Self::start_with(&[])
+    }
+
+    /// [`RealRedis::start`] with extra `redis-server` arguments (e.g. `--replicaof
+    /// 127.0.0.1 6379`).
+    pub fn start_with(extra: &[&str]) -> Option<Self> {
         if !redis_server_available() {
             return None;
         }
@@ -38,8 +45,12 @@ impl RealRedis {
                 .expect("cannot bind a loopback port")
                 .port();
             let addr: SocketAddr = ([127, 0, 0, 1], port).into();
-            if let Some(child) = spawn_listening(addr) {
-                return Some(Self { child, addr });
+            if let Some(child) = spawn_listening(addr, extra) {
+                return Some(Self {
+                    child,
+                    addr,
+                    extra: extra.iter().map(|a| a.to_string()).collect(),
+                });
             }
         }
         panic!("redis-server did not start listening after 5 attempts");
@@ -52,7 +63,8 @@ impl RealRedis {
         let _ = self.child.kill();
         let _ = self.child.wait();
         for _ in 0..50 {
-            if let Some(child) = spawn_listening(self.addr) {
+            let extra: Vec<&str> = self.extra.iter().map(String::as_str).collect();
+            if let Some(child) = spawn_listening(self.addr, &extra) {
                 self.child = child;
                 return;
             }
@@ -96,7 +108,7 @@ pub fn redis_server_available() -> bool {
 
 /// Starts `redis-server` (no persistence, loopback only) on `addr` and waits until it
 /// listens; `None` if it exits first (the port was taken).
-fn spawn_listening(addr: SocketAddr) -> Option<Child> {
+fn spawn_listening(addr: SocketAddr, extra: &[&str]) -> Option<Child> {
     let mut child = Command::new("redis-server")
         .args(["--port", &addr.port().to_string(), "--bind", "127.0.0.1"])
         .args([
@@ -107,6 +119,7 @@ fn spawn_listening(addr: SocketAddr) -> Option<Child> {
             "--protected-mode",
             "yes",
         ])
+        .args(extra)
         .stdout(Stdio::null())
         .stderr(Stdio::null())
         .spawn()

@@ -26,14 +26,7 @@ impl CommandEngine for FakeEngine {
     fn connect(&mut self, peer: String) -> Session {
         self.next_id += 1;
         self.peers.push(peer.clone());
-        Session {
-            id: self.next_id,
-            peer,
-            protocol: 2,
-            name: None,
-            channels: Vec::new(),
-            close_after_reply: false,
-        }
+        Session::new(self.next_id, peer)
     }
 
     fn disconnect(&mut self, session: &Session) {

@@ -5,6 +5,7 @@
 use std::collections::BTreeMap;
 
 use super::keyspace::{DATABASES, Entry, Keyspace, Value};
+use super::replication::Repl;
 use super::reply::Reply;
 
 /// The version this model claims to be (the Redis the project tests against).
@@ -24,6 +25,9 @@ pub struct Spec {
     pub arity: i32,
     /// `CMD_NOSCRIPT`: refused inside scripts.
     pub noscript: bool,
+    /// `CMD_WRITE`: refused on a replica (`READONLY`) and without enough good replicas
+    /// (`NOREPLICAS`).
+    pub write: bool,
 }
 
 /// Result of looking a command up.
@@ -42,6 +46,17 @@ const fn spec(name: &'static str, arity: i32, noscript: bool) -> Spec {
         name,
         arity,
         noscript,
+        write: false,
+    }
+}
+
+/// A write command.
+const fn wspec(name: &'static str, arity: i32) -> Spec {
+    Spec {
+        name,
+        arity,
+        noscript: false,
+        write: true,
     }
 }
 
@@ -55,28 +70,28 @@ const COMMANDS: &[Spec] = &[
     spec("client", -2, true),
     spec("script", -2, true),
     spec("get", 2, false),
-    spec("set", -3, false),
-    spec("setnx", 3, false),
-    spec("getdel", 2, false),
-    spec("del", -2, false),
-    spec("unlink", -2, false),
+    wspec("set", -3),
+    wspec("setnx", 3),
+    wspec("getdel", 2),
+    wspec("del", -2),
+    wspec("unlink", -2),
     spec("exists", -2, false),
-    spec("expire", -3, false),
-    spec("pexpire", -3, false),
-    spec("expireat", -3, false),
-    spec("pexpireat", -3, false),
+    wspec("expire", -3),
+    wspec("pexpire", -3),
+    wspec("expireat", -3),
+    wspec("pexpireat", -3),
     spec("ttl", 2, false),
     spec("pttl", 2, false),
-    spec("persist", 2, false),
-    spec("incr", 2, false),
-    spec("incrby", 3, false),
-    spec("decr", 2, false),
-    spec("decrby", 3, false),
-    spec("hset", -4, false),
+    wspec("persist", 2),
+    wspec("incr", 2),
+    wspec("incrby", 3),
+    wspec("decr", 2),
+    wspec("decrby", 3),
+    wspec("hset", -4),
     spec("hget", 3, false),
     spec("hexists", 3, false),
-    spec("hincrby", 4, false),
-    spec("hdel", -3, false),
+    wspec("hincrby", 4),
+    wspec("hdel", -3),
     spec("hgetall", 2, false),
     spec("hlen", 2, false),
     spec("eval", -3, true),
@@ -86,11 +101,26 @@ const COMMANDS: &[Spec] = &[
     spec("unsubscribe", -1, true),
     spec("time", 1, false),
     spec("dbsize", 1, false),
-    spec("flushall", -1, false),
-    spec("flushdb", -1, false),
+    wspec("flushall", -1),
+    wspec("flushdb", -1),
     spec("info", -1, false),
     spec("type", 2, false),
     spec("reset", 1, true),
+    spec("wait", 3, true),
+    spec("role", 1, true),
+    spec("replicaof", 3, true),
+    spec("slaveof", 3, true),
+    spec("replconf", -1, true),
+    spec("psync", -3, true),
+    spec("sync", 1, true),
+    spec("multi", 1, true),
+    spec("exec", 1, true),
+    spec("discard", 1, true),
+    spec("watch", -2, true),
+    spec("unwatch", 1, true),
+    spec("config", -2, true),
+    spec("eval_ro", -3, true),
+    spec("evalsha_ro", -3, true),
 ];
 
 const SUBCOMMANDS: &[Spec] = &[
@@ -101,6 +131,10 @@ const SUBCOMMANDS: &[Spec] = &[
     spec("script|exists", -3, true),
     spec("script|flush", -2, true),
     spec("script|kill", 2, true),
+    spec("client|kill", -3, true),
+    spec("config|get", -3, true),
+    spec("config|set", -4, true),
+    spec("config|rewrite", 2, true),
 ];
 
 /// Finds the command `argv` names (case-insensitively), as Redis's `lookupCommand`.
@@ -112,7 +146,7 @@ pub fn lookup(argv: &[Vec<u8>]) -> Lookup {
     let Some(base) = COMMANDS.iter().find(|s| s.name == name) else {
         return Lookup::Unknown;
     };
-    if (base.name == "client" || base.name == "script") && argv.len() >= 2 {
+    if matches!(base.name, "client" | "script" | "config") && argv.len() >= 2 {
         let sub = format!(
             "{}|{}",
             base.name,
@@ -223,6 +257,27 @@ pub struct Ctx {
     pub db: usize,
     /// Server time, unix microseconds (frozen for a whole script).
     pub now_us: u64,
+    /// The command came from this replica's master (never refused, never expires).
+    pub from_master: bool,
+    /// Running inside `EVAL_RO`/`EVALSHA_RO`: write commands are refused.
+    pub read_only: bool,
+    /// The running script already wrote (later writes are no longer refused for the
+    /// server's state: Redis cannot undo the first).
+    pub wrote: bool,
+}
+
+impl Ctx {
+    /// A client command's context.
+    pub fn new(peer: impl Into<String>, db: usize, now_us: u64) -> Self {
+        Self {
+            peer: peer.into(),
+            db,
+            now_us,
+            from_master: false,
+            read_only: false,
+            wrote: false,
+        }
+    }
 }
 
 impl Ctx {
@@ -246,7 +301,14 @@ pub struct Core {
     pub tcp_port: u16,
     /// First clock reading seen: the server's start (for `uptime_in_seconds`).
     pub start_us: Option<u64>,
+    /// Replication: role, stream, offsets, replicas.
+    pub repl: Repl,
 }
+
+/// `READONLY` error text.
+pub const READONLY: &str = "READONLY You can't write against a read only replica.";
+/// `NOREPLICAS` error text.
+pub const NOREPLICAS: &str = "NOREPLICAS Not enough good replicas to write.";
 
 /// Deterministic 40-hex-digit identifier from the seed and a label.
 pub fn hex_id(seed: u64, label: &str) -> String {
@@ -269,6 +331,37 @@ impl Core {
             seed,
             tcp_port: 6379,
             start_us: None,
+            repl: Repl::new(hex_id(seed, "replid")),
+        }
+    }
+
+    /// Why a write command may not run now, if it may not: `READONLY` on a replica
+    /// (unless the master sent it), `NOREPLICAS` on a master without enough good
+    /// replicas (`processCommand` and `scriptVerifyWriteCommandAllow`).
+    pub fn write_refusal(&self, ctx: &Ctx) -> Option<Reply> {
+        if ctx.from_master {
+            return None;
+        }
+        if self.repl.is_replica() {
+            return Some(Reply::Error(READONLY.into()));
+        }
+        if self.repl.too_few_good_replicas() {
+            return Some(Reply::Error(NOREPLICAS.into()));
+        }
+        None
+    }
+
+    /// Queues `argv` for the replication stream, after the `DEL`s of keys the command
+    /// found expired on its way.
+    pub fn propagate(&mut self, db: usize, argv: Vec<Vec<u8>>) {
+        self.propagate_expired();
+        self.repl.propagate(db, argv);
+    }
+
+    /// Queues a `DEL` for every key lazily expired since the last call.
+    pub fn propagate_expired(&mut self) {
+        for (db, key) in self.ks.take_lazily_expired() {
+            self.repl.propagate(db, vec![b"DEL".to_vec(), key]);
         }
     }
 
@@ -320,6 +413,7 @@ impl Core {
                         ctx.now_us,
                         &ctx.peer,
                     );
+                    self.propagate(ctx.db, argv.to_vec());
                     Reply::Integer(1)
                 }
             }
@@ -331,6 +425,7 @@ impl Core {
                 }) => {
                     let s = s.clone();
                     self.ks.delete(ctx.db, &argv[1], ctx.now_us, &ctx.peer);
+                    self.propagate(ctx.db, vec![b"DEL".to_vec(), argv[1].clone()]);
                     Reply::Bulk(s)
                 }
                 Some(_) => wrongtype(),
@@ -341,6 +436,9 @@ impl Core {
                     if self.ks.delete(ctx.db, key, ctx.now_us, &ctx.peer) {
                         n += 1;
                     }
+                }
+                if n > 0 {
+                    self.propagate(ctx.db, argv.to_vec());
                 }
                 Reply::Integer(n)
             }
@@ -381,20 +479,21 @@ impl Core {
                 Some(e) if e.expire_at_ms.is_some() => {
                     self.ks
                         .set_expiry(ctx.db, &argv[1], None, ctx.now_us, &ctx.peer);
+                    self.propagate(ctx.db, argv.to_vec());
                     Reply::Integer(1)
                 }
                 _ => Reply::Integer(0),
             },
-            "incr" => self.incr(ctx, &argv[1], 1),
-            "decr" => self.incr(ctx, &argv[1], -1),
+            "incr" => self.incr(ctx, argv, 1),
+            "decr" => self.incr(ctx, argv, -1),
             "incrby" | "decrby" => match parse_i64(&argv[2]) {
                 None => Reply::err(NOT_INTEGER),
                 Some(by) if name == "decrby" => match by.checked_neg() {
                     // Redis: "decrement would overflow" for DECRBY LLONG_MIN.
                     None => Reply::err("decrement would overflow"),
-                    Some(by) => self.incr(ctx, &argv[1], by),
+                    Some(by) => self.incr(ctx, argv, by),
                 },
-                Some(by) => self.incr(ctx, &argv[1], by),
+                Some(by) => self.incr(ctx, argv, by),
             },
             "hset" => self.hset(ctx, argv),
             "hget" => match self.ks.get(ctx.db, &argv[1], ctx.now_us) {
@@ -437,7 +536,12 @@ impl Core {
             },
             "hincrby" => self.hincrby(ctx, argv),
             "hdel" => self.hdel(ctx, argv),
-            "publish" => Reply::Integer(self.publish(&argv[1], &argv[2]) as i64),
+            "publish" => {
+                let n = self.publish(&argv[1], &argv[2]);
+                // Always propagated to replicas (`forceCommandPropagation`).
+                self.propagate(ctx.db, argv.to_vec());
+                Reply::Integer(n as i64)
+            }
             "time" => Reply::Array(vec![
                 Reply::bulk((ctx.now_us / 1_000_000).to_string()),
                 Reply::bulk((ctx.now_us % 1_000_000).to_string()),
@@ -457,6 +561,7 @@ impl Core {
                     None
                 };
                 self.ks.flush(db, ctx.now_us, &ctx.peer);
+                self.propagate(ctx.db, argv.to_vec());
                 Reply::ok()
             }
             "info" => Reply::Bulk(self.info(&argv[1..], ctx.now_us).into_bytes()),
@@ -565,6 +670,7 @@ impl Core {
         if (nx && found) || (xx && !found) {
             return get_reply.unwrap_or(Reply::Nil);
         }
+        let explicit = expire_at;
         if keepttl {
             expire_at = old.and_then(|e| e.expire_at_ms);
         }
@@ -576,6 +682,24 @@ impl Core {
             ctx.now_us,
             &ctx.peer,
         );
+        let propagated = match explicit {
+            // `SET key value PXAT ms`, whatever the options were.
+            Some(ms) => vec![
+                b"SET".to_vec(),
+                argv[1].clone(),
+                argv[2].clone(),
+                b"PXAT".to_vec(),
+                ms.to_string().into_bytes(),
+            ],
+            // Without an expiry, as sent minus any `GET`.
+            None => argv
+                .iter()
+                .enumerate()
+                .filter(|(i, a)| *i < 3 || !a.eq_ignore_ascii_case(b"get"))
+                .map(|(_, a)| a.clone())
+                .collect(),
+        };
+        self.propagate(ctx.db, propagated);
         get_reply.unwrap_or_else(Reply::ok)
     }
 
@@ -629,16 +753,24 @@ impl Core {
         {
             return Reply::Integer(0);
         }
-        if when <= now_ms {
+        // `checkAlreadyExpired`: a replica keeps a key with a past expiry and waits for
+        // its master's DEL.
+        if when <= now_ms && !self.repl.is_replica() {
             self.ks.delete(ctx.db, &argv[1], ctx.now_us, &ctx.peer);
+            self.propagate(ctx.db, vec![b"DEL".to_vec(), argv[1].clone()]);
         } else {
             self.ks
                 .set_expiry(ctx.db, &argv[1], Some(when), ctx.now_us, &ctx.peer);
+            let mut propagated = argv.to_vec();
+            propagated[0] = b"PEXPIREAT".to_vec();
+            propagated[2] = when.to_string().into_bytes();
+            self.propagate(ctx.db, propagated);
         }
         Reply::Integer(1)
     }
 
-    fn incr(&mut self, ctx: &mut Ctx, key: &[u8], by: i64) -> Reply {
+    fn incr(&mut self, ctx: &mut Ctx, argv: &[Vec<u8>], by: i64) -> Reply {
+        let key = &argv[1];
         let current = match self.ks.get(ctx.db, key, ctx.now_us) {
             None => 0,
             Some(Entry {
@@ -660,6 +792,7 @@ impl Core {
             ctx.now_us,
             &ctx.peer,
         );
+        self.propagate(ctx.db, argv.to_vec());
         Reply::Integer(new)
     }
 
@@ -687,6 +820,7 @@ impl Core {
                 Err(_) => return wrongtype(),
             }
         }
+        self.propagate(ctx.db, argv.to_vec());
         Reply::Integer(created)
     }
 
@@ -719,7 +853,10 @@ impl Core {
             ctx.now_us,
             &ctx.peer,
         ) {
-            Ok(_) => Reply::Integer(new),
+            Ok(_) => {
+                self.propagate(ctx.db, argv.to_vec());
+                Reply::Integer(new)
+            }
             Err(_) => wrongtype(),
         }
     }
@@ -729,13 +866,18 @@ impl Core {
             .ks
             .hash_delete(ctx.db, &argv[1], &argv[2..], ctx.now_us, &ctx.peer)
         {
-            Ok(n) => Reply::Integer(n),
+            Ok(n) => {
+                if n > 0 {
+                    self.propagate(ctx.db, argv.to_vec());
+                }
+                Reply::Integer(n)
+            }
             Err(_) => wrongtype(),
         }
     }
 
     /// The `INFO` text for the requested sections (none / `default` / `all` /
-    /// `everything`: server, clients, replication, keyspace).
+    /// `everything`: server, replication, cluster, keyspace).
     pub fn info(&mut self, sections: &[Vec<u8>], now_us: u64) -> String {
         let wanted: Vec<String> = sections
             .iter()
@@ -789,24 +931,15 @@ impl Core {
             );
         }
         if want("replication") {
-            let lines = [
-                "role:master".to_string(),
-                "connected_slaves:0".into(),
-                "master_failover_state:no-failover".into(),
-                format!("master_replid:{}", hex_id(self.seed, "replid")),
-                "master_replid2:0000000000000000000000000000000000000000".into(),
-                "master_repl_offset:0".into(),
-                "second_repl_offset:-1".into(),
-                "repl_backlog_active:0".into(),
-                "repl_backlog_size:1048576".into(),
-                "repl_backlog_first_byte_offset:0".into(),
-                "repl_backlog_histlen:0".into(),
-            ];
+            let lines = self.repl.info_lines(now_us);
             section(
                 &mut out,
                 "Replication",
                 lines.iter().map(|l| format!("{l}\r\n")).collect(),
             );
+        }
+        if want("cluster") {
+            section(&mut out, "Cluster", "cluster_enabled:0\r\n".into());
         }
         if want("keyspace") {
             let mut body = String::new();

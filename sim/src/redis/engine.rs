@@ -39,8 +39,9 @@
 use std::collections::BTreeMap;
 
 use super::commands::{self, Core, Ctx, Lookup, REDIS_VERSION};
-use super::keyspace::DATABASES;
+use super::keyspace::{DATABASES, ExpiryMode};
 use super::lua::LuaVm;
+use super::replication::{LinkState, ReplicaInfo, Role, Waiter, encode_snapshot};
 use super::reply::Reply;
 
 /// Per-connection state the engine reads and changes (`HELLO`, `SELECT`, `CLIENT
@@ -60,6 +61,57 @@ pub struct Session {
     pub channels: Vec<Vec<u8>>,
     /// Set by `QUIT` (and by a protocol error): close after writing the reply.
     pub close_after_reply: bool,
+    /// What the connection is: a client, this replica's master, or a replica of ours.
+    pub kind: SessionKind,
+    /// Commands queued since `MULTI` (`None`: not in a transaction).
+    pub multi: Option<Vec<Vec<Vec<u8>>>>,
+    /// A command was refused while queueing: `EXEC` aborts.
+    pub multi_failed: bool,
+    /// Blocked in `WAIT`: its reply comes later, through the push channel, and no
+    /// further command is read until then.
+    pub blocked: bool,
+    /// `REPLCONF listening-port`, kept until the connection becomes a replica.
+    pub listening_port: u16,
+}
+
+impl Session {
+    /// A fresh connection `id` from `peer`: RESP2, no name, no subscriptions.
+    pub fn new(id: u64, peer: impl Into<String>) -> Self {
+        Self {
+            id,
+            peer: peer.into(),
+            protocol: 2,
+            name: None,
+            channels: Vec::new(),
+            close_after_reply: false,
+            kind: SessionKind::Normal,
+            multi: None,
+            multi_failed: false,
+            blocked: false,
+            listening_port: 0,
+        }
+    }
+}
+
+/// A session's `WATCH`ed keys (`multi.c`).
+#[derive(Debug, Clone, Default)]
+struct Watches {
+    /// (database, key, already expired when watched).
+    keys: Vec<(usize, Vec<u8>, bool)>,
+    /// A watched key changed: `EXEC` fails.
+    dirty: bool,
+}
+
+/// What a connection is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum SessionKind {
+    /// A client.
+    #[default]
+    Normal,
+    /// This replica's link to its master: commands are applied, never refused.
+    Master,
+    /// A replica of ours, fed the replication stream.
+    Replica,
 }
 
 /// Why a key left the keyspace, or was written.
@@ -74,6 +126,8 @@ pub enum KeyCause {
     Overwritten,
     /// `FLUSHALL` / `FLUSHDB`.
     Flushed,
+    /// A replica's full sync replaced its dataset with its master's.
+    Resync,
 }
 
 /// The server's own record of what happened to keys: the ground truth a checker uses
@@ -132,6 +186,16 @@ pub struct Engine {
     drop_pushes: bool,
     /// A script past its budget, still "running": the server is busy.
     busy: Option<BusyScript>,
+    /// Per session: the replication offset after its last command (`c->woff`).
+    woff: BTreeMap<u64, u64>,
+    /// Per session: watched keys, and whether one changed since.
+    watches: BTreeMap<u64, Watches>,
+    /// Every open session's kind and whether it subscribes (for `CLIENT KILL TYPE`).
+    sessions: BTreeMap<u64, (SessionKind, bool)>,
+    /// The session this replica applies its master's stream through.
+    master_session: Option<Session>,
+    /// Running the commands of an `EXEC`.
+    in_exec: bool,
 }
 
 /// A script that spent its instruction budget. In Redis it would still be running;
@@ -192,6 +256,11 @@ impl Engine {
             commands_processed: 0,
             drop_pushes: false,
             busy: None,
+            woff: BTreeMap::new(),
+            watches: BTreeMap::new(),
+            sessions: BTreeMap::new(),
+            master_session: None,
+            in_exec: false,
         }
     }
 
@@ -213,19 +282,19 @@ impl Engine {
     /// A session for a new connection from `peer`, with a fresh client id.
     pub fn connect(&mut self, peer: impl Into<String>) -> Session {
         self.next_client_id += 1;
-        Session {
-            id: self.next_client_id,
-            peer: peer.into(),
-            protocol: 2,
-            name: None,
-            channels: Vec::new(),
-            close_after_reply: false,
-        }
+        self.sessions
+            .insert(self.next_client_id, (SessionKind::Normal, false));
+        Session::new(self.next_client_id, peer)
     }
 
     /// Forget a closed connection (drops its subscriptions).
     pub fn disconnect(&mut self, session: &Session) {
         self.session_db.remove(&session.id);
+        self.woff.remove(&session.id);
+        self.watches.remove(&session.id);
+        self.sessions.remove(&session.id);
+        self.core.repl.replicas.remove(&session.id);
+        self.core.repl.waiters.retain(|w| w.session != session.id);
         self.core.channels.retain(|_, ids| {
             ids.retain(|&id| id != session.id);
             !ids.is_empty()
@@ -238,20 +307,84 @@ impl Engine {
     }
 
     /// Executes one command (`argv[0]` is the name, any case) at server time `now_us`
-    /// and returns its reply.
+    /// and returns its reply. What it changed is propagated to the replicas (their
+    /// stream bytes leave through [`Engine::take_pushes`]).
     pub fn execute(&mut self, session: &mut Session, argv: &[Vec<u8>], now_us: u64) -> Reply {
         if argv.is_empty() {
             return Reply::Frames(Vec::new());
         }
+        let events_before = self.core.ks.pending_events();
+        let reply = self.dispatch(session, argv, now_us);
+        self.end_command(session.id, events_before);
+        reply
+    }
+
+    /// After a top-level command: lazily expired keys and the command's effects go to
+    /// the stream; the client's write offset moves; watchers of changed keys learn it.
+    fn end_command(&mut self, session: u64, events_before: usize) {
+        self.core.propagate_expired();
+        self.core.repl.flush();
+        self.woff.insert(session, self.core.repl.offset);
+        self.touch_watched(events_before);
+        self.ship_stream();
+    }
+
+    /// Writes the stream bytes fed since the last call to every replica.
+    fn ship_stream(&mut self) {
+        if self.core.repl.get_ack && !self.core.repl.replicas.is_empty() {
+            self.core.repl.get_ack = false;
+            self.core
+                .repl
+                .feed_raw(&[b"REPLCONF".as_slice(), b"GETACK", b"*"]);
+        }
+        let bytes = self.core.repl.take_stream();
+        if bytes.is_empty() {
+            return;
+        }
+        for &id in self.core.repl.replicas.keys() {
+            self.core.pushes.push((id, Reply::Raw(bytes.clone())));
+        }
+    }
+
+    /// Marks the transactions watching a key that changed since `events_before`.
+    fn touch_watched(&mut self, events_before: usize) {
+        if self.watches.is_empty() {
+            return;
+        }
+        let changed = self.core.ks.events_since(events_before);
+        if changed.is_empty() {
+            return;
+        }
+        let ks = &self.core.ks;
+        for w in self.watches.values_mut() {
+            for (db, key, expired) in &mut w.keys {
+                if !changed.iter().any(|(d, k)| d == db && k == key) {
+                    continue;
+                }
+                // `touchWatchedKey`: deleting a key that had already expired when it
+                // was watched is no change.
+                if *expired && ks.peek(*db, key).is_none() {
+                    *expired = false;
+                } else {
+                    w.dirty = true;
+                }
+            }
+        }
+    }
+
+    fn dispatch(&mut self, session: &mut Session, argv: &[Vec<u8>], now_us: u64) -> Reply {
         self.commands_processed += 1;
         self.core.start_us.get_or_insert(now_us);
+        let queueing = session.multi.is_some();
         let spec = match commands::lookup(argv) {
             Lookup::Found(spec) => spec,
-            Lookup::Unknown => return commands::unknown_command(argv),
-            Lookup::UnknownSubcommand => return commands::unknown_subcommand(argv),
+            Lookup::Unknown => return self.refuse(session, commands::unknown_command(argv)),
+            Lookup::UnknownSubcommand => {
+                return self.refuse(session, commands::unknown_subcommand(argv));
+            }
         };
         if !commands::arity_ok(&spec, argv.len()) {
-            return commands::arity_error(&spec);
+            return self.refuse(session, commands::arity_error(&spec));
         }
         if self.busy.is_some() && !matches!(spec.name, "script|kill" | "auth" | "hello") {
             return Reply::Error(BUSY.into());
@@ -268,10 +401,28 @@ impl Engine {
                 spec.name
             ));
         }
-        let mut ctx = Ctx {
-            peer: session.peer.clone(),
-            db: self.selected_db(session),
-            now_us,
+        let mut ctx = Ctx::new(session.peer.clone(), self.selected_db(session), now_us);
+        ctx.from_master = session.kind == SessionKind::Master;
+        if spec.write
+            && let Some(refusal) = self.core.write_refusal(&ctx)
+        {
+            return self.refuse(session, refusal);
+        }
+        if queueing
+            && !matches!(
+                spec.name,
+                "exec" | "discard" | "multi" | "watch" | "quit" | "reset"
+            )
+        {
+            if let Some(queue) = session.multi.as_mut() {
+                queue.push(argv.to_vec());
+            }
+            return Reply::Simple("QUEUED".into());
+        }
+        self.core.ks.mode = match (self.core.repl.is_replica(), ctx.from_master) {
+            (false, _) => ExpiryMode::Delete,
+            (true, false) => ExpiryMode::Hide,
+            (true, true) => ExpiryMode::Keep,
         };
         match spec.name {
             "ping" if subscribed => Reply::Array(vec![
@@ -285,9 +436,13 @@ impl Engine {
             "hello" => self.hello(session, argv),
             "reset" => {
                 self.disconnect(session);
+                self.sessions
+                    .insert(session.id, (SessionKind::Normal, false));
                 session.channels.clear();
                 session.protocol = 2;
                 session.name = None;
+                session.multi = None;
+                session.multi_failed = false;
                 Reply::Simple("RESET".into())
             }
             "auth" => match argv.len() {
@@ -311,11 +466,23 @@ impl Engine {
                 };
                 Reply::ok()
             }
-            "subscribe" => self.subscribe(session, &argv[1..]),
-            "unsubscribe" => self.unsubscribe(session, &argv[1..]),
-            "eval" | "evalsha" => {
+            "client|kill" => self.client_kill(session, argv),
+            "subscribe" => {
+                let reply = self.subscribe(session, &argv[1..]);
+                self.sessions.insert(session.id, (session.kind, true));
+                reply
+            }
+            "unsubscribe" => {
+                let reply = self.unsubscribe(session, &argv[1..]);
+                let subscribing = !session.channels.is_empty();
+                self.sessions
+                    .insert(session.id, (session.kind, subscribing));
+                reply
+            }
+            "eval" | "evalsha" | "eval_ro" | "evalsha_ro" => {
+                ctx.read_only = spec.name.ends_with("_ro");
                 let writes_before = self.core.ks.pending_events();
-                let reply = self.eval(&mut ctx, spec.name == "evalsha", argv);
+                let reply = self.eval(&mut ctx, spec.name.starts_with("evalsha"), argv);
                 if !self.lua.budget_spent() {
                     return reply;
                 }
@@ -363,6 +530,54 @@ impl Engine {
                 self.lua.flush();
                 Reply::ok()
             }
+            "multi" => {
+                if queueing {
+                    return Reply::err("MULTI calls can not be nested");
+                }
+                session.multi = Some(Vec::new());
+                session.multi_failed = false;
+                Reply::ok()
+            }
+            "discard" => {
+                if !queueing {
+                    return Reply::err("DISCARD without MULTI");
+                }
+                session.multi = None;
+                self.watches.remove(&session.id);
+                Reply::ok()
+            }
+            "exec" => self.exec(session, now_us),
+            "watch" => {
+                if queueing {
+                    return Reply::err("WATCH inside MULTI is not allowed");
+                }
+                let db = self.selected_db(session);
+                let now_ms = (now_us / 1000) as i64;
+                let entry = self.watches.entry(session.id).or_default();
+                for key in &argv[1..] {
+                    if !entry.keys.iter().any(|(d, k, _)| *d == db && k == key) {
+                        let expired = self
+                            .core
+                            .ks
+                            .peek(db, key)
+                            .is_some_and(|e| super::keyspace::is_expired(e, now_ms));
+                        entry.keys.push((db, key.clone(), expired));
+                    }
+                }
+                Reply::ok()
+            }
+            "unwatch" => {
+                self.watches.remove(&session.id);
+                Reply::ok()
+            }
+            "wait" => self.wait(session, argv, now_us),
+            "role" => self.core.repl.role_reply(),
+            "replicaof" | "slaveof" => self.replicaof(argv, now_us),
+            "replconf" => self.replconf(session, argv, now_us),
+            "psync" | "sync" => self.sync(session, spec.name == "psync", now_us),
+            "config|get" => self.config_get(&argv[2..]),
+            "config|set" => self.config_set(&argv[2..], now_us),
+            "config|rewrite" => Reply::err("The server is running without a config file"),
             name => {
                 let reply = self.core.exec(&mut ctx, name, argv);
                 if name == "select" && ctx.db < DATABASES {
@@ -371,6 +586,512 @@ impl Engine {
                 reply
             }
         }
+    }
+
+    /// A command refused before it ran: inside `MULTI` the transaction is doomed
+    /// (`flagTransaction`).
+    fn refuse(&mut self, session: &mut Session, reply: Reply) -> Reply {
+        if session.multi.is_some() {
+            session.multi_failed = true;
+        }
+        reply
+    }
+
+    fn exec(&mut self, session: &mut Session, now_us: u64) -> Reply {
+        let Some(queue) = session.multi.take() else {
+            return Reply::err("EXEC without MULTI");
+        };
+        let watched = self.watches.remove(&session.id);
+        if std::mem::take(&mut session.multi_failed) {
+            return Reply::Error(
+                "EXECABORT Transaction discarded because of previous errors.".into(),
+            );
+        }
+        let now_ms = (now_us / 1000) as i64;
+        if let Some(w) = watched {
+            // `isWatchedKeyExpired`: a watched key, alive when watched, that has
+            // expired since also fails the transaction.
+            let expired = w.keys.iter().any(|(db, k, was_expired)| {
+                !*was_expired
+                    && self
+                        .core
+                        .ks
+                        .peek(*db, k)
+                        .is_some_and(|e| super::keyspace::is_expired(e, now_ms))
+            });
+            if w.dirty || expired {
+                return Reply::NilArray;
+            }
+        }
+        self.in_exec = true;
+        let mut replies = Vec::with_capacity(queue.len());
+        for argv in &queue {
+            replies.push(self.dispatch(session, argv, now_us));
+        }
+        self.in_exec = false;
+        Reply::Array(replies)
+    }
+
+    fn wait(&mut self, session: &mut Session, argv: &[Vec<u8>], now_us: u64) -> Reply {
+        if self.core.repl.is_replica() {
+            return Reply::err(
+                "WAIT cannot be used with replica instances. Please also note that since Redis 4.0 if a replica is configured to be writable (which is not the default) writes to replicas are just local and are not propagated.",
+            );
+        }
+        let Some(numreplicas) = commands::parse_i64(&argv[1]) else {
+            return Reply::err("value is not an integer or out of range");
+        };
+        let Some(timeout) = commands::parse_i64(&argv[2]) else {
+            return Reply::err("timeout is not an integer or out of range");
+        };
+        if timeout < 0 {
+            return Reply::err("timeout is negative");
+        }
+        let offset = self.woff.get(&session.id).copied().unwrap_or(0);
+        let acks = self.core.repl.acks_for(offset);
+        if acks as i64 >= numreplicas || self.in_exec {
+            return Reply::Integer(acks as i64);
+        }
+        self.core.repl.waiters.push(Waiter {
+            session: session.id,
+            offset,
+            numreplicas: numreplicas as u64,
+            deadline_us: (timeout > 0).then(|| now_us.saturating_add(timeout as u64 * 1000)),
+        });
+        self.core.repl.get_ack = true;
+        session.blocked = true;
+        Reply::Frames(Vec::new())
+    }
+
+    /// Answers the `WAIT`s that are satisfied, or whose timeout passed by `now_us`.
+    pub fn serve_waiters(&mut self, now_us: u64) {
+        let repl = &mut self.core.repl;
+        let mut still = Vec::new();
+        for w in std::mem::take(&mut repl.waiters) {
+            let acks = repl.acks_for(w.offset);
+            if acks >= w.numreplicas || w.deadline_us.is_some_and(|d| now_us >= d) {
+                self.core
+                    .pushes
+                    .push((w.session, Reply::Integer(acks as i64)));
+            } else {
+                still.push(w);
+            }
+        }
+        self.core.repl.waiters = still;
+    }
+
+    /// When the next `WAIT` times out (server clock, us), if any waits with a timeout.
+    pub fn next_wait_deadline(&self) -> Option<u64> {
+        self.core
+            .repl
+            .waiters
+            .iter()
+            .filter_map(|w| w.deadline_us)
+            .min()
+    }
+
+    fn replicaof(&mut self, argv: &[Vec<u8>], now_us: u64) -> Reply {
+        if argv[1].eq_ignore_ascii_case(b"no") && argv[2].eq_ignore_ascii_case(b"one") {
+            if self.core.repl.is_replica() {
+                self.promote(now_us);
+            }
+            return Reply::ok();
+        }
+        let Some(port) = commands::parse_i64(&argv[2]) else {
+            return Reply::err("value is not an integer or out of range");
+        };
+        let Ok(port) = u16::try_from(port) else {
+            return Reply::err("Invalid master port");
+        };
+        let host = String::from_utf8_lossy(&argv[1]).into_owned();
+        if let Role::Replica {
+            host: h, port: p, ..
+        } = &self.core.repl.role
+            && h.eq_ignore_ascii_case(&host)
+            && *p == port
+        {
+            return Reply::Simple("OK Already connected to specified master".into());
+        }
+        self.follow(host, port, now_us);
+        Reply::ok()
+    }
+
+    /// Becomes a replica of `host:port` (`replicationSetMaster`): replicas of ours are
+    /// dropped, clients blocked in `WAIT` are released with an error, and the link
+    /// connects at the next cron.
+    pub fn follow(&mut self, host: String, port: u16, now_us: u64) {
+        let repl = &mut self.core.repl;
+        let was_master = !repl.is_replica();
+        repl.role = Role::Replica {
+            host,
+            port,
+            link: LinkState::Connect,
+        };
+        repl.generation += 1;
+        repl.link_down_since_us = Some(now_us);
+        for id in std::mem::take(&mut repl.replicas).into_keys() {
+            self.core.pushes.push((id, Reply::Close));
+        }
+        for w in std::mem::take(&mut self.core.repl.waiters) {
+            self.core.pushes.push((
+                w.session,
+                Reply::Error(
+                    "UNBLOCKED force unblock from blocking operation, instance state changed (master -> replica?)"
+                        .into(),
+                ),
+            ));
+        }
+        if was_master {
+            // The old replication history continues as the secondary id.
+            let repl = &mut self.core.repl;
+            repl.replid2 = repl.replid.clone();
+            repl.second_offset = repl.offset as i64 + 1;
+        }
+        self.master_session = None;
+    }
+
+    /// `REPLICAOF NO ONE` (`replicationUnsetMaster`): a new replication id, the old one
+    /// kept as the secondary; the data stays.
+    pub fn promote(&mut self, now_us: u64) {
+        let generation = self.core.repl.generation + 1;
+        let repl = &mut self.core.repl;
+        repl.replid2 = repl.replid.clone();
+        repl.second_offset = repl.offset as i64 + 1;
+        repl.replid = commands::hex_id(self.core.seed ^ generation.rotate_left(17), "promoted");
+        repl.role = Role::Master;
+        repl.generation = generation;
+        repl.link_down_since_us = None;
+        repl.reset_seldb();
+        repl.backlog_start.get_or_insert(repl.offset + 1);
+        repl.last_io_us = now_us;
+        self.master_session = None;
+    }
+
+    fn replconf(&mut self, session: &mut Session, argv: &[Vec<u8>], now_us: u64) -> Reply {
+        if argv.len().is_multiple_of(2) {
+            return Reply::err("syntax error");
+        }
+        for pair in argv[1..].chunks(2) {
+            let opt = pair[0].to_ascii_lowercase();
+            match opt.as_slice() {
+                b"listening-port" => match commands::parse_i64(&pair[1]) {
+                    Some(p) => session.listening_port = p.clamp(0, 65535) as u16,
+                    None => return Reply::err("value is not an integer or out of range"),
+                },
+                b"ack" => {
+                    // Never answered.
+                    let Some(offset) = commands::parse_i64(&pair[1]) else {
+                        return Reply::Frames(Vec::new());
+                    };
+                    if let Some(r) = self.core.repl.replicas.get_mut(&session.id) {
+                        r.ack_offset = r.ack_offset.max(offset.max(0) as u64);
+                        r.ack_ms = now_us / 1000;
+                    }
+                    self.serve_waiters(now_us);
+                    return Reply::Frames(Vec::new());
+                }
+                b"getack" => return Reply::Frames(Vec::new()),
+                b"capa" | b"ip-address" | b"rdb-only" => {}
+                _ => {
+                    return Reply::err(format!(
+                        "Unrecognized REPLCONF option: {}",
+                        String::from_utf8_lossy(&pair[0])
+                    ));
+                }
+            }
+        }
+        Reply::ok()
+    }
+
+    /// `PSYNC`/`SYNC` from a replica: always a full resynchronisation, the dataset
+    /// sent at once, then the stream.
+    fn sync(&mut self, session: &mut Session, psync: bool, now_us: u64) -> Reply {
+        if self.core.repl.is_replica() {
+            // Chained replication is not modelled.
+            return Reply::Error(
+                "NOMASTERLINK Can't SYNC while not connected with my master".into(),
+            );
+        }
+        let repl = &mut self.core.repl;
+        repl.backlog_start.get_or_insert(repl.offset + 1);
+        repl.reset_seldb();
+        let ip = match session.peer.rsplit_once(':') {
+            Some((ip, port)) if port.parse::<u16>().is_ok() => ip.to_string(),
+            _ => session.peer.clone(),
+        };
+        repl.replicas.insert(
+            session.id,
+            ReplicaInfo {
+                ip,
+                port: session.listening_port,
+                ack_offset: 0,
+                ack_ms: now_us / 1000,
+            },
+        );
+        session.kind = SessionKind::Replica;
+        self.sessions
+            .insert(session.id, (SessionKind::Replica, false));
+        let snapshot = encode_snapshot(&self.core.ks.entries());
+        let mut payload = format!("${}\r\n", snapshot.len()).into_bytes();
+        payload.extend_from_slice(&snapshot);
+        let mut frames = Vec::new();
+        if psync {
+            frames.push(Reply::Simple(format!(
+                "FULLRESYNC {} {}",
+                self.core.repl.replid, self.core.repl.offset
+            )));
+        }
+        frames.push(Reply::Raw(payload));
+        Reply::Frames(frames)
+    }
+
+    fn client_kill(&mut self, session: &Session, argv: &[Vec<u8>]) -> Reply {
+        if argv.len() == 3 {
+            // The old form, `CLIENT KILL addr:port`: the model does not name clients by
+            // address.
+            return Reply::err("No such client");
+        }
+        let mut kind: Option<&[u8]> = None;
+        let mut skipme = true;
+        for pair in argv[2..].chunks(2) {
+            if pair.len() < 2 {
+                return Reply::err("syntax error");
+            }
+            match pair[0].to_ascii_lowercase().as_slice() {
+                b"type" => kind = Some(&pair[1]),
+                b"skipme" => match pair[1].to_ascii_lowercase().as_slice() {
+                    b"yes" => skipme = true,
+                    b"no" => skipme = false,
+                    _ => return Reply::err("syntax error"),
+                },
+                _ => return Reply::err("syntax error"),
+            }
+        }
+        let wanted = match kind.map(|k| k.to_ascii_lowercase()) {
+            None => None,
+            Some(k) => match k.as_slice() {
+                b"normal" => Some("normal"),
+                b"master" => Some("master"),
+                b"replica" | b"slave" => Some("replica"),
+                b"pubsub" => Some("pubsub"),
+                _ => {
+                    return Reply::err(format!(
+                        "Unknown client type '{}'",
+                        String::from_utf8_lossy(kind.unwrap_or_default())
+                    ));
+                }
+            },
+        };
+        let victims: Vec<u64> = self
+            .sessions
+            .iter()
+            .filter(|(id, _)| !(skipme && **id == session.id))
+            .filter(|(_, (k, subscribed))| {
+                let t = match (k, subscribed) {
+                    (SessionKind::Replica, _) => "replica",
+                    (SessionKind::Master, _) => "master",
+                    (SessionKind::Normal, true) => "pubsub",
+                    (SessionKind::Normal, false) => "normal",
+                };
+                wanted.is_none_or(|w| w == t)
+            })
+            .map(|(id, _)| *id)
+            .collect();
+        for &id in &victims {
+            self.core.pushes.push((id, Reply::Close));
+        }
+        Reply::Integer(victims.len() as i64)
+    }
+
+    fn config_get(&mut self, patterns: &[Vec<u8>]) -> Reply {
+        let repl = &self.core.repl;
+        let params: [(&str, String); 4] = [
+            (
+                "min-replicas-to-write",
+                repl.min_replicas_to_write.to_string(),
+            ),
+            (
+                "min-replicas-max-lag",
+                repl.min_replicas_max_lag_s.to_string(),
+            ),
+            ("replica-priority", repl.priority.to_string()),
+            ("replica-read-only", "yes".into()),
+        ];
+        let mut out = Vec::new();
+        for (name, value) in &params {
+            if patterns
+                .iter()
+                .any(|p| glob_match(&p.to_ascii_lowercase(), name.as_bytes()))
+            {
+                out.push((Reply::bulk(name), Reply::bulk(value)));
+            }
+        }
+        Reply::Map(out)
+    }
+
+    fn config_set(&mut self, args: &[Vec<u8>], now_us: u64) -> Reply {
+        if !args.len().is_multiple_of(2) {
+            return Reply::err("wrong number of arguments for 'config|set' command");
+        }
+        for pair in args.chunks(2) {
+            let name = pair[0].to_ascii_lowercase();
+            let value = commands::parse_i64(&pair[1]);
+            let repl = &mut self.core.repl;
+            let slot = match name.as_slice() {
+                b"min-replicas-to-write" | b"min-slaves-to-write" => {
+                    &mut repl.min_replicas_to_write
+                }
+                b"min-replicas-max-lag" | b"min-slaves-max-lag" => &mut repl.min_replicas_max_lag_s,
+                b"replica-priority" | b"slave-priority" => &mut repl.priority,
+                _ => {
+                    return Reply::err(format!(
+                        "Unknown option or number of arguments for CONFIG SET - '{}'",
+                        String::from_utf8_lossy(&pair[0])
+                    ));
+                }
+            };
+            match value {
+                Some(v) if v >= 0 && v <= i64::from(i32::MAX) => *slot = v as u64,
+                _ => {
+                    return Reply::err(format!(
+                        "CONFIG SET failed (possibly related to argument '{}') - argument couldn't be parsed into an integer",
+                        String::from_utf8_lossy(&pair[0])
+                    ));
+                }
+            }
+        }
+        self.core.repl.refresh_good_replicas(now_us / 1000);
+        Reply::ok()
+    }
+
+    /// The replication cron (`replicationCron`, once a second at server time
+    /// `now_us`, `tick` counting seconds): a master counts its good replicas and PINGs
+    /// them every `repl-ping-replica-period`; `WAIT`s whose time is up are answered.
+    pub fn replication_cron(&mut self, now_us: u64, tick: u64) {
+        let repl = &mut self.core.repl;
+        if !repl.is_replica() {
+            repl.refresh_good_replicas(now_us / 1000);
+            if tick.is_multiple_of(super::replication::REPL_PING_PERIOD_S)
+                && !repl.replicas.is_empty()
+            {
+                repl.feed_raw(&[b"PING".as_slice()]);
+            }
+        }
+        self.serve_waiters(now_us);
+        self.ship_stream();
+    }
+
+    /// Whom this replica should follow, and the generation of that order.
+    pub fn link_target(&self) -> Option<(String, u16, u64)> {
+        match &self.core.repl.role {
+            Role::Replica { host, port, .. } => {
+                Some((host.clone(), *port, self.core.repl.generation))
+            }
+            Role::Master => None,
+        }
+    }
+
+    /// The replica's link of `generation` moved to `state`; false if that link is
+    /// stale (a `REPLICAOF` since).
+    pub fn set_link(&mut self, generation: u64, state: LinkState, now_us: u64) -> bool {
+        let repl = &mut self.core.repl;
+        if repl.generation != generation {
+            return false;
+        }
+        if let Role::Replica { link, .. } = &mut repl.role {
+            if *link == LinkState::Connected && state != LinkState::Connected {
+                repl.link_down_since_us = Some(now_us);
+            }
+            *link = state;
+        }
+        if state != LinkState::Connected {
+            self.master_session = None;
+        }
+        true
+    }
+
+    /// A full sync arrived on the link of `generation` from `master`: the dataset is
+    /// replaced by the master's, and the stream continues from `offset`.
+    pub fn full_sync(
+        &mut self,
+        generation: u64,
+        replid: &str,
+        offset: u64,
+        snapshot: &[u8],
+        master: &str,
+        now_us: u64,
+    ) -> Result<(), String> {
+        if self.core.repl.generation != generation {
+            return Err("stale link".into());
+        }
+        let entries = super::replication::decode_snapshot(snapshot)
+            .ok_or_else(|| "the master's payload is not a model snapshot".to_string())?;
+        self.core.ks.replace_all(entries, now_us, master);
+        let repl = &mut self.core.repl;
+        repl.offset = offset;
+        repl.replid = replid.to_string();
+        repl.master_replid = Some(replid.to_string());
+        repl.replid2 = "0".repeat(40);
+        repl.second_offset = -1;
+        repl.last_io_us = now_us;
+        repl.link_down_since_us = None;
+        if let Role::Replica { link, .. } = &mut repl.role {
+            *link = LinkState::Connected;
+        }
+        let mut session = self.connect(master);
+        session.kind = SessionKind::Master;
+        self.sessions
+            .insert(session.id, (SessionKind::Master, false));
+        self.master_session = Some(session);
+        Ok(())
+    }
+
+    /// Applies one command of the master's stream (`nbytes` long) on the link of
+    /// `generation`. Returns `Some(offset)` when the master asked for an ACK
+    /// (`REPLCONF GETACK`), `None` otherwise; `Err` if the link is stale.
+    pub fn apply_from_master(
+        &mut self,
+        generation: u64,
+        argv: &[Vec<u8>],
+        nbytes: u64,
+        now_us: u64,
+    ) -> Result<Option<u64>, String> {
+        if self.core.repl.generation != generation {
+            return Err("stale link".into());
+        }
+        let Some(mut session) = self.master_session.take() else {
+            return Err("no master session".into());
+        };
+        let getack = argv.len() >= 2
+            && argv[0].eq_ignore_ascii_case(b"replconf")
+            && argv[1].eq_ignore_ascii_case(b"getack");
+        let events_before = self.core.ks.pending_events();
+        if !argv.is_empty() {
+            let _ = self.dispatch(&mut session, argv, now_us);
+        }
+        self.touch_watched(events_before);
+        self.master_session = Some(session);
+        let repl = &mut self.core.repl;
+        let ack = getack.then_some(repl.offset);
+        repl.offset += nbytes;
+        repl.last_io_us = now_us;
+        Ok(ack)
+    }
+
+    /// The replica's processed offset (what its `REPLCONF ACK` reports).
+    pub fn replica_offset(&self) -> u64 {
+        self.core.repl.offset
+    }
+
+    /// The replication state, for observers and tests.
+    pub fn replication(&self) -> &super::replication::Repl {
+        &self.core.repl
+    }
+
+    /// Mutable replication settings (`min-replicas-to-write`, priority), for the
+    /// server's configuration at start.
+    pub fn replication_mut(&mut self) -> &mut super::replication::Repl {
+        &mut self.core.repl
     }
 
     fn hello(&mut self, session: &mut Session, argv: &[Vec<u8>]) -> Reply {
@@ -515,9 +1236,25 @@ impl Engine {
             .run(&mut self.core, ctx, &sha, &argv[3..split], &argv[split..])
     }
 
-    /// One active-expiry cycle at `now_us`: removes expired keys; returns how many.
+    /// One active-expiry cycle at `now_us`: removes expired keys (each propagated as its
+    /// own `DEL`); returns how many. A replica expires nothing: it waits for its
+    /// master's `DEL`s.
     pub fn active_expire(&mut self, now_us: u64) -> usize {
-        self.core.ks.expire_all(now_us)
+        if self.core.repl.is_replica() {
+            return 0;
+        }
+        let events_before = self.core.ks.pending_events();
+        self.core.ks.mode = ExpiryMode::Delete;
+        let removed = self.core.ks.expire_all(now_us);
+        for (db, key) in &removed {
+            self.core
+                .repl
+                .propagate(*db, vec![b"DEL".to_vec(), key.clone()]);
+            self.core.repl.flush();
+        }
+        self.touch_watched(events_before);
+        self.ship_stream();
+        removed.len()
     }
 
     /// Messages published since the last call, as `(session id, push reply)`, in
@@ -560,6 +1297,16 @@ impl Engine {
     /// Key events recorded since the last call, oldest first.
     pub fn take_key_events(&mut self) -> Vec<KeyEvent> {
         self.core.ks.take_events()
+    }
+}
+
+/// Redis's `stringmatchlen` for the patterns `CONFIG GET` sees: `*`, `?`, literals.
+fn glob_match(pattern: &[u8], text: &[u8]) -> bool {
+    match pattern.split_first() {
+        None => text.is_empty(),
+        Some((b'*', rest)) => (0..=text.len()).any(|i| glob_match(rest, &text[i..])),
+        Some((b'?', rest)) => !text.is_empty() && glob_match(rest, &text[1..]),
+        Some((c, rest)) => text.first() == Some(c) && glob_match(rest, &text[1..]),
     }
 }
 

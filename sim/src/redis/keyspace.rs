@@ -58,11 +58,28 @@ pub fn is_expired(entry: &Entry, now_ms: i64) -> bool {
     matches!(entry.expire_at_ms, Some(when) if now_ms > when)
 }
 
+/// How lookups treat a key whose time has passed (Redis's `expireIfNeeded`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum ExpiryMode {
+    /// A master: the key is deleted (and the deletion propagated as `DEL`).
+    #[default]
+    Delete,
+    /// A replica serving a client: the key is reported missing but kept, waiting for
+    /// the master's `DEL`.
+    Hide,
+    /// A replica applying its master's stream: keys are never expired.
+    Keep,
+}
+
 /// All databases plus the event log.
 #[derive(Debug)]
 pub struct Keyspace {
     dbs: Vec<BTreeMap<Vec<u8>, Entry>>,
     events: Vec<KeyEvent>,
+    /// How lookups treat expired keys now (set by the engine per command).
+    pub mode: ExpiryMode,
+    /// Keys deleted by lazy expiry since the last drain: each propagates as `DEL`.
+    lazily_expired: Vec<(usize, Vec<u8>)>,
 }
 
 impl Default for Keyspace {
@@ -70,6 +87,8 @@ impl Default for Keyspace {
         Self {
             dbs: vec![BTreeMap::new(); DATABASES],
             events: Vec::new(),
+            mode: ExpiryMode::Delete,
+            lazily_expired: Vec::new(),
         }
     }
 }
@@ -95,9 +114,26 @@ impl Keyspace {
             Some(e) => is_expired(e, now_ms),
         };
         if expired {
-            self.remove(db, key, now_us, "expiry", KeyCause::Expired);
-            return None;
+            match self.mode {
+                ExpiryMode::Keep => {}
+                ExpiryMode::Hide => return None,
+                ExpiryMode::Delete => {
+                    self.remove(db, key, now_us, "expiry", KeyCause::Expired);
+                    self.lazily_expired.push((db, key.to_vec()));
+                    return None;
+                }
+            }
         }
+        self.dbs[db].get(key)
+    }
+
+    /// Keys lazily expired since the last call (each propagates as `DEL`).
+    pub fn take_lazily_expired(&mut self) -> Vec<(usize, Vec<u8>)> {
+        std::mem::take(&mut self.lazily_expired)
+    }
+
+    /// The entry at `key` in `db` whatever its expiry, without touching it.
+    pub fn peek(&self, db: usize, key: &[u8]) -> Option<&Entry> {
         self.dbs[db].get(key)
     }
 
@@ -308,6 +344,43 @@ impl Keyspace {
         self.dbs[db].insert(key.to_vec(), entry);
     }
 
+    /// A replica's full sync: everything it held is dropped (recorded as removed,
+    /// cause `Resync`, by `by`, the master) and the master's dataset loaded (recorded
+    /// as written by `by`, with its expiry).
+    pub fn replace_all(&mut self, entries: Vec<(usize, Vec<u8>, Entry)>, now_us: u64, by: &str) {
+        for d in 0..DATABASES {
+            for (key, entry) in std::mem::take(&mut self.dbs[d]) {
+                self.emit(KeyEvent::Removed {
+                    at_us: now_us,
+                    by: by.to_string(),
+                    key: key_text(&key),
+                    value: entry.value.describe(),
+                    cause: KeyCause::Resync,
+                });
+            }
+        }
+        for (db, key, entry) in entries {
+            if db >= DATABASES {
+                continue;
+            }
+            self.emit(KeyEvent::Written {
+                at_us: now_us,
+                by: by.to_string(),
+                key: key_text(&key),
+                value: entry.value.describe(),
+            });
+            if let Some(when) = entry.expire_at_ms {
+                self.emit(KeyEvent::ExpireSet {
+                    at_us: now_us,
+                    by: by.to_string(),
+                    key: key_text(&key),
+                    ttl_ms: when - (now_us / 1000) as i64,
+                });
+            }
+            self.dbs[db].insert(key, entry);
+        }
+    }
+
     /// Keys stored in `db`, counting expired keys not yet reclaimed (as Redis's DBSIZE).
     pub fn len(&self, db: usize) -> usize {
         self.dbs[db].len()
@@ -353,10 +426,11 @@ impl Keyspace {
         }
     }
 
-    /// Removes every expired key of every database (database, then key order).
-    pub fn expire_all(&mut self, now_us: u64) -> usize {
+    /// Removes every expired key of every database (database, then key order); returns
+    /// them, in that order.
+    pub fn expire_all(&mut self, now_us: u64) -> Vec<(usize, Vec<u8>)> {
         let now_ms = (now_us / 1000) as i64;
-        let mut removed = 0;
+        let mut removed = Vec::new();
         for d in 0..DATABASES {
             let expired: Vec<Vec<u8>> = self.dbs[d]
                 .iter()
@@ -365,7 +439,7 @@ impl Keyspace {
                 .collect();
             for key in expired {
                 self.remove(d, &key, now_us, "expiry", KeyCause::Expired);
-                removed += 1;
+                removed.push((d, key));
             }
         }
         removed
@@ -385,6 +459,25 @@ impl Keyspace {
     /// during its run).
     pub fn pending_events(&self) -> usize {
         self.events.len()
+    }
+
+    /// The keys changed by the events recorded since `index`, paired with every
+    /// database (events carry no database, so a watched key of any database that
+    /// shares the name counts as touched: a transaction may fail spuriously, never
+    /// succeed wrongly).
+    pub fn events_since(&self, index: usize) -> Vec<(usize, Vec<u8>)> {
+        let mut out = Vec::new();
+        for event in self.events.iter().skip(index) {
+            let key = match event {
+                KeyEvent::Written { key, .. }
+                | KeyEvent::ExpireSet { key, .. }
+                | KeyEvent::Removed { key, .. } => key.as_bytes().to_vec(),
+            };
+            for db in 0..DATABASES {
+                out.push((db, key.clone()));
+            }
+        }
+        out
     }
 
     /// Drains the event log.

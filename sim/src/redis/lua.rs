@@ -527,7 +527,23 @@ fn script_call(core: &mut Core, ctx: &mut Ctx, args: MultiValue) -> Result<Reply
     if spec.noscript {
         return Err("This Redis command is not allowed from script".into());
     }
-    Ok(core.exec(ctx, spec.name, &argv))
+    // `scriptVerifyWriteCommandAllow`: read-only scripts refuse writes (and PUBLISH);
+    // the server's state refuses a script's first write, never a later one.
+    if ctx.read_only && (spec.write || spec.name == "publish") {
+        return Err("Write commands are not allowed from read-only scripts.".into());
+    }
+    if spec.write
+        && !ctx.wrote
+        && let Some(refusal) = core.write_refusal(ctx)
+    {
+        return Ok(refusal);
+    }
+    let events_before = core.ks.pending_events();
+    let reply = core.exec(ctx, spec.name, &argv);
+    if core.ks.pending_events() > events_before {
+        ctx.wrote = true;
+    }
+    Ok(reply)
 }
 
 /// Redis → Lua (RESP2 rules, as scripts see them).
@@ -541,7 +557,7 @@ fn reply_to_lua(lua: &Lua, reply: &Reply) -> mlua::Result<Value> {
         Reply::Error(e) => error_table(lua, e)?,
         Reply::Integer(i) => Value::Number(*i as f64),
         Reply::Bulk(b) => Value::String(lua.create_string(b)?),
-        Reply::Nil | Reply::NilArray => Value::Boolean(false),
+        Reply::Nil | Reply::NilArray | Reply::Raw(_) | Reply::Close => Value::Boolean(false),
         Reply::Double(d) => Value::String(lua.create_string(fmt_g17(*d))?),
         Reply::Array(items) | Reply::Push(items) | Reply::Frames(items) => {
             let t = lua.create_table()?;

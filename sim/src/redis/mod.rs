@@ -5,7 +5,7 @@
 pub mod engine;
 pub mod reply;
 
-pub use engine::{Engine, KeyCause, KeyEvent, Session};
+pub use engine::{Engine, KeyCause, KeyEvent, Session, SessionKind};
 pub use reply::Reply;
 pub mod resp;
 pub mod server;
@@ -17,5 +17,7 @@ pub use server::{
 };
 pub mod commands;
 pub mod keyspace;
+pub mod link;
 pub mod lua;
 pub mod persistence;
+pub mod replication;

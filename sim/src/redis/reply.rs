@@ -31,6 +31,12 @@ pub enum Reply {
     /// Several top-level replies written back to back (e.g. `SUBSCRIBE a b` answers
     /// once per channel). Never nested inside another reply.
     Frames(Vec<Reply>),
+    /// Bytes written as they are: the replication stream and a full sync's payload.
+    /// Never nested inside another reply.
+    Raw(Vec<u8>),
+    /// Not a reply: the server closes the connection (`CLIENT KILL`, a replica dropped
+    /// when its master becomes a replica). Writes nothing.
+    Close,
 }
 
 impl Reply {

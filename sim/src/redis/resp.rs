@@ -360,6 +360,8 @@ pub fn encode_into(reply: &Reply, protocol: u8, out: &mut Vec<u8>) {
                 encode_into(frame, protocol, out);
             }
         }
+        Reply::Raw(bytes) => out.extend_from_slice(bytes),
+        Reply::Close => {}
     }
 }
 

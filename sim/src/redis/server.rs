@@ -66,6 +66,12 @@ pub trait CommandEngine: Send + 'static {
     fn active_expire(&mut self, now_us: u64) -> usize;
     /// See [`Engine::take_pushes`].
     fn take_pushes(&mut self) -> Vec<(u64, Reply)>;
+    /// See [`Engine::serve_waiters`].
+    fn serve_waiters(&mut self, _now_us: u64) {}
+    /// See [`Engine::next_wait_deadline`].
+    fn next_wait_deadline(&self) -> Option<u64> {
+        None
+    }
 }
 
 impl CommandEngine for Engine {
@@ -83,6 +89,12 @@ impl CommandEngine for Engine {
     }
     fn take_pushes(&mut self) -> Vec<(u64, Reply)> {
         Engine::take_pushes(self)
+    }
+    fn serve_waiters(&mut self, now_us: u64) {
+        Engine::serve_waiters(self, now_us)
+    }
+    fn next_wait_deadline(&self) -> Option<u64> {
+        Engine::next_wait_deadline(self)
     }
 }
 
@@ -172,6 +184,30 @@ impl<E: CommandEngine> SharedEngine<E> {
         n
     }
 
+    /// Answers the blocked `WAIT`s whose time is up; returns how long (server clock)
+    /// until the next one is, if any waits.
+    pub fn serve_waiters(&self) -> Option<Duration> {
+        let now = self.clock.now_us();
+        let (next, pushes) = self.with_engine(|e| {
+            e.serve_waiters(now);
+            (e.next_wait_deadline(), e.take_pushes())
+        });
+        self.forward(pushes);
+        next.map(|d| Duration::from_micros(d.saturating_sub(now).max(1_000)))
+    }
+
+    /// Runs `f` on the engine at the clock's reading, then forwards the pushes it
+    /// produced (replication stream bytes, answered `WAIT`s).
+    pub fn with_engine_at<R>(&self, f: impl FnOnce(&mut E, u64) -> R) -> R {
+        let now = self.clock.now_us();
+        let (r, pushes) = self.with_engine(|e| {
+            let r = f(e, now);
+            (r, e.take_pushes())
+        });
+        self.forward(pushes);
+        r
+    }
+
     fn forward(&self, pushes: Vec<(u64, Reply)>) {
         if pushes.is_empty() {
             return;
@@ -219,7 +255,7 @@ where
         let mut out = Vec::new();
         let mut close = false;
         let mut used = 0;
-        loop {
+        while !session.blocked {
             match resp::parse_request(&inbuf[used..]) {
                 Parsed::Incomplete => break,
                 Parsed::Complete(argv, n) => {
@@ -232,6 +268,7 @@ where
                     // Pushes caused by this very command (e.g. a PUBLISH to a channel
                     // this connection subscribes to) follow its reply.
                     while let Ok(push) = pushes.try_recv() {
+                        close |= accept_push(session, &push);
                         resp::encode_into(&push, session.protocol, &mut out);
                     }
                     if session.close_after_reply {
@@ -255,16 +292,35 @@ where
             let _ = stream.shutdown().await;
             return Ok(());
         }
+        // A client blocked in WAIT wakes up when its timeout passes.
+        let wait_timer = async {
+            if !session.blocked {
+                return std::future::pending::<()>().await;
+            }
+            match shared.serve_waiters() {
+                Some(d) => tokio::time::sleep(d).await,
+                None => std::future::pending::<()>().await,
+            }
+        };
         tokio::select! {
             biased;
             push = pushes.recv() => {
                 let Some(push) = push else { return Ok(()) };
+                let mut close = accept_push(session, &push);
                 let mut out = resp::encode(&push, session.protocol);
                 while let Ok(push) = pushes.try_recv() {
+                    close |= accept_push(session, &push);
                     resp::encode_into(&push, session.protocol, &mut out);
                 }
                 stream.write_all(&out).await?;
                 stream.flush().await?;
+                if close {
+                    let _ = stream.shutdown().await;
+                    return Ok(());
+                }
+            }
+            () = wait_timer => {
+                shared.serve_waiters();
             }
             read = stream.read(&mut chunk) => {
                 let n = read?;
@@ -273,6 +329,19 @@ where
                 }
                 inbuf.extend_from_slice(&chunk[..n]);
             }
+        }
+    }
+}
+
+/// Notes what a push means for the connection: the reply a blocked `WAIT` was waiting
+/// for ends the block; [`Reply::Close`] closes the connection (returns true).
+fn accept_push(session: &mut Session, push: &Reply) -> bool {
+    match push {
+        Reply::Close => true,
+        Reply::Push(_) | Reply::Raw(_) => false,
+        _ => {
+            session.blocked = false;
+            false
         }
     }
 }
@@ -338,6 +407,42 @@ pub fn serve_model(addr: SocketAddr) -> io::Result<()> {
         serve_tokio(listener, shared).await;
         Ok(())
     })
+}
+
+/// Starts a model server with the real clock on a free loopback port inside the
+/// current tokio runtime, following the master at `master` if given (over real TCP,
+/// with the replication cron running); returns its address. For tests and tools.
+/// Without `active_expiry` no expiry cycle runs (keys expire only when touched).
+pub async fn spawn_tokio_model_with(
+    master: Option<SocketAddr>,
+    active_expiry: bool,
+) -> io::Result<(SocketAddr, SharedEngine)> {
+    let listener = tokio::net::TcpListener::bind(("127.0.0.1", 0)).await?;
+    let addr = listener.local_addr()?;
+    let mut engine = Engine::new();
+    engine.set_tcp_port(addr.port());
+    if let Some(m) = master {
+        engine.follow(m.ip().to_string(), m.port(), SystemClock.now_us());
+    }
+    let shared = SharedEngine::new(engine, Arc::new(SystemClock));
+    if active_expiry {
+        tokio::spawn(active_expiry_loop(shared.clone(), ACTIVE_EXPIRY_PERIOD));
+    }
+    let dial = |host: String, port: u16| async move {
+        let stream = tokio::net::TcpStream::connect((host.as_str(), port)).await?;
+        let _ = stream.set_nodelay(true);
+        Ok((stream, format!("{host}:{port}")))
+    };
+    tokio::spawn(super::link::replication_cron(
+        shared.clone(),
+        addr.port(),
+        dial,
+        |task| {
+            tokio::spawn(task);
+        },
+    ));
+    tokio::spawn(serve_tokio(listener, shared.clone()));
+    Ok((addr, shared))
 }
 
 /// Starts a model server with the real clock on a free loopback port inside the

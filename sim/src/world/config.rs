@@ -38,6 +38,27 @@ pub struct ServerSpec {
     /// What survives its crashes (default: nothing, as Redis without a snapshot).
     #[serde(default)]
     pub persistence: Persistence,
+    /// `replicaof <server> 6379` in its configuration: it starts as a replica of the
+    /// named server (default: a master).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub replica_of: Option<String>,
+    /// `replica-priority` (Sentinel promotes the lowest non-zero; 0 never).
+    #[serde(default = "default_priority")]
+    pub replica_priority: u64,
+    /// `min-replicas-to-write` (0: off).
+    #[serde(default)]
+    pub min_replicas_to_write: u64,
+    /// `min-replicas-max-lag`, seconds.
+    #[serde(default = "default_max_lag")]
+    pub min_replicas_max_lag_s: u64,
+}
+
+fn default_priority() -> u64 {
+    100
+}
+
+fn default_max_lag() -> u64 {
+    10
 }
 
 impl ServerSpec {
@@ -47,6 +68,10 @@ impl ServerSpec {
             name: name.into(),
             clock: None,
             persistence: Persistence::None,
+            replica_of: None,
+            replica_priority: default_priority(),
+            min_replicas_to_write: 0,
+            min_replicas_max_lag_s: default_max_lag(),
         }
     }
 }
@@ -149,6 +174,14 @@ impl Workload {
                     "workload.servers[{i}].name '{}' is not allowed: use letters, digits, '-' \
                      or '_', and not 'storage' or 'client-N'",
                     s.name
+                ));
+            }
+            if let Some(master) = &s.replica_of
+                && (master == &s.name || !self.servers.iter().any(|o| &o.name == master))
+            {
+                return bad(format!(
+                    "workload.servers[{i}].replica_of '{master}' must name another server of \
+                     workload.servers"
                 ));
             }
             if self.servers[..i].iter().any(|o| o.name == s.name) {

@@ -57,7 +57,7 @@ pub fn run(cfg: &RunConfig) -> Result<History, RunError> {
 
     let mut servers = Vec::new();
     for spec in &w.servers {
-        let ctl = ServerCtl::new(&spec.name, spec.persistence);
+        let ctl = ServerCtl::new(spec);
         ctl.add_host(&mut sim, spec.clock.unwrap_or(cfg.redis_clock), &net);
         servers.push(ctl);
     }

@@ -65,6 +65,7 @@ impl Observer {
                             KeyCause::Expired => "expired",
                             KeyCause::Overwritten => "overwritten",
                             KeyCause::Flushed => "flushed",
+                            KeyCause::Resync => "resync",
                         }
                         .into(),
                     }

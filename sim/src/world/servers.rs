@@ -11,11 +11,22 @@ use std::time::Duration;
 
 use crate::clock::ClockSpec;
 use crate::net::NetFaults;
+use crate::net::until_reachable;
 use crate::pause::PauseGate;
-use crate::redis::persistence::{DurableStore, Persistence};
+use crate::redis::link::replication_cron;
+use crate::redis::persistence::DurableStore;
 use crate::redis::reply::Reply;
 use crate::redis::server::{ACTIVE_EXPIRY_PERIOD, CommandEngine, SharedEngine, active_expiry_loop};
 use crate::redis::{Engine, Session, serve_connection};
+
+use super::config::ServerSpec;
+
+/// A stable number for a server's name (FNV-1a), to seed its identity.
+fn name_hash(name: &str) -> u64 {
+    name.bytes().fold(0xcbf2_9ce4_8422_2325, |h, b| {
+        (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
+    })
+}
 
 /// A server's engine with its disk: every command and expiry cycle ends an event-loop
 /// iteration, after which the durable store takes what the policy writes and fsyncs.
@@ -35,6 +46,12 @@ impl ServerEngine {
         if store.enabled() {
             store.after_iteration(|| engine.dump(), now_us);
         }
+    }
+}
+
+impl crate::redis::link::Replicating for ServerEngine {
+    fn engine(&mut self) -> &mut Engine {
+        &mut self.engine
     }
 }
 
@@ -62,6 +79,12 @@ impl CommandEngine for ServerEngine {
     fn take_pushes(&mut self) -> Vec<(u64, Reply)> {
         self.engine.take_pushes()
     }
+    fn serve_waiters(&mut self, now_us: u64) {
+        self.engine.serve_waiters(now_us)
+    }
+    fn next_wait_deadline(&self) -> Option<u64> {
+        self.engine.next_wait_deadline()
+    }
 }
 
 /// The engine type every simulated server runs.
@@ -74,6 +97,8 @@ pub(crate) const REDIS_PORT: u16 = 6379;
 #[derive(Clone)]
 pub(crate) struct ServerCtl {
     pub name: String,
+    /// Its configuration (role at start, replication settings).
+    pub spec: ServerSpec,
     /// The running engine; `None` while the server is down.
     engine: Arc<Mutex<Option<ServerShared>>>,
     /// Its disk, which outlives every engine.
@@ -90,11 +115,12 @@ pub(crate) struct ServerCtl {
 }
 
 impl ServerCtl {
-    pub fn new(name: &str, persistence: Persistence) -> Self {
+    pub fn new(spec: &ServerSpec) -> Self {
         Self {
-            name: name.to_string(),
+            name: spec.name.clone(),
+            spec: spec.clone(),
             engine: Arc::default(),
-            store: Arc::new(Mutex::new(DurableStore::new(persistence))),
+            store: Arc::new(Mutex::new(DurableStore::new(spec.persistence))),
             reloaded: Arc::default(),
             gate: PauseGate::new(),
             drop_pushes: Arc::default(),
@@ -158,8 +184,25 @@ impl ServerCtl {
                     *starts += 1;
                     *starts
                 };
-                let mut engine = Engine::with_seed(start - 1);
+                // Each server's identity differs: its name seeds it, and so does the start.
+                let mut engine = Engine::with_seed(
+                    (start - 1) ^ crate::world::config::sub_seed(0, name_hash(&ctl.name)),
+                );
                 engine.set_drop_pushes(ctl.drop_pushes.load(Ordering::Relaxed));
+                engine.set_tcp_port(REDIS_PORT);
+                {
+                    let repl = engine.replication_mut();
+                    repl.priority = ctl.spec.replica_priority;
+                    repl.min_replicas_to_write = ctl.spec.min_replicas_to_write;
+                    repl.min_replicas_max_lag_s = ctl.spec.min_replicas_max_lag_s;
+                }
+                if let Some(master) = &ctl.spec.replica_of {
+                    engine.follow(
+                        master.clone(),
+                        REDIS_PORT,
+                        crate::redis::ServerClock::now_us(&clock),
+                    );
+                }
                 if start > 1 && ctl.persists() {
                     let surviving = ctl
                         .store
@@ -180,6 +223,32 @@ impl ServerCtl {
                     ctl.gate
                         .wrap(active_expiry_loop(shared.clone(), ACTIVE_EXPIRY_PERIOD)),
                 );
+                let dial = {
+                    let (net, me, gate) = (net.clone(), ctl.name.clone(), ctl.gate.clone());
+                    move |host: String, port: u16| {
+                        let (net, me, gate) = (net.clone(), me.clone(), gate.clone());
+                        async move {
+                            until_reachable(&net, &me, &host).await;
+                            let stream =
+                                turmoil::net::TcpStream::connect((host.as_str(), port)).await?;
+                            let master = stream
+                                .peer_addr()
+                                .ok()
+                                .and_then(|a| turmoil::reverse_lookup(a.ip()))
+                                .unwrap_or_else(|| host.clone());
+                            Ok((gate.wrap_io(net.wrap(stream, &me, &master)), master))
+                        }
+                    }
+                };
+                let gate = ctl.gate.clone();
+                tokio::task::spawn_local(ctl.gate.wrap(replication_cron(
+                    shared.clone(),
+                    REDIS_PORT,
+                    dial,
+                    move |task| {
+                        tokio::task::spawn_local(gate.wrap(task));
+                    },
+                )));
                 loop {
                     let Ok((stream, addr)) = ctl.gate.wrap(listener.accept()).await else {
                         tokio::time::sleep(Duration::from_millis(1)).await;

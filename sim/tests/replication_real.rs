@@ -1,0 +1,575 @@
+//! Replication fidelity: the model's master and replica against a real `redis-server`
+//! master and replica.
+//!
+//! 1. **The propagated stream.** A raw replica (this test's own `PSYNC ? -1`, as
+//!    `redis-cli --replica` does) follows a real master and a model master. Generated
+//!    command sequences run on both (lock scripts, every expiry form, keys that expire
+//!    under a command, transactions, `WATCH`); the commands each master propagates must
+//!    be the same: `SET … PXAT` rewrites, `PEXPIREAT`, `DEL` for expired keys, effects
+//!    of scripts wrapped in `MULTI`/`EXEC`, `SELECT`. Absolute times are compared
+//!    within 3 s (the two masters read the clock at slightly different moments);
+//!    master `PING`s and `REPLCONF GETACK` are ignored (timer-driven). The replies must
+//!    be equal too (times within a tolerance).
+//! 2. **Replica semantics.** A real replica (`--replicaof`) and a model replica (its
+//!    link over real TCP) must answer alike: `WAIT`, reads after `WAIT`, `READONLY`
+//!    (also from a script), `NOREPLICAS`, `ROLE`, and the `INFO replication` fields
+//!    clients read.
+//!
+//! Both masters run with active expiry off (`DEBUG SET-ACTIVE-EXPIRE 0`; the model is
+//! started without its cycle), so a key that expires is found expired by the next
+//! command that touches it, on both, and its `DEL` is propagated by that command.
+//!
+//! `LOCKSIM_REPL_CASES` sets the number of generated cases (default 500).
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::{SocketAddr, TcpStream};
+use std::time::{Duration, Instant};
+
+use lock_impl::testing::RealRedis;
+use proptest::prelude::*;
+use proptest::test_runner::{Config, TestCaseError, TestError, TestRunner};
+use sim::redis::resp::{Parsed, encode_request, parse_request};
+
+// ---------------------------------------------------------------------------------
+// Raw connections
+
+fn read_into(r: &mut impl BufRead, out: &mut Vec<u8>) -> std::io::Result<()> {
+    let mut line = Vec::new();
+    r.read_until(b'\n', &mut line)?;
+    if line.is_empty() {
+        return Err(std::io::Error::new(
+            std::io::ErrorKind::UnexpectedEof,
+            "connection closed before a reply",
+        ));
+    }
+    out.extend_from_slice(&line);
+    let body = String::from_utf8_lossy(&line[1..]).trim_end().to_string();
+    let n: i64 = body.parse().unwrap_or(0);
+    match line[0] {
+        b'$' if n >= 0 => {
+            let mut buf = vec![0u8; n as usize + 2];
+            r.read_exact(&mut buf)?;
+            out.extend_from_slice(&buf);
+        }
+        b'*' => {
+            for _ in 0..n.max(0) {
+                read_into(r, out)?;
+            }
+        }
+        _ => {}
+    }
+    Ok(())
+}
+
+struct Conn {
+    writer: TcpStream,
+    reader: BufReader<TcpStream>,
+}
+
+impl Conn {
+    fn open(addr: SocketAddr) -> Conn {
+        let s = TcpStream::connect(addr).expect("connect");
+        s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+        s.set_nodelay(true).unwrap();
+        Conn {
+            reader: BufReader::new(s.try_clone().unwrap()),
+            writer: s,
+        }
+    }
+
+    fn call<A: AsRef<[u8]>>(&mut self, argv: &[A]) -> Vec<u8> {
+        self.writer.write_all(&encode_request(argv)).unwrap();
+        let mut out = Vec::new();
+        read_into(&mut self.reader, &mut out).expect("a reply");
+        out
+    }
+
+    fn text<A: AsRef<[u8]>>(&mut self, argv: &[A]) -> String {
+        String::from_utf8_lossy(&self.call(argv)).into_owned()
+    }
+}
+
+/// A raw replica: the handshake, the full sync (either payload form), then the
+/// stream, parsed into commands.
+struct Capture {
+    side: &'static str,
+    stream: TcpStream,
+    buf: Vec<u8>,
+}
+
+impl Capture {
+    fn attach(side: &'static str, addr: SocketAddr) -> Capture {
+        let mut c = Conn::open(addr);
+        assert_eq!(c.text(&["PING"]), "+PONG\r\n");
+        assert_eq!(c.text(&["REPLCONF", "listening-port", "1"]), "+OK\r\n");
+        assert_eq!(
+            c.text(&["REPLCONF", "capa", "eof", "capa", "psync2"]),
+            "+OK\r\n"
+        );
+        c.writer
+            .write_all(&encode_request(&["PSYNC", "?", "-1"]))
+            .unwrap();
+        let mut line = String::new();
+        c.reader.read_line(&mut line).unwrap();
+        assert!(line.starts_with("+FULLRESYNC "), "PSYNC answered {line:?}");
+        let mut header = String::new();
+        c.reader.read_line(&mut header).unwrap();
+        let header = header.trim_end();
+        let mut buf: Vec<u8> = c.reader.buffer().to_vec();
+        let stream = c.writer;
+        let mut chunk = [0u8; 4096];
+        let mut stream_reader = stream.try_clone().unwrap();
+        if let Some(mark) = header.strip_prefix("$EOF:") {
+            // Diskless: the payload ends with the 40-byte mark.
+            loop {
+                if let Some(pos) = buf.windows(40).position(|w| w == mark.as_bytes()) {
+                    buf.drain(..pos + 40);
+                    break;
+                }
+                let n = stream_reader.read(&mut chunk).unwrap();
+                assert!(n > 0, "master closed during sync");
+                buf.extend_from_slice(&chunk[..n]);
+            }
+        } else {
+            let len: usize = header[1..].parse().expect("payload length");
+            while buf.len() < len {
+                let n = stream_reader.read(&mut chunk).unwrap();
+                assert!(n > 0, "master closed during sync");
+                buf.extend_from_slice(&chunk[..n]);
+            }
+            buf.drain(..len);
+        }
+        let mut capture = Capture { side, stream, buf };
+        capture.ack();
+        capture
+    }
+
+    /// `REPLCONF ACK 0`: a diskless master streams only after the first ACK, and drops
+    /// a replica silent for `repl-timeout`.
+    fn ack(&mut self) {
+        self.stream
+            .write_all(&encode_request(&["REPLCONF", "ACK", "0"]))
+            .unwrap();
+    }
+
+    /// Commands up to and including `SET __marker__ <n>`, PINGs and GETACKs dropped.
+    fn until_marker(&mut self, n: u64) -> Vec<Vec<String>> {
+        let marker = n.to_string();
+        self.ack();
+        let mut out = Vec::new();
+        let deadline = Instant::now() + Duration::from_secs(10);
+        let mut chunk = [0u8; 4096];
+        loop {
+            let mut used = 0;
+            loop {
+                match parse_request(&self.buf[used..]) {
+                    Parsed::Complete(argv, len) => {
+                        used += len;
+                        let argv: Vec<String> = argv
+                            .iter()
+                            .map(|a| String::from_utf8_lossy(a).into_owned())
+                            .collect();
+                        let name = argv[0].to_ascii_uppercase();
+                        if name == "PING" || (name == "REPLCONF" && argv.len() > 1) {
+                            continue;
+                        }
+                        let done = name == "SET" && argv[1] == "__marker__" && argv[2] == marker;
+                        out.push(argv);
+                        if done {
+                            self.buf.drain(..used);
+                            return out;
+                        }
+                    }
+                    Parsed::Incomplete => break,
+                    Parsed::ProtocolError(e) => panic!("bad stream: {e}"),
+                }
+            }
+            self.buf.drain(..used);
+            assert!(Instant::now() < deadline, "no marker {n} in the stream");
+            // A diskless master streams only once an ACK arrives after the transfer
+            // ended (earlier ones are ignored): keep acknowledging while waiting.
+            self.stream
+                .set_read_timeout(Some(Duration::from_millis(200)))
+                .unwrap();
+            let got = match self.stream.read(&mut chunk) {
+                Ok(n) => n,
+                Err(e)
+                    if matches!(
+                        e.kind(),
+                        std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
+                    ) =>
+                {
+                    self.ack();
+                    continue;
+                }
+                Err(e) => panic!("{} master: {e}; so far {out:?}", self.side),
+            };
+            assert!(
+                got > 0,
+                "{} master closed the stream; so far {out:?}",
+                self.side
+            );
+            self.buf.extend_from_slice(&chunk[..got]);
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------------
+// Generated cases
+
+#[derive(Clone, Debug)]
+enum Step {
+    /// A command; `loose` replies are compared as integers within 3000.
+    Cmd { argv: Vec<String>, loose: bool },
+    /// Let a key set with `PX 1` expire.
+    Sleep,
+}
+
+fn cmd(v: &[&str]) -> Step {
+    Step::Cmd {
+        argv: v.iter().map(|s| s.to_string()).collect(),
+        loose: false,
+    }
+}
+
+fn key() -> impl Strategy<Value = &'static str> {
+    prop::sample::select(vec!["a", "b", "c"])
+}
+
+fn value() -> impl Strategy<Value = &'static str> {
+    prop::sample::select(vec!["o1", "o2", "1", "x"])
+}
+
+fn future_ms() -> impl Strategy<Value = String> {
+    (4_102_444_800_000i64..4_102_444_900_000).prop_map(|n| n.to_string())
+}
+
+const RELEASE: &str = lock_impl::designs::COMPARE_AND_DELETE;
+const LOCK: &str = lock_impl::designs::REDISSON_LOCK;
+const UNLOCK: &str = lock_impl::designs::REDISSON_UNLOCK;
+const RENEW: &str = lock_impl::designs::REDISSON_RENEW;
+const FENCED: &str = lock_impl::designs::FENCED_ACQUIRE;
+const TWO_WRITES: &str = "redis.call('set', KEYS[1], ARGV[1]); redis.call('pexpire', KEYS[1], 100000); return redis.call('get', KEYS[1])";
+const READ_ONLY: &str = "return redis.call('get', KEYS[1])";
+
+fn write_step() -> impl Strategy<Value = Step> {
+    let set = (
+        key(),
+        value(),
+        prop::sample::select(vec!["", "NX", "XX"]),
+        prop_oneof![
+            Just(vec![]),
+            Just(vec!["PX".to_string(), "100000".to_string()]),
+            Just(vec!["EX".to_string(), "1000".to_string()]),
+            future_ms().prop_map(|t| vec!["PXAT".to_string(), t]),
+            future_ms().prop_map(|t| vec!["EXAT".to_string(), t[..t.len() - 3].to_string()]),
+            Just(vec!["KEEPTTL".to_string()]),
+        ],
+        prop::bool::weighted(0.2),
+    )
+        .prop_map(|(k, v, cond, exp, get)| {
+            let mut argv = vec!["SET".to_string(), k.to_string(), v.to_string()];
+            if !cond.is_empty() {
+                argv.push(cond.to_string());
+            }
+            argv.extend(exp);
+            if get {
+                argv.push("GET".into());
+            }
+            Step::Cmd { argv, loose: false }
+        });
+    let expire = (
+        key(),
+        prop::sample::select(vec!["EXPIRE", "PEXPIRE", "EXPIREAT", "PEXPIREAT"]),
+        prop::sample::select(vec!["future", "past"]),
+        prop::sample::select(vec!["", "NX", "XX", "GT", "LT"]),
+    )
+        .prop_map(|(k, name, when, opt)| {
+            let t = match (name, when) {
+                // Durations no other command uses: GT/LT against an expiry set a
+                // millisecond earlier with the same duration would depend on timing.
+                ("EXPIRE", "future") => "2000",
+                ("PEXPIRE", "future") => "200000",
+                ("EXPIREAT", "future") => "4102444800",
+                ("PEXPIREAT", "future") => "4102444800000",
+                ("EXPIRE" | "PEXPIRE", _) => "-1",
+                _ => "1000",
+            };
+            let mut v = vec![name, k, t];
+            if !opt.is_empty() {
+                v.push(opt);
+            }
+            cmd(&v)
+        });
+    prop_oneof![
+        4 => set,
+        3 => expire,
+        2 => (key(), value()).prop_map(|(k, v)| cmd(&["SETNX", k, v])),
+        1 => key().prop_map(|k| cmd(&["GETDEL", k])),
+        1 => (key(), key()).prop_map(|(a, b)| cmd(&["DEL", a, b])),
+        1 => (key(), key()).prop_map(|(a, b)| cmd(&["UNLINK", a, b])),
+        1 => key().prop_map(|k| cmd(&["PERSIST", k])),
+        1 => key().prop_map(|k| cmd(&["INCR", k])),
+        1 => key().prop_map(|k| cmd(&["INCRBY", k, "5"])),
+        1 => (key(), value()).prop_map(|(k, v)| cmd(&["HSET", k, v, "1"])),
+        1 => (key(), value()).prop_map(|(k, v)| cmd(&["HINCRBY", k, v, "-1"])),
+        1 => (key(), value()).prop_map(|(k, v)| cmd(&["HDEL", k, v])),
+        1 => (key(), value()).prop_map(|(k, v)| cmd(&["PUBLISH", k, v])),
+        2 => key().prop_map(|k| cmd(&["GET", k])),
+    ]
+}
+
+fn script_step() -> impl Strategy<Value = Step> {
+    prop_oneof![
+        (key(), value()).prop_map(|(k, v)| cmd(&["EVAL", RELEASE, "1", k, v])),
+        (key(), value()).prop_map(|(k, o)| Step::Cmd {
+            argv: ["EVAL", LOCK, "1", k, "100000", o]
+                .iter()
+                .map(|s| s.to_string())
+                .collect(),
+            loose: true,
+        }),
+        (key(), value()).prop_map(|(k, o)| cmd(&["EVAL", UNLOCK, "2", k, "ch", "0", "100000", o])),
+        (key(), value()).prop_map(|(k, o)| cmd(&["EVAL", RENEW, "1", k, "100000", o])),
+        (key(), key(), value())
+            .prop_map(|(k, t, o)| cmd(&["EVAL", FENCED, "2", k, t, o, "100000"])),
+        (key(), value()).prop_map(|(k, v)| cmd(&["EVAL", TWO_WRITES, "1", k, v])),
+        key().prop_map(|k| cmd(&["EVAL", READ_ONLY, "1", k])),
+        key().prop_map(|k| cmd(&["EVAL_RO", READ_ONLY, "1", k])),
+    ]
+}
+
+/// A key that expires under the next step: `SET k v PX 1`, a sleep, then a step that
+/// touches it.
+fn expiring() -> impl Strategy<Value = Vec<Step>> {
+    (key(), value(), prop_oneof![write_step(), script_step()])
+        .prop_map(|(k, v, next)| vec![cmd(&["SET", k, v, "PX", "1"]), Step::Sleep, next])
+}
+
+fn transaction() -> impl Strategy<Value = Vec<Step>> {
+    (
+        prop::bool::ANY,
+        key(),
+        prop::collection::vec(prop_oneof![write_step(), script_step()], 0..4),
+        prop::sample::select(vec!["EXEC", "DISCARD"]),
+        prop::option::of(write_step()),
+    )
+        .prop_map(|(watch, k, body, end, meanwhile)| {
+            let mut steps = Vec::new();
+            if watch {
+                steps.push(cmd(&["WATCH", k]));
+                // A write between WATCH and EXEC (on the same connection) fails it if
+                // it touches the key.
+                if let Some(m) = meanwhile {
+                    steps.push(m);
+                }
+            }
+            steps.push(cmd(&["MULTI"]));
+            let loose = body
+                .iter()
+                .any(|s| matches!(s, Step::Cmd { loose: true, .. }));
+            steps.extend(body);
+            steps.push(Step::Cmd {
+                argv: vec![end.to_string()],
+                loose,
+            });
+            steps
+        })
+}
+
+fn case() -> impl Strategy<Value = Vec<Step>> {
+    prop::collection::vec(
+        prop_oneof![
+            6 => write_step().prop_map(|s| vec![s]),
+            3 => script_step().prop_map(|s| vec![s]),
+            2 => expiring(),
+            2 => transaction(),
+        ],
+        1..12,
+    )
+    .prop_map(|v| v.concat())
+}
+
+// ---------------------------------------------------------------------------------
+// Comparison
+
+/// Absolute times within this much are the same instant seen by two servers.
+const TIME_TOLERANCE_MS: i64 = 3000;
+
+fn same_command(real: &[String], model: &[String]) -> bool {
+    if real.len() != model.len() {
+        return false;
+    }
+    real.iter().zip(model).enumerate().all(|(i, (r, m))| {
+        if r == m {
+            return true;
+        }
+        // The time argument of `SET … PXAT t` and `PEXPIREAT k t`.
+        let timed = (i == 4 && real[0].eq_ignore_ascii_case("set"))
+            || (i == 2 && real[0].eq_ignore_ascii_case("pexpireat"));
+        match (timed, r.parse::<i64>(), m.parse::<i64>()) {
+            (true, Ok(a), Ok(b)) => (a - b).abs() <= TIME_TOLERANCE_MS,
+            _ => false,
+        }
+    })
+}
+
+/// Equal line by line, integers (`:n`) within the time tolerance (a `PTTL` a script
+/// returns, also inside an `EXEC`).
+fn loosely_equal(a: &[u8], b: &[u8]) -> bool {
+    let (a, b) = (String::from_utf8_lossy(a), String::from_utf8_lossy(b));
+    let (la, lb): (Vec<&str>, Vec<&str>) = (a.split("\r\n").collect(), b.split("\r\n").collect());
+    la.len() == lb.len()
+        && la.iter().zip(&lb).all(|(x, y)| {
+            x == y
+                || matches!(
+                    (x.strip_prefix(':').and_then(|v| v.parse::<i64>().ok()),
+                     y.strip_prefix(':').and_then(|v| v.parse::<i64>().ok())),
+                    (Some(p), Some(q)) if (p - q).abs() <= TIME_TOLERANCE_MS
+                )
+        })
+}
+
+struct Pair {
+    real: RealRedis,
+    model: SocketAddr,
+    real_capture: Capture,
+    model_capture: Capture,
+    real_conn: Conn,
+    model_conn: Conn,
+    marker: u64,
+    /// Transactions (`MULTI`) seen in the real master's stream.
+    wrapped: usize,
+}
+
+fn run_case(p: &mut Pair, steps: &[Step]) -> Result<(), String> {
+    for c in [&mut p.real_conn, &mut p.model_conn] {
+        // A case may end inside a transaction or with a watch.
+        c.call(&["DISCARD"]);
+        c.call(&["UNWATCH"]);
+        c.call(&["FLUSHALL"]);
+    }
+    for step in steps {
+        match step {
+            Step::Sleep => std::thread::sleep(Duration::from_millis(5)),
+            Step::Cmd { argv, loose } => {
+                let r = p.real_conn.call(argv);
+                let m = p.model_conn.call(argv);
+                let same = r == m || (*loose && loosely_equal(&r, &m));
+                if !same {
+                    return Err(format!(
+                        "replies differ for {argv:?}\n  redis: {:?}\n  model: {:?}",
+                        String::from_utf8_lossy(&r),
+                        String::from_utf8_lossy(&m)
+                    ));
+                }
+            }
+        }
+    }
+    p.marker += 1;
+    let marker = p.marker.to_string();
+    for c in [&mut p.real_conn, &mut p.model_conn] {
+        c.call(&["DISCARD"]);
+        c.call(&["SET", "__marker__", &marker]);
+    }
+    let real = p.real_capture.until_marker(p.marker);
+    p.wrapped += real
+        .iter()
+        .filter(|c| c[0].eq_ignore_ascii_case("multi"))
+        .count();
+    let model = p.model_capture.until_marker(p.marker);
+    let same =
+        real.len() == model.len() && real.iter().zip(&model).all(|(a, b)| same_command(a, b));
+    if same {
+        Ok(())
+    } else {
+        Err(format!(
+            "the propagated streams differ\n  redis: {real:?}\n  model: {model:?}"
+        ))
+    }
+}
+
+fn model_runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .enable_all()
+        .build()
+        .unwrap()
+}
+
+fn real_master() -> Option<RealRedis> {
+    RealRedis::start_with(&[
+        "--repl-diskless-sync",
+        "yes",
+        "--repl-diskless-sync-delay",
+        "0",
+        "--enable-debug-command",
+        "local",
+    ])
+}
+
+#[test]
+fn the_model_master_propagates_what_a_real_master_propagates() {
+    let Some(real) = real_master() else { return };
+    let runtime = model_runtime();
+    let (model, _) = runtime
+        .block_on(sim::redis::server::spawn_tokio_model_with(None, false))
+        .expect("start the model");
+    let mut real_conn = Conn::open(real.addr());
+    assert_eq!(
+        real_conn.text(&["DEBUG", "SET-ACTIVE-EXPIRE", "0"]),
+        "+OK\r\n"
+    );
+    let mut pair = Pair {
+        real_capture: Capture::attach("redis", real.addr()),
+        model_capture: Capture::attach("model", model),
+        real,
+        model,
+        real_conn,
+        model_conn: Conn::open(model),
+        marker: 0,
+        wrapped: 0,
+    };
+    // Wait until both streams flow (a FLUSHALL while a real master's diskless sync is
+    // still running would kill the sync and drop the capture).
+    for c in [&mut pair.real_conn, &mut pair.model_conn] {
+        c.call(&["SET", "__marker__", "0"]);
+    }
+    pair.real_capture.until_marker(0);
+    pair.model_capture.until_marker(0);
+    let cases = std::env::var("LOCKSIM_REPL_CASES")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(500);
+    let mut runner = TestRunner::new(Config {
+        cases,
+        failure_persistence: None,
+        max_shrink_iters: std::env::var("LOCKSIM_REPL_SHRINK")
+            .ok()
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(200),
+        ..Config::default()
+    });
+    let pair = std::cell::RefCell::new(pair);
+    let result = runner.run(&case(), |steps| {
+        run_case(&mut pair.borrow_mut(), &steps).map_err(TestCaseError::fail)
+    });
+    match result {
+        Ok(()) => {}
+        Err(TestError::Fail(reason, case)) => {
+            panic!(
+                "the model propagates differently.\nminimal case:\n{case:#?}\nfirst difference: {reason}"
+            )
+        }
+        Err(e) => panic!("{e}"),
+    }
+    // The comparison saw what it is about: transactions in the stream.
+    let pair = pair.borrow();
+    assert!(pair.wrapped > 0, "no case propagated a MULTI/EXEC");
+    assert!(
+        pair.marker >= 1,
+        "no case ran (model at {}, redis at {})",
+        pair.model,
+        pair.real.addr()
+    );
+}
