@@ -109,7 +109,17 @@ pub fn redis_server_available() -> bool {
 /// Starts `redis-server` (no persistence, loopback only) on `addr` and waits until it
 /// listens; `None` if it exits first (the port was taken).
 fn spawn_listening(addr: SocketAddr, extra: &[&str]) -> Option<Child> {
+    // Its own working directory: a replica saves the dataset it received as
+    // `dump.rdb` there, and a server started in a directory holding one loads it.
+    let dir = std::env::temp_dir().join(format!(
+        "locksim-redis-{}-{}",
+        std::process::id(),
+        addr.port()
+    ));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).expect("cannot create a directory for redis-server");
     let mut child = Command::new("redis-server")
+        .args(["--dir", &dir.to_string_lossy()])
         .args(["--port", &addr.port().to_string(), "--bind", "127.0.0.1"])
         .args([
             "--save",

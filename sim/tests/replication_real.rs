@@ -573,3 +573,164 @@ fn the_model_master_propagates_what_a_real_master_propagates() {
         pair.real.addr()
     );
 }
+
+// ---------------------------------------------------------------------------------
+// Replica semantics
+
+fn info_field(info: &str, field: &str) -> Option<String> {
+    info.lines()
+        .find_map(|l| l.strip_prefix(&format!("{field}:")))
+        .map(|v| v.trim().to_string())
+}
+
+fn wait_linked(replica: SocketAddr) {
+    let mut c = Conn::open(replica);
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let info = c.text(&["INFO", "replication"]);
+        if info_field(&info, "master_link_status").as_deref() == Some("up") {
+            return;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "replica {replica} never linked: {info}"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+#[test]
+fn a_model_replica_answers_like_a_real_replica() {
+    let Some(real_master) = real_master() else {
+        return;
+    };
+    let port = real_master.addr().port().to_string();
+    let Some(real_replica) = RealRedis::start_with(&["--replicaof", "127.0.0.1", &port]) else {
+        return;
+    };
+    let runtime = model_runtime();
+    let (model_master, _) = runtime
+        .block_on(sim::redis::server::spawn_tokio_model_with(None, true))
+        .expect("start the model master");
+    let (model_replica, _) = runtime
+        .block_on(sim::redis::server::spawn_tokio_model_with(
+            Some(model_master),
+            true,
+        ))
+        .expect("start the model replica");
+    wait_linked(real_replica.addr());
+    wait_linked(model_replica);
+    let (mut rm, mut rr) = (
+        Conn::open(real_master.addr()),
+        Conn::open(real_replica.addr()),
+    );
+    let (mut mm, mut mr) = (Conn::open(model_master), Conn::open(model_replica));
+    // Same bytes from both, on the master (`m`) or the replica (`r`).
+    let mut same = |on: &str, argv: &[&str]| -> String {
+        let (real, model) = if on == "m" {
+            (rm.text(argv), mm.text(argv))
+        } else {
+            (rr.text(argv), mr.text(argv))
+        };
+        assert_eq!(real, model, "{on}: {argv:?}");
+        real
+    };
+    same("m", &["SET", "lock", "v", "PX", "100000"]);
+    assert_eq!(same("m", &["WAIT", "1", "2000"]), ":1\r\n");
+    assert_eq!(same("r", &["GET", "lock"]), "$1\r\nv\r\n");
+    assert!(same("r", &["SET", "x", "1"]).starts_with("-READONLY"));
+    same("r", &["EVAL", "return redis.call('set','x','1')", "0"]);
+    same(
+        "r",
+        &[
+            "EVAL",
+            lock_impl::designs::COMPARE_AND_DELETE,
+            "1",
+            "lock",
+            "v",
+        ],
+    );
+    same(
+        "r",
+        &["EVAL_RO", "return redis.call('get',KEYS[1])", "1", "lock"],
+    );
+    same(
+        "r",
+        &["EVAL_RO", "return redis.call('del',KEYS[1])", "1", "lock"],
+    );
+    same("r", &["WAIT", "0", "0"]);
+    same("r", &["PTTL", "nothing"]);
+    // A key expired by the replica's clock is hidden before the master's DEL arrives.
+    same("m", &["SET", "short", "v", "PX", "200"]);
+    same("m", &["WAIT", "1", "2000"]);
+    std::thread::sleep(Duration::from_millis(400));
+    same("r", &["GET", "short"]);
+    // Transactions.
+    same("m", &["MULTI"]);
+    same("m", &["SET", "t", "1"]);
+    same("m", &["INCR", "t"]);
+    same("m", &["EXEC"]);
+    same("m", &["EXEC"]);
+    same("m", &["DISCARD"]);
+    same("m", &["MULTI"]);
+    same("m", &["NOSUCH"]);
+    same("m", &["EXEC"]);
+    // min-replicas-to-write.
+    same("m", &["CONFIG", "SET", "min-replicas-to-write", "2"]);
+    assert!(same("m", &["SET", "y", "1"]).starts_with("-NOREPLICAS"));
+    same("m", &["EVAL", "return redis.call('set','y','1')", "0"]);
+    same("m", &["GET", "y"]);
+    same("m", &["CONFIG", "SET", "min-replicas-to-write", "0"]);
+    same("m", &["SET", "y", "1"]);
+    // WAIT for more replicas than there are times out with the count.
+    let started = Instant::now();
+    assert_eq!(same("m", &["WAIT", "2", "150"]), ":1\r\n");
+    assert!(
+        started.elapsed() >= Duration::from_millis(300),
+        "both WAITs blocked"
+    );
+    // ROLE and INFO replication: the fields clients read.
+    for (on_real, on_model) in [(&mut rr, &mut mr), (&mut rm, &mut mm)] {
+        let (real, model) = (
+            on_real.text(&["INFO", "replication"]),
+            on_model.text(&["INFO", "replication"]),
+        );
+        for field in [
+            "role",
+            "connected_slaves",
+            "master_link_status",
+            "master_sync_in_progress",
+            "slave_read_only",
+            "slave_priority",
+            "master_failover_state",
+            "second_repl_offset",
+            "repl_backlog_active",
+        ] {
+            assert_eq!(
+                info_field(&real, field),
+                info_field(&model, field),
+                "INFO {field}\nredis: {real}\nmodel: {model}"
+            );
+        }
+        let (real, model) = (on_real.call(&["ROLE"]), on_model.call(&["ROLE"]));
+        let shape = |r: &[u8]| {
+            let t = String::from_utf8_lossy(r).into_owned();
+            let lines: Vec<&str> = t.split("\r\n").collect();
+            // The role's name and the number of elements (replica: host, port, state,
+            // offset; master: offset and one replica).
+            (lines[0].to_string(), lines[2].to_string(), lines.len())
+        };
+        assert_eq!(
+            shape(&real),
+            shape(&model),
+            "ROLE\nredis: {:?}\nmodel: {:?}",
+            String::from_utf8_lossy(&real),
+            String::from_utf8_lossy(&model)
+        );
+    }
+    assert_eq!(
+        rm.text(&["REPLICAOF", "NO", "ONE"]),
+        mm.text(&["REPLICAOF", "NO", "ONE"])
+    );
+    drop(real_replica);
+}

@@ -1029,8 +1029,11 @@ impl Engine {
         self.core.ks.replace_all(entries, now_us, master);
         let repl = &mut self.core.repl;
         repl.offset = offset;
+        // A synced replica keeps a backlog too (for its own replicas, and a promotion).
+        repl.backlog_start = Some(offset + 1);
         repl.replid = replid.to_string();
         repl.master_replid = Some(replid.to_string());
+        // A new history: the secondary id is cleared (`clearReplicationId2`).
         repl.replid2 = "0".repeat(40);
         repl.second_offset = -1;
         repl.last_io_us = now_us;
