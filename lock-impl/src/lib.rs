@@ -19,6 +19,7 @@
 //! | `set-nx-px-lua` | `SET NX PX` | Lua compare-and-delete | 001, 003 |
 //! | `reentrant-watchdog` | Lua hash `{owner: count}`, watchdog renewal, pub/sub wait | Lua decrement, `DEL` + `PUBLISH` at 0 | 000, 002, 003 |
 //! | `fenced` | Lua `SET NX PX` + `INCR` fencing token | Lua compare-and-delete | 001, 003 |
+//! | `wait-synced` | `SET NX PX`, then `WAIT n` (released if fewer replicas acknowledged) | Lua compare-and-delete | 003, 004 |
 //!
 //! # Your own design
 //!
@@ -169,6 +170,15 @@ pub const DESIGNS: &[DesignInfo] = &[
         expires: true,
         release_checks_owner: true,
     },
+    DesignInfo {
+        name: designs::WaitSynced::NAME,
+        summary: "SET NX PX, then WAIT for the master's replicas; released if fewer acknowledged",
+        seeds: "003, 004",
+        known_failure: "WAIT is not consensus: a replica it did not wait for can be promoted \
+                        without the lock; a pause past the lease still gives two holders",
+        expires: true,
+        release_checks_owner: true,
+    },
 ];
 
 /// The names of [`DESIGNS`], comma separated, for error messages.
@@ -187,6 +197,7 @@ pub fn build(name: &str, deps: Deps) -> Result<Arc<dyn LockDesign>, LockError> {
         designs::SetnxExpire::NAME => Arc::new(designs::SetnxExpire::new(deps)),
         designs::SetNxPxDel::NAME => Arc::new(designs::SetNxPxDel::new(deps)),
         designs::SetNxPxCheckDel::NAME => Arc::new(designs::SetNxPxCheckDel::new(deps)),
+        designs::WaitSynced::NAME => Arc::new(designs::WaitSynced::new(deps)),
         designs::SetNxPxLua::NAME => Arc::new(designs::SetNxPxLua::new(deps)),
         designs::ReentrantWatchdog::NAME => Arc::new(designs::ReentrantWatchdog::new(deps)),
         designs::Fenced::NAME => Arc::new(designs::Fenced::new(deps)),

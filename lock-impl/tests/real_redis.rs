@@ -140,3 +140,76 @@ async fn bad_input_gives_typed_errors_that_name_the_problem() {
         assert!(err.to_string().contains("key"), "{err}");
     }
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn wait_synced_passes_conformance_on_real_redis() {
+    conformance(designs::WaitSynced::NAME).await;
+}
+
+/// With a real replica: a grant means the replica has the lock; a replica that cannot
+/// acknowledge (asleep in `DEBUG SLEEP`) makes the acquisition fail and the master
+/// give the lock back.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn wait_synced_grants_only_what_the_replica_acknowledged() {
+    use lock_impl::Acquire;
+    use redis::AsyncCommands;
+    let Some(master) = RealRedis::start() else {
+        return;
+    };
+    let port = master.addr().port().to_string();
+    let Some(replica) = RealRedis::start_with(&[
+        "--replicaof",
+        "127.0.0.1",
+        &port,
+        "--enable-debug-command",
+        "local",
+    ]) else {
+        return;
+    };
+    let client = redis::Client::open(replica.url()).unwrap();
+    let mut on_replica = client.get_multiplexed_async_connection().await.unwrap();
+    for _ in 0..200 {
+        let info: String = redis::cmd("INFO")
+            .arg("replication")
+            .query_async(&mut on_replica)
+            .await
+            .unwrap();
+        if info.contains("master_link_status:up") {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(25)).await;
+    }
+    let backend = UrlBackend { url: master.url() };
+    let deps = lock_impl::testing::Backend::deps(&backend).await;
+    let lock = lock_impl::build(designs::WaitSynced::NAME, deps).unwrap();
+    let options = AcquireOptions::new(2_000, 0).unwrap();
+    let Acquire::Acquired(guard) = lock.acquire("lock:synced", options).await.unwrap() else {
+        panic!("a lock nobody holds, with a live replica, is granted");
+    };
+    let on_replica_value: Option<String> = on_replica.get("lock:synced").await.unwrap();
+    assert_eq!(on_replica_value.as_deref(), Some(guard.owner.as_str()));
+    lock.release(&guard).await.unwrap();
+
+    // The replica sleeps for a second: it cannot acknowledge within lease / 4.
+    let sleeper = tokio::spawn(async move {
+        let _: redis::RedisResult<String> = redis::cmd("DEBUG")
+            .arg("SLEEP")
+            .arg("1")
+            .query_async(&mut on_replica)
+            .await;
+    });
+    tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    let outcome = lock.acquire("lock:unsynced", options).await.unwrap();
+    assert!(
+        matches!(outcome, Acquire::NotAcquired),
+        "an unacknowledged lock is refused: {outcome:?}"
+    );
+    let master_client = redis::Client::open(master.url()).unwrap();
+    let mut on_master = master_client
+        .get_multiplexed_async_connection()
+        .await
+        .unwrap();
+    let left: Option<String> = on_master.get("lock:unsynced").await.unwrap();
+    assert_eq!(left, None, "the refused lock was given back");
+    sleeper.await.unwrap();
+}

@@ -35,13 +35,18 @@ pub struct Throughput {
     pub ops: u64,
 }
 
-fn reference_config(seed: u64) -> RunConfig {
+fn reference_config(seed: u64, replicas: usize) -> RunConfig {
     let mut scenario = catalog::find("no-faults").expect("catalog scenario");
     scenario.workload = Workload {
         duration_ms: 60_000,
         drain_ms: 0,
         ..Workload::default()
     };
+    for i in 1..=replicas {
+        let mut replica = sim::world::ServerSpec::named(format!("redis-replica-{i}"));
+        replica.replica_of = Some("redis".into());
+        scenario.workload.servers.push(replica);
+    }
     config(
         &DesignSpec::builtin("set-nx-px-lua").expect("built-in"),
         &scenario,
@@ -49,12 +54,13 @@ fn reference_config(seed: u64) -> RunConfig {
     )
 }
 
-/// Runs the reference scenario `repeats` times (seeds 0..repeats).
-pub fn reference(repeats: u64) -> Throughput {
+/// Runs the reference scenario `repeats` times (seeds 0..repeats), with `replicas`
+/// replicas following the master.
+pub fn reference(repeats: u64, replicas: usize) -> Throughput {
     let mut walls = Vec::new();
     let (mut messages, mut ops, mut simulated) = (0, 0, Duration::ZERO);
     for seed in 0..repeats {
-        let cfg = reference_config(seed);
+        let cfg = reference_config(seed, replicas);
         let start = Instant::now();
         let h = run(&cfg).expect("reference run");
         walls.push(start.elapsed());
@@ -162,7 +168,8 @@ fn peak_rss_kib() -> Option<u64> {
 /// Runs every benchmark and prints the figures.
 pub fn run_all(repeats: u64, memory_seeds: u64, threads: usize, search_bound: u64) {
     println!("locksim bench: repeats={repeats} memory_seeds={memory_seeds} threads={threads}");
-    let r = reference(repeats);
+    let r = reference(repeats, 0);
+    let replicated = reference(repeats, 2);
     let base = baseline(r.messages, r.simulated, repeats);
     let sim_rate = r.simulated.as_secs_f64() / r.wall.as_secs_f64();
     let harness_msgs = r.messages as f64 / r.wall.as_secs_f64();
@@ -188,6 +195,13 @@ pub fn run_all(repeats: u64, memory_seeds: u64, threads: usize, search_bound: u6
     println!(
         "   harness / baseline throughput: {:.2} (target ≥ 0.5)",
         harness_msgs / base_msgs
+    );
+    let replicated_rate = replicated.simulated.as_secs_f64() / replicated.wall.as_secs_f64();
+    println!(
+        "   replicated (the same, plus 2 replicas following the master): {:>8.1} ms wall, {:>6.1} simulated s per wall s ({:.2} of the single-master rate)",
+        replicated.wall.as_secs_f64() * 1e3,
+        replicated_rate,
+        replicated_rate / sim_rate
     );
 
     println!(

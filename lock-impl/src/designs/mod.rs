@@ -7,6 +7,7 @@ mod set_nx_px_del;
 mod set_nx_px_lua;
 mod setnx_del;
 mod setnx_expire;
+mod wait_synced;
 
 pub use fenced::{FENCED_ACQUIRE, Fenced};
 pub use reentrant_watchdog::{REDISSON_LOCK, REDISSON_RENEW, REDISSON_UNLOCK, ReentrantWatchdog};
@@ -15,6 +16,7 @@ pub use set_nx_px_del::SetNxPxDel;
 pub use set_nx_px_lua::SetNxPxLua;
 pub use setnx_del::SetnxDel;
 pub use setnx_expire::SetnxExpire;
+pub use wait_synced::WaitSynced;
 
 use std::time::Duration;
 

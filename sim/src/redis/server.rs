@@ -402,11 +402,33 @@ pub fn serve_model(addr: SocketAddr) -> io::Result<()> {
             "locksim model of Redis listening on {}",
             listener.local_addr()?
         );
-        let shared = SharedEngine::new(Engine::new(), Arc::new(SystemClock));
+        let port = listener.local_addr()?.port();
+        let mut engine = Engine::new();
+        engine.set_tcp_port(port);
+        let shared = SharedEngine::new(engine, Arc::new(SystemClock));
         tokio::spawn(active_expiry_loop(shared.clone(), ACTIVE_EXPIRY_PERIOD));
+        spawn_replication_cron(&shared, port);
         serve_tokio(listener, shared).await;
         Ok(())
     })
+}
+
+/// Runs the replication cron of a model served over real TCP (`REPLICAOF` dials the
+/// master with tokio).
+fn spawn_replication_cron(shared: &SharedEngine, port: u16) {
+    let dial = |host: String, port: u16| async move {
+        let stream = tokio::net::TcpStream::connect((host.as_str(), port)).await?;
+        let _ = stream.set_nodelay(true);
+        Ok((stream, format!("{host}:{port}")))
+    };
+    tokio::spawn(super::link::replication_cron(
+        shared.clone(),
+        port,
+        dial,
+        |task| {
+            tokio::spawn(task);
+        },
+    ));
 }
 
 /// Starts a model server with the real clock on a free loopback port inside the
@@ -428,19 +450,7 @@ pub async fn spawn_tokio_model_with(
     if active_expiry {
         tokio::spawn(active_expiry_loop(shared.clone(), ACTIVE_EXPIRY_PERIOD));
     }
-    let dial = |host: String, port: u16| async move {
-        let stream = tokio::net::TcpStream::connect((host.as_str(), port)).await?;
-        let _ = stream.set_nodelay(true);
-        Ok((stream, format!("{host}:{port}")))
-    };
-    tokio::spawn(super::link::replication_cron(
-        shared.clone(),
-        addr.port(),
-        dial,
-        |task| {
-            tokio::spawn(task);
-        },
-    ));
+    spawn_replication_cron(&shared, addr.port());
     tokio::spawn(serve_tokio(listener, shared.clone()));
     Ok((addr, shared))
 }
