@@ -660,6 +660,10 @@ fn a_model_replica_answers_like_a_real_replica() {
     );
     same("r", &["WAIT", "0", "0"]);
     same("r", &["PTTL", "nothing"]);
+    for replica in [real_replica.addr(), model_replica] {
+        let hello = Conn::open(replica).text(&["HELLO", "2"]);
+        assert!(hello.contains("$4\r\nrole\r\n$7\r\nreplica\r\n"), "{hello}");
+    }
     // A key expired by the replica's clock is hidden before the master's DEL arrives.
     same("m", &["SET", "short", "v", "PX", "200"]);
     same("m", &["WAIT", "1", "2000"]);

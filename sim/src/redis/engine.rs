@@ -1154,7 +1154,14 @@ impl Engine {
             ),
             (Reply::bulk("id"), Reply::Integer(session.id as i64)),
             (Reply::bulk("mode"), Reply::bulk("standalone")),
-            (Reply::bulk("role"), Reply::bulk("master")),
+            (
+                Reply::bulk("role"),
+                Reply::bulk(if self.core.repl.is_replica() {
+                    "replica"
+                } else {
+                    "master"
+                }),
+            ),
             (Reply::bulk("modules"), Reply::Array(Vec::new())),
         ])
     }
