@@ -76,3 +76,37 @@ pub fn expect_never_invalid(
         s.fault_about
     );
 }
+
+/// Asserts that every built-in design is Valid on every checker for every seed of
+/// `seeds` under `s`, with more than 10 acquisitions per run, and (if `contended`)
+/// that the scenario's probe saw the lock contended.
+pub fn assert_every_design_valid(s: &Scenario, seeds: std::ops::Range<u64>, contended: bool) {
+    for d in lock_impl::DESIGNS {
+        let runs =
+            sweep(&design(d.name), s, seeds.clone(), 2, false, &|_, _| {}).expect("runs complete");
+        assert_eq!(runs.len() as u64, seeds.end - seeds.start);
+        for run in &runs {
+            for (checker, verdict) in &run.verdicts {
+                assert!(
+                    verdict.is_valid(),
+                    "{} seed {}: {checker} is {verdict:?}; replay: {}",
+                    d.name,
+                    run.seed,
+                    replay_command(d.name, s.name, run.seed)
+                );
+            }
+            assert!(
+                !contended || run.fault_seen.is_some(),
+                "{} seed {}: the lock was never contended",
+                d.name,
+                run.seed
+            );
+            assert!(
+                run.acquisitions > 10,
+                "{} seed {}: too few acquisitions",
+                d.name,
+                run.seed
+            );
+        }
+    }
+}

@@ -15,14 +15,14 @@
 //! `LOCKSIM_DIFF_CASES` sets the number of cases (default 1000). A failure is shrunk
 //! by proptest and printed as a replayable command list.
 
-use std::io::{BufRead, BufReader, Read, Write};
-use std::net::{SocketAddr, TcpStream};
-use std::time::Duration;
+use std::net::SocketAddr;
 
+mod common;
+
+use common::Conn;
 use lock_impl::testing::RealRedis;
 use proptest::prelude::*;
 use proptest::test_runner::{Config, TestCaseError, TestError, TestRunner};
-use sim::redis::resp::encode_request;
 
 // ---------------------------------------------------------------------------------
 // Commands
@@ -315,87 +315,6 @@ fn case() -> impl Strategy<Value = Case> {
         prop::collection::vec(cmd(), 1..=30),
     )
         .prop_map(|(resp3, cmds)| Case { resp3, cmds })
-}
-
-// ---------------------------------------------------------------------------------
-// Raw RESP client
-
-/// Reads one complete reply (RESP2 or RESP3) and returns its raw bytes.
-fn read_reply(r: &mut impl BufRead) -> std::io::Result<Vec<u8>> {
-    let mut out = Vec::new();
-    read_into(r, &mut out)?;
-    Ok(out)
-}
-
-fn read_into(r: &mut impl BufRead, out: &mut Vec<u8>) -> std::io::Result<()> {
-    let mut line = Vec::new();
-    r.read_until(b'\n', &mut line)?;
-    if line.is_empty() {
-        return Err(std::io::Error::new(
-            std::io::ErrorKind::UnexpectedEof,
-            "connection closed before a reply",
-        ));
-    }
-    out.extend_from_slice(&line);
-    let body = String::from_utf8_lossy(&line[1..]).trim_end().to_string();
-    let n: i64 = body.parse().unwrap_or(0);
-    match line[0] {
-        b'$' | b'=' | b'!' if n >= 0 => {
-            let mut buf = vec![0u8; n as usize + 2];
-            r.read_exact(&mut buf)?;
-            out.extend_from_slice(&buf);
-        }
-        b'*' | b'>' | b'~' => {
-            for _ in 0..n.max(0) {
-                read_into(r, out)?;
-            }
-        }
-        b'%' => {
-            for _ in 0..2 * n.max(0) {
-                read_into(r, out)?;
-            }
-        }
-        b'|' => {
-            for _ in 0..2 * n.max(0) {
-                read_into(r, out)?;
-            }
-            read_into(r, out)?;
-        }
-        _ => {}
-    }
-    Ok(())
-}
-
-struct Conn {
-    writer: TcpStream,
-    reader: BufReader<TcpStream>,
-}
-
-impl Conn {
-    fn open(addr: SocketAddr) -> Conn {
-        let s = TcpStream::connect(addr).expect("connect");
-        s.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
-        s.set_nodelay(true).unwrap();
-        Conn {
-            reader: BufReader::new(s.try_clone().unwrap()),
-            writer: s,
-        }
-    }
-
-    fn send_raw(&mut self, bytes: &[u8]) -> std::io::Result<()> {
-        self.writer.write_all(bytes)
-    }
-
-    fn call(&mut self, argv: &[Vec<u8>]) -> std::io::Result<Vec<u8>> {
-        self.send_raw(&encode_request(argv))?;
-        read_reply(&mut self.reader)
-    }
-
-    fn read_to_end(&mut self) -> Vec<u8> {
-        let mut rest = Vec::new();
-        let _ = self.reader.read_to_end(&mut rest);
-        rest
-    }
 }
 
 // ---------------------------------------------------------------------------------

@@ -21,10 +21,13 @@
 //!
 //! `LOCKSIM_REPL_CASES` sets the number of generated cases (default 500).
 
-use std::io::{BufRead, BufReader, Read, Write};
+use std::io::{BufRead, Read, Write};
 use std::net::{SocketAddr, TcpStream};
 use std::time::{Duration, Instant};
 
+mod common;
+
+use common::Conn;
 use lock_impl::testing::RealRedis;
 use proptest::prelude::*;
 use proptest::test_runner::{Config, TestCaseError, TestError, TestRunner};
@@ -32,62 +35,6 @@ use sim::redis::resp::{Parsed, encode_request, parse_request};
 
 // ---------------------------------------------------------------------------------
 // Raw connections
-
-fn read_into(r: &mut impl BufRead, out: &mut Vec<u8>) -> std::io::Result<()> {
-    let mut line = Vec::new();
-    r.read_until(b'\n', &mut line)?;
-    if line.is_empty() {
-        return Err(std::io::Error::new(
-            std::io::ErrorKind::UnexpectedEof,
-            "connection closed before a reply",
-        ));
-    }
-    out.extend_from_slice(&line);
-    let body = String::from_utf8_lossy(&line[1..]).trim_end().to_string();
-    let n: i64 = body.parse().unwrap_or(0);
-    match line[0] {
-        b'$' if n >= 0 => {
-            let mut buf = vec![0u8; n as usize + 2];
-            r.read_exact(&mut buf)?;
-            out.extend_from_slice(&buf);
-        }
-        b'*' => {
-            for _ in 0..n.max(0) {
-                read_into(r, out)?;
-            }
-        }
-        _ => {}
-    }
-    Ok(())
-}
-
-struct Conn {
-    writer: TcpStream,
-    reader: BufReader<TcpStream>,
-}
-
-impl Conn {
-    fn open(addr: SocketAddr) -> Conn {
-        let s = TcpStream::connect(addr).expect("connect");
-        s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
-        s.set_nodelay(true).unwrap();
-        Conn {
-            reader: BufReader::new(s.try_clone().unwrap()),
-            writer: s,
-        }
-    }
-
-    fn call<A: AsRef<[u8]>>(&mut self, argv: &[A]) -> Vec<u8> {
-        self.writer.write_all(&encode_request(argv)).unwrap();
-        let mut out = Vec::new();
-        read_into(&mut self.reader, &mut out).expect("a reply");
-        out
-    }
-
-    fn text<A: AsRef<[u8]>>(&mut self, argv: &[A]) -> String {
-        String::from_utf8_lossy(&self.call(argv)).into_owned()
-    }
-}
 
 /// A raw replica: the handshake, the full sync (either payload form), then the
 /// stream, parsed into commands.
@@ -249,8 +196,8 @@ const LOCK: &str = lock_impl::designs::REDISSON_LOCK;
 const UNLOCK: &str = lock_impl::designs::REDISSON_UNLOCK;
 const RENEW: &str = lock_impl::designs::REDISSON_RENEW;
 const FENCED: &str = lock_impl::designs::FENCED_ACQUIRE;
-const TWO_WRITES: &str = "redis.call('set', KEYS[1], ARGV[1]); redis.call('pexpire', KEYS[1], 100000); return redis.call('get', KEYS[1])";
-const READ_ONLY: &str = "return redis.call('get', KEYS[1])";
+const TWO_WRITES: &str = "redis.reply('set', KEYS[1], ARGV[1]); redis.reply('pexpire', KEYS[1], 100000); return redis.reply('get', KEYS[1])";
+const READ_ONLY: &str = "return redis.reply('get', KEYS[1])";
 
 fn write_step() -> impl Strategy<Value = Step> {
     let set = (
@@ -445,16 +392,16 @@ struct Pair {
 fn run_case(p: &mut Pair, steps: &[Step]) -> Result<(), String> {
     for c in [&mut p.real_conn, &mut p.model_conn] {
         // A case may end inside a transaction or with a watch.
-        c.call(&["DISCARD"]);
-        c.call(&["UNWATCH"]);
-        c.call(&["FLUSHALL"]);
+        c.reply(&["DISCARD"]);
+        c.reply(&["UNWATCH"]);
+        c.reply(&["FLUSHALL"]);
     }
     for step in steps {
         match step {
             Step::Sleep => std::thread::sleep(Duration::from_millis(5)),
             Step::Cmd { argv, loose } => {
-                let r = p.real_conn.call(argv);
-                let m = p.model_conn.call(argv);
+                let r = p.real_conn.reply(argv);
+                let m = p.model_conn.reply(argv);
                 let same = r == m || (*loose && loosely_equal(&r, &m));
                 if !same {
                     return Err(format!(
@@ -469,8 +416,8 @@ fn run_case(p: &mut Pair, steps: &[Step]) -> Result<(), String> {
     p.marker += 1;
     let marker = p.marker.to_string();
     for c in [&mut p.real_conn, &mut p.model_conn] {
-        c.call(&["DISCARD"]);
-        c.call(&["SET", "__marker__", &marker]);
+        c.reply(&["DISCARD"]);
+        c.reply(&["SET", "__marker__", &marker]);
     }
     let real = p.real_capture.until_marker(p.marker);
     p.wrapped += real
@@ -533,7 +480,7 @@ fn the_model_master_propagates_what_a_real_master_propagates() {
     // Wait until both streams flow (a FLUSHALL while a real master's diskless sync is
     // still running would kill the sync and drop the capture).
     for c in [&mut pair.real_conn, &mut pair.model_conn] {
-        c.call(&["SET", "__marker__", "0"]);
+        c.reply(&["SET", "__marker__", "0"]);
     }
     pair.real_capture.until_marker(0);
     pair.model_capture.until_marker(0);
@@ -639,7 +586,7 @@ fn a_model_replica_answers_like_a_real_replica() {
     assert_eq!(same("m", &["WAIT", "1", "2000"]), ":1\r\n");
     assert_eq!(same("r", &["GET", "lock"]), "$1\r\nv\r\n");
     assert!(same("r", &["SET", "x", "1"]).starts_with("-READONLY"));
-    same("r", &["EVAL", "return redis.call('set','x','1')", "0"]);
+    same("r", &["EVAL", "return redis.reply('set','x','1')", "0"]);
     same(
         "r",
         &[
@@ -652,11 +599,11 @@ fn a_model_replica_answers_like_a_real_replica() {
     );
     same(
         "r",
-        &["EVAL_RO", "return redis.call('get',KEYS[1])", "1", "lock"],
+        &["EVAL_RO", "return redis.reply('get',KEYS[1])", "1", "lock"],
     );
     same(
         "r",
-        &["EVAL_RO", "return redis.call('del',KEYS[1])", "1", "lock"],
+        &["EVAL_RO", "return redis.reply('del',KEYS[1])", "1", "lock"],
     );
     same("r", &["WAIT", "0", "0"]);
     same("r", &["PTTL", "nothing"]);
@@ -682,7 +629,7 @@ fn a_model_replica_answers_like_a_real_replica() {
     // min-replicas-to-write.
     same("m", &["CONFIG", "SET", "min-replicas-to-write", "2"]);
     assert!(same("m", &["SET", "y", "1"]).starts_with("-NOREPLICAS"));
-    same("m", &["EVAL", "return redis.call('set','y','1')", "0"]);
+    same("m", &["EVAL", "return redis.reply('set','y','1')", "0"]);
     same("m", &["GET", "y"]);
     same("m", &["CONFIG", "SET", "min-replicas-to-write", "0"]);
     same("m", &["SET", "y", "1"]);
@@ -716,7 +663,7 @@ fn a_model_replica_answers_like_a_real_replica() {
                 "INFO {field}\nredis: {real}\nmodel: {model}"
             );
         }
-        let (real, model) = (on_real.call(&["ROLE"]), on_model.call(&["ROLE"]));
+        let (real, model) = (on_real.reply(&["ROLE"]), on_model.reply(&["ROLE"]));
         let shape = |r: &[u8]| {
             let t = String::from_utf8_lossy(r).into_owned();
             let lines: Vec<&str> = t.split("\r\n").collect();

@@ -293,12 +293,13 @@ where
         let target = shared.with_engine_at(|e, now| {
             let engine = e.engine();
             let (host, mport, generation) = engine.link_target()?;
-            let idle = engine.replication().role
-                == super::replication::Role::Replica {
-                    host: host.clone(),
-                    port: mport,
+            let idle = matches!(
+                engine.replication().role,
+                super::replication::Role::Replica {
                     link: LinkState::Connect,
-                };
+                    ..
+                }
+            );
             (idle && engine.set_link(generation, LinkState::Connecting, now))
                 .then_some((host, mport, generation))
         });

@@ -143,8 +143,6 @@ pub struct Repl {
     pub link_down_since_us: Option<u64>,
     /// When the replica last heard from its master (server clock, us).
     pub last_io_us: u64,
-    /// Master's run id as the replica learnt it (`FULLRESYNC`).
-    pub master_replid: Option<String>,
     /// Stream bytes fed since the last drain (the engine writes them to every replica).
     stream_out: Vec<u8>,
     /// `repl_backlog_first_byte_offset` once a backlog exists: Redis 7.0 creates the
@@ -174,7 +172,6 @@ impl Repl {
             priority: 100,
             link_down_since_us: None,
             last_io_us: 0,
-            master_replid: None,
             stream_out: Vec::new(),
             backlog_start: None,
         }
@@ -192,16 +189,6 @@ impl Repl {
             return;
         }
         self.pending.push((db, argv));
-    }
-
-    /// Operations queued by the running command.
-    pub fn pending_ops(&self) -> usize {
-        self.pending.len()
-    }
-
-    /// Drops what the running command queued (a transaction that aborted).
-    pub fn discard_pending(&mut self) {
-        self.pending.clear();
     }
 
     /// The command (or script, or transaction) ended: its operations go out, wrapped in
