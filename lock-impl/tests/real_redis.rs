@@ -168,17 +168,28 @@ async fn wait_synced_grants_only_what_the_replica_acknowledged() {
     };
     let client = redis::Client::open(replica.url()).unwrap();
     let mut on_replica = client.get_multiplexed_async_connection().await.unwrap();
+    // Ready when the *master* lists the replica as online: only then does `ROLE` name
+    // it (after a diskless sync that is the replica's first ACK, up to a second after
+    // the replica itself reports its link up), and only then does `wait-synced` wait.
+    let mut on_master = redis::Client::open(master.url())
+        .unwrap()
+        .get_multiplexed_async_connection()
+        .await
+        .unwrap();
+    let mut online = false;
     for _ in 0..200 {
         let info: String = redis::cmd("INFO")
             .arg("replication")
-            .query_async(&mut on_replica)
+            .query_async(&mut on_master)
             .await
             .unwrap();
-        if info.contains("master_link_status:up") {
+        if info.contains("state=online") {
+            online = true;
             break;
         }
         tokio::time::sleep(std::time::Duration::from_millis(25)).await;
     }
+    assert!(online, "the replica never came online at the master");
     let backend = UrlBackend { url: master.url() };
     let deps = lock_impl::testing::Backend::deps(&backend).await;
     let lock = lock_impl::build(designs::WaitSynced::NAME, deps).unwrap();
@@ -204,11 +215,6 @@ async fn wait_synced_grants_only_what_the_replica_acknowledged() {
         matches!(outcome, Acquire::NotAcquired),
         "an unacknowledged lock is refused: {outcome:?}"
     );
-    let master_client = redis::Client::open(master.url()).unwrap();
-    let mut on_master = master_client
-        .get_multiplexed_async_connection()
-        .await
-        .unwrap();
     let left: Option<String> = on_master.get("lock:unsynced").await.unwrap();
     assert_eq!(left, None, "the refused lock was given back");
     sleeper.await.unwrap();
