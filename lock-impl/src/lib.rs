@@ -77,6 +77,7 @@ pub mod designs;
 mod entropy;
 mod error;
 mod lock;
+mod sentinel;
 #[cfg(feature = "testing")]
 pub mod testing;
 
@@ -91,6 +92,7 @@ pub use lock::{
     Acquire, AcquireOptions, Attempt, Deps, Guard, LockDesign, PubSubConnector, Release, Spawner,
     Task, TokioSpawner, Wait, retry_acquire,
 };
+pub use sentinel::{AddrConnector, ClientAddrConnector, SentinelConnector};
 
 /// What the catalog knows about a built-in design.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

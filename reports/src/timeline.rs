@@ -135,6 +135,8 @@ pub fn describe(h: &History, e: &Event) -> String {
         EventKind::Server(ServerEvent::ExpireSet { by, key, ttl_ms }) => {
             format!("expiry of {key} set to {ttl_ms} ms by {by}")
         }
+        EventKind::Server(ServerEvent::Role { role }) => format!("is now {role}"),
+        EventKind::Sentinel { event, detail } => format!("sentinel {event} {detail}"),
         EventKind::Storage(StorageEvent::Read {
             reader,
             value,

@@ -34,6 +34,16 @@ pub enum Target {
     /// The Redis server whose own record shows the lock key held at the fault's start
     /// (the first such server in name order); no-op if no server holds it.
     LockServer,
+    /// The moment that matters for replication: the master whose own record holds the
+    /// lock key, written by a command whose replication offset none of its replicas
+    /// has acknowledged yet (by the master's own record of their `REPLCONF ACK`s), and
+    /// that none has even received (so the write is truly lost with the master). The
+    /// fault waits from its start for up to `within_ms` for that moment and hits at
+    /// the first tick it holds; it is a no-op if the moment never comes.
+    UnreplicatedLockMaster {
+        /// How long the fault waits for the moment.
+        within_ms: u64,
+    },
     /// Every Redis server of the world (for partitions: "the servers' side").
     AllServers,
     /// Every client of the world.

@@ -90,6 +90,15 @@ pub enum EventKind {
     /// The Redis server wrote or removed a key (its own record). The event's `host` is
     /// the server's name.
     Server(ServerEvent),
+    /// A Sentinel logged an event (`+sdown`, `+odown`, `+elected-leader`,
+    /// `+promoted-slave`, `+switch-master`, …), as its log line says it. The event's
+    /// `host` is the Sentinel.
+    Sentinel {
+        /// The event's name, e.g. `+switch-master`.
+        event: String,
+        /// The rest of the line.
+        detail: String,
+    },
     /// A client's connection dialled a Redis server (at start-up, and again after a
     /// connection broke): reconnection is visible in the history.
     Connect {
@@ -224,6 +233,12 @@ pub enum ServerEvent {
         key: String,
         /// Time to live it set, in milliseconds.
         ttl_ms: i64,
+    },
+    /// The server's replication role changed (`master`, or `replica of <host>`):
+    /// a promotion, a `REPLICAOF`, a restart into its configured role.
+    Role {
+        /// `master` or `replica of <host>`.
+        role: String,
     },
     /// A key was removed.
     Removed {

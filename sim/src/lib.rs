@@ -8,5 +8,6 @@ pub mod net;
 pub mod pause;
 pub mod recorder;
 pub mod redis;
+pub mod sentinel;
 pub mod storage;
 pub mod world;

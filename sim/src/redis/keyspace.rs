@@ -480,6 +480,18 @@ impl Keyspace {
         out
     }
 
+    /// The keys written (`Written` events) since `index`.
+    pub fn written_since(&self, index: usize) -> Vec<String> {
+        self.events
+            .iter()
+            .skip(index)
+            .filter_map(|e| match e {
+                KeyEvent::Written { key, .. } => Some(key.clone()),
+                _ => None,
+            })
+            .collect()
+    }
+
     /// Drains the event log.
     pub fn take_events(&mut self) -> Vec<KeyEvent> {
         std::mem::take(&mut self.events)

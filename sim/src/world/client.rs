@@ -30,13 +30,12 @@ impl lock_impl::Spawner for HostSpawner {
     }
 }
 
-/// Connections from one client to one Redis host over turmoil TCP. Every dial is
+/// How one client dials any host over turmoil TCP. Every dial of a Redis server is
 /// recorded in the history (`connect`); the stream is wrapped by the link-fault
 /// registry and the client's pause gate, and the multiplexed connection's driver runs
 /// under the gate, so no byte of a paused client moves.
-struct TurmoilConnector {
+struct TurmoilDialer {
     client: String,
-    server: String,
     gate: PauseGate,
     net: NetFaults,
     recorder: Recorder,
@@ -45,7 +44,8 @@ struct TurmoilConnector {
 
 /// Records a dial that was abandoned (the connection's own timeout gave up on it).
 struct DialRecord<'a> {
-    connector: &'a TurmoilConnector,
+    dialer: &'a TurmoilDialer,
+    server: &'a str,
     done: bool,
 }
 
@@ -56,10 +56,10 @@ impl DialRecord<'_> {
             Ok(()) => (true, None),
             Err(e) => (false, Some(e)),
         };
-        self.connector.recorder.record(
-            &self.connector.client,
+        self.dialer.recorder.record(
+            &self.dialer.client,
             EventKind::Connect {
-                server: self.connector.server.clone(),
+                server: self.server.to_string(),
                 ok,
                 detail,
             },
@@ -75,19 +75,79 @@ impl Drop for DialRecord<'_> {
     }
 }
 
-impl TurmoilConnector {
-    /// A stream to the server, once it is reachable (a dial across a partition or to a
-    /// dead machine hangs, as an unanswered SYN does).
+impl TurmoilDialer {
+    /// A stream to `host:port`, once it is reachable (a dial across a partition or to
+    /// a dead machine hangs, as an unanswered SYN does).
     async fn stream(
         &self,
+        host: &str,
+        port: u16,
     ) -> std::io::Result<crate::pause::GatedIo<crate::net::FaultyStream<turmoil::net::TcpStream>>>
     {
-        until_reachable(&self.net, &self.client, &self.server).await;
-        let stream = turmoil::net::TcpStream::connect((self.server.as_str(), REDIS_PORT)).await?;
-        Ok(self
-            .gate
-            .wrap_io(self.net.wrap(stream, &self.client, &self.server)))
+        until_reachable(&self.net, &self.client, host).await;
+        let stream = turmoil::net::TcpStream::connect((host, port)).await?;
+        Ok(self.gate.wrap_io(self.net.wrap(stream, &self.client, host)))
     }
+
+    /// A multiplexed connection to `host:port`; a dial of a Redis server (not of a
+    /// Sentinel) is recorded.
+    async fn multiplexed(
+        &self,
+        host: &str,
+        port: u16,
+    ) -> redis::RedisResult<redis::aio::MultiplexedConnection> {
+        let mut record = (port == REDIS_PORT).then_some(DialRecord {
+            dialer: self,
+            server: host,
+            done: false,
+        });
+        let result = async {
+            let stream = self.stream(host, port).await?;
+            let config = redis::AsyncConnectionConfig::new()
+                .set_response_timeout(Some(self.response_timeout));
+            let (conn, driver) =
+                redis::aio::MultiplexedConnection::new_with_config(&REDIS_INFO, stream, config)
+                    .await?;
+            tokio::task::spawn_local(self.gate.wrap(driver));
+            Ok::<_, redis::RedisError>(conn)
+        }
+        .await;
+        if let Some(record) = &mut record {
+            record.finish(result.as_ref().map(|_| ()).map_err(|e| {
+                if e.is_connection_refusal() {
+                    format!("connection refused by {host}")
+                } else {
+                    e.to_string()
+                }
+            }));
+        }
+        result
+    }
+}
+
+impl lock_impl::AddrConnector for TurmoilDialer {
+    fn connect_to(
+        &self,
+        host: &str,
+        port: u16,
+    ) -> lock_impl::Dial<'_, redis::aio::MultiplexedConnection> {
+        let host = host.to_string();
+        Box::pin(async move { self.multiplexed(&host, port).await })
+    }
+
+    fn pubsub_to(&self, host: &str, port: u16) -> lock_impl::Dial<'_, redis::aio::PubSub> {
+        let host = host.to_string();
+        Box::pin(async move {
+            let stream = self.stream(&host, port).await?;
+            redis::aio::PubSub::new(&REDIS_INFO, stream).await
+        })
+    }
+}
+
+/// Connections from one client to one Redis host.
+struct TurmoilConnector {
+    dialer: Arc<TurmoilDialer>,
+    server: String,
 }
 
 impl lock_impl::Connector for TurmoilConnector {
@@ -96,36 +156,12 @@ impl lock_impl::Connector for TurmoilConnector {
     }
 
     fn connect(&self) -> lock_impl::Dial<'_, redis::aio::MultiplexedConnection> {
-        Box::pin(async move {
-            let mut record = DialRecord {
-                connector: self,
-                done: false,
-            };
-            let result = async {
-                let stream = self.stream().await?;
-                let config = redis::AsyncConnectionConfig::new()
-                    .set_response_timeout(Some(self.response_timeout));
-                let (conn, driver) =
-                    redis::aio::MultiplexedConnection::new_with_config(&REDIS_INFO, stream, config)
-                        .await?;
-                tokio::task::spawn_local(self.gate.wrap(driver));
-                Ok::<_, redis::RedisError>(conn)
-            }
-            .await;
-            record.finish(result.as_ref().map(|_| ()).map_err(|e| {
-                if e.is_connection_refusal() {
-                    format!("connection refused by {}", self.server)
-                } else {
-                    e.to_string()
-                }
-            }));
-            result
-        })
+        Box::pin(self.dialer.multiplexed(&self.server, REDIS_PORT))
     }
 
     fn pubsub(&self) -> lock_impl::Dial<'_, redis::aio::PubSub> {
         Box::pin(async move {
-            let stream = self.stream().await?;
+            let stream = self.dialer.stream(&self.server, REDIS_PORT).await?;
             redis::aio::PubSub::new(&REDIS_INFO, stream).await
         })
     }
@@ -154,6 +190,9 @@ static REDIS_INFO: std::sync::LazyLock<redis::RedisConnectionInfo> =
             .clone()
     });
 
+/// How long a client waits for one Sentinel's answer before asking the next.
+const SENTINEL_ASK_TIMEOUT_MS: u64 = 250;
+
 /// One client host's program. Cloned for each (re)start.
 #[derive(Clone)]
 pub(crate) struct Client {
@@ -176,26 +215,52 @@ impl Client {
         let incarnation = u64::from(self.incarnation.fetch_add(1, Ordering::Relaxed));
         let stream_id = (self.index << 16) | incarnation;
         let clock: Arc<dyn lock_impl::Clock> = Arc::new(SimClock::new(self.clock));
+        let dialer = Arc::new(TurmoilDialer {
+            client: self.name.clone(),
+            gate: self.gate.clone(),
+            net: self.net.clone(),
+            recorder: self.recorder.clone(),
+            response_timeout: Duration::from_millis(w.response_timeout_ms),
+        });
         let servers: Vec<lock_impl::Conn> = w
             .servers
             .iter()
             .map(|server| {
                 let connector: Arc<dyn lock_impl::Connector> = Arc::new(TurmoilConnector {
-                    client: self.name.clone(),
+                    dialer: dialer.clone(),
                     server: server.name.clone(),
-                    gate: self.gate.clone(),
-                    net: self.net.clone(),
-                    recorder: self.recorder.clone(),
-                    response_timeout: Duration::from_millis(w.response_timeout_ms),
                 });
                 lock_impl::Conn::new(connector, clock.clone(), Default::default())
             })
             .collect();
-        let conn = servers[0].clone();
+        // With Sentinels, the lock's connection follows whichever server they name.
+        let conn = match &w.sentinel {
+            Some(spec) => {
+                let sentinels = w
+                    .sentinel_names()
+                    .into_iter()
+                    .map(|n| (n, crate::sentinel::SENTINEL_PORT))
+                    .collect();
+                let connector: Arc<dyn lock_impl::Connector> =
+                    Arc::new(lock_impl::SentinelConnector::new(
+                        spec.master_name.clone(),
+                        sentinels,
+                        dialer.clone(),
+                        clock.clone(),
+                        Duration::from_millis(SENTINEL_ASK_TIMEOUT_MS),
+                    ));
+                lock_impl::Conn::new(connector, clock.clone(), Default::default())
+            }
+            None => servers[0].clone(),
+        };
         // Dial before the first acquisition, as a service connects at start-up (a
         // failure here is retried by the first command).
-        for server in &servers {
-            let _ = server.ensure_connected().await;
+        if w.sentinel.is_some() {
+            let _ = conn.ensure_connected().await;
+        } else {
+            for server in &servers {
+                let _ = server.ensure_connected().await;
+            }
         }
         let Ok(mut storage) = StorageClient::connect(&self.name).await else {
             return;

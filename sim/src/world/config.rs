@@ -76,6 +76,60 @@ impl ServerSpec {
     }
 }
 
+/// Sentinels watching the world's master (`sentinel-1` … `sentinel-N`, port 26379).
+/// Clients then find the master by asking them, as a Sentinel-aware client does.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SentinelSpec {
+    /// How many Sentinels.
+    #[serde(default = "default_sentinels")]
+    pub count: u32,
+    /// The name they monitor the master under.
+    #[serde(default = "default_master_name")]
+    pub master_name: String,
+    /// The server they start monitoring (default: the first server that replicates
+    /// from nobody).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub monitor: Option<String>,
+    /// Sentinels that must agree the master is down.
+    #[serde(default = "default_quorum")]
+    pub quorum: u32,
+    /// `down-after-milliseconds` (Redis's default is 30000; scenarios use less so a
+    /// failover fits a short run).
+    pub down_after_ms: u64,
+    /// `failover-timeout` (Redis's default is 180000).
+    pub failover_timeout_ms: u64,
+    /// `parallel-syncs`.
+    #[serde(default = "default_parallel_syncs")]
+    pub parallel_syncs: u32,
+}
+
+fn default_sentinels() -> u32 {
+    3
+}
+fn default_master_name() -> String {
+    "mymaster".into()
+}
+fn default_quorum() -> u32 {
+    2
+}
+fn default_parallel_syncs() -> u32 {
+    1
+}
+
+impl Default for SentinelSpec {
+    fn default() -> Self {
+        Self {
+            count: default_sentinels(),
+            master_name: default_master_name(),
+            monitor: None,
+            quorum: default_quorum(),
+            down_after_ms: 30_000,
+            failover_timeout_ms: 180_000,
+            parallel_syncs: default_parallel_syncs(),
+        }
+    }
+}
+
 /// The default topology: one server called `redis`.
 pub fn default_servers() -> Vec<ServerSpec> {
     vec![ServerSpec::named("redis")]
@@ -120,6 +174,10 @@ pub struct Workload {
     /// reaches all of them, in this order.
     #[serde(default = "default_servers")]
     pub servers: Vec<ServerSpec>,
+    /// Sentinels (none by default). With them, a client's `Deps.conn` reaches whichever
+    /// server the Sentinels name as master, checked with `ROLE`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sentinel: Option<SentinelSpec>,
 }
 
 impl Default for Workload {
@@ -141,6 +199,7 @@ impl Default for Workload {
             latency_ms_min: 1,
             latency_ms_max: 2,
             servers: default_servers(),
+            sentinel: None,
         }
     }
 }
@@ -164,6 +223,7 @@ impl Workload {
         for (i, s) in self.servers.iter().enumerate() {
             let reserved = s.name == "storage"
                 || s.name.starts_with("client-")
+                || s.name.starts_with("sentinel-")
                 || s.name.is_empty()
                 || !s
                     .name
@@ -172,7 +232,7 @@ impl Workload {
             if reserved {
                 return bad(format!(
                     "workload.servers[{i}].name '{}' is not allowed: use letters, digits, '-' \
-                     or '_', and not 'storage' or 'client-N'",
+                     or '_', and not 'storage', 'client-N' or 'sentinel-N'",
                     s.name
                 ));
             }
@@ -191,7 +251,62 @@ impl Workload {
                 ));
             }
         }
+        if let Some(sn) = &self.sentinel {
+            if sn.count == 0 {
+                return bad("workload.sentinel.count must be at least 1".into());
+            }
+            if sn.quorum == 0 || sn.quorum > sn.count {
+                return bad(format!(
+                    "workload.sentinel.quorum must be between 1 and workload.sentinel.count ({})",
+                    sn.count
+                ));
+            }
+            if sn.down_after_ms == 0 || sn.failover_timeout_ms == 0 {
+                return bad(
+                    "workload.sentinel.down_after_ms and failover_timeout_ms must be positive"
+                        .into(),
+                );
+            }
+            if sn.master_name.is_empty() || sn.master_name.contains([' ', ',']) {
+                return bad(format!(
+                    "workload.sentinel.master_name '{}' must be non-empty, without spaces or commas",
+                    sn.master_name
+                ));
+            }
+            if let Some(m) = &sn.monitor
+                && !self.servers.iter().any(|s| &s.name == m)
+            {
+                return bad(format!(
+                    "workload.sentinel.monitor '{m}' must name a server of workload.servers"
+                ));
+            }
+            if self.monitored().is_none() {
+                return bad(
+                    "workload.sentinel needs a master to monitor: a server without replica_of"
+                        .into(),
+                );
+            }
+        }
         Ok(())
+    }
+
+    /// The server the Sentinels start monitoring, if there are Sentinels.
+    pub fn monitored(&self) -> Option<&str> {
+        let sn = self.sentinel.as_ref()?;
+        match &sn.monitor {
+            Some(m) => Some(m.as_str()),
+            None => self
+                .servers
+                .iter()
+                .find(|s| s.replica_of.is_none())
+                .map(|s| s.name.as_str()),
+        }
+    }
+
+    /// The Sentinels' host names.
+    pub fn sentinel_names(&self) -> Vec<String> {
+        let n = self.sentinel.as_ref().map_or(0, |s| s.count);
+        (1..=n).map(|i| format!("sentinel-{i}")).collect()
     }
 }
 

@@ -16,6 +16,7 @@ mod client;
 pub mod config;
 mod nemesis;
 mod observe;
+mod sentinels;
 mod servers;
 
 use std::collections::BTreeMap;
@@ -24,8 +25,8 @@ use std::sync::atomic::{AtomicU32, AtomicU64};
 use std::time::Duration;
 
 pub use config::{
-    DesignFactory, RunConfig, RunError, ServerSpec, Workload, builtin_factory, default_servers,
-    sub_seed,
+    DesignFactory, RunConfig, RunError, SentinelSpec, ServerSpec, Workload, builtin_factory,
+    default_servers, sub_seed,
 };
 
 use crate::history::{EventKind, History, RunParams};
@@ -37,6 +38,7 @@ use crate::storage;
 use client::Client;
 use nemesis::{ClientCtl, Nemesis, WorldCtl};
 use observe::Observer;
+use sentinels::SentinelCtl;
 use servers::ServerCtl;
 
 /// Runs one simulation and returns its history.
@@ -60,6 +62,23 @@ pub fn run(cfg: &RunConfig) -> Result<History, RunError> {
         let ctl = ServerCtl::new(spec);
         ctl.add_host(&mut sim, spec.clock.unwrap_or(cfg.redis_clock), &net);
         servers.push(ctl);
+    }
+    let mut sentinel_hosts = Vec::new();
+    if let (Some(spec), Some(master)) = (&w.sentinel, w.monitored()) {
+        let names = w.sentinel_names();
+        // The replicas of the monitored master, as a running Sentinel's configuration
+        // file lists them (`known-replica`).
+        let replicas: Vec<String> = w
+            .servers
+            .iter()
+            .filter(|s| s.replica_of.as_deref() == Some(master))
+            .map(|s| s.name.clone())
+            .collect();
+        for i in 1..=names.len() {
+            let ctl = SentinelCtl::new(spec, &names, i, master, &replicas, cfg.seed);
+            ctl.add_host(&mut sim, cfg.redis_clock, &net);
+            sentinel_hosts.push(ctl);
+        }
     }
     {
         let recorder = recorder.clone();
@@ -110,6 +129,7 @@ pub fn run(cfg: &RunConfig) -> Result<History, RunError> {
         net,
         clients,
         servers,
+        sentinels: sentinel_hosts,
         observer: Observer::default(),
         key: w.key.clone(),
     };
@@ -127,11 +147,9 @@ pub fn run(cfg: &RunConfig) -> Result<History, RunError> {
             });
         }
         // Stamped with the tick's own time, the time the hosts saw while it ran.
-        world.observer.drain(&world.servers, &recorder, now);
+        world.observe(now);
     }
-    world
-        .observer
-        .drain(&world.servers, &recorder, sim.elapsed());
+    world.observe(sim.elapsed());
 
     let redis_commands = world.observer.commands_of_dead_engines
         + world

@@ -37,6 +37,8 @@ pub(crate) struct WorldCtl {
     pub clients: BTreeMap<String, ClientCtl>,
     /// In world order (`Deps.servers` order).
     pub servers: Vec<ServerCtl>,
+    /// The Sentinels, if any.
+    pub sentinels: Vec<super::sentinels::SentinelCtl>,
     pub observer: Observer,
     /// The lock key (for the targets that follow the server's record).
     pub key: String,
@@ -51,14 +53,92 @@ impl WorldCtl {
         self.servers.iter().map(|s| s.name.clone()).collect()
     }
 
-    fn is_host(&self, name: &str) -> bool {
-        self.clients.contains_key(name) || self.server(name).is_some()
+    fn sentinel(&self, name: &str) -> Option<&super::sentinels::SentinelCtl> {
+        self.sentinels.iter().find(|s| s.name == name)
     }
 
-    /// Drains every server's record now (before a server's memory goes).
-    fn observe(&mut self, now: Duration) {
-        self.observer.drain(&self.servers, &self.recorder, now);
+    fn is_host(&self, name: &str) -> bool {
+        self.clients.contains_key(name)
+            || self.server(name).is_some()
+            || self.sentinel(name).is_some()
     }
+
+    /// Drains every server's and Sentinel's record now (before a memory goes).
+    pub fn observe(&mut self, now: Duration) {
+        self.observer.drain(&self.servers, &self.recorder, now);
+        self.observer
+            .drain_sentinels(&self.sentinels, &self.recorder, now);
+    }
+}
+
+/// The master whose record holds the lock key written at a replication offset that no
+/// replica has acknowledged (by the master's record) or received (by the replicas'
+/// own offsets), with a description of the offsets.
+fn unreplicated_lock_master(world: &WorldCtl) -> Option<(String, String)> {
+    for server in &world.servers {
+        if !world.observer.holds(&server.name, &world.key) {
+            continue;
+        }
+        let Some(engine) = server.engine() else {
+            continue;
+        };
+        let found = engine.with_engine(|e| {
+            let repl = e.engine.replication();
+            if repl.role != crate::redis::replication::Role::Master || repl.replicas.is_empty() {
+                return None;
+            }
+            let written = e.engine.write_offset(&world.key)?;
+            let acked = repl
+                .replicas
+                .values()
+                .map(|r| r.ack_offset)
+                .max()
+                .unwrap_or(0);
+            (acked < written).then(|| {
+                let acks: Vec<String> = repl
+                    .replicas
+                    .values()
+                    .map(|r| format!("{}={}", r.ip, r.ack_offset))
+                    .collect();
+                (written, acks.join(" "))
+            })
+        });
+        let Some((written, acks)) = found else {
+            continue;
+        };
+        // What the replicas themselves have applied: the write must not have reached
+        // any of them yet.
+        let mut applied = Vec::new();
+        for r in &world.servers {
+            let Some(e) = r.engine() else { continue };
+            let offset = e.with_engine(|e| {
+                let repl = e.engine.replication();
+                match &repl.role {
+                    crate::redis::replication::Role::Replica { host, .. }
+                        if *host == server.name =>
+                    {
+                        Some(repl.offset)
+                    }
+                    _ => None,
+                }
+            });
+            if let Some(o) = offset {
+                applied.push((r.name.clone(), o));
+            }
+        }
+        if applied.iter().any(|(_, o)| *o >= written) {
+            continue;
+        }
+        let applied: Vec<String> = applied.iter().map(|(n, o)| format!("{n}={o}")).collect();
+        return Some((
+            server.name.clone(),
+            format!(
+                "lock write at offset {written}; acknowledged: {acks}; applied: {}",
+                applied.join(" ")
+            ),
+        ));
+    }
+    None
 }
 
 /// A fault end still to apply.
@@ -93,7 +173,27 @@ pub(crate) struct Nemesis {
     order: Vec<usize>,
     next: usize,
     pending: Vec<(Duration, Pending)>,
+    /// Faults waiting for their moment (an `unreplicated-lock-master` target), with the
+    /// time they give up.
+    armed: Vec<(usize, Duration)>,
     rng: ChaCha8Rng,
+}
+
+/// How long a fault waits for its target's moment, if it targets one.
+fn waits_for(kind: &FaultKind) -> Option<u64> {
+    let of = |t: &Target| match t {
+        Target::UnreplicatedLockMaster { within_ms } => Some(*within_ms),
+        _ => None,
+    };
+    match kind {
+        FaultKind::Pause { target, .. }
+        | FaultKind::Crash { target, .. }
+        | FaultKind::MachineCrash { target, .. }
+        | FaultKind::Delay { target, .. }
+        | FaultKind::SlowWork { target, .. } => of(target),
+        FaultKind::Partition { a, b, .. } => a.iter().chain(b).find_map(of),
+        FaultKind::DropPushes { .. } => None,
+    }
 }
 
 fn fault_event(
@@ -124,6 +224,7 @@ impl Nemesis {
             order,
             next: 0,
             pending: Vec::new(),
+            armed: Vec::new(),
             rng: ChaCha8Rng::seed_from_u64(sub_seed(seed, 1)),
         }
     }
@@ -140,7 +241,23 @@ impl Nemesis {
         {
             let index = self.order[self.next];
             self.next += 1;
-            self.start(sim, world, now, index);
+            if let Some(within) = waits_for(&self.plan.faults[index].kind) {
+                self.armed
+                    .push((index, now + Duration::from_millis(within)));
+            } else {
+                self.start(sim, world, now, index);
+            }
+        }
+        let armed = std::mem::take(&mut self.armed);
+        for (index, until) in armed {
+            if now > until {
+                continue;
+            }
+            if unreplicated_lock_master(world).is_some() {
+                self.start(sim, world, now, index);
+            } else {
+                self.armed.push((index, until));
+            }
         }
     }
 
@@ -252,6 +369,10 @@ impl Nemesis {
                 .server_holding(&world.servers, &world.key)
                 .into_iter()
                 .collect(),
+            Target::UnreplicatedLockMaster { .. } => unreplicated_lock_master(world)
+                .map(|(name, _)| name)
+                .into_iter()
+                .collect(),
             Target::AllServers => world.server_names(),
             Target::AllClients => world.clients.keys().cloned().collect(),
         }
@@ -266,6 +387,11 @@ impl Nemesis {
     ) {
         let fault = self.plan.faults[index].clone();
         let after = |ms: u64| now + Duration::from_millis(ms);
+        // Why the moment was the one a waiting fault waited for, for its record.
+        let moment = waits_for(&fault.kind)
+            .and_then(|_| unreplicated_lock_master(world))
+            .map(|(_, d)| format!(" ({d})"))
+            .unwrap_or_default();
         match &fault.kind {
             FaultKind::DropPushes { duration_ms } => {
                 for server in &world.servers {
@@ -317,7 +443,7 @@ impl Nemesis {
                         host,
                         index,
                         FaultPhase::Start,
-                        format!("partition {detail} for {duration_ms} ms"),
+                        format!("partition {detail} for {duration_ms} ms{moment}"),
                     );
                 }
                 self.pending.push((
@@ -336,9 +462,10 @@ impl Nemesis {
                 for host in self.resolve(target, world) {
                     let gate = match world.clients.get(&host) {
                         Some(c) => c.gate.clone(),
-                        None => match world.server(&host) {
-                            Some(s) => s.gate.clone(),
-                            None => continue,
+                        None => match (world.server(&host), world.sentinel(&host)) {
+                            (Some(s), _) => s.gate.clone(),
+                            (None, Some(s)) => s.gate.clone(),
+                            (None, None) => continue,
                         },
                     };
                     gate.pause_until(after(*duration_ms));
@@ -385,8 +512,11 @@ impl Nemesis {
                         &host,
                         index,
                         FaultPhase::Start,
-                        format!("{what} {host}"),
+                        format!("{what} {host}{moment}"),
                     );
+                    if let Some(sentinel) = world.sentinel(&host) {
+                        sentinel.crash();
+                    }
                     if let Some(server) = world.server(&host).cloned() {
                         if let Some(engine) = server.engine() {
                             world.observer.commands_of_dead_engines +=

@@ -17,6 +17,16 @@ pub(crate) struct Observer {
     keys: BTreeMap<String, BTreeMap<String, (String, String)>>,
     /// Commands executed by engines that have since died (their counters died too).
     pub commands_of_dead_engines: u64,
+    /// Each server's replication role when last seen (`master`, `replica of X`).
+    roles: BTreeMap<String, String>,
+}
+
+/// A server's role as the history names it.
+pub(crate) fn role_name(role: &crate::redis::replication::Role) -> String {
+    match role {
+        crate::redis::replication::Role::Master => "master".into(),
+        crate::redis::replication::Role::Replica { host, .. } => format!("replica of {host}"),
+    }
 }
 
 impl Observer {
@@ -27,8 +37,21 @@ impl Observer {
             let Some(engine) = server.engine() else {
                 continue;
             };
-            let events = engine.with_engine(|e| e.engine.take_key_events());
+            let (events, role) = engine.with_engine(|e| {
+                (
+                    e.engine.take_key_events(),
+                    role_name(&e.engine.replication().role),
+                )
+            });
             self.record(&server.name, events, recorder, now);
+            let before = self.roles.insert(server.name.clone(), role.clone());
+            if before.is_some_and(|b| b != role) {
+                recorder.record_at(
+                    now.as_micros() as u64,
+                    &server.name,
+                    EventKind::Server(ServerEvent::Role { role }),
+                );
+            }
             if server.take_reloaded() {
                 let state = engine.with_engine(|e| e.engine.dump());
                 self.reconcile(&server.name, state, recorder, now);
@@ -73,6 +96,32 @@ impl Observer {
             };
             recorder.record_at(at_us, server, EventKind::Server(kind));
         }
+    }
+
+    /// Moves every Sentinel's log into the history at true time `now`.
+    pub fn drain_sentinels(
+        &mut self,
+        sentinels: &[super::sentinels::SentinelCtl],
+        recorder: &Recorder,
+        now: Duration,
+    ) {
+        for s in sentinels {
+            for e in s.take_events() {
+                recorder.record_at(
+                    now.as_micros() as u64,
+                    &s.name,
+                    EventKind::Sentinel {
+                        event: e.kind,
+                        detail: e.detail,
+                    },
+                );
+            }
+        }
+    }
+
+    /// Whether `server`'s record holds `key`.
+    pub fn holds(&self, server: &str, key: &str) -> bool {
+        self.keys.get(server).is_some_and(|k| k.contains_key(key))
     }
 
     /// The server lost its memory (a crash without persistence): every key its record

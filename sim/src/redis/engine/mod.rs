@@ -188,6 +188,9 @@ pub struct Engine {
     busy: Option<BusyScript>,
     /// Per session: the replication offset after its last command (`c->woff`).
     woff: BTreeMap<u64, u64>,
+    /// Per key, the replication offset just after the command that last wrote it: a
+    /// replica whose acknowledged offset is below it has not confirmed the write.
+    write_offsets: BTreeMap<String, u64>,
     /// Per session: watched keys, and whether one changed since.
     watches: BTreeMap<u64, transactions::Watches>,
     /// Every open session's kind and whether it subscribes (for `CLIENT KILL TYPE`).
@@ -257,6 +260,7 @@ impl Engine {
             drop_pushes: false,
             busy: None,
             woff: BTreeMap::new(),
+            write_offsets: BTreeMap::new(),
             watches: BTreeMap::new(),
             sessions: BTreeMap::new(),
             master_session: None,
@@ -325,6 +329,10 @@ impl Engine {
         self.core.propagate_expired();
         self.core.repl.flush();
         self.woff.insert(session, self.core.repl.offset);
+        let offset = self.core.repl.offset;
+        for key in self.core.ks.written_since(events_before) {
+            self.write_offsets.insert(key, offset);
+        }
         self.touch_watched(events_before);
         self.ship_stream();
     }
@@ -637,6 +645,12 @@ impl Engine {
                 self.core.ks.restore(db, &key, entry);
             }
         }
+    }
+
+    /// The replication offset just after the last write of `key` (see
+    /// `write_offsets`), if a command wrote it.
+    pub fn write_offset(&self, key: &str) -> Option<u64> {
+        self.write_offsets.get(key).copied()
     }
 
     /// Key events recorded since the last call, oldest first.

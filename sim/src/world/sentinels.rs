@@ -1,0 +1,166 @@
+//! Sentinel hosts: each a turmoil host running the Sentinel model on port 26379, under
+//! its own pause gate, dialling the servers and the other Sentinels over turmoil TCP
+//! (so partitions and delays hit Sentinel's view as they hit the clients').
+//!
+//! A restarted Sentinel keeps what `sentinel.conf` would have kept (Sentinel rewrites
+//! its configuration on every change): the master's address, the epochs and its vote.
+
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::Duration;
+
+use crate::clock::ClockSpec;
+use crate::net::{NetFaults, until_reachable};
+use crate::pause::PauseGate;
+use crate::redis::serve_connection;
+use crate::redis::server::SharedEngine;
+use crate::sentinel::driver::{DialFn, LinkStream, SentinelEngine, SpawnFn};
+use crate::sentinel::{Addr, SENTINEL_PORT, Saved, Sentinel, SentinelConfig, SentinelEvent};
+
+use super::config::{SentinelSpec, sub_seed};
+use super::servers::REDIS_PORT;
+
+/// What the nemesis and the observer reach a Sentinel through.
+#[derive(Clone)]
+pub(crate) struct SentinelCtl {
+    pub name: String,
+    config: SentinelConfig,
+    engine: Arc<Mutex<Option<SharedEngine<SentinelEngine>>>>,
+    /// Its `sentinel.conf`.
+    saved: Arc<Mutex<Option<Saved>>>,
+    pub gate: PauseGate,
+    starts: Arc<Mutex<u64>>,
+}
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+impl SentinelCtl {
+    /// The `index`-th (1-based) of `names`, monitoring `master`.
+    pub fn new(
+        spec: &SentinelSpec,
+        names: &[String],
+        index: usize,
+        master: &str,
+        replicas: &[String],
+        seed: u64,
+    ) -> Self {
+        let name = names[index - 1].clone();
+        let config = SentinelConfig {
+            master_name: spec.master_name.clone(),
+            master: Addr::new(master, REDIS_PORT),
+            quorum: spec.quorum,
+            down_after_ms: spec.down_after_ms,
+            failover_timeout_ms: spec.failover_timeout_ms,
+            parallel_syncs: spec.parallel_syncs,
+            known_replicas: replicas
+                .iter()
+                .map(|r| Addr::new(r.clone(), REDIS_PORT))
+                .collect(),
+            me: Addr::new(name.clone(), SENTINEL_PORT),
+            peers: names
+                .iter()
+                .map(|n| Addr::new(n.clone(), SENTINEL_PORT))
+                .collect(),
+            seed: sub_seed(seed, 0x5E47_0000 + index as u64),
+        };
+        Self {
+            name,
+            config,
+            engine: Arc::default(),
+            saved: Arc::default(),
+            gate: PauseGate::new(),
+            starts: Arc::default(),
+        }
+    }
+
+    /// The running Sentinel, if it is up.
+    pub fn engine(&self) -> Option<SharedEngine<SentinelEngine>> {
+        lock(&self.engine).clone()
+    }
+
+    /// It went down: its memory is gone, its configuration file stays.
+    pub fn crash(&self) {
+        if let Some(engine) = lock(&self.engine).take() {
+            *lock(&self.saved) = Some(engine.with_engine(|e| e.sentinel.saved()));
+        }
+    }
+
+    /// The events it logged since the last call.
+    pub fn take_events(&self) -> Vec<SentinelEvent> {
+        let Some(engine) = self.engine() else {
+            return Vec::new();
+        };
+        engine.with_engine(|e| {
+            // What a restart keeps, kept current (Sentinel flushes its config on change).
+            *lock(&self.saved) = Some(e.sentinel.saved());
+            e.sentinel.take_events()
+        })
+    }
+
+    /// Adds the Sentinel's host to `sim`.
+    pub fn add_host(&self, sim: &mut turmoil::Sim<'_>, clock: ClockSpec, net: &NetFaults) {
+        let ctl = self.clone();
+        let net = net.clone();
+        sim.host(self.name.as_str(), move || {
+            let ctl = ctl.clone();
+            let net = net.clone();
+            async move {
+                let start = {
+                    let mut starts = lock(&ctl.starts);
+                    *starts += 1;
+                    *starts
+                };
+                let mut config = ctl.config.clone();
+                config.seed ^= start - 1;
+                let now_ms = crate::redis::ServerClock::now_us(&clock) / 1000;
+                let mut sentinel = Sentinel::new(config, now_ms);
+                if let Some(saved) = lock(&ctl.saved).clone() {
+                    sentinel.restore(saved, now_ms);
+                }
+                let shared = SharedEngine::new(SentinelEngine::new(sentinel), Arc::new(clock));
+                *lock(&ctl.engine) = Some(shared.clone());
+                let listener = turmoil::net::TcpListener::bind(("0.0.0.0", SENTINEL_PORT)).await?;
+                let dial: DialFn = {
+                    let (net, me, gate) = (net.clone(), ctl.name.clone(), ctl.gate.clone());
+                    std::rc::Rc::new(move |host: String, port: u16| {
+                        let (net, me, gate) = (net.clone(), me.clone(), gate.clone());
+                        Box::pin(async move {
+                            until_reachable(&net, &me, &host).await;
+                            let stream =
+                                turmoil::net::TcpStream::connect((host.as_str(), port)).await?;
+                            let stream: Box<dyn LinkStream> =
+                                Box::new(gate.wrap_io(net.wrap(stream, &me, &host)));
+                            Ok(stream)
+                        })
+                    })
+                };
+                let spawn: SpawnFn = {
+                    let gate = ctl.gate.clone();
+                    std::rc::Rc::new(move |task| {
+                        tokio::task::spawn_local(gate.wrap(task));
+                    })
+                };
+                tokio::task::spawn_local(ctl.gate.wrap(crate::sentinel::driver::run(
+                    shared.clone(),
+                    dial,
+                    spawn,
+                )));
+                loop {
+                    let Ok((stream, addr)) = ctl.gate.wrap(listener.accept()).await else {
+                        tokio::time::sleep(Duration::from_millis(1)).await;
+                        continue;
+                    };
+                    let peer =
+                        turmoil::reverse_lookup(addr.ip()).unwrap_or_else(|| addr.to_string());
+                    let stream = net.wrap(stream, &ctl.name, &peer);
+                    tokio::task::spawn_local(ctl.gate.wrap(serve_connection(
+                        shared.clone(),
+                        stream,
+                        peer,
+                    )));
+                }
+            }
+        });
+    }
+}

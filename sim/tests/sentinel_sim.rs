@@ -1,0 +1,88 @@
+//! Sentinel inside the simulated world: three Sentinels watch a master and its
+//! replica over turmoil TCP; when the master dies they agree, elect a leader, promote
+//! the replica, and clients follow.
+
+use sim::faults::{Fault, FaultKind, FaultPlan, Target};
+use sim::history::{EventKind, History, ServerEvent};
+use sim::world::{RunConfig, SentinelSpec, ServerSpec, Workload, builtin_factory, run};
+
+fn watched(design: &str, seed: u64, faults: Vec<Fault>) -> RunConfig {
+    let mut replica = ServerSpec::named("redis-2");
+    replica.replica_of = Some("redis".into());
+    RunConfig {
+        seed,
+        design: design.into(),
+        factory: builtin_factory(design).expect("built-in"),
+        scenario: "test".into(),
+        workload: Workload {
+            clients: 3,
+            duration_ms: 8_000,
+            drain_ms: 1_000,
+            servers: vec![ServerSpec::named("redis"), replica],
+            sentinel: Some(SentinelSpec {
+                down_after_ms: 1_000,
+                failover_timeout_ms: 5_000,
+                ..SentinelSpec::default()
+            }),
+            ..Workload::default()
+        },
+        client_clocks: vec![],
+        redis_clock: Default::default(),
+        plan: FaultPlan { faults },
+    }
+}
+
+fn sentinel_events(h: &History) -> Vec<(u64, String, String, String)> {
+    h.events
+        .iter()
+        .filter_map(|e| match &e.kind {
+            EventKind::Sentinel { event, detail } => Some((
+                e.at_us / 1000,
+                e.host.clone(),
+                event.clone(),
+                detail.clone(),
+            )),
+            _ => None,
+        })
+        .collect()
+}
+
+#[test]
+fn sentinels_promote_the_replica_when_the_master_dies_and_clients_follow() {
+    let cfg = watched(
+        "set-nx-px-lua",
+        3,
+        vec![Fault {
+            at_ms: 2_000,
+            kind: FaultKind::Crash {
+                target: Target::Host("redis".into()),
+                restart_after_ms: None,
+            },
+        }],
+    );
+    let h = run(&cfg).expect("run completes");
+    let events = sentinel_events(&h);
+    for e in &events {
+        eprintln!("{e:?}");
+    }
+    let switches: Vec<_> = events.iter().filter(|e| e.2 == "+switch-master").collect();
+    assert_eq!(switches.len(), 3, "every Sentinel switched: {events:#?}");
+    assert!(
+        switches
+            .iter()
+            .all(|e| e.3 == "mymaster redis 6379 redis-2 6379")
+    );
+    let promoted = h.events.iter().any(|e| {
+        e.host == "redis-2"
+            && matches!(&e.kind, EventKind::Server(ServerEvent::Role { role }) if role == "master")
+    });
+    assert!(promoted, "redis-2 became master");
+    // Clients took the lock on the new master after the switch.
+    let first_switch = switches.iter().map(|e| e.0).min().unwrap();
+    let after = h.events.iter().filter(|e| {
+        e.host == "redis-2"
+            && e.at_us / 1000 > first_switch
+            && matches!(&e.kind, EventKind::Server(ServerEvent::Written { by, .. }) if by.starts_with("client-"))
+    });
+    assert!(after.count() > 5, "clients write to the promoted master");
+}
