@@ -9,7 +9,7 @@ use rand::{RngExt, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use sim::faults::{Fault, FaultKind, FaultPlan, Target};
 use sim::redis::persistence::{Fsync, Persistence};
-use sim::world::{ServerSpec, Workload, sub_seed};
+use sim::world::{SentinelSpec, ServerSpec, Workload, sub_seed};
 
 /// One scenario of the catalog.
 #[derive(Debug, Clone)]
@@ -43,6 +43,48 @@ enum Kind {
     ServerRestartDelayed,
     ServerPause,
     Partition,
+    Failover,
+    FailoverWait,
+    SplitBrain,
+    SplitBrainMinReplicas,
+}
+
+/// A master `redis`, its replicas `redis-2` …, and three Sentinels (quorum 2) that
+/// notice a dead master within a second and a half (`down-after-milliseconds` 1000;
+/// Redis's default of 30 s would make every run half a minute longer and change
+/// nothing but the wait) and fail over within a few seconds. Leases are long and
+/// critical sections last seconds, as in the jobs seeds 003 and 004 describe, so a
+/// holder is still working when the failover completes.
+fn replicated(base: &Workload, replicas: usize, min_replicas: u64) -> Workload {
+    let mut servers = vec![ServerSpec {
+        min_replicas_to_write: min_replicas,
+        ..ServerSpec::named("redis")
+    }];
+    for i in 0..replicas {
+        servers.push(ServerSpec {
+            replica_of: Some("redis".into()),
+            ..ServerSpec::named(format!("redis-{}", i + 2))
+        });
+    }
+    Workload {
+        // Four clients that think up to a second between attempts: the lock is
+        // sometimes free long enough for its release to reach the replica before the
+        // next grant (a grant on a lock the replica still holds would not be lost).
+        clients: 4,
+        think_ms_max: 1_000,
+        lease_ms: 10_000,
+        work_ms: 4_000,
+        duration_ms: 12_000,
+        drain_ms: 3_000,
+        response_timeout_ms: 2_000,
+        servers,
+        sentinel: Some(SentinelSpec {
+            down_after_ms: 1_000,
+            failover_timeout_ms: 5_000,
+            ..SentinelSpec::default()
+        }),
+        ..base.clone()
+    }
 }
 
 /// Every scenario, in the order reports list them.
@@ -195,10 +237,48 @@ pub fn catalog() -> Vec<Scenario> {
             // commands come back late when the network heals, others time out.
             workload: Workload {
                 response_timeout_ms: base.lease_ms * 5 / 2,
-                ..base
+                ..base.clone()
             },
             fixed_plan: None,
             kind: Kind::Partition,
+        },
+        Scenario {
+            name: "failover",
+            description: "one master, one replica lagging 5-20 ms, three Sentinels: the master crashes right after granting a lock its replica has not received; Sentinel promotes the replica",
+            fault_about: "the master crashed holding a lock write no replica had, and a replica without it was promoted",
+            workload: replicated(&base, 1, 0),
+            fixed_plan: None,
+            kind: Kind::Failover,
+        },
+        Scenario {
+            name: "failover-wait",
+            description: "two replicas, one cut off from the master from the start (so WAIT counts one); the master and the replica that has the lock crash together, and the one that never synced is promoted",
+            fault_about: "the master crashed holding the lock and a replica without it was promoted",
+            workload: replicated(&base, 2, 0),
+            fixed_plan: None,
+            kind: Kind::FailoverWait,
+        },
+        Scenario {
+            name: "split-brain",
+            description: "the master and the holder are cut off from the Sentinels, the replica and the other clients; the majority promotes the replica and both sides grant the lock",
+            fault_about: "the master was partitioned away and another server was promoted while the old one still accepted lock writes",
+            workload: Workload {
+                duration_ms: 16_000,
+                ..replicated(&base, 1, 0)
+            },
+            fixed_plan: None,
+            kind: Kind::SplitBrain,
+        },
+        Scenario {
+            name: "split-brain-min-replicas",
+            description: "split-brain with min-replicas-to-write 1 (max lag 10 s): the old master refuses writes once its replica's acknowledgement is older than the lag bound",
+            fault_about: "the master was partitioned away and another server was promoted",
+            workload: Workload {
+                duration_ms: 16_000,
+                ..replicated(&base, 1, 1)
+            },
+            fixed_plan: None,
+            kind: Kind::SplitBrainMinReplicas,
         },
     ]
 }
@@ -241,6 +321,12 @@ impl Scenario {
             }
             Kind::ServerPause => crate::checkers::server_pause_outlasted_the_lease(history),
             Kind::Partition => crate::checkers::holder_partitioned_past_the_lease(history),
+            Kind::Failover => crate::checkers::failover_lost_the_lock(history, true),
+            Kind::FailoverWait => crate::checkers::failover_lost_the_lock(history, false),
+            Kind::SplitBrain => {
+                crate::checkers::split_brain(history).and_then(|(d, w)| (w > 0).then_some(d))
+            }
+            Kind::SplitBrainMinReplicas => crate::checkers::split_brain(history).map(|(d, _)| d),
         }
     }
 
@@ -369,6 +455,62 @@ impl Scenario {
                         },
                     });
                 }
+            }
+            Kind::Failover => {
+                // The replica lags 5-20 ms (everything reaching it is delayed), as a
+                // busy or distant replica does; the crash is armed early and hits the
+                // first grant the master has acknowledged and the replica not yet got.
+                faults.push(Fault {
+                    at_ms: 0,
+                    kind: FaultKind::Delay {
+                        target: Target::Host("redis-2".into()),
+                        latency_ms: rng.random_range(5..=20),
+                        duration_ms: w.duration_ms + w.drain_ms,
+                    },
+                });
+                faults.push(Fault {
+                    at_ms: rng.random_range(300..=3_000),
+                    kind: FaultKind::Crash {
+                        target: Target::UnreplicatedLockMaster { within_ms: 8_000 },
+                        // Back (empty, no persistence) after the failover; Sentinel
+                        // turns it into a replica of the new master.
+                        restart_after_ms: Some(rng.random_range(5_000..=7_000)),
+                    },
+                });
+            }
+            Kind::FailoverWait => {
+                // redis-3 never reaches its master; later the master and redis-2 (the
+                // replica that acknowledged the lock) crash together.
+                faults.push(Fault {
+                    at_ms: 0,
+                    kind: FaultKind::Partition {
+                        a: vec![Target::Host("redis-3".into())],
+                        b: vec![Target::Host("redis".into())],
+                        one_way: false,
+                        duration_ms: w.duration_ms + w.drain_ms,
+                    },
+                });
+                let at_ms = rng.random_range(1_500..=6_000);
+                for host in ["redis", "redis-2"] {
+                    faults.push(Fault {
+                        at_ms,
+                        kind: FaultKind::Crash {
+                            target: Target::Host(host.into()),
+                            restart_after_ms: None,
+                        },
+                    });
+                }
+            }
+            Kind::SplitBrain | Kind::SplitBrainMinReplicas => {
+                faults.push(Fault {
+                    at_ms: rng.random_range(1_000..=4_000),
+                    kind: FaultKind::Partition {
+                        a: vec![Target::Holder, Target::Host("redis".into())],
+                        b: vec![Target::Rest],
+                        one_way: false,
+                        duration_ms: rng.random_range(10_000..=11_000),
+                    },
+                });
             }
             Kind::NetworkDelay => {
                 for _ in 0..4 {

@@ -37,8 +37,10 @@ pub enum Target {
     /// The moment that matters for replication: the master whose own record holds the
     /// lock key, written by a command whose replication offset none of its replicas
     /// has acknowledged yet (by the master's own record of their `REPLCONF ACK`s), and
-    /// that none has even received (so the write is truly lost with the master). The
-    /// fault waits from its start for up to `within_ms` for that moment and hits at
+    /// that none has even received, while no replica holds the key at all (so the
+    /// lock is truly lost with the master, and a promoted replica grants it anew), once
+    /// the master's reply has had time to reach the client (the longest latency and a
+    /// tick after the write; so the replicas must lag more than that). The fault waits from its start for up to `within_ms` for that moment and hits at
     /// the first tick it holds; it is a no-op if the moment never comes.
     UnreplicatedLockMaster {
         /// How long the fault waits for the moment.
@@ -48,6 +50,9 @@ pub enum Target {
     AllServers,
     /// Every client of the world.
     AllClients,
+    /// In a partition: every host (clients, Redis servers, Sentinels; never the
+    /// storage) that is not on the other side.
+    Rest,
 }
 
 /// One fault.

@@ -148,6 +148,14 @@ pub fn is_crash(h: &History, fault: usize) -> bool {
     )
 }
 
+/// Whether fault `fault` of the plan is a partition.
+pub fn is_partition(h: &History, fault: usize) -> bool {
+    matches!(
+        h.plan.faults.get(fault).map(|f| &f.kind),
+        Some(FaultKind::Partition { .. })
+    )
+}
+
 /// Whether fault `fault` of the plan is a pause.
 pub fn is_pause(h: &History, fault: usize) -> bool {
     matches!(

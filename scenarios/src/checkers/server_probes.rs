@@ -295,3 +295,122 @@ pub fn delayed_reply_to_a_granted_acquire(h: &History) -> Option<String> {
         ))
     })
 }
+
+/// When each server became master (its `Role` events), in history order.
+fn promotions(h: &History) -> Vec<(&str, u64)> {
+    h.events
+        .iter()
+        .filter_map(|e| match &e.kind {
+            EventKind::Server(ServerEvent::Role { role }) if role == "master" => {
+                Some((e.host.as_str(), e.at_us))
+            }
+            _ => None,
+        })
+        .collect()
+}
+
+/// Whether `server`'s record held `value` under the lock key at `at_us`.
+fn held_at(h: &History, server: &str, value: &str, at_us: u64) -> bool {
+    let key = h.params.key.as_str();
+    let mut held = None;
+    for e in h
+        .events
+        .iter()
+        .filter(|e| e.host == server && e.at_us <= at_us)
+    {
+        match &e.kind {
+            EventKind::Server(ServerEvent::Written {
+                key: k, value: v, ..
+            }) if k == key => {
+                held = Some(v.as_str());
+            }
+            EventKind::Server(ServerEvent::Removed { key: k, .. }) if k == key => held = None,
+            _ => {}
+        }
+    }
+    held == Some(value)
+}
+
+/// The failover lost the lock: a master crashed while its record held the lock key,
+/// and another server that never received that value was promoted after it. With
+/// `unreplicated`, the crash must also have come at the moment the nemesis waits for:
+/// the lock write acknowledged by no replica and received by none (the crash's own
+/// record says so).
+pub fn failover_lost_the_lock(h: &History, unreplicated: bool) -> Option<String> {
+    let servers = servers(h);
+    let key = h.params.key.as_str();
+    let mut crashes = Vec::new();
+    at_fault_starts(h, |e, fault, held| {
+        let EventKind::Fault { detail, .. } = &e.kind else {
+            return None::<()>;
+        };
+        if servers.contains(e.host.as_str())
+            && model::is_crash(h, fault)
+            && (!unreplicated || detail.contains("lock write at offset"))
+            && let Some(owner) = held.get(e.host.as_str())
+        {
+            crashes.push((e.host.clone(), e.at_us, owner.clone(), detail.clone()));
+        }
+        None
+    });
+    let promoted = promotions(h);
+    crashes.into_iter().find_map(|(host, at, owner, detail)| {
+        let (to, when) = promoted
+            .iter()
+            .find(|(s, t)| *s != host && *t > at && !held_at(h, s, &owner, *t))?;
+        let why = detail
+            .split_once(" (")
+            .map(|(_, d)| format!(" ({}", d))
+            .unwrap_or_default();
+        Some(format!(
+            "{host} crashed at {} holding {key} (owner={owner}){why}; {to} was promoted at {} without it",
+            fmt_s(at),
+            fmt_s(*when)
+        ))
+    })
+}
+
+/// Split brain: a master was partitioned away (its side of a partition) and another
+/// server was promoted while the partition lasted. Returns the evidence and, in
+/// microseconds, for how long after the promotion the old master still accepted lock
+/// writes from clients (0 if it accepted none).
+pub fn split_brain(h: &History) -> Option<(String, u64)> {
+    let servers = servers(h);
+    let key = h.params.key.as_str();
+    let ends = fault_ends(h);
+    let promoted = promotions(h);
+    let mut found = None;
+    at_fault_starts(h, |e, fault, _held| {
+        if found.is_some() || !servers.contains(e.host.as_str()) || !model::is_partition(h, fault) {
+            return None::<()>;
+        }
+        let old = e.host.as_str();
+        let end = ends.get(&(fault, old)).copied().unwrap_or(u64::MAX);
+        let (to, when) = promoted
+            .iter()
+            .find(|(s, t)| *s != old && *t > e.at_us && *t < end)?;
+        let last_old_write = h
+            .events
+            .iter()
+            .filter(|x| {
+                x.host == old
+                    && x.at_us >= *when
+                    && x.at_us < end
+                    && matches!(&x.kind, EventKind::Server(ServerEvent::Written { key: k, by, .. }) if k == key && by.starts_with("client-"))
+            })
+            .map(|x| x.at_us)
+            .max();
+        let window = last_old_write.map_or(0, |t| t - when);
+        found = Some((
+            format!(
+                "{old} was partitioned from the Sentinels at {}; {to} was promoted at {}; {old} accepted lock writes for {} after that",
+                fmt_s(e.at_us),
+                fmt_s(*when),
+                fmt_ms(window)
+            ),
+            window,
+        ));
+        None
+    });
+    found
+}

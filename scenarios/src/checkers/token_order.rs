@@ -4,11 +4,12 @@
 //! accepted that carry a fencing token, tokens must never go down in storage order: an
 //! accepted request whose token is lower than one accepted before it came from a
 //! holder whose lock had already passed to someone else, and a fencing storage should
-//! have refused it. Refused requests (`accepted: false`) changed nothing and are the
+//! have refused it. And the lock's own promise: no token is granted to two different
+//! acquisitions (reentrant re-grants of the same owner value share it). Refused requests (`accepted: false`) changed nothing and are the
 //! fence working. Requests without a token are not judged, so a run without tokens is
 //! `Valid`.
 
-use sim::history::{EventKind, History, StorageEvent};
+use sim::history::{EventKind, History, OpF, Phase, StorageEvent};
 
 use super::{Checker, Evidence, Verdict, fmt_s};
 
@@ -65,6 +66,42 @@ impl Checker for TokenOrder {
     }
 
     fn check(&self, h: &History) -> Verdict {
+        // The lock's own promise first: no two grants to different acquisitions carry
+        // the same token (a counter that failed over to a replica without its last
+        // increments issues a token twice).
+        let mut granted: std::collections::BTreeMap<u64, (usize, &str, &str, u64)> =
+            std::collections::BTreeMap::new();
+        for (i, e) in h.events.iter().enumerate() {
+            let EventKind::Op(op) = &e.kind else { continue };
+            let (OpF::Acquire, Phase::Ok, Some(token), Some(owner)) =
+                (op.f, op.phase, op.token, op.owner.as_deref())
+            else {
+                continue;
+            };
+            match granted.get(&token) {
+                Some((first, host, other, at)) if *other != owner => {
+                    let mut hosts = vec![host.to_string(), e.host.clone()];
+                    hosts.dedup();
+                    return Verdict::Invalid(Evidence {
+                        summary: format!(
+                            "fencing token {token} was granted twice: to {host} (owner={other}) at {} and to {} (owner={owner}) at {}",
+                            fmt_s(*at),
+                            e.host,
+                            fmt_s(e.at_us)
+                        ),
+                        at_us: e.at_us,
+                        hosts,
+                        owners: vec![other.to_string(), owner.to_string()],
+                        first_event: *first,
+                        events: vec![*first, i],
+                    });
+                }
+                Some(_) => {}
+                None => {
+                    granted.insert(token, (i, e.host.as_str(), owner, e.at_us));
+                }
+            }
+        }
         // The accepted request with the highest token so far (the first to reach it).
         let mut max: Option<Request<'_>> = None;
         for r in accepted_with_tokens(h) {

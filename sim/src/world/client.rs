@@ -96,7 +96,7 @@ impl TurmoilDialer {
         host: &str,
         port: u16,
     ) -> redis::RedisResult<redis::aio::MultiplexedConnection> {
-        let mut record = (port == REDIS_PORT).then_some(DialRecord {
+        let mut record = (port == REDIS_PORT).then(|| DialRecord {
             dialer: self,
             server: host,
             done: false,

@@ -132,6 +132,7 @@ pub fn run(cfg: &RunConfig) -> Result<History, RunError> {
         sentinels: sentinel_hosts,
         observer: Observer::default(),
         key: w.key.clone(),
+        reply_delay: Duration::from_millis(w.latency_ms_max + 1),
     };
     let mut nemesis = Nemesis::new(&cfg.plan, cfg.seed);
     loop {

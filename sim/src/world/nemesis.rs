@@ -42,6 +42,9 @@ pub(crate) struct WorldCtl {
     pub observer: Observer,
     /// The lock key (for the targets that follow the server's record).
     pub key: String,
+    /// The longest one-way latency plus a tick: a reply sent that long ago has reached
+    /// its client.
+    pub reply_delay: Duration,
 }
 
 impl WorldCtl {
@@ -74,7 +77,7 @@ impl WorldCtl {
 /// The master whose record holds the lock key written at a replication offset that no
 /// replica has acknowledged (by the master's record) or received (by the replicas'
 /// own offsets), with a description of the offsets.
-fn unreplicated_lock_master(world: &WorldCtl) -> Option<(String, String)> {
+fn unreplicated_lock_master(world: &WorldCtl) -> Option<(String, String, u64)> {
     for server in &world.servers {
         if !world.observer.holds(&server.name, &world.key) {
             continue;
@@ -126,7 +129,12 @@ fn unreplicated_lock_master(world: &WorldCtl) -> Option<(String, String)> {
                 applied.push((r.name.clone(), o));
             }
         }
-        if applied.iter().any(|(_, o)| *o >= written) {
+        // ... and none of them holds the lock key at all: promoted, it would grant the
+        // lock afresh (a replica that still holds an older grant would only block).
+        if applied
+            .iter()
+            .any(|(name, o)| *o >= written || world.observer.holds(name, &world.key))
+        {
             continue;
         }
         let applied: Vec<String> = applied.iter().map(|(n, o)| format!("{n}={o}")).collect();
@@ -136,6 +144,7 @@ fn unreplicated_lock_master(world: &WorldCtl) -> Option<(String, String)> {
                 "lock write at offset {written}; acknowledged: {acks}; applied: {}",
                 applied.join(" ")
             ),
+            written,
         ));
     }
     None
@@ -176,6 +185,8 @@ pub(crate) struct Nemesis {
     /// Faults waiting for their moment (an `unreplicated-lock-master` target), with the
     /// time they give up.
     armed: Vec<(usize, Duration)>,
+    /// When each unreplicated lock write (server, offset) was first seen.
+    unreplicated_since: BTreeMap<(String, u64), Duration>,
     rng: ChaCha8Rng,
 }
 
@@ -225,6 +236,7 @@ impl Nemesis {
             next: 0,
             pending: Vec::new(),
             armed: Vec::new(),
+            unreplicated_since: BTreeMap::new(),
             rng: ChaCha8Rng::seed_from_u64(sub_seed(seed, 1)),
         }
     }
@@ -248,12 +260,27 @@ impl Nemesis {
                 self.start(sim, world, now, index);
             }
         }
+        if self.armed.is_empty() {
+            return;
+        }
+        // The moment: an unreplicated lock write whose reply has had time to reach its
+        // client (the master acknowledged it), and still on no replica.
+        let ripe = match unreplicated_lock_master(world) {
+            Some((server, _, offset)) => {
+                let since = *self
+                    .unreplicated_since
+                    .entry((server, offset))
+                    .or_insert(now);
+                now >= since + world.reply_delay
+            }
+            None => false,
+        };
         let armed = std::mem::take(&mut self.armed);
         for (index, until) in armed {
             if now > until {
                 continue;
             }
-            if unreplicated_lock_master(world).is_some() {
+            if ripe {
                 self.start(sim, world, now, index);
             } else {
                 self.armed.push((index, until));
@@ -370,11 +397,18 @@ impl Nemesis {
                 .into_iter()
                 .collect(),
             Target::UnreplicatedLockMaster { .. } => unreplicated_lock_master(world)
-                .map(|(name, _)| name)
+                .map(|(name, _, _)| name)
                 .into_iter()
                 .collect(),
             Target::AllServers => world.server_names(),
             Target::AllClients => world.clients.keys().cloned().collect(),
+            Target::Rest => world
+                .clients
+                .keys()
+                .cloned()
+                .chain(world.server_names())
+                .chain(world.sentinels.iter().map(|s| s.name.clone()))
+                .collect(),
         }
     }
 
@@ -390,7 +424,7 @@ impl Nemesis {
         // Why the moment was the one a waiting fault waited for, for its record.
         let moment = waits_for(&fault.kind)
             .and_then(|_| unreplicated_lock_master(world))
-            .map(|(_, d)| format!(" ({d})"))
+            .map(|(_, d, _)| format!(" ({d})"))
             .unwrap_or_default();
         match &fault.kind {
             FaultKind::DropPushes { duration_ms } => {
@@ -423,8 +457,13 @@ impl Nemesis {
                     hosts.dedup();
                     hosts
                 };
-                let side_a = side(self, a);
-                let side_b = side(self, b);
+                let mut side_a = side(self, a);
+                let mut side_b = side(self, b);
+                if b.contains(&Target::Rest) {
+                    side_b.retain(|h| !side_a.contains(h));
+                } else if a.contains(&Target::Rest) {
+                    side_a.retain(|h| !side_b.contains(h));
+                }
                 if side_a.is_empty() || side_b.is_empty() {
                     return;
                 }
