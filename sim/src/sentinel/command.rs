@@ -14,9 +14,7 @@ fn bulk(s: impl AsRef<str>) -> Reply {
 }
 
 fn arity(name: &str) -> Reply {
-    Reply::err(format!(
-        "ERR wrong number of arguments for '{name}' command"
-    ))
+    Reply::err(format!("wrong number of arguments for '{name}' command"))
 }
 
 fn text(a: &[u8]) -> String {
@@ -28,7 +26,7 @@ impl Sentinel {
     /// hello) are handed out by the next [`Sentinel::timer`] or [`Sentinel::take_actions`].
     pub fn command(&mut self, argv: &[Vec<u8>], now: u64) -> Reply {
         let Some(name) = argv.first() else {
-            return Reply::err("ERR empty command");
+            return Reply::err("empty command");
         };
         match name.to_ascii_lowercase().as_slice() {
             b"ping" => match argv.len() {
@@ -99,7 +97,7 @@ impl Sentinel {
                 let (Ok(port), Ok(epoch)) =
                     (text(&argv[3]).parse::<i64>(), text(&argv[4]).parse::<i64>())
                 else {
-                    return Reply::err("ERR value is not an integer or out of range");
+                    return Reply::err("value is not an integer or out of range");
                 };
                 let is_master = self.master.addr.host == text(&argv[2])
                     && i64::from(self.master.addr.port) == port;
@@ -124,7 +122,7 @@ impl Sentinel {
                     return e;
                 }
                 if argv[2] != self.cfg.master_name.as_bytes() {
-                    return Reply::err("ERR No such master with that name");
+                    return Reply::err("No such master with that name");
                 }
                 self.master_fields(now)
             }
@@ -133,7 +131,7 @@ impl Sentinel {
                     return e;
                 }
                 if argv[2] != self.cfg.master_name.as_bytes() {
-                    return Reply::err("ERR No such master with that name");
+                    return Reply::err("No such master with that name");
                 }
                 Reply::Array(
                     self.replicas
@@ -147,17 +145,17 @@ impl Sentinel {
                     return e;
                 }
                 if argv[2] != self.cfg.master_name.as_bytes() {
-                    return Reply::err("ERR No such master with that name");
+                    return Reply::err("No such master with that name");
                 }
                 let usable = 1 + self.peers.values().filter(|p| !p.link.disconnected).count();
                 let voters = self.peers.len() + 1;
                 let majority = voters / 2 + 1;
                 if usable < self.cfg.quorum as usize {
-                    Reply::err(format!(
+                    Reply::Error(format!(
                         "NOQUORUM {usable} usable Sentinels. Not enough available Sentinels to reach the specified quorum for this master. Not enough available Sentinels to reach the majority and authorize a failover"
                     ))
                 } else if usable < majority {
-                    Reply::err(format!(
+                    Reply::Error(format!(
                         "NOQUORUM {usable} usable Sentinels. Not enough available Sentinels to reach the majority and authorize a failover"
                     ))
                 } else {

@@ -254,3 +254,22 @@ pub async fn run(shared: SharedEngine<SentinelEngine>, dial: DialFn, spawn: Spaw
         driver.perform(actions);
     }
 }
+
+/// A dialler over tokio TCP (for running the model Sentinel next to real servers).
+pub fn tokio_dial() -> DialFn {
+    Rc::new(|host: String, port: u16| {
+        Box::pin(async move {
+            let stream = tokio::net::TcpStream::connect((host.as_str(), port)).await?;
+            let _ = stream.set_nodelay(true);
+            let stream: Box<dyn LinkStream> = Box::new(stream);
+            Ok(stream)
+        })
+    })
+}
+
+/// Spawns on the current `LocalSet`.
+pub fn local_spawn() -> SpawnFn {
+    Rc::new(|task| {
+        tokio::task::spawn_local(task);
+    })
+}

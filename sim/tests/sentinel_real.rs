@@ -1,0 +1,346 @@
+//! The Sentinel model against Debian's `redis-sentinel`: the same topology (a master and
+//! three replicas of priorities 100, 10 and 0, on real `redis-server`s on loopback),
+//! watched once by three real Sentinels and once by three model Sentinels running
+//! over real TCP. Both must promote the same replica when the master dies, repoint
+//! the others, and answer the same `SENTINEL` queries byte for byte.
+
+mod common;
+
+use std::net::SocketAddr;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use common::Conn;
+use lock_impl::testing::RealRedis;
+use sim::redis::server::{SharedEngine, SystemClock, serve_tokio};
+use sim::sentinel::driver::{SentinelEngine, local_spawn, run, tokio_dial};
+use sim::sentinel::{Addr, Sentinel, SentinelConfig};
+
+const DOWN_AFTER_MS: u64 = 1_000;
+const FAILOVER_TIMEOUT_MS: u64 = 5_000;
+
+fn sentinel_available() -> bool {
+    let found = Command::new("redis-sentinel")
+        .arg("--version")
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .is_ok();
+    if !found {
+        if std::env::var_os("LOCKSIM_REQUIRE_REDIS").is_some() {
+            panic!("LOCKSIM_REQUIRE_REDIS is set but redis-sentinel is not on PATH");
+        }
+        eprintln!(
+            "SKIPPED: redis-sentinel is not on PATH; install it with \
+             `apt-get install -y redis-sentinel` (CI does) to run the Sentinel fidelity tests"
+        );
+    }
+    found
+}
+
+/// A master and three replicas (priorities 100, 10, 0), all synced.
+struct Topology {
+    master: RealRedis,
+    replicas: Vec<RealRedis>,
+}
+
+impl Topology {
+    fn start() -> Option<Self> {
+        let master = RealRedis::start()?;
+        let port = master.addr().port().to_string();
+        let replicas: Vec<RealRedis> = ["100", "10", "0"]
+            .iter()
+            .map(|prio| {
+                RealRedis::start_with(&[
+                    "--replicaof",
+                    "127.0.0.1",
+                    &port,
+                    "--replica-priority",
+                    prio,
+                ])
+                .expect("redis-server started once")
+            })
+            .collect();
+        let mut conn = Conn::open(master.addr());
+        wait_for("the master to list three online replicas", 10, || {
+            conn.text(&["INFO", "replication"])
+                .contains("connected_slaves:3")
+        });
+        for r in &replicas {
+            let mut c = Conn::open(r.addr());
+            wait_for("a replica to sync", 10, || {
+                c.text(&["INFO", "replication"])
+                    .contains("master_link_status:up")
+            });
+        }
+        Some(Self { master, replicas })
+    }
+
+    /// Which replica (by priority) listens on `port`.
+    fn name_of(&self, port: u16) -> &'static str {
+        ["priority-100", "priority-10", "priority-0"][self
+            .replicas
+            .iter()
+            .position(|r| r.addr().port() == port)
+            .unwrap_or_else(|| panic!("port {port} is no replica"))]
+    }
+}
+
+fn wait_for(what: &str, secs: u64, mut f: impl FnMut() -> bool) {
+    let start = Instant::now();
+    while !f() {
+        assert!(
+            start.elapsed() < Duration::from_secs(secs),
+            "timed out after {secs} s waiting for {what}"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .expect("a free port")
+        .port()
+}
+
+/// The master address a Sentinel gives.
+fn master_port(sentinel: SocketAddr) -> Option<u16> {
+    let mut c = Conn::open(sentinel);
+    let reply = c.text(&["SENTINEL", "GET-MASTER-ADDR-BY-NAME", "mymaster"]);
+    reply.lines().nth(4).and_then(|p| p.trim().parse().ok())
+}
+
+/// The queries both kinds of Sentinel must answer alike, with the master's port
+/// replaced by a placeholder.
+fn queries(sentinel: SocketAddr, master: u16) -> Vec<(String, String)> {
+    let mut c = Conn::open(sentinel);
+    let m = master.to_string();
+    let asks: Vec<Vec<&str>> = vec![
+        vec!["PING"],
+        vec!["ROLE"],
+        vec!["SENTINEL", "GET-MASTER-ADDR-BY-NAME", "mymaster"],
+        vec!["SENTINEL", "GET-MASTER-ADDR-BY-NAME", "nosuch"],
+        vec![
+            "SENTINEL",
+            "IS-MASTER-DOWN-BY-ADDR",
+            "127.0.0.1",
+            &m,
+            "0",
+            "*",
+        ],
+        vec![
+            "SENTINEL",
+            "IS-MASTER-DOWN-BY-ADDR",
+            "127.0.0.2",
+            "1",
+            "0",
+            "*",
+        ],
+        vec!["SENTINEL", "GET-MASTER-ADDR-BY-NAME"],
+        vec!["SENTINEL", "NOSUCHSUB"],
+        vec!["SENTINEL", "MASTER", "nosuch"],
+        vec!["NOSUCHCOMMAND", "x"],
+    ];
+    asks.iter()
+        .map(|argv| {
+            let reply = match c.call(argv) {
+                Ok(bytes) => String::from_utf8_lossy(&bytes).replace(&m, "<master-port>"),
+                Err(e) => {
+                    c = Conn::open(sentinel);
+                    format!("<no reply: {e}>")
+                }
+            };
+            (argv.join(" "), reply)
+        })
+        .collect()
+}
+
+struct RealSentinel {
+    child: Child,
+    addr: SocketAddr,
+}
+
+impl Drop for RealSentinel {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn start_real_sentinel(master: SocketAddr) -> RealSentinel {
+    let port = free_port();
+    let dir = std::env::temp_dir().join(format!("locksim-sentinel-{}-{port}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).expect("a directory");
+    let conf = dir.join("sentinel.conf");
+    std::fs::write(
+        &conf,
+        format!(
+            "port {port}\nbind 127.0.0.1\ndaemonize no\ndir {}\n\
+             sentinel monitor mymaster 127.0.0.1 {} 2\n\
+             sentinel down-after-milliseconds mymaster {DOWN_AFTER_MS}\n\
+             sentinel failover-timeout mymaster {FAILOVER_TIMEOUT_MS}\n",
+            dir.display(),
+            master.port()
+        ),
+    )
+    .expect("write sentinel.conf");
+    let child = Command::new("redis-sentinel")
+        .arg(&conf)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("redis-sentinel starts");
+    let addr: SocketAddr = ([127, 0, 0, 1], port).into();
+    wait_for("redis-sentinel to listen", 10, || {
+        std::net::TcpStream::connect(addr).is_ok()
+    });
+    RealSentinel { child, addr }
+}
+
+/// Kills the master, waits for the Sentinels at `sentinels` to name another, and
+/// returns (promoted replica, its port, how long it took).
+fn fail_over(topo: &mut Topology, sentinels: &[SocketAddr]) -> (&'static str, u16, Duration) {
+    let old = topo.master.addr().port();
+    drop(std::mem::replace(
+        &mut topo.master,
+        RealRedis::start().expect("redis-server"),
+    ));
+    let start = Instant::now();
+    let mut port = old;
+    wait_for("every Sentinel to switch master", 40, || {
+        let ports: Vec<Option<u16>> = sentinels.iter().map(|s| master_port(*s)).collect();
+        match ports.first() {
+            Some(Some(p)) if *p != old && ports.iter().all(|q| *q == Some(*p)) => {
+                port = *p;
+                true
+            }
+            _ => false,
+        }
+    });
+    (topo.name_of(port), port, start.elapsed())
+}
+
+#[test]
+fn real_and_model_sentinels_promote_the_same_replica_and_answer_alike() {
+    if !sentinel_available() {
+        return;
+    }
+    // Real Sentinels.
+    let Some(mut real_topo) = Topology::start() else {
+        return;
+    };
+    let real: Vec<RealSentinel> = (0..3)
+        .map(|_| start_real_sentinel(real_topo.master.addr()))
+        .collect();
+    let real_addrs: Vec<SocketAddr> = real.iter().map(|s| s.addr).collect();
+    // They find each other through the master's hello channel.
+    for s in &real_addrs {
+        let mut c = Conn::open(*s);
+        wait_for(
+            "the real Sentinels to discover each other and the replicas",
+            20,
+            || {
+                let sentinels = c.text(&["SENTINEL", "SENTINELS", "mymaster"]);
+                let replicas = c.text(&["SENTINEL", "REPLICAS", "mymaster"]);
+                sentinels.matches("runid").count() == 2
+                    && replicas.matches("slave-priority").count() == 3
+            },
+        );
+    }
+    let (real_choice, real_port, real_took) = fail_over(&mut real_topo, &real_addrs);
+    let real_answers = queries(real_addrs[0], real_port);
+
+    // Model Sentinels over real TCP, against a fresh copy of the topology.
+    let mut model_topo = Topology::start().expect("redis-server started once");
+    let ports: Vec<u16> = (0..3).map(|_| free_port()).collect();
+    let peers: Vec<Addr> = ports.iter().map(|p| Addr::new("127.0.0.1", *p)).collect();
+    let master = Addr::new("127.0.0.1", model_topo.master.addr().port());
+    let (tx, rx) = std::sync::mpsc::channel();
+    let handle = std::thread::spawn({
+        let peers = peers.clone();
+        move || {
+            let rt = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .expect("a runtime");
+            let local = tokio::task::LocalSet::new();
+            local.block_on(&rt, async move {
+                for (i, me) in peers.iter().enumerate() {
+                    let cfg = SentinelConfig {
+                        master_name: "mymaster".into(),
+                        master: master.clone(),
+                        quorum: 2,
+                        down_after_ms: DOWN_AFTER_MS,
+                        failover_timeout_ms: FAILOVER_TIMEOUT_MS,
+                        parallel_syncs: 1,
+                        known_replicas: Vec::new(),
+                        me: me.clone(),
+                        peers: peers.clone(),
+                        seed: 0x5E47 + i as u64,
+                    };
+                    let now = sim::redis::ServerClock::now_us(&SystemClock) / 1000;
+                    let shared = SharedEngine::new(
+                        SentinelEngine::new(Sentinel::new(cfg, now)),
+                        std::sync::Arc::new(SystemClock),
+                    );
+                    let listener = tokio::net::TcpListener::bind(("127.0.0.1", me.port))
+                        .await
+                        .expect("bind a model Sentinel");
+                    tokio::spawn(serve_tokio(listener, shared.clone()));
+                    tokio::task::spawn_local(run(shared, tokio_dial(), local_spawn()));
+                }
+                let _ = tx.send(());
+                // Serve until the test process ends.
+                std::future::pending::<()>().await;
+            });
+        }
+    });
+    rx.recv().expect("the model Sentinels started");
+    let model_addrs: Vec<SocketAddr> = ports.iter().map(|p| ([127, 0, 0, 1], *p).into()).collect();
+    for s in &model_addrs {
+        let mut c = Conn::open(*s);
+        wait_for("the model Sentinels to discover the replicas", 20, || {
+            c.text(&["SENTINEL", "REPLICAS", "mymaster"])
+                .matches("slave-priority")
+                .count()
+                == 3
+        });
+    }
+    let (model_choice, model_port, model_took) = fail_over(&mut model_topo, &model_addrs);
+    let model_answers = queries(model_addrs[0], model_port);
+    drop(handle);
+
+    eprintln!(
+        "real Sentinels promoted {real_choice} in {real_took:?}; the model {model_choice} in {model_took:?}"
+    );
+    assert_eq!(
+        real_choice, "priority-10",
+        "the lowest non-zero priority wins"
+    );
+    assert_eq!(model_choice, real_choice);
+    for ((ask, real), (_, model)) in real_answers.iter().zip(&model_answers) {
+        assert_eq!(
+            model, real,
+            "the model answers `{ask}` as redis-sentinel does"
+        );
+    }
+    // The other replicas follow the new master on both sides.
+    for (side, topo, port) in [
+        ("real", &real_topo, real_port),
+        ("model", &model_topo, model_port),
+    ] {
+        eprintln!("checking the {side} side");
+        for r in topo.replicas.iter().filter(|r| r.addr().port() != port) {
+            // A fresh connection each time: the SLAVEOF transaction kills clients.
+            wait_for("a replica to be repointed at the new master", 20, || {
+                Conn::open(r.addr())
+                    .call(&["INFO", "replication"])
+                    .is_ok_and(|b| {
+                        String::from_utf8_lossy(&b).contains(&format!("master_port:{port}"))
+                    })
+            });
+        }
+    }
+}
