@@ -35,7 +35,7 @@ pub struct Throughput {
     pub ops: u64,
 }
 
-fn reference_config(seed: u64, replicas: usize) -> RunConfig {
+fn reference_config(seed: u64, replicas: usize, sentinels: u32) -> RunConfig {
     let mut scenario = catalog::find("no-faults").expect("catalog scenario");
     scenario.workload = Workload {
         duration_ms: 60_000,
@@ -47,6 +47,14 @@ fn reference_config(seed: u64, replicas: usize) -> RunConfig {
         replica.replica_of = Some("redis".into());
         scenario.workload.servers.push(replica);
     }
+    if sentinels > 0 {
+        scenario.workload.sentinel = Some(sim::world::SentinelSpec {
+            count: sentinels,
+            down_after_ms: 1_000,
+            failover_timeout_ms: 5_000,
+            ..Default::default()
+        });
+    }
     config(
         &DesignSpec::builtin("set-nx-px-lua").expect("built-in"),
         &scenario,
@@ -55,12 +63,13 @@ fn reference_config(seed: u64, replicas: usize) -> RunConfig {
 }
 
 /// Runs the reference scenario `repeats` times (seeds 0..repeats), with `replicas`
-/// replicas following the master.
-pub fn reference(repeats: u64, replicas: usize) -> Throughput {
+/// replicas following the master and `sentinels` Sentinels watching it (clients then
+/// find the master through them).
+pub fn reference(repeats: u64, replicas: usize, sentinels: u32) -> Throughput {
     let mut walls = Vec::new();
     let (mut messages, mut ops, mut simulated) = (0, 0, Duration::ZERO);
     for seed in 0..repeats {
-        let cfg = reference_config(seed, replicas);
+        let cfg = reference_config(seed, replicas, sentinels);
         let start = Instant::now();
         let h = run(&cfg).expect("reference run");
         walls.push(start.elapsed());
@@ -168,8 +177,9 @@ fn peak_rss_kib() -> Option<u64> {
 /// Runs every benchmark and prints the figures.
 pub fn run_all(repeats: u64, memory_seeds: u64, threads: usize, search_bound: u64) {
     println!("locksim bench: repeats={repeats} memory_seeds={memory_seeds} threads={threads}");
-    let r = reference(repeats, 0);
-    let replicated = reference(repeats, 2);
+    let r = reference(repeats, 0, 0);
+    let replicated = reference(repeats, 2, 0);
+    let watched = reference(repeats, 2, 3);
     let base = baseline(r.messages, r.simulated, repeats);
     let sim_rate = r.simulated.as_secs_f64() / r.wall.as_secs_f64();
     let harness_msgs = r.messages as f64 / r.wall.as_secs_f64();
@@ -202,6 +212,13 @@ pub fn run_all(repeats: u64, memory_seeds: u64, threads: usize, search_bound: u6
         replicated.wall.as_secs_f64() * 1e3,
         replicated_rate,
         replicated_rate / sim_rate
+    );
+    let watched_rate = watched.simulated.as_secs_f64() / watched.wall.as_secs_f64();
+    println!(
+        "   with Sentinel (the same, plus 3 Sentinels; clients ask them for the master): {:>8.1} ms wall, {:>6.1} simulated s per wall s ({:.2} of the single-master rate)",
+        watched.wall.as_secs_f64() * 1e3,
+        watched_rate,
+        watched_rate / sim_rate
     );
 
     println!(

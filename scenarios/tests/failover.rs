@@ -5,7 +5,7 @@
 
 mod common;
 
-use common::{SEARCH_BOUND, design, expect_invalid, expect_never_invalid, scenario};
+use common::{design, expect_invalid, expect_never_invalid, scenario};
 use scenarios::checkers::split_brain;
 use scenarios::sweep::{run_seed, sweep};
 
@@ -122,8 +122,9 @@ fn min_replicas_to_write_shortens_the_time_both_masters_accept_writes() {
     );
     assert!(mean(&with) < mean(&without));
     // The old master refuses once the replica's last acknowledgement is older than
-    // min-replicas-max-lag (10 s, counted in whole seconds): never 12 s after it.
-    assert!(with.iter().all(|w| *w < 12_000_000), "{with:?}");
+    // min-replicas-max-lag (3 s, counted in whole seconds, refreshed every second),
+    // and the promotion comes at least a second after the partition.
+    assert!(with.iter().all(|w| *w < 4_000_000), "{with:?}");
 }
 
 #[test]
@@ -135,5 +136,4 @@ fn a_failover_replays_byte_for_byte() {
     let (ha, hb) = (a.history.expect("kept"), b.history.expect("kept"));
     assert!(ha.events.len() > 100);
     assert_eq!(ha.digest(), hb.digest());
-    assert!(SEARCH_BOUND >= 20);
 }

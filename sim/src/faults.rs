@@ -46,6 +46,15 @@ pub enum Target {
         /// How long the fault waits for the moment.
         within_ms: u64,
     },
+    /// The master whose own record holds the lock key, just granted: the fault waits
+    /// from its start for up to `within_ms` for a lock write made after it started,
+    /// and hits as soon as the history shows its writer holding the lock (the acquire
+    /// completed, whatever the design waits for after the write), replicated or not. A
+    /// no-op if no grant comes.
+    FreshLockMaster {
+        /// How long the fault waits for a grant.
+        within_ms: u64,
+    },
     /// Every Redis server of the world (for partitions: "the servers' side").
     AllServers,
     /// Every client of the world.

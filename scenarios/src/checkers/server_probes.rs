@@ -331,39 +331,67 @@ fn held_at(h: &History, server: &str, value: &str, at_us: u64) -> bool {
     held == Some(value)
 }
 
-/// The failover lost the lock: a master crashed while its record held the lock key,
-/// and another server that never received that value was promoted after it. With
+/// The failover lost the lock: a master crashed (or was partitioned away) while its
+/// record held the lock key, and a server that did not hold that value, and was not on
+/// the master's side of the fault, was promoted after it. With
 /// `unreplicated`, the crash must also have come at the moment the nemesis waits for:
 /// the lock write acknowledged by no replica and received by none (the crash's own
 /// record says so).
 pub fn failover_lost_the_lock(h: &History, unreplicated: bool) -> Option<String> {
     let servers = servers(h);
     let key = h.params.key.as_str();
+    // Every host each fault hit, to tell the promoted server from the master's side.
+    let mut hit: BTreeMap<usize, BTreeSet<&str>> = BTreeMap::new();
+    for e in &h.events {
+        if let EventKind::Fault {
+            fault,
+            phase: FaultPhase::Start,
+            ..
+        } = e.kind
+        {
+            hit.entry(fault).or_default().insert(e.host.as_str());
+        }
+    }
     let mut crashes = Vec::new();
     at_fault_starts(h, |e, fault, held| {
         let EventKind::Fault { detail, .. } = &e.kind else {
             return None::<()>;
         };
         if servers.contains(e.host.as_str())
-            && model::is_crash(h, fault)
+            && (model::is_crash(h, fault) || model::is_partition(h, fault))
             && (!unreplicated || detail.contains("lock write at offset"))
             && let Some(owner) = held.get(e.host.as_str())
         {
-            crashes.push((e.host.clone(), e.at_us, owner.clone(), detail.clone()));
+            crashes.push((
+                e.host.clone(),
+                e.at_us,
+                owner.clone(),
+                detail.clone(),
+                fault,
+            ));
         }
         None
     });
     let promoted = promotions(h);
-    crashes.into_iter().find_map(|(host, at, owner, detail)| {
-        let (to, when) = promoted
-            .iter()
-            .find(|(s, t)| *s != host && *t > at && !held_at(h, s, &owner, *t))?;
+    crashes.into_iter().find_map(|(host, at, owner, detail, fault)| {
+        let same_side = hit.get(&fault);
+        let (to, when) = promoted.iter().find(|(s, t)| {
+            *s != host
+                && *t > at
+                && !same_side.is_some_and(|side| side.contains(s))
+                && !held_at(h, s, &owner, *t)
+        })?;
+        let what = if model::is_crash(h, fault) {
+            "crashed"
+        } else {
+            "was cut off"
+        };
         let why = detail
             .split_once(" (")
             .map(|(_, d)| format!(" ({}", d))
             .unwrap_or_default();
         Some(format!(
-            "{host} crashed at {} holding {key} (owner={owner}){why}; {to} was promoted at {} without it",
+            "{host} {what} at {} holding {key} (owner={owner}){why}; {to} was promoted at {} without it",
             fmt_s(at),
             fmt_s(*when)
         ))
@@ -381,7 +409,14 @@ pub fn split_brain(h: &History) -> Option<(String, u64)> {
     let promoted = promotions(h);
     let mut found = None;
     at_fault_starts(h, |e, fault, _held| {
-        if found.is_some() || !servers.contains(e.host.as_str()) || !model::is_partition(h, fault) {
+        // A Redis server on the partition's first side (one that never wrote a key has
+        // no record yet, so it is known by not being a client, a Sentinel or the
+        // storage, the world's reserved names).
+        let is_server = servers.contains(e.host.as_str())
+            || !(e.host.starts_with("client-")
+                || e.host.starts_with("sentinel-")
+                || e.host == "storage");
+        if found.is_some() || !is_server || !model::is_partition(h, fault) {
             return None::<()>;
         }
         let old = e.host.as_str();

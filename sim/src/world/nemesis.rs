@@ -78,6 +78,13 @@ impl WorldCtl {
 /// replica has acknowledged (by the master's record) or received (by the replicas'
 /// own offsets), with a description of the offsets.
 fn unreplicated_lock_master(world: &WorldCtl) -> Option<(String, String, u64)> {
+    lock_master(world, true)
+}
+
+/// The master whose record holds the lock key with replicas attached, the offset of
+/// its last lock write and a description; with `unreplicated`, only if no replica
+/// acknowledged, received or holds the key (see [`unreplicated_lock_master`]).
+fn lock_master(world: &WorldCtl, unreplicated: bool) -> Option<(String, String, u64)> {
     for server in &world.servers {
         if !world.observer.holds(&server.name, &world.key) {
             continue;
@@ -90,14 +97,16 @@ fn unreplicated_lock_master(world: &WorldCtl) -> Option<(String, String, u64)> {
             if repl.role != crate::redis::replication::Role::Master || repl.replicas.is_empty() {
                 return None;
             }
-            let written = e.engine.write_offset(&world.key)?;
+            // A write made before any replica connected went into no stream (offset
+            // 0): it is not a moment of replication.
+            let written = e.engine.write_offset(&world.key).filter(|w| *w > 0)?;
             let acked = repl
                 .replicas
                 .values()
                 .map(|r| r.ack_offset)
                 .max()
                 .unwrap_or(0);
-            (acked < written).then(|| {
+            (!unreplicated || acked < written).then(|| {
                 let acks: Vec<String> = repl
                     .replicas
                     .values()
@@ -109,6 +118,16 @@ fn unreplicated_lock_master(world: &WorldCtl) -> Option<(String, String, u64)> {
         let Some((written, acks)) = found else {
             continue;
         };
+        // A fresh grant counts once it is in the client's hands: the history shows the
+        // writer holding the lock (its acquire completed, `WAIT` included).
+        if !unreplicated
+            && !world
+                .observer
+                .writer_on(&server.name, &world.key)
+                .is_some_and(|w| world.recorder.holders().iter().any(|h| h == w))
+        {
+            continue;
+        }
         // What the replicas themselves have applied: the write must not have reached
         // any of them yet.
         let mut applied = Vec::new();
@@ -131,9 +150,10 @@ fn unreplicated_lock_master(world: &WorldCtl) -> Option<(String, String, u64)> {
         }
         // ... and none of them holds the lock key at all: promoted, it would grant the
         // lock afresh (a replica that still holds an older grant would only block).
-        if applied
-            .iter()
-            .any(|(name, o)| *o >= written || world.observer.holds(name, &world.key))
+        if unreplicated
+            && applied
+                .iter()
+                .any(|(name, o)| *o >= written || world.observer.holds(name, &world.key))
         {
             continue;
         }
@@ -184,16 +204,26 @@ pub(crate) struct Nemesis {
     pending: Vec<(Duration, Pending)>,
     /// Faults waiting for their moment (an `unreplicated-lock-master` target), with the
     /// time they give up.
-    armed: Vec<(usize, Duration)>,
-    /// When each unreplicated lock write (server, offset) was first seen.
-    unreplicated_since: BTreeMap<(String, u64), Duration>,
+    armed: Vec<Armed>,
+    /// When each lock write (server, offset) was first seen by a waiting fault.
+    write_seen: BTreeMap<(String, u64), Duration>,
     rng: ChaCha8Rng,
 }
 
-/// How long a fault waits for its target's moment, if it targets one.
-fn waits_for(kind: &FaultKind) -> Option<u64> {
+/// A fault waiting for its moment.
+struct Armed {
+    fault: usize,
+    since: Duration,
+    until: Duration,
+    unreplicated: bool,
+}
+
+/// How long a fault waits for its target's moment, and whether the moment is an
+/// unreplicated write (else any fresh grant), if it targets one.
+fn waits_for(kind: &FaultKind) -> Option<(u64, bool)> {
     let of = |t: &Target| match t {
-        Target::UnreplicatedLockMaster { within_ms } => Some(*within_ms),
+        Target::UnreplicatedLockMaster { within_ms } => Some((*within_ms, true)),
+        Target::FreshLockMaster { within_ms } => Some((*within_ms, false)),
         _ => None,
     };
     match kind {
@@ -236,7 +266,7 @@ impl Nemesis {
             next: 0,
             pending: Vec::new(),
             armed: Vec::new(),
-            unreplicated_since: BTreeMap::new(),
+            write_seen: BTreeMap::new(),
             rng: ChaCha8Rng::seed_from_u64(sub_seed(seed, 1)),
         }
     }
@@ -253,9 +283,13 @@ impl Nemesis {
         {
             let index = self.order[self.next];
             self.next += 1;
-            if let Some(within) = waits_for(&self.plan.faults[index].kind) {
-                self.armed
-                    .push((index, now + Duration::from_millis(within)));
+            if let Some((within, unreplicated)) = waits_for(&self.plan.faults[index].kind) {
+                self.armed.push(Armed {
+                    fault: index,
+                    since: now,
+                    until: now + Duration::from_millis(within),
+                    unreplicated,
+                });
             } else {
                 self.start(sim, world, now, index);
             }
@@ -263,27 +297,32 @@ impl Nemesis {
         if self.armed.is_empty() {
             return;
         }
-        // The moment: an unreplicated lock write whose reply has had time to reach its
-        // client (the master acknowledged it), and still on no replica.
-        let ripe = match unreplicated_lock_master(world) {
-            Some((server, _, offset)) => {
-                let since = *self
-                    .unreplicated_since
-                    .entry((server, offset))
-                    .or_insert(now);
-                now >= since + world.reply_delay
-            }
-            None => false,
+        // The moment: a lock write made after the fault was armed, whose reply has had
+        // time to reach its client (the master acknowledged it), and (for the
+        // unreplicated kind) still on no replica.
+        let mut first_seen = |unreplicated: bool| {
+            lock_master(world, unreplicated)
+                .map(|(server, _, offset)| *self.write_seen.entry((server, offset)).or_insert(now))
+        };
+        let (unreplicated_since, fresh_since) = (first_seen(true), first_seen(false));
+        let reply_delay = world.reply_delay;
+        let ripe = |unreplicated: bool, armed_at: Duration| {
+            let since = if unreplicated {
+                unreplicated_since
+            } else {
+                fresh_since
+            };
+            since.is_some_and(|t| t > armed_at && now >= t + reply_delay)
         };
         let armed = std::mem::take(&mut self.armed);
-        for (index, until) in armed {
-            if now > until {
+        for a in armed {
+            if now > a.until {
                 continue;
             }
-            if ripe {
-                self.start(sim, world, now, index);
+            if ripe(a.unreplicated, a.since) {
+                self.start(sim, world, now, a.fault);
             } else {
-                self.armed.push((index, until));
+                self.armed.push(a);
             }
         }
     }
@@ -400,6 +439,10 @@ impl Nemesis {
                 .map(|(name, _, _)| name)
                 .into_iter()
                 .collect(),
+            Target::FreshLockMaster { .. } => lock_master(world, false)
+                .map(|(name, _, _)| name)
+                .into_iter()
+                .collect(),
             Target::AllServers => world.server_names(),
             Target::AllClients => world.clients.keys().cloned().collect(),
             Target::Rest => world
@@ -423,7 +466,7 @@ impl Nemesis {
         let after = |ms: u64| now + Duration::from_millis(ms);
         // Why the moment was the one a waiting fault waited for, for its record.
         let moment = waits_for(&fault.kind)
-            .and_then(|_| unreplicated_lock_master(world))
+            .and_then(|(_, unreplicated)| lock_master(world, unreplicated))
             .map(|(_, d, _)| format!(" ({d})"))
             .unwrap_or_default();
         match &fault.kind {

@@ -119,6 +119,11 @@ impl Observer {
         }
     }
 
+    /// The host whose value `key` holds on `server`, by its record.
+    pub fn writer_on(&self, server: &str, key: &str) -> Option<&str> {
+        self.keys.get(server)?.get(key).map(|(_, by)| by.as_str())
+    }
+
     /// Whether `server`'s record holds `key`.
     pub fn holds(&self, server: &str, key: &str) -> bool {
         self.keys.get(server).is_some_and(|k| k.contains_key(key))
