@@ -86,3 +86,44 @@ fn sentinels_promote_the_replica_when_the_master_dies_and_clients_follow() {
     });
     assert!(after.count() > 5, "clients write to the promoted master");
 }
+
+#[test]
+fn a_sentinel_that_restarted_after_the_failover_keeps_the_new_master() {
+    // sentinel-1 dies before the failover and comes back after it: it starts from its
+    // configuration file, learns the new configuration from the others' hellos, and
+    // names the new master.
+    let cfg = watched(
+        "set-nx-px-lua",
+        5,
+        vec![
+            Fault {
+                at_ms: 1_000,
+                kind: FaultKind::Crash {
+                    target: Target::Host("sentinel-1".into()),
+                    restart_after_ms: Some(5_000),
+                },
+            },
+            Fault {
+                at_ms: 2_000,
+                kind: FaultKind::Crash {
+                    target: Target::Host("redis".into()),
+                    restart_after_ms: None,
+                },
+            },
+        ],
+    );
+    let h = run(&cfg).expect("run completes");
+    let events = sentinel_events(&h);
+    let switched: Vec<&str> = events
+        .iter()
+        .filter(|e| e.2 == "+switch-master")
+        .map(|e| e.1.as_str())
+        .collect();
+    assert!(switched.contains(&"sentinel-2") && switched.contains(&"sentinel-3"));
+    assert!(
+        events
+            .iter()
+            .any(|e| e.1 == "sentinel-1" && e.2 == "+switch-master" && e.0 > 6_000),
+        "the restarted Sentinel caught up: {events:#?}"
+    );
+}

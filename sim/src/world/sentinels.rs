@@ -79,7 +79,8 @@ impl SentinelCtl {
         lock(&self.engine).clone()
     }
 
-    /// It went down: its memory is gone, its configuration file stays.
+    /// It went down: its memory is gone, its configuration file stays (Sentinel
+    /// rewrites it on every change, so it holds the state at the crash).
     pub fn crash(&self) {
         if let Some(engine) = lock(&self.engine).take() {
             *lock(&self.saved) = Some(engine.with_engine(|e| e.sentinel.saved()));
@@ -91,11 +92,7 @@ impl SentinelCtl {
         let Some(engine) = self.engine() else {
             return Vec::new();
         };
-        engine.with_engine(|e| {
-            // What a restart keeps, kept current (Sentinel flushes its config on change).
-            *lock(&self.saved) = Some(e.sentinel.saved());
-            e.sentinel.take_events()
-        })
+        engine.with_engine(|e| e.sentinel.take_events())
     }
 
     /// Adds the Sentinel's host to `sim`.
