@@ -49,6 +49,8 @@
 //!
 //! Simplified, and said so: one master per Sentinel; the other Sentinels are configured
 //! (`sentinel known-sentinel`), not discovered through the masters' hello channel, and
+//! so may be the replicas (`known-replica`, as in a `sentinel.conf` Sentinel has
+//! rewritten; replicas are also discovered from the master's `INFO`), and
 //! hellos go straight to them, not through the monitored instances' pub/sub; no
 //! scripts, no `SENTINEL SET`/`RESET`/`FAILOVER`, no authentication, no `master-reboot`
 //! handling; the pub/sub link to each instance is not modelled (so neither is its
