@@ -88,7 +88,13 @@ impl RealRedis {
 /// to install it, or panics under `LOCKSIM_REQUIRE_REDIS` (CI sets it), so CI can never
 /// pass by skipping.
 pub fn redis_server_available() -> bool {
-    let found = Command::new("redis-server")
+    binary_available("redis-server", "redis-server")
+}
+
+/// Whether `binary` (from Debian's `package`) is on `PATH`, with the same skip line or
+/// panic as [`redis_server_available`].
+pub fn binary_available(binary: &str, package: &str) -> bool {
+    let found = Command::new(binary)
         .arg("--version")
         .stdout(Stdio::null())
         .stderr(Stdio::null())
@@ -96,11 +102,11 @@ pub fn redis_server_available() -> bool {
         .is_ok();
     if !found {
         if std::env::var_os("LOCKSIM_REQUIRE_REDIS").is_some() {
-            panic!("LOCKSIM_REQUIRE_REDIS is set but redis-server is not on PATH");
+            panic!("LOCKSIM_REQUIRE_REDIS is set but {binary} is not on PATH");
         }
         eprintln!(
-            "SKIPPED: redis-server is not on PATH; install it with \
-             `apt-get install -y redis-server` (CI does) to run the real-Redis tests"
+            "SKIPPED: {binary} is not on PATH; install it with \
+             `apt-get install -y {package}` (CI does) to run the real-Redis tests"
         );
     }
     found

@@ -206,20 +206,24 @@ pub fn run_all(repeats: u64, memory_seeds: u64, threads: usize, search_bound: u6
         "   harness / baseline throughput: {:.2} (target ≥ 0.5)",
         harness_msgs / base_msgs
     );
-    let replicated_rate = replicated.simulated.as_secs_f64() / replicated.wall.as_secs_f64();
-    println!(
-        "   replicated (the same, plus 2 replicas following the master): {:>8.1} ms wall, {:>6.1} simulated s per wall s ({:.2} of the single-master rate)",
-        replicated.wall.as_secs_f64() * 1e3,
-        replicated_rate,
-        replicated_rate / sim_rate
-    );
-    let watched_rate = watched.simulated.as_secs_f64() / watched.wall.as_secs_f64();
-    println!(
-        "   with Sentinel (the same, plus 3 Sentinels; clients ask them for the master): {:>8.1} ms wall, {:>6.1} simulated s per wall s ({:.2} of the single-master rate)",
-        watched.wall.as_secs_f64() * 1e3,
-        watched_rate,
-        watched_rate / sim_rate
-    );
+    for (what, t) in [
+        (
+            "replicated (the same, plus 2 replicas following the master)",
+            &replicated,
+        ),
+        (
+            "with Sentinel (the same, plus 3 Sentinels; clients ask them for the master)",
+            &watched,
+        ),
+    ] {
+        let rate = t.simulated.as_secs_f64() / t.wall.as_secs_f64();
+        println!(
+            "   {what}: {:>8.1} ms wall, {:>6.1} simulated s per wall s ({:.2} of the single-master rate)",
+            t.wall.as_secs_f64() * 1e3,
+            rate,
+            rate / sim_rate
+        );
+    }
 
     println!(
         "\n2. wall time to the first Invalid run of each checker, searching seeds 0..{search_bound} in order:"

@@ -4,6 +4,18 @@
 use scenarios::catalog::{Scenario, find};
 use scenarios::sweep::{DesignSpec, RunSummary, first_invalid, replay_command, sweep};
 
+/// The designs that trust one master (every built-in but `wait-synced`): safe
+/// without faults, each known for its own failure.
+pub const SINGLE_MASTER_DESIGNS: [&str; 7] = [
+    "setnx-del",
+    "setnx-expire",
+    "set-nx-px-del",
+    "set-nx-px-check-del",
+    "set-nx-px-lua",
+    "reentrant-watchdog",
+    "fenced",
+];
+
 /// How many seeds a suite may search for a predicted violation.
 pub const SEARCH_BOUND: u64 = 60;
 

@@ -5,19 +5,9 @@
 
 mod common;
 
-use common::{design, expect_invalid, expect_never_invalid, scenario};
+use common::{SINGLE_MASTER_DESIGNS, design, expect_invalid, expect_never_invalid, scenario};
 use scenarios::checkers::split_brain;
 use scenarios::sweep::{run_seed, sweep};
-
-const SINGLE_MASTER: [&str; 7] = [
-    "setnx-del",
-    "setnx-expire",
-    "set-nx-px-del",
-    "set-nx-px-check-del",
-    "set-nx-px-lua",
-    "reentrant-watchdog",
-    "fenced",
-];
 
 /// Seeds for the "safe through failover" sweep (`LOCKSIM_FAILOVER_SEEDS` raises it; the
 /// issue's bar is 100).
@@ -30,7 +20,7 @@ fn safe_seeds() -> u64 {
 
 #[test]
 fn a_failover_that_loses_the_lock_write_breaks_every_single_master_design() {
-    for d in SINGLE_MASTER {
+    for d in SINGLE_MASTER_DESIGNS {
         let run = expect_invalid(d, "failover", "mutual-exclusion");
         let seen = run.fault_seen.as_deref().unwrap_or_default();
         assert!(

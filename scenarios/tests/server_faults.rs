@@ -4,25 +4,15 @@
 
 mod common;
 
-use common::{design, expect_invalid, expect_never_invalid, scenario};
+use common::{SINGLE_MASTER_DESIGNS, design, expect_invalid, expect_never_invalid, scenario};
 use scenarios::checkers::acquire_ok_later_than_lease;
 use scenarios::sweep::{run_seed, sweep};
 use sim::history::{EventKind, FaultPhase, OpF, Phase, ServerEvent};
 use sim::redis::persistence::{Fsync, Persistence};
 
-const SAFE_WITHOUT_FAULTS: [&str; 7] = [
-    "setnx-del",
-    "setnx-expire",
-    "set-nx-px-del",
-    "set-nx-px-check-del",
-    "set-nx-px-lua",
-    "reentrant-watchdog",
-    "fenced",
-];
-
 #[test]
 fn without_persistence_a_restarted_server_grants_a_held_lock_again() {
-    for d in SAFE_WITHOUT_FAULTS {
+    for d in SINGLE_MASTER_DESIGNS {
         let run = expect_invalid(d, "server-restart", "mutual-exclusion");
         assert!(
             run.fault_seen
@@ -37,7 +27,7 @@ fn without_persistence_a_restarted_server_grants_a_held_lock_again() {
 
 #[test]
 fn with_appendfsync_always_a_restarted_server_keeps_every_lock_it_granted() {
-    for d in SAFE_WITHOUT_FAULTS {
+    for d in SINGLE_MASTER_DESIGNS {
         expect_never_invalid(
             d,
             "server-restart-aof",
@@ -73,7 +63,7 @@ fn with_appendfsync_everysec_a_machine_crash_loses_the_last_second_and_with_it_t
 
 #[test]
 fn a_restart_delayed_by_at_least_a_lease_keeps_every_design_safe() {
-    for d in SAFE_WITHOUT_FAULTS {
+    for d in SINGLE_MASTER_DESIGNS {
         expect_never_invalid(
             d,
             "server-restart-delayed",

@@ -11,32 +11,13 @@ use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use common::Conn;
-use lock_impl::testing::RealRedis;
+use lock_impl::testing::{RealRedis, binary_available};
 use sim::redis::server::{SharedEngine, SystemClock, serve_tokio};
 use sim::sentinel::driver::{SentinelEngine, local_spawn, run, tokio_dial};
 use sim::sentinel::{Addr, Sentinel, SentinelConfig};
 
 const DOWN_AFTER_MS: u64 = 1_000;
 const FAILOVER_TIMEOUT_MS: u64 = 5_000;
-
-fn sentinel_available() -> bool {
-    let found = Command::new("redis-sentinel")
-        .arg("--version")
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .status()
-        .is_ok();
-    if !found {
-        if std::env::var_os("LOCKSIM_REQUIRE_REDIS").is_some() {
-            panic!("LOCKSIM_REQUIRE_REDIS is set but redis-sentinel is not on PATH");
-        }
-        eprintln!(
-            "SKIPPED: redis-sentinel is not on PATH; install it with \
-             `apt-get install -y redis-sentinel` (CI does) to run the Sentinel fidelity tests"
-        );
-    }
-    found
-}
 
 /// A master and three replicas (priorities 100, 10, 0), all synced.
 struct Topology {
@@ -224,7 +205,7 @@ fn fail_over(topo: &mut Topology, sentinels: &[SocketAddr]) -> (&'static str, u1
 
 #[test]
 fn real_and_model_sentinels_promote_the_same_replica_and_answer_alike() {
-    if !sentinel_available() {
+    if !binary_available("redis-sentinel", "redis-sentinel") {
         return;
     }
     // Real Sentinels.

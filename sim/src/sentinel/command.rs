@@ -347,18 +347,9 @@ impl Sentinel {
             self.config_epoch = config_epoch;
             let to = Addr::new(t[5], master_port);
             if to != self.master.addr {
-                let old = self.master.addr.clone();
                 self.event(now, "+config-update-from", format!("sentinel {from}"));
-                self.event(
-                    now,
-                    "+switch-master",
-                    format!(
-                        "{} {} {} {} {}",
-                        self.cfg.master_name, old.host, old.port, to.host, to.port
-                    ),
-                );
                 let mut out = Vec::new();
-                self.reset_and_change_address(to, now, &mut out);
+                self.switch_master(to, now, &mut out);
                 self.outbox.extend(out);
             }
         }

@@ -58,6 +58,7 @@
 
 mod command;
 pub mod driver;
+mod info;
 mod timer;
 
 use std::collections::BTreeMap;
@@ -482,6 +483,7 @@ impl Sentinel {
         });
     }
 
+    /// How Sentinel's log names an instance (`%@`).
     fn describe(&self, addr: &Addr) -> String {
         if *addr == self.master.addr {
             format!(
@@ -489,25 +491,42 @@ impl Sentinel {
                 self.cfg.master_name, addr.host, addr.port
             )
         } else if self.replicas.contains_key(addr) {
-            format!(
-                "slave {addr} {} {} @ {} {} {}",
-                addr.host,
-                addr.port,
-                self.cfg.master_name,
-                self.master.addr.host,
-                self.master.addr.port
-            )
+            self.replica_name(addr)
         } else {
             format!("sentinel {addr}")
         }
     }
 
-    fn link_mut(&mut self, addr: &Addr) -> Option<&mut Link> {
+    fn replica_name(&self, addr: &Addr) -> String {
+        format!(
+            "slave {addr} {} {} @ {} {} {}",
+            addr.host,
+            addr.port,
+            self.cfg.master_name,
+            self.master.addr.host,
+            self.master.addr.port
+        )
+    }
+
+    /// Lists a replica of the master (`+slave`).
+    fn add_replica(&mut self, addr: Addr, now: u64) {
+        let name = self.replica_name(&addr);
+        self.replicas.insert(addr.clone(), Instance::new(addr, now));
+        self.event(now, "+slave", name);
+    }
+
+    /// The master or a listed replica at `addr`.
+    fn instance_at(&mut self, addr: &Addr) -> Option<&mut Instance> {
         if *addr == self.master.addr {
-            return Some(&mut self.master.link);
+            Some(&mut self.master)
+        } else {
+            self.replicas.get_mut(addr)
         }
-        if let Some(r) = self.replicas.get_mut(addr) {
-            return Some(&mut r.link);
+    }
+
+    fn link_mut(&mut self, addr: &Addr) -> Option<&mut Link> {
+        if self.instance_at(addr).is_some() {
+            return self.instance_at(addr).map(|i| &mut i.link);
         }
         self.peers.get_mut(addr).map(|p| &mut p.link)
     }
@@ -610,214 +629,6 @@ impl Sentinel {
         }
     }
 
-    fn is_master(&self, addr: &Addr) -> bool {
-        *addr == self.master.addr
-    }
-
-    /// `sentinelRefreshInstanceInfo`.
-    fn refresh_info(&mut self, from: &Addr, info: &str, now: u64) {
-        let is_master = self.is_master(from);
-        let mut role = Role::Unknown;
-        let mut runid = None;
-        let mut discovered = Vec::new();
-        let mut slave_master_host = None;
-        let mut slave_master_port = None;
-        let mut link_up = false;
-        let mut link_down_ms = 0;
-        let mut priority = None;
-        let mut offset = None;
-        for line in info.split("\r\n") {
-            if let Some(id) = line.strip_prefix("run_id:")
-                && id.len() >= 40
-            {
-                runid = Some(id[..40].to_string());
-            }
-            if is_master
-                && line.starts_with("slave")
-                && line.as_bytes().get(5).is_some_and(u8::is_ascii_digit)
-                && let Some((_, fields)) = line.split_once(':')
-            {
-                let mut ip = None;
-                let mut port = None;
-                for f in fields.split(',') {
-                    if let Some(v) = f.strip_prefix("ip=") {
-                        ip = Some(v.to_string());
-                    } else if let Some(v) = f.strip_prefix("port=") {
-                        port = v.parse::<u16>().ok();
-                    }
-                }
-                if let (Some(ip), Some(port)) = (ip, port) {
-                    discovered.push(Addr::new(ip, port));
-                }
-            }
-            if let Some(v) = line.strip_prefix("master_link_down_since_seconds:") {
-                link_down_ms = v.parse::<i64>().unwrap_or(0).max(0) as u64 * 1000;
-            }
-            if line == "role:master" {
-                role = Role::Master;
-            } else if line == "role:slave" {
-                role = Role::Replica;
-            }
-            if let Some(v) = line.strip_prefix("master_host:") {
-                slave_master_host = Some(v.to_string());
-            }
-            if let Some(v) = line.strip_prefix("master_port:") {
-                slave_master_port = v.parse::<u16>().ok();
-            }
-            if let Some(v) = line.strip_prefix("master_link_status:") {
-                link_up = v == "up";
-            }
-            if let Some(v) = line.strip_prefix("slave_priority:") {
-                priority = v.parse::<u64>().ok();
-            }
-            if let Some(v) = line.strip_prefix("slave_repl_offset:") {
-                offset = v.parse::<u64>().ok();
-            }
-        }
-        for addr in discovered {
-            if addr != self.master.addr && !self.replicas.contains_key(&addr) {
-                let detail = format!(
-                    "slave {addr} {} {} @ {} {} {}",
-                    addr.host,
-                    addr.port,
-                    self.cfg.master_name,
-                    self.master.addr.host,
-                    self.master.addr.port
-                );
-                self.replicas
-                    .insert(addr.clone(), Instance::new(addr.clone(), now));
-                self.event(now, "+slave", detail);
-            }
-        }
-        let describe = self.describe(from);
-        let tilt = self.tilt_since.is_some();
-        let master_addr = self.master.addr.clone();
-        let in_failover = self.failover != Failover::None;
-        let failover_state = self.failover;
-        let failover_timeout = self.cfg.failover_timeout_ms;
-        let master_sane = self.master_looks_sane(now);
-        let promoted_addr = self.promoted.clone();
-        let inst = if is_master {
-            &mut self.master
-        } else {
-            match self.replicas.get_mut(from) {
-                Some(r) => r,
-                None => return,
-            }
-        };
-        inst.master_link_down_ms = link_down_ms;
-        if let Some(id) = runid {
-            if inst.runid.as_ref().is_some_and(|old| *old != id) {
-                self.events.push(SentinelEvent {
-                    at_ms: now,
-                    kind: "+reboot".into(),
-                    detail: describe.clone(),
-                });
-            }
-            inst.runid = Some(id);
-        }
-        if role == Role::Replica {
-            if let (Some(h), Some(p)) = (slave_master_host, slave_master_port) {
-                inst.slave_master = Some(Addr::new(h, p));
-            }
-            inst.slave_link_up = link_up;
-            if let Some(p) = priority {
-                inst.priority = p;
-            }
-            if let Some(o) = offset {
-                inst.repl_offset = o;
-            }
-        }
-        inst.info_refresh = now;
-        if role != inst.role_reported {
-            inst.role_reported_ms = now;
-            inst.role_reported = role;
-            if role == Role::Replica {
-                inst.slave_conf_change_ms = now;
-            }
-        }
-        if tilt {
-            return;
-        }
-        let mut send_slaveof: Option<(Addr, &'static str)> = None;
-        // A replica turned master.
-        if !is_master && role == Role::Master {
-            if inst.promoted && in_failover && failover_state == Failover::WaitPromotion {
-                self.config_epoch = self.failover_epoch;
-                self.failover = Failover::ReconfSlaves;
-                self.failover_state_change_ms = now;
-                self.event(now, "+promoted-slave", describe.clone());
-                self.event(
-                    now,
-                    "+failover-state-reconf-slaves",
-                    self.describe(&master_addr),
-                );
-                // `sentinelForceHelloUpdateForMaster`.
-                for peer in self.peers.values_mut() {
-                    peer.last_pub_ms = 0;
-                }
-            } else {
-                let wait = PUBLISH_PERIOD * 4;
-                if !inst.promoted
-                    && master_sane
-                    && inst.no_down_for(now, wait)
-                    && now.saturating_sub(inst.role_reported_ms) > wait
-                {
-                    send_slaveof = Some((master_addr.clone(), "+convert-to-slave"));
-                }
-            }
-        }
-        let inst = if is_master {
-            &mut self.master
-        } else {
-            match self.replicas.get_mut(from) {
-                Some(r) => r,
-                None => return,
-            }
-        };
-        // A replica following another address.
-        if !is_master
-            && role == Role::Replica
-            && inst.slave_master.as_ref() != Some(&master_addr)
-            && master_sane
-            && inst.no_down_for(now, failover_timeout)
-            && now.saturating_sub(inst.slave_conf_change_ms) > failover_timeout
-        {
-            send_slaveof = Some((master_addr.clone(), "+fix-slave-config"));
-        }
-        // A replica being reconfigured moved on.
-        if !is_master && role == Role::Replica && (inst.reconf_sent.is_some() || inst.reconf_inprog)
-        {
-            if inst.reconf_sent.is_some()
-                && promoted_addr.is_some()
-                && inst.slave_master == promoted_addr
-            {
-                inst.reconf_sent = None;
-                inst.reconf_inprog = true;
-                self.events.push(SentinelEvent {
-                    at_ms: now,
-                    kind: "+slave-reconf-inprog".into(),
-                    detail: describe.clone(),
-                });
-            }
-            let inst = self.replicas.get_mut(from).expect("a replica");
-            if inst.reconf_inprog && inst.slave_link_up {
-                inst.reconf_inprog = false;
-                inst.reconf_done = true;
-                self.events.push(SentinelEvent {
-                    at_ms: now,
-                    kind: "+slave-reconf-done".into(),
-                    detail: describe.clone(),
-                });
-            }
-        }
-        if let Some((to, why)) = send_slaveof {
-            let action = self.slaveof(from, Some(&to));
-            self.outbox.push(action);
-            self.event(now, why, describe);
-        }
-    }
-
     /// The `SLAVEOF` transaction (`sentinelSendSlaveOf`).
     fn slaveof(&self, to: &Addr, master: Option<&Addr>) -> Action {
         let port;
@@ -840,13 +651,5 @@ impl Sentinel {
             ],
             expect: Expect::Discard,
         }
-    }
-
-    /// `sentinelMasterLooksSane`.
-    fn master_looks_sane(&self, now: u64) -> bool {
-        self.master.sdown_since.is_none()
-            && self.odown_since.is_none()
-            && self.master.role_reported == Role::Master
-            && now.saturating_sub(self.master.info_refresh) < INFO_PERIOD * 2
     }
 }

@@ -575,6 +575,11 @@ impl Sentinel {
             .promoted
             .clone()
             .unwrap_or_else(|| self.master.addr.clone());
+        self.switch_master(to, now, out);
+    }
+
+    /// `+switch-master`: the master is now `to`.
+    pub(super) fn switch_master(&mut self, to: Addr, now: u64, out: &mut Vec<Action>) {
         let old = self.master.addr.clone();
         self.event(
             now,
@@ -589,7 +594,7 @@ impl Sentinel {
 
     /// `sentinelResetMasterAndChangeAddress`: the master is now `to`; its replicas are
     /// the old ones (but `to`) and the old master.
-    pub(super) fn reset_and_change_address(&mut self, to: Addr, now: u64, out: &mut Vec<Action>) {
+    fn reset_and_change_address(&mut self, to: Addr, now: u64, out: &mut Vec<Action>) {
         let old = self.master.addr.clone();
         let mut replicas: Vec<Addr> = self
             .replicas
@@ -613,12 +618,7 @@ impl Sentinel {
         self.failover_start_ms = None;
         self.promoted = None;
         for a in replicas {
-            let describe = format!(
-                "slave {a} {} {} @ {} {} {}",
-                a.host, a.port, self.cfg.master_name, self.master.addr.host, self.master.addr.port
-            );
-            self.replicas.insert(a.clone(), Instance::new(a, now));
-            self.event(now, "+slave", describe);
+            self.add_replica(a, now);
         }
     }
 }

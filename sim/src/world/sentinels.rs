@@ -6,18 +6,16 @@
 //! its configuration on every change): the master's address, the epochs and its vote.
 
 use std::sync::{Arc, Mutex, MutexGuard};
-use std::time::Duration;
 
 use crate::clock::ClockSpec;
-use crate::net::{NetFaults, until_reachable};
+use crate::net::NetFaults;
 use crate::pause::PauseGate;
-use crate::redis::serve_connection;
 use crate::redis::server::SharedEngine;
 use crate::sentinel::driver::{DialFn, LinkStream, SentinelEngine, SpawnFn};
 use crate::sentinel::{Addr, SENTINEL_PORT, Saved, Sentinel, SentinelConfig, SentinelEvent};
 
 use super::config::{SentinelSpec, sub_seed};
-use super::servers::REDIS_PORT;
+use super::servers::{REDIS_PORT, accept_loop, dial_host};
 
 /// What the nemesis and the observer reach a Sentinel through.
 #[derive(Clone)]
@@ -123,11 +121,8 @@ impl SentinelCtl {
                     std::rc::Rc::new(move |host: String, port: u16| {
                         let (net, me, gate) = (net.clone(), me.clone(), gate.clone());
                         Box::pin(async move {
-                            until_reachable(&net, &me, &host).await;
-                            let stream =
-                                turmoil::net::TcpStream::connect((host.as_str(), port)).await?;
-                            let stream: Box<dyn LinkStream> =
-                                Box::new(gate.wrap_io(net.wrap(stream, &me, &host)));
+                            let (stream, _) = dial_host(&net, &me, &gate, &host, port).await?;
+                            let stream: Box<dyn LinkStream> = Box::new(stream);
                             Ok(stream)
                         })
                     })
@@ -143,20 +138,7 @@ impl SentinelCtl {
                     dial,
                     spawn,
                 )));
-                loop {
-                    let Ok((stream, addr)) = ctl.gate.wrap(listener.accept()).await else {
-                        tokio::time::sleep(Duration::from_millis(1)).await;
-                        continue;
-                    };
-                    let peer =
-                        turmoil::reverse_lookup(addr.ip()).unwrap_or_else(|| addr.to_string());
-                    let stream = net.wrap(stream, &ctl.name, &peer);
-                    tokio::task::spawn_local(ctl.gate.wrap(serve_connection(
-                        shared.clone(),
-                        stream,
-                        peer,
-                    )));
-                }
+                accept_loop(listener, shared, &ctl.name, &ctl.gate, &net).await
             }
         });
     }

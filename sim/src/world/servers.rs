@@ -10,9 +10,10 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
 use crate::clock::ClockSpec;
+use crate::net::FaultyStream;
 use crate::net::NetFaults;
 use crate::net::until_reachable;
-use crate::pause::PauseGate;
+use crate::pause::{GatedIo, PauseGate};
 use crate::redis::link::replication_cron;
 use crate::redis::persistence::DurableStore;
 use crate::redis::reply::Reply;
@@ -227,17 +228,7 @@ impl ServerCtl {
                     let (net, me, gate) = (net.clone(), ctl.name.clone(), ctl.gate.clone());
                     move |host: String, port: u16| {
                         let (net, me, gate) = (net.clone(), me.clone(), gate.clone());
-                        async move {
-                            until_reachable(&net, &me, &host).await;
-                            let stream =
-                                turmoil::net::TcpStream::connect((host.as_str(), port)).await?;
-                            let master = stream
-                                .peer_addr()
-                                .ok()
-                                .and_then(|a| turmoil::reverse_lookup(a.ip()))
-                                .unwrap_or_else(|| host.clone());
-                            Ok((gate.wrap_io(net.wrap(stream, &me, &master)), master))
-                        }
+                        async move { dial_host(&net, &me, &gate, &host, port).await }
                     }
                 };
                 let gate = ctl.gate.clone();
@@ -249,21 +240,49 @@ impl ServerCtl {
                         tokio::task::spawn_local(gate.wrap(task));
                     },
                 )));
-                loop {
-                    let Ok((stream, addr)) = ctl.gate.wrap(listener.accept()).await else {
-                        tokio::time::sleep(Duration::from_millis(1)).await;
-                        continue;
-                    };
-                    let peer =
-                        turmoil::reverse_lookup(addr.ip()).unwrap_or_else(|| addr.to_string());
-                    let stream = net.wrap(stream, &ctl.name, &peer);
-                    tokio::task::spawn_local(ctl.gate.wrap(serve_connection(
-                        shared.clone(),
-                        stream,
-                        peer,
-                    )));
-                }
+                accept_loop(listener, shared, &ctl.name, &ctl.gate, &net).await
             }
         });
+    }
+}
+
+/// Dials `host:port` from host `me` over turmoil TCP once it is reachable (a dial
+/// across a partition or to a dead machine hangs, as an unanswered SYN does): the
+/// stream wrapped by the link-fault registry and `me`'s pause gate, and the name the
+/// peer resolves to.
+pub(crate) async fn dial_host(
+    net: &NetFaults,
+    me: &str,
+    gate: &PauseGate,
+    host: &str,
+    port: u16,
+) -> std::io::Result<(GatedIo<FaultyStream<turmoil::net::TcpStream>>, String)> {
+    until_reachable(net, me, host).await;
+    let stream = turmoil::net::TcpStream::connect((host, port)).await?;
+    let peer = stream
+        .peer_addr()
+        .ok()
+        .and_then(|a| turmoil::reverse_lookup(a.ip()))
+        .unwrap_or_else(|| host.to_string());
+    Ok((gate.wrap_io(net.wrap(stream, me, &peer)), peer))
+}
+
+/// Serves `shared` on `listener` for good: every accepted connection wrapped by the
+/// link-fault registry and served under host `me`'s pause gate.
+pub(crate) async fn accept_loop<E: CommandEngine>(
+    listener: turmoil::net::TcpListener,
+    shared: SharedEngine<E>,
+    me: &str,
+    gate: &PauseGate,
+    net: &NetFaults,
+) -> turmoil::Result {
+    loop {
+        let Ok((stream, addr)) = gate.wrap(listener.accept()).await else {
+            tokio::time::sleep(Duration::from_millis(1)).await;
+            continue;
+        };
+        let peer = turmoil::reverse_lookup(addr.ip()).unwrap_or_else(|| addr.to_string());
+        let stream = net.wrap(stream, me, &peer);
+        tokio::task::spawn_local(gate.wrap(serve_connection(shared.clone(), stream, peer)));
     }
 }
