@@ -193,8 +193,12 @@ async fn wait_synced_grants_only_what_the_replica_acknowledged() {
     let backend = UrlBackend { url: master.url() };
     let deps = lock_impl::testing::Backend::deps(&backend).await;
     let lock = lock_impl::build(designs::WaitSynced::NAME, deps).unwrap();
+    // A generous lease for the granted case: `WAIT` then has 2.5 s (lease / 4), which a
+    // live replica meets even on a machine loaded by the parallel test suite (500 ms
+    // once did not, in CI).
+    let generous = AcquireOptions::new(10_000, 0).unwrap();
     let options = AcquireOptions::new(2_000, 0).unwrap();
-    let Acquire::Acquired(guard) = lock.acquire("lock:synced", options).await.unwrap() else {
+    let Acquire::Acquired(guard) = lock.acquire("lock:synced", generous).await.unwrap() else {
         panic!("a lock nobody holds, with a live replica, is granted");
     };
     let on_replica_value: Option<String> = on_replica.get("lock:synced").await.unwrap();
