@@ -20,6 +20,9 @@
 //! | `reentrant-watchdog` | Lua hash `{owner: count}`, watchdog renewal, pub/sub wait | Lua decrement, `DEL` + `PUBLISH` at 0 | 000, 002, 003 |
 //! | `fenced` | Lua `SET NX PX` + `INCR` fencing token | Lua compare-and-delete | 001, 003 |
 //! | `wait-synced` | `SET NX PX`, then `WAIT n` (released if fewer replicas acknowledged) | Lua compare-and-delete | 003, 004 |
+//! | `redlock` | `SET NX PX` on N independent masters in turn; majority and validity = lease − elapsed − drift | Lua compare-and-delete on all | 000, 003 |
+//! | `redlock-unsigned-validity` | `redlock` with the validity in unsigned arithmetic (a real-client bug class) | as `redlock` | 000, 003 |
+//! | `redisson-redlock` | Redisson `RedissonMultiLock.tryLock`: per-node Redisson lock, failed-locks limit, re-expire; no validity check | Redisson unlock on all | 003 |
 //!
 //! # Your own design
 //!
@@ -110,7 +113,14 @@ pub struct DesignInfo {
     /// Whether release compares the owner value before deleting (so a foreign owner
     /// value leaves the lock in place).
     pub release_checks_owner: bool,
+    /// Independent masters it locks on (`Deps::servers`): 1 for a single-master design,
+    /// [`REDLOCK_MASTERS`] for the Redlock family.
+    pub masters: usize,
 }
+
+/// How many independent masters the Redlock designs run against in locksim's world
+/// (the spec's example, N = 5).
+pub const REDLOCK_MASTERS: usize = 5;
 
 /// The built-in designs, in the order reports list them.
 pub const DESIGNS: &[DesignInfo] = &[
@@ -121,6 +131,7 @@ pub const DESIGNS: &[DesignInfo] = &[
         known_failure: "a holder that dies leaves the lock held forever",
         expires: false,
         release_checks_owner: false,
+        masters: 1,
     },
     DesignInfo {
         name: designs::SetnxExpire::NAME,
@@ -129,6 +140,7 @@ pub const DESIGNS: &[DesignInfo] = &[
         known_failure: "a crash between SETNX and PEXPIRE leaves a lock without expiry",
         expires: true,
         release_checks_owner: false,
+        masters: 1,
     },
     DesignInfo {
         name: designs::SetNxPxDel::NAME,
@@ -137,6 +149,7 @@ pub const DESIGNS: &[DesignInfo] = &[
         known_failure: "a holder past its lease deletes the next holder's lock",
         expires: true,
         release_checks_owner: false,
+        masters: 1,
     },
     DesignInfo {
         name: designs::SetNxPxCheckDel::NAME,
@@ -145,6 +158,7 @@ pub const DESIGNS: &[DesignInfo] = &[
         known_failure: "the lease expiring between GET and DEL deletes another's lock",
         expires: true,
         release_checks_owner: true,
+        masters: 1,
     },
     DesignInfo {
         name: designs::SetNxPxLua::NAME,
@@ -153,6 +167,7 @@ pub const DESIGNS: &[DesignInfo] = &[
         known_failure: "a pause past the lease gives two holders (no fencing)",
         expires: true,
         release_checks_owner: true,
+        masters: 1,
     },
     DesignInfo {
         name: designs::ReentrantWatchdog::NAME,
@@ -162,6 +177,7 @@ pub const DESIGNS: &[DesignInfo] = &[
         known_failure: "a pause freezes the watchdog too: past the lease, two holders",
         expires: true,
         release_checks_owner: true,
+        masters: 1,
     },
     DesignInfo {
         name: designs::Fenced::NAME,
@@ -171,6 +187,7 @@ pub const DESIGNS: &[DesignInfo] = &[
                         a failover can reissue a token",
         expires: true,
         release_checks_owner: true,
+        masters: 1,
     },
     DesignInfo {
         name: designs::WaitSynced::NAME,
@@ -180,6 +197,40 @@ pub const DESIGNS: &[DesignInfo] = &[
                         without the lock; a pause past the lease still gives two holders",
         expires: true,
         release_checks_owner: true,
+        masters: 1,
+    },
+    DesignInfo {
+        name: designs::Redlock::NAME,
+        summary: "Redlock: SET NX PX on 5 independent masters in turn; majority and \
+                  validity = lease - elapsed - drift; Lua compare-and-delete on all",
+        seeds: "000, 003",
+        known_failure: "a master's clock jump or a restart without persistence breaks the \
+                        promise; a pause after the validity check overruns it",
+        expires: true,
+        release_checks_owner: true,
+        masters: REDLOCK_MASTERS,
+    },
+    DesignInfo {
+        name: designs::Redlock::UNSIGNED_NAME,
+        summary: "redlock with the validity computed in unsigned arithmetic \
+                  (lease - elapsed - drift wraps when elapsed > lease)",
+        seeds: "000, 003",
+        known_failure: "an acquisition slower than the lease wraps to a huge validity: \
+                        the client believes it holds expired keys",
+        expires: true,
+        release_checks_owner: true,
+        masters: REDLOCK_MASTERS,
+    },
+    DesignInfo {
+        name: designs::RedissonRedlock::NAME,
+        summary: "Redisson RedLock (RedissonMultiLock.tryLock): per-node Redisson lock with \
+                  lease 2 x wait, failed-locks limit, re-expire to the lease; no validity check",
+        seeds: "003",
+        known_failure: "no validity check: a slow acquisition or a node's clock jump gives \
+                        two holders",
+        expires: true,
+        release_checks_owner: true,
+        masters: REDLOCK_MASTERS,
     },
 ];
 
@@ -203,6 +254,9 @@ pub fn build(name: &str, deps: Deps) -> Result<Arc<dyn LockDesign>, LockError> {
         designs::SetNxPxLua::NAME => Arc::new(designs::SetNxPxLua::new(deps)),
         designs::ReentrantWatchdog::NAME => Arc::new(designs::ReentrantWatchdog::new(deps)),
         designs::Fenced::NAME => Arc::new(designs::Fenced::new(deps)),
+        designs::Redlock::NAME => Arc::new(designs::Redlock::new(deps)),
+        designs::Redlock::UNSIGNED_NAME => Arc::new(designs::Redlock::unsigned_validity(deps)),
+        designs::RedissonRedlock::NAME => Arc::new(designs::RedissonRedlock::new(deps)),
         other => {
             return Err(LockError::UnknownDesign {
                 name: other.to_string(),

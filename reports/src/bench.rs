@@ -230,7 +230,10 @@ pub fn run_all(repeats: u64, memory_seeds: u64, threads: usize, search_bound: u6
     );
     for d in lock_impl::DESIGNS {
         let design = DesignSpec::builtin(d.name).expect("built-in");
-        for s in catalog::catalog() {
+        for s in catalog::catalog()
+            .into_iter()
+            .filter(|s| s.applies_to(design.masters))
+        {
             for (c, seed, wall) in time_to_first_invalid(&design, &s, search_bound) {
                 println!(
                     "   {:<20} {:<20} {:<17} seed {:>3}  {:>7.1} ms",

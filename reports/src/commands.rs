@@ -81,6 +81,30 @@ pub fn with_plan(scenario: Scenario, path: Option<&std::path::Path>) -> Result<S
 }
 
 /// The command that replays `seed`, with the hand-written plan if there is one.
+/// Refuses a design × scenario pair that does not run (a Redlock design in a world
+/// with replicas, a single-master design in a world of independent masters), naming
+/// the scenarios that do.
+pub fn check_pair(design: &DesignSpec, scenario: &Scenario) -> Result<(), BadInput> {
+    if scenario.applies_to(design.masters) {
+        return Ok(());
+    }
+    let fitting: Vec<&str> = catalog::catalog()
+        .into_iter()
+        .filter(|s| s.applies_to(design.masters))
+        .map(|s| s.name)
+        .collect();
+    Err(BadInput(format!(
+        "--scenario {} does not run design {} (it locks on {} master{}, and the scenario's world \
+         is {:?}); allowed for it: {}",
+        scenario.name,
+        design.name,
+        design.masters,
+        if design.masters == 1 { "" } else { "s" },
+        scenario.topology(),
+        fitting.join(", ")
+    )))
+}
+
 fn replay_for(design: &DesignSpec, scenario: &Scenario, seed: u64) -> String {
     let base = replay_command(&design.name, scenario.name, seed);
     match &scenario.fixed_plan {
@@ -166,12 +190,16 @@ pub fn catalog_table(seeds: Range<u64>, threads: usize, json: bool) -> ExitCode 
             threads
         );
     }
-    let total = (designs.len() * scenarios.len()) as u64 * (seeds.end - seeds.start);
+    let pairs = designs
+        .iter()
+        .flat_map(|d| scenarios.iter().filter(|s| s.applies_to(d.masters)))
+        .count();
+    let total = pairs as u64 * (seeds.end - seeds.start);
     let bar = progress(total, !json);
     let mut cells = Vec::new();
     let mut all_runs = Vec::new();
     for d in &designs {
-        for s in &scenarios {
+        for s in scenarios.iter().filter(|s| s.applies_to(d.masters)) {
             bar.set_message(format!("{} / {}", d.name, s.name));
             match run_cell(d, s, seeds.clone(), threads, &bar) {
                 Ok((cell, runs)) => {

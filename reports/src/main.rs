@@ -206,12 +206,14 @@ fn main() -> ExitCode {
         Some(Command::Run(a)) => (|| {
             let d = commands::design(&a.design)?;
             let s = commands::with_plan(commands::scenario(&a.scenario)?, a.plan.as_deref())?;
+            commands::check_pair(&d, &s)?;
             let seeds = commands::parse_seeds(&a.seeds)?;
             Ok(commands::run(&d, &s, seeds, threads(a.threads), a.json))
         })(),
         Some(Command::Replay(a)) => (|| {
             let d = commands::design(&a.design)?;
             let s = commands::with_plan(commands::scenario(&a.scenario)?, a.plan.as_deref())?;
+            commands::check_pair(&d, &s)?;
             let diagram = a
                 .diagram
                 .as_deref()
@@ -224,6 +226,7 @@ fn main() -> ExitCode {
         Some(Command::Shrink(a)) => (|| {
             let d = commands::design(&a.design)?;
             let s = commands::with_plan(commands::scenario(&a.scenario)?, a.plan.as_deref())?;
+            commands::check_pair(&d, &s)?;
             let out = a.out.clone().unwrap_or_else(|| {
                 format!("shrunk-{}-{}-{}.json", a.design, a.scenario, a.seed).into()
             });

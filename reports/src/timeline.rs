@@ -48,6 +48,9 @@ fn op_text(op: &Op) -> String {
     if let Some(t) = op.token {
         let _ = write!(s, " token={t}");
     }
+    if let Some(v) = op.valid_until_us {
+        let _ = write!(s, " valid-until={}", fmt_time(v));
+    }
     if let Some(d) = &op.detail {
         let _ = write!(s, " ({d})");
     }
@@ -96,6 +99,12 @@ fn fault_text(h: &History, e: &Event, fault: usize, phase: FaultPhase, detail: &
         Some(FaultKind::SlowWork { extra_ms, .. }) => {
             ("slow work", format!("slow work on {host}: +{extra_ms} ms"))
         }
+        Some(FaultKind::ClockJump { .. } | FaultKind::ClockDrift { .. }) => {
+            return match phase {
+                FaultPhase::Start => format!(">>> {detail}"),
+                FaultPhase::End => format!("<<< {detail}"),
+            };
+        }
         Some(FaultKind::DropPushes { duration_ms }) => (
             "message loss",
             format!("{host} drops pub/sub messages for {duration_ms} ms"),
@@ -137,6 +146,24 @@ pub fn describe(h: &History, e: &Event) -> String {
         }
         EventKind::Server(ServerEvent::Role { role }) => format!("is now {role}"),
         EventKind::Sentinel { event, detail } => format!("sentinel {event} {detail}"),
+        EventKind::Clock {
+            wall_offset_us,
+            drift_ppm,
+            step_ms,
+        } => {
+            let step = if *step_ms != 0 {
+                format!("stepped {step_ms:+} ms; ")
+            } else {
+                String::new()
+            };
+            let sign = if *wall_offset_us < 0 { '-' } else { '+' };
+            let abs = wall_offset_us.unsigned_abs();
+            format!(
+                "clock: {step}wall clock {sign}{}.{:03} s from true time, rate {drift_ppm:+} ppm",
+                abs / 1_000_000,
+                (abs % 1_000_000) / 1_000
+            )
+        }
         EventKind::Storage(StorageEvent::Read {
             reader,
             value,

@@ -90,6 +90,19 @@ fn replicated(base: &Workload, replicas: usize, min_replicas: u64) -> Workload {
     }
 }
 
+/// The shape of a scenario's world, which decides the designs it runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Topology {
+    /// One master, no replicas: every design runs here; a design that locks on N
+    /// independent masters (Redlock) gets N copies of that master.
+    SingleMaster,
+    /// A master with replicas (and Sentinels): single-master designs only (Redlock is
+    /// defined over independent masters, without replication).
+    Replicated,
+    /// N independent masters: designs that lock on several masters only.
+    Masters(usize),
+}
+
 /// Every scenario, in the order reports list them.
 pub fn catalog() -> Vec<Scenario> {
     let base = Workload::default();
@@ -304,6 +317,44 @@ pub fn find(name: &str) -> Result<Scenario, String> {
 }
 
 impl Scenario {
+    /// The shape of this scenario's world.
+    pub fn topology(&self) -> Topology {
+        let w = &self.workload;
+        if w.sentinel.is_some() || w.servers.iter().any(|s| s.replica_of.is_some()) {
+            Topology::Replicated
+        } else if w.servers.len() > 1 {
+            Topology::Masters(w.servers.len())
+        } else {
+            Topology::SingleMaster
+        }
+    }
+
+    /// Whether a design that locks on `masters` independent masters runs here.
+    pub fn applies_to(&self, masters: usize) -> bool {
+        match self.topology() {
+            Topology::SingleMaster => true,
+            Topology::Replicated => masters <= 1,
+            Topology::Masters(_) => masters > 1,
+        }
+    }
+
+    /// The workload for a design on `masters` independent masters: a single-master
+    /// world becomes `redis-1` … `redis-N`, each configured as the one master was
+    /// (persistence, clock); every other world is the scenario's own.
+    pub fn workload_for(&self, masters: usize) -> Workload {
+        let mut w = self.workload.clone();
+        if masters > 1 && self.topology() == Topology::SingleMaster {
+            let one = w.servers[0].clone();
+            w.servers = (1..=masters)
+                .map(|i| ServerSpec {
+                    name: format!("redis-{i}"),
+                    ..one.clone()
+                })
+                .collect();
+        }
+        w
+    }
+
     /// The scenario's "the fault happened" probe: a description of the witness, or
     /// `None` if this history never saw the fault the scenario is about.
     pub fn probe(&self, history: &sim::history::History) -> Option<String> {

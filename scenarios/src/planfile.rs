@@ -114,6 +114,8 @@ pub fn check_hosts(plan: &FaultPlan, workload: &Workload) -> Result<(), String> 
             | FaultKind::Crash { target, .. }
             | FaultKind::MachineCrash { target, .. }
             | FaultKind::Delay { target, .. }
+            | FaultKind::ClockJump { target, .. }
+            | FaultKind::ClockDrift { target, .. }
             | FaultKind::SlowWork { target, .. } => vec![target],
             FaultKind::Partition { a, b, .. } => a.iter().chain(b).collect(),
             FaultKind::DropPushes { .. } => vec![],

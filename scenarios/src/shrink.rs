@@ -186,6 +186,19 @@ fn knobs(kind: &FaultKind) -> Vec<Knob> {
             vec![k("duration_ms", *duration_ms, 1)]
         }
         FaultKind::SlowWork { extra_ms, .. } => vec![k("extra_ms", *extra_ms, 1)],
+        // A smaller step or a gentler drift, keeping its direction.
+        FaultKind::ClockJump { delta_ms, .. } => vec![k("delta_ms", delta_ms.unsigned_abs(), 1)],
+        FaultKind::ClockDrift {
+            drift_ppm,
+            duration_ms,
+            ..
+        } => {
+            let mut v: Vec<Knob> = duration_ms
+                .map(|d| vec![k("duration_ms", d, 1)])
+                .unwrap_or_default();
+            v.push(k("drift_ppm", drift_ppm.unsigned_abs(), 1));
+            v
+        }
     }
 }
 
@@ -197,6 +210,13 @@ fn set_knob(kind: &mut FaultKind, name: &str, v: u64) {
         | (FaultKind::Partition { duration_ms, .. }, "duration_ms") => *duration_ms = v,
         (FaultKind::Delay { latency_ms, .. }, "latency_ms") => *latency_ms = v,
         (FaultKind::SlowWork { extra_ms, .. }, "extra_ms") => *extra_ms = v,
+        (FaultKind::ClockJump { delta_ms, .. }, "delta_ms") => {
+            *delta_ms = delta_ms.signum() * v.min(i64::MAX as u64) as i64
+        }
+        (FaultKind::ClockDrift { drift_ppm, .. }, "drift_ppm") => {
+            *drift_ppm = drift_ppm.signum() * v.min(i64::MAX as u64) as i64
+        }
+        (FaultKind::ClockDrift { duration_ms, .. }, "duration_ms") => *duration_ms = Some(v),
         (
             FaultKind::Crash {
                 restart_after_ms, ..
@@ -388,7 +408,7 @@ pub fn shrink(
         ));
     }
     let original = Candidate {
-        workload: scenario.workload.clone(),
+        workload: scenario.workload_for(design.masters),
         plan: scenario.plan(seed),
     };
     let first = crate::sweep::run_seed(design, scenario, seed, false)?;

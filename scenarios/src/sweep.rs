@@ -24,6 +24,9 @@ pub struct DesignSpec {
     pub name: String,
     /// Builds it.
     pub factory: DesignFactory,
+    /// Independent masters it locks on (1 unless it is a Redlock): decides the world
+    /// it runs in (see [`Scenario::workload_for`]).
+    pub masters: usize,
 }
 
 impl DesignSpec {
@@ -32,6 +35,10 @@ impl DesignSpec {
         Ok(Self {
             name: name.to_string(),
             factory: sim::world::builtin_factory(name).map_err(|e| e.to_string())?,
+            masters: lock_impl::DESIGNS
+                .iter()
+                .find(|d| d.name == name)
+                .map_or(1, |d| d.masters),
         })
     }
 }
@@ -87,7 +94,7 @@ pub fn config(design: &DesignSpec, scenario: &Scenario, seed: u64) -> RunConfig 
         design: design.name.clone(),
         factory: design.factory.clone(),
         scenario: scenario.name.to_string(),
-        workload: scenario.workload.clone(),
+        workload: scenario.workload_for(design.masters),
         client_clocks: Vec::new(),
         redis_clock: Default::default(),
         plan: scenario.plan(seed),

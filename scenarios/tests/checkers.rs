@@ -74,6 +74,7 @@ impl B {
                 owner: owner.map(Into::into),
                 value: None,
                 token: None,
+                valid_until_us: None,
                 detail: None,
             }),
         );

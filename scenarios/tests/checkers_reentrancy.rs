@@ -78,6 +78,7 @@ impl B {
                 owner: owner.map(Into::into),
                 value,
                 token: None,
+                valid_until_us: None,
                 detail: detail.map(Into::into),
             }),
         )

@@ -1,11 +1,18 @@
-//! Per-host clocks: true simulated time plus an offset and a drift.
+//! Per-host clocks: true simulated time seen through an offset, a rate and steps.
 //!
 //! turmoil has one clock for the whole simulation; real machines disagree. Each
-//! simulated host reads `true + offset + drift × true`: the Redis model expires keys by
-//! its host's reading (as Redis does by its wall clock), and a lock client measures its
-//! lease by its own. Clock jumps come with a later issue; the shape leaves room for
-//! them (a jump is a change of offset at a time).
+//! simulated host has a [`HostClock`], a schedule over true time: it starts from a
+//! [`ClockSpec`] (offset and drift), and the nemesis can later *step* its wall clock
+//! (an NTP step, an operator's `date -s`) or change its *rate* (an oscillator that
+//! runs fast or slow). Two readings come out of it:
+//!
+//! - the **wall clock** (unix time), which the Redis model expires keys by, as Redis
+//!   does by its own wall clock: a forward step expires keys early in true time;
+//! - the **monotonic clock** (elapsed time since the run's start), which a lock client
+//!   measures leases and sleeps with: rate changes apply to it (a fast oscillator is
+//!   real), steps never do (`CLOCK_MONOTONIC` does not jump).
 
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
@@ -62,27 +69,157 @@ impl crate::redis::server::ServerClock for ClockSpec {
     }
 }
 
-/// A client host's clock as `lock_impl` sees it: monotonic, drifting with its host.
-#[derive(Debug, Clone, Copy)]
+/// One linear piece of a clock's schedule: from true time `since_us` on, the
+/// monotonic clock advances at `1 + drift_ppm / 10⁶` from `local_us`, and the wall
+/// clock reads `EPOCH + monotonic + step_us`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Piece {
+    since_us: i128,
+    local_us: i128,
+    drift_ppm: i64,
+    step_us: i64,
+}
+
+impl Piece {
+    fn local_at(&self, true_us: i128) -> i128 {
+        let dt = (true_us - self.since_us).max(0);
+        self.local_us + dt + dt * i128::from(self.drift_ppm) / 1_000_000
+    }
+}
+
+/// A host's clock as a schedule over true time (see the module doc). Cheap to clone:
+/// clones share the schedule, so the nemesis changes the clock the host reads.
+#[derive(Debug, Clone)]
+pub struct HostClock {
+    piece: Arc<Mutex<Piece>>,
+}
+
+impl HostClock {
+    /// A clock that starts as `spec` says at true time zero.
+    pub fn new(spec: ClockSpec) -> Self {
+        Self {
+            piece: Arc::new(Mutex::new(Piece {
+                since_us: 0,
+                local_us: 0,
+                drift_ppm: spec.drift_ppm,
+                step_us: spec.offset_ms * 1000,
+            })),
+        }
+    }
+
+    fn piece(&self) -> Piece {
+        *self.piece.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// The monotonic clock (elapsed since the run's start) at true time `t`, on the
+    /// schedule as it stands (a later rate change is not foreseen).
+    pub fn local_elapsed(&self, t: Duration) -> Duration {
+        Duration::from_micros(self.piece().local_at(t.as_micros() as i128).max(0) as u64)
+    }
+
+    /// The wall clock in unix microseconds at true time `t`.
+    pub fn unix_us(&self, t: Duration) -> u64 {
+        let p = self.piece();
+        let wall =
+            i128::from(EPOCH_UNIX_US) + p.local_at(t.as_micros() as i128) + i128::from(p.step_us);
+        wall.max(0) as u64
+    }
+
+    /// How far the wall clock is from true time at `t` (positive: ahead), in µs.
+    pub fn wall_offset_us(&self, t: Duration) -> i64 {
+        self.unix_us(t) as i64 - EPOCH_UNIX_US as i64 - t.as_micros() as i64
+    }
+
+    /// The current rate error, in parts per million.
+    pub fn drift_ppm(&self) -> i64 {
+        self.piece().drift_ppm
+    }
+
+    /// Steps the wall clock by `delta_ms` (the monotonic clock does not move).
+    pub fn step(&self, delta_ms: i64) {
+        let mut p = self.piece.lock().unwrap_or_else(|e| e.into_inner());
+        p.step_us += delta_ms * 1000;
+    }
+
+    /// From true time `now` on, the clock runs at `drift_ppm`.
+    pub fn set_drift(&self, now: Duration, drift_ppm: i64) {
+        let mut p = self.piece.lock().unwrap_or_else(|e| e.into_inner());
+        let t = now.as_micros() as i128;
+        *p = Piece {
+            since_us: t,
+            local_us: p.local_at(t),
+            drift_ppm,
+            step_us: p.step_us,
+        };
+    }
+
+    /// True time that passes while this clock's monotonic reading advances by `local`
+    /// at the current rate (rounded up, so a sleep never ends early on the host's own
+    /// clock).
+    pub fn true_duration(&self, local: Duration) -> Duration {
+        ClockSpec {
+            offset_ms: 0,
+            drift_ppm: self.drift_ppm(),
+        }
+        .true_duration(local)
+    }
+
+    /// The true time at which the monotonic clock reads `local`, if the current rate
+    /// holds from `now` on (what a client's belief "valid until" means in true time).
+    pub fn true_time_of(&self, now: Duration, local: Duration) -> Duration {
+        let here = self.local_elapsed(now);
+        match local.checked_sub(here) {
+            Some(ahead) => now.saturating_add(self.true_duration(ahead)),
+            None => {
+                // Already past: count back at the current rate.
+                let behind = here - local;
+                now.saturating_sub(self.true_duration(behind))
+            }
+        }
+    }
+}
+
+/// The Redis host's wall clock, as the engine reads it for expiry and `TIME`.
+impl crate::redis::server::ServerClock for HostClock {
+    fn now_us(&self) -> u64 {
+        self.unix_us(true_now())
+    }
+}
+
+/// A client host's clock as `lock_impl` sees it: monotonic, following its host's rate
+/// (steps of the host's wall clock do not reach it).
+#[derive(Debug, Clone)]
 pub struct SimClock {
-    spec: ClockSpec,
+    clock: HostClock,
 }
 
 impl SimClock {
-    /// The clock of a host with `spec`.
-    pub fn new(spec: ClockSpec) -> Self {
-        Self { spec }
+    /// The monotonic side of `clock`.
+    pub fn new(clock: HostClock) -> Self {
+        Self { clock }
     }
 }
 
 impl lock_impl::Clock for SimClock {
     fn now(&self) -> Duration {
-        self.spec.local_elapsed(true_now())
+        self.clock.local_elapsed(true_now())
     }
 
     fn sleep(&self, duration: Duration) -> lock_impl::Sleep {
-        // tokio's timer is turmoil's simulated time, which is true time.
-        Box::pin(tokio::time::sleep(self.spec.true_duration(duration)))
+        // tokio's timer is turmoil's simulated time, which is true time. A rate change
+        // during the sleep is honoured: sleep again for whatever the host's own clock
+        // still has to go.
+        let clock = self.clock.clone();
+        Box::pin(async move {
+            let until = clock.local_elapsed(true_now()) + duration;
+            loop {
+                let now = clock.local_elapsed(true_now());
+                let Some(left) = until.checked_sub(now).filter(|d| !d.is_zero()) else {
+                    return;
+                };
+                tokio::time::sleep(clock.true_duration(left)).await;
+            }
+        })
     }
 }
 
@@ -104,6 +241,21 @@ mod tests {
             fast.true_duration(Duration::from_millis(1100)),
             Duration::from_millis(1000)
         );
+    }
+
+    #[test]
+    fn a_step_moves_the_wall_clock_only_and_a_rate_change_bends_both() {
+        let clock = HostClock::new(ClockSpec::default());
+        let t = |s: u64| Duration::from_secs(s);
+        clock.step(10_000);
+        assert_eq!(clock.local_elapsed(t(3)), t(3));
+        assert_eq!(clock.unix_us(t(3)), EPOCH_UNIX_US + 13_000_000);
+        assert_eq!(clock.wall_offset_us(t(3)), 10_000_000);
+        clock.set_drift(t(4), 500_000);
+        assert_eq!(clock.local_elapsed(t(6)), t(7));
+        assert_eq!(clock.unix_us(t(6)), EPOCH_UNIX_US + 17_000_000);
+        assert_eq!(clock.true_time_of(t(6), t(10)), t(8));
+        assert_eq!(clock.true_time_of(t(6), t(4)), t(4));
     }
 
     #[test]

@@ -139,6 +139,30 @@ pub enum FaultKind {
         /// How long until it heals.
         duration_ms: u64,
     },
+    /// The target's wall clock steps by `delta_ms` (forward if positive), as an NTP
+    /// step or an operator's `date -s` does. A Redis server expires keys by its wall
+    /// clock, so a forward step past a lock's expiry frees the lock at once in true
+    /// time. A client's monotonic clock, which leases are measured by, does not move.
+    ClockJump {
+        /// Whose clock.
+        target: Target,
+        /// The step, in milliseconds.
+        delta_ms: i64,
+    },
+    /// The target's clock runs at `drift_ppm` (parts per million; positive: fast) for
+    /// `duration_ms`, or for the rest of the run if `None`, then at its former rate. A
+    /// rate change applies to the wall and the monotonic clock alike: a client with a
+    /// fast clock believes its lease runs out early, a server with a fast clock
+    /// expires keys early.
+    ClockDrift {
+        /// Whose clock.
+        target: Target,
+        /// The rate error while the fault lasts.
+        drift_ppm: i64,
+        /// How long; `None`: to the end of the run.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        duration_ms: Option<u64>,
+    },
     /// The client's next critical section runs `extra_ms` longer than planned.
     SlowWork {
         /// Who.

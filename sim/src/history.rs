@@ -99,6 +99,17 @@ pub enum EventKind {
         /// The rest of the line.
         detail: String,
     },
+    /// A host's clock started imperfect (at time zero), or the nemesis stepped it or
+    /// changed its rate. The event's `host` is the clock's host.
+    Clock {
+        /// How far its wall clock is from true time now (positive: ahead), in µs.
+        wall_offset_us: i64,
+        /// Its rate error from now on, in parts per million (positive: fast).
+        drift_ppm: i64,
+        /// The step just applied to its wall clock, in ms (0 for a rate change).
+        #[serde(default)]
+        step_ms: i64,
+    },
     /// A client's connection dialled a Redis server (at start-up, and again after a
     /// connection broke): reconnection is visible in the history.
     Connect {
@@ -130,6 +141,12 @@ pub struct Op {
     pub value: Option<i64>,
     /// The fencing token, where there is one.
     pub token: Option<u64>,
+    /// On an acquire's `ok`: the true time, in µs since the run's start, until which
+    /// the client believes the lock is its own (the guard's validity, read on the
+    /// client's own clock and converted to true time at the ok); `None` for a lock
+    /// that never expires.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub valid_until_us: Option<u64>,
     /// Extra text: a release's outcome (`removed`, `not-found`, ...), an error.
     pub detail: Option<String>,
 }

@@ -126,6 +126,7 @@ fn blank(op: u64, f: OpF, phase: Phase) -> Op {
         owner: None,
         value: None,
         token: None,
+        valid_until_us: None,
         detail: None,
     }
 }

@@ -1,6 +1,8 @@
 //! The built-in designs, one module each, and the commands they share.
 
 mod fenced;
+mod redisson_redlock;
+mod redlock;
 mod reentrant_watchdog;
 mod set_nx_px_check_del;
 mod set_nx_px_del;
@@ -10,6 +12,8 @@ mod setnx_expire;
 mod wait_synced;
 
 pub use fenced::{FENCED_ACQUIRE, Fenced};
+pub use redisson_redlock::RedissonRedlock;
+pub use redlock::Redlock;
 pub use reentrant_watchdog::{REDISSON_LOCK, REDISSON_RENEW, REDISSON_UNLOCK, ReentrantWatchdog};
 pub use set_nx_px_check_del::SetNxPxCheckDel;
 pub use set_nx_px_del::SetNxPxDel;
@@ -108,7 +112,7 @@ pub(crate) async fn setnx(
 /// The compare-and-delete script of seeds 001 (idea 4) and 003, verbatim.
 pub const COMPARE_AND_DELETE: &str = include_str!("../../scripts/compare_and_delete.lua");
 
-static COMPARE_AND_DELETE_SCRIPT: std::sync::LazyLock<redis::Script> =
+pub(crate) static COMPARE_AND_DELETE_SCRIPT: std::sync::LazyLock<redis::Script> =
     std::sync::LazyLock::new(|| redis::Script::new(COMPARE_AND_DELETE));
 
 /// Release by the Lua compare-and-delete (`EVALSHA`, `SCRIPT LOAD` on `NOSCRIPT`): the

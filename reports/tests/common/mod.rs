@@ -17,6 +17,7 @@ pub fn op(at_us: u64, host: &str, op: u64, f: OpF, phase: Phase, owner: Option<&
             owner: owner.map(Into::into),
             value: None,
             token: None,
+            valid_until_us: None,
             detail: None,
         }),
     }

@@ -21,7 +21,10 @@
 //! into a [`Safety`] class: `unsafe` if an effect checker is invalid, `fenced` if
 //! only belief overlapped, `unknown` if a safety checker could not judge, else `safe`.
 //! `liveness` and `waiter-liveness` are liveness properties and never change the
-//! class.
+//! class. `validity` and `overrun` (see [`validity`]) tell *why* believed holds
+//! overlapped: the lock broke its promise (two clients within their believed
+//! validity), or a client went on past its validity; they never change the class
+//! either.
 //!
 //! Layout: [`model`] derives views shared by several checkers (operation pairs,
 //! believed-hold intervals, the server's record of who held the key); one module per
@@ -37,6 +40,7 @@ pub mod probes;
 mod reentrancy;
 mod server_probes;
 mod token_order;
+pub mod validity;
 mod waiter_liveness;
 
 use std::panic::{AssertUnwindSafe, catch_unwind};
@@ -55,6 +59,7 @@ pub use server_probes::{
     server_pause_outlasted_the_lease, server_restart_lost_the_lock, split_brain,
 };
 pub use token_order::TokenOrder;
+pub use validity::{Overrun, Validity};
 pub use waiter_liveness::WaiterLiveness;
 
 /// A checker's answer.
@@ -134,6 +139,8 @@ pub fn all() -> Vec<Box<dyn Checker>> {
         Box::new(Reentrancy),
         Box::new(WaiterLiveness),
         Box::new(TokenOrder),
+        Box::new(Validity),
+        Box::new(Overrun),
     ]
 }
 

@@ -10,7 +10,7 @@ use lock_impl::{Acquire, AcquireOptions, Deps, LockDesign, Release, SeededEntrop
 use rand::{RngExt, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
-use crate::clock::{ClockSpec, SimClock, true_now};
+use crate::clock::{HostClock, SimClock, true_now};
 use crate::history::{EventKind, OpF, Phase};
 use crate::net::{NetFaults, until_reachable};
 use crate::pause::PauseGate;
@@ -200,7 +200,7 @@ pub(crate) struct Client {
     pub index: u64,
     pub seed: u64,
     pub workload: Workload,
-    pub clock: ClockSpec,
+    pub clock: HostClock,
     pub factory: DesignFactory,
     pub recorder: Recorder,
     pub gate: PauseGate,
@@ -214,7 +214,7 @@ impl Client {
         let w = &self.workload;
         let incarnation = u64::from(self.incarnation.fetch_add(1, Ordering::Relaxed));
         let stream_id = (self.index << 16) | incarnation;
-        let clock: Arc<dyn lock_impl::Clock> = Arc::new(SimClock::new(self.clock));
+        let clock: Arc<dyn lock_impl::Clock> = Arc::new(SimClock::new(self.clock.clone()));
         let dialer = Arc::new(TurmoilDialer {
             client: self.name.clone(),
             gate: self.gate.clone(),
@@ -281,8 +281,7 @@ impl Client {
         let options = AcquireOptions::new(w.lease_ms as i64, w.wait_ms as i64)
             .expect("lease validated by run()");
         let deadline = Duration::from_millis(w.duration_ms);
-        let sleep =
-            |ms: u64| tokio::time::sleep(self.clock.true_duration(Duration::from_millis(ms)));
+        let sleep = |ms: u64| clock_sleep(&self.clock, Duration::from_millis(ms));
 
         while true_now() < deadline {
             // The outer acquisition, then `reentrant_depth - 1` nested ones by the same
@@ -295,7 +294,7 @@ impl Client {
                 }
             }
             if let Some(outer) = guards.first() {
-                self.critical_section(&mut storage, outer.token).await;
+                self.critical_section(&mut storage, outer).await;
             }
             while let Some(guard) = guards.pop() {
                 self.release(design.as_ref(), &guard, guards.len() as i64 + 1)
@@ -333,6 +332,9 @@ impl Client {
                 o.owner = Some(g.owner.clone());
                 o.token = g.token;
                 o.value = Some(i64::from(depth));
+                o.valid_until_us = g
+                    .valid_until
+                    .map(|local| self.clock.true_time_of(true_now(), local).as_micros() as u64);
             }
         });
         guard
@@ -368,7 +370,11 @@ impl Client {
     }
 
     /// Read the stock, work, write stock − 1: the read-modify-write the lock protects.
-    async fn critical_section(&self, storage: &mut StorageClient, token: Option<u64>) {
+    /// With `check_validity_ms`, the write is abandoned (recorded as a failed write)
+    /// unless the guard has at least that much validity left, as careful code checks
+    /// `Guard::remaining` before acting.
+    async fn critical_section(&self, storage: &mut StorageClient, guard: &lock_impl::Guard) {
+        let token = guard.token;
         let rec = &self.recorder;
         let host = self.name.as_str();
         let op = rec.invoke(host, OpF::Read, |o| o.token = token);
@@ -392,11 +398,24 @@ impl Client {
         };
         let extra = self.slow_ms.swap(0, Ordering::Relaxed);
         let work = Duration::from_millis(self.workload.work_ms + extra);
-        tokio::time::sleep(self.clock.true_duration(work)).await;
+        clock_sleep(&self.clock, work).await;
         let op = rec.invoke(host, OpF::Write, |o| {
             o.value = Some(read - 1);
             o.token = token;
         });
+        if let Some(margin) = self.workload.check_validity_ms {
+            let now = lock_impl::Clock::now(&SimClock::new(self.clock.clone()));
+            let left = guard.remaining(now);
+            if left.is_some_and(|l| l < Duration::from_millis(margin)) {
+                let left_ms = left.unwrap_or_default().as_millis();
+                rec.complete(host, op, OpF::Write, Phase::Fail, |o| {
+                    o.detail = Some(format!(
+                        "abandoned: {left_ms} ms of validity left, {margin} ms required"
+                    ))
+                });
+                return;
+            }
+        }
         match storage.write(read, read - 1, token).await {
             Ok(true) => rec.complete(host, op, OpF::Write, Phase::Ok, |o| {
                 o.value = Some(read - 1)
@@ -409,4 +428,9 @@ impl Client {
             }),
         }
     }
+}
+
+/// Sleeps `local` on the host's own clock (rate changes during the sleep included).
+fn clock_sleep(clock: &HostClock, local: Duration) -> lock_impl::Sleep {
+    lock_impl::Clock::sleep(&SimClock::new(clock.clone()), local)
 }

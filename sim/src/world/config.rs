@@ -174,6 +174,11 @@ pub struct Workload {
     /// reaches all of them, in this order.
     #[serde(default = "default_servers")]
     pub servers: Vec<ServerSpec>,
+    /// Before writing, a client checks `Guard::remaining` and abandons the write
+    /// (recorded as a failed write) unless at least this much validity is left, as
+    /// careful code does; `None`: clients write whatever their validity.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub check_validity_ms: Option<u64>,
     /// Sentinels (none by default). With them, a client's `Deps.conn` reaches whichever
     /// server the Sentinels name as master, checked with `ROLE`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -199,6 +204,7 @@ impl Default for Workload {
             latency_ms_min: 1,
             latency_ms_max: 2,
             servers: default_servers(),
+            check_validity_ms: None,
             sentinel: None,
         }
     }

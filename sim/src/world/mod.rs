@@ -29,6 +29,7 @@ pub use config::{
     default_servers, sub_seed,
 };
 
+use crate::clock::{ClockSpec, HostClock};
 use crate::history::{EventKind, History, RunParams};
 use crate::net::NetFaults;
 use crate::pause::PauseGate;
@@ -56,11 +57,31 @@ pub fn run(cfg: &RunConfig) -> Result<History, RunError> {
         .build();
     let recorder = Recorder::new();
     let net = NetFaults::new();
+    // Every host's clock, for the nemesis to step or bend; an imperfect one is
+    // recorded at time zero, so the history says which clocks were off.
+    let mut clocks: BTreeMap<String, HostClock> = BTreeMap::new();
+    let mut clock_of = |host: &str, spec: ClockSpec| {
+        let clock = HostClock::new(spec);
+        if spec != ClockSpec::default() {
+            recorder.record_at(
+                0,
+                host,
+                EventKind::Clock {
+                    wall_offset_us: spec.offset_ms * 1000,
+                    drift_ppm: spec.drift_ppm,
+                    step_ms: 0,
+                },
+            );
+        }
+        clocks.insert(host.to_string(), clock.clone());
+        clock
+    };
 
     let mut servers = Vec::new();
     for spec in &w.servers {
         let ctl = ServerCtl::new(spec);
-        ctl.add_host(&mut sim, spec.clock.unwrap_or(cfg.redis_clock), &net);
+        let clock = clock_of(&spec.name, spec.clock.unwrap_or(cfg.redis_clock));
+        ctl.add_host(&mut sim, clock, &net);
         servers.push(ctl);
     }
     let mut sentinel_hosts = Vec::new();
@@ -76,7 +97,8 @@ pub fn run(cfg: &RunConfig) -> Result<History, RunError> {
             .collect();
         for i in 1..=names.len() {
             let ctl = SentinelCtl::new(spec, &names, i, master, &replicas, cfg.seed);
-            ctl.add_host(&mut sim, cfg.redis_clock, &net);
+            let clock = clock_of(&names[i - 1], cfg.redis_clock);
+            ctl.add_host(&mut sim, clock, &net);
             sentinel_hosts.push(ctl);
         }
     }
@@ -95,11 +117,13 @@ pub fn run(cfg: &RunConfig) -> Result<History, RunError> {
             gate: PauseGate::new(),
             slow_ms: Arc::new(AtomicU64::new(0)),
         };
-        let clock = cfg
-            .client_clocks
-            .get(i as usize - 1)
-            .copied()
-            .unwrap_or_default();
+        let clock = clock_of(
+            &name,
+            cfg.client_clocks
+                .get(i as usize - 1)
+                .copied()
+                .unwrap_or_default(),
+        );
         let client = Client {
             name: name.clone(),
             index: u64::from(i),
@@ -130,6 +154,7 @@ pub fn run(cfg: &RunConfig) -> Result<History, RunError> {
         clients,
         servers,
         sentinels: sentinel_hosts,
+        clocks,
         observer: Observer::default(),
         key: w.key.clone(),
         reply_delay: Duration::from_millis(w.latency_ms_max + 1),

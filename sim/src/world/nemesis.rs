@@ -40,6 +40,8 @@ pub(crate) struct WorldCtl {
     /// The Sentinels, if any.
     pub sentinels: Vec<super::sentinels::SentinelCtl>,
     pub observer: Observer,
+    /// Every host's clock, by host name.
+    pub clocks: BTreeMap<String, crate::clock::HostClock>,
     /// The lock key (for the targets that follow the server's record).
     pub key: String,
     /// The longest one-way latency plus a tick: a reply sent that long ago has reached
@@ -188,6 +190,11 @@ enum Pending {
     PushesBack {
         fault: usize,
     },
+    RateBack {
+        fault: usize,
+        host: String,
+        drift_ppm: i64,
+    },
     Heal {
         fault: usize,
         hosts: Vec<String>,
@@ -231,6 +238,8 @@ fn waits_for(kind: &FaultKind) -> Option<(u64, bool)> {
         | FaultKind::Crash { target, .. }
         | FaultKind::MachineCrash { target, .. }
         | FaultKind::Delay { target, .. }
+        | FaultKind::ClockJump { target, .. }
+        | FaultKind::ClockDrift { target, .. }
         | FaultKind::SlowWork { target, .. } => of(target),
         FaultKind::Partition { a, b, .. } => a.iter().chain(b).find_map(of),
         FaultKind::DropPushes { .. } => None,
@@ -252,6 +261,25 @@ fn fault_event(
             fault,
             phase,
             detail,
+        },
+    );
+}
+
+/// Records a clock's state after a change.
+fn clock_event(
+    recorder: &Recorder,
+    now: Duration,
+    host: &str,
+    clock: &crate::clock::HostClock,
+    step_ms: i64,
+) {
+    recorder.record_at(
+        now.as_micros() as u64,
+        host,
+        EventKind::Clock {
+            wall_offset_us: clock.wall_offset_us(now),
+            drift_ppm: clock.drift_ppm(),
+            step_ms,
         },
     );
 }
@@ -369,6 +397,24 @@ impl Nemesis {
                     fault,
                     FaultPhase::End,
                     "the servers deliver pub/sub messages again".into(),
+                );
+            }
+            Pending::RateBack {
+                fault,
+                host,
+                drift_ppm,
+            } => {
+                if let Some(clock) = world.clocks.get(&host) {
+                    clock.set_drift(now, drift_ppm);
+                    clock_event(rec, now, &host, clock, 0);
+                }
+                fault_event(
+                    rec,
+                    now,
+                    &host,
+                    fault,
+                    FaultPhase::End,
+                    format!("{host}'s clock runs at {drift_ppm} ppm again"),
                 );
             }
             Pending::DelayEnd { fault, host } => {
@@ -656,6 +702,62 @@ impl Nemesis {
                         after(*duration_ms),
                         Pending::DelayEnd { fault: index, host },
                     ));
+                }
+            }
+            FaultKind::ClockJump { target, delta_ms } => {
+                for host in self.resolve(target, world) {
+                    let Some(clock) = world.clocks.get(&host) else {
+                        continue;
+                    };
+                    clock.step(*delta_ms);
+                    let direction = if *delta_ms >= 0 { "forward" } else { "back" };
+                    fault_event(
+                        &world.recorder,
+                        now,
+                        &host,
+                        index,
+                        FaultPhase::Start,
+                        format!(
+                            "{host}'s wall clock jumps {direction} by {} ms{moment}",
+                            delta_ms.unsigned_abs()
+                        ),
+                    );
+                    clock_event(&world.recorder, now, &host, clock, *delta_ms);
+                }
+            }
+            FaultKind::ClockDrift {
+                target,
+                drift_ppm,
+                duration_ms,
+            } => {
+                for host in self.resolve(target, world) {
+                    let Some(clock) = world.clocks.get(&host) else {
+                        continue;
+                    };
+                    let before = clock.drift_ppm();
+                    clock.set_drift(now, *drift_ppm);
+                    let how_long = duration_ms
+                        .map(|ms| format!(" for {ms} ms"))
+                        .unwrap_or_default();
+                    fault_event(
+                        &world.recorder,
+                        now,
+                        &host,
+                        index,
+                        FaultPhase::Start,
+                        format!("{host}'s clock runs at {drift_ppm} ppm{how_long}"),
+                    );
+                    clock_event(&world.recorder, now, &host, clock, 0);
+                    if let Some(ms) = duration_ms {
+                        self.pending.push((
+                            after(*ms),
+                            Pending::RateBack {
+                                fault: index,
+                                host,
+                                drift_ppm: before,
+                            },
+                        ));
+                    }
                 }
             }
             FaultKind::SlowWork { target, extra_ms } => {

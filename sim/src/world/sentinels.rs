@@ -7,7 +7,7 @@
 
 use std::sync::{Arc, Mutex, MutexGuard};
 
-use crate::clock::ClockSpec;
+use crate::clock::HostClock;
 use crate::net::NetFaults;
 use crate::pause::PauseGate;
 use crate::redis::server::SharedEngine;
@@ -94,12 +94,13 @@ impl SentinelCtl {
     }
 
     /// Adds the Sentinel's host to `sim`.
-    pub fn add_host(&self, sim: &mut turmoil::Sim<'_>, clock: ClockSpec, net: &NetFaults) {
+    pub fn add_host(&self, sim: &mut turmoil::Sim<'_>, clock: HostClock, net: &NetFaults) {
         let ctl = self.clone();
         let net = net.clone();
         sim.host(self.name.as_str(), move || {
             let ctl = ctl.clone();
             let net = net.clone();
+            let clock = clock.clone();
             async move {
                 let start = {
                     let mut starts = lock(&ctl.starts);

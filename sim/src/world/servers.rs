@@ -9,7 +9,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
-use crate::clock::ClockSpec;
+use crate::clock::HostClock;
 use crate::net::FaultyStream;
 use crate::net::NetFaults;
 use crate::net::until_reachable;
@@ -173,12 +173,13 @@ impl ServerCtl {
     /// Adds the server's host to `sim`: on every (re)start, a fresh engine reading
     /// `clock`, an accept loop and the active-expiry cycle, all under the pause gate,
     /// every accepted connection wrapped by `net`.
-    pub fn add_host(&self, sim: &mut turmoil::Sim<'_>, clock: ClockSpec, net: &NetFaults) {
+    pub fn add_host(&self, sim: &mut turmoil::Sim<'_>, clock: HostClock, net: &NetFaults) {
         let ctl = self.clone();
         let net = net.clone();
         sim.host(self.name.as_str(), move || {
             let ctl = ctl.clone();
             let net = net.clone();
+            let clock = clock.clone();
             async move {
                 let start = {
                     let mut starts = ctl.starts.lock().unwrap_or_else(|e| e.into_inner());

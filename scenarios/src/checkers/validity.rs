@@ -1,0 +1,233 @@
+//! `validity` and `overrun`: the two stories every lock debate mixes up, told apart.
+//!
+//! A lease-based lock does not promise that two clients never *believe* they hold it
+//! at once (`mutual-exclusion` judges that); it promises that two clients are never
+//! both *within their validity* at once: the time each acquisition told its client it
+//! may act, converted to true time with that client's own clock when the acquire
+//! returned (`Op.valid_until_us`).
+//!
+//! - `validity` is Invalid when two clients were within their believed validity at
+//!   the same true time: **the algorithm broke its promise** (a server's clock jumped,
+//!   a node forgot the lock in a restart, a failover lost it). Its evidence names any
+//!   clock step recorded between the two grants, since that is the usual cause.
+//! - `overrun` is Invalid when a client's write reached the storage after its own
+//!   validity had run out while it still believed it held the lock: **the client
+//!   overran** (a GC pause, slow work), which no lock algorithm can prevent; only a
+//!   fencing check at the storage can.
+//!
+//! A lock that never expires (no validity recorded) is valid until its release, as the
+//! client believes. Neither checker changes a run's safety class: the effect checkers
+//! judge harm; these say whose fault it was.
+
+use sim::history::{EventKind, History, StorageEvent};
+
+use super::model::{self, Hold};
+use super::{Checker, Evidence, Verdict, fmt_ms, fmt_s};
+
+/// The validity checker: two clients within their believed validity at once.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Validity;
+
+/// The overrun checker: a write that reached the storage after its writer's validity.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Overrun;
+
+/// A hold with the end of its validity: the earlier of the release (or crash, or end
+/// of run) and the validity the client believed it had.
+struct Valid<'a> {
+    hold: &'a Hold,
+    /// True time until which the client believed the lock was its own (`None`: a lock
+    /// that never expires).
+    until_us: Option<u64>,
+}
+
+impl Valid<'_> {
+    /// The end of the interval in which the client was both holding and valid.
+    fn end_us(&self) -> u64 {
+        self.until_us
+            .map_or(self.hold.end_us, |u| u.min(self.hold.end_us))
+    }
+}
+
+fn with_validity<'a>(h: &History, holds: &'a [Hold]) -> Vec<Valid<'a>> {
+    holds
+        .iter()
+        .map(|hold| Valid {
+            hold,
+            until_us: model::op_at(h, hold.acquire_event).and_then(|op| op.valid_until_us),
+        })
+        .collect()
+}
+
+fn holds_or_unknown(h: &History) -> Result<Vec<Hold>, Verdict> {
+    let holds = model::holds(h).map_err(|reason| Verdict::Unknown { reason })?;
+    if holds.is_empty() {
+        return Err(Verdict::Unknown {
+            reason: "no acquisition succeeded: no validity to judge".into(),
+        });
+    }
+    Ok(holds)
+}
+
+fn until_text(until_us: Option<u64>) -> String {
+    until_us.map_or("never expiring".to_string(), |u| {
+        format!("valid until {}", fmt_s(u))
+    })
+}
+
+impl Checker for Validity {
+    fn name(&self) -> &'static str {
+        "validity"
+    }
+
+    fn check(&self, h: &History) -> Verdict {
+        let holds = match holds_or_unknown(h) {
+            Ok(x) => x,
+            Err(v) => return v,
+        };
+        let valid = with_validity(h, &holds);
+        let mut found: Option<(&Valid, &Valid)> = None;
+        let mut pairs = 0usize;
+        for (i, a) in valid.iter().enumerate() {
+            for b in &valid[i + 1..] {
+                // Ordered by acquire event: `b` started no earlier than `a`.
+                if a.hold.key != b.hold.key || a.hold.host == b.hold.host {
+                    continue;
+                }
+                let (a_end, b_end) = (a.end_us(), b.end_us());
+                if b.hold.start_us < a_end && a.hold.start_us < b_end {
+                    pairs += 1;
+                    if found.is_none() {
+                        found = Some((a, b));
+                    }
+                }
+            }
+        }
+        let Some((a, b)) = found else {
+            return Verdict::Valid;
+        };
+        let (from, to) = (b.hold.start_us, a.end_us().min(b.end_us()));
+        // Clock steps between the first grant and the overlap's start: the usual
+        // reason a promise breaks.
+        let steps: Vec<(usize, String)> = h
+            .events
+            .iter()
+            .enumerate()
+            .filter_map(|(i, e)| match e.kind {
+                EventKind::Clock { step_ms, .. }
+                    if step_ms != 0
+                        && e.at_us >= a.hold.start_us.saturating_sub(h.params.lease_ms * 1000)
+                        && e.at_us <= from =>
+                {
+                    Some((
+                        i,
+                        format!(
+                            "{}'s clock stepped {step_ms:+} ms at {}",
+                            e.host,
+                            fmt_s(e.at_us)
+                        ),
+                    ))
+                }
+                _ => None,
+            })
+            .collect();
+        let because = if steps.is_empty() {
+            String::new()
+        } else {
+            let texts: Vec<&str> = steps.iter().map(|(_, t)| t.as_str()).collect();
+            format!("; meanwhile {}", texts.join(", "))
+        };
+        let more = if pairs > 1 {
+            format!(" ({pairs} such pairs in all)")
+        } else {
+            String::new()
+        };
+        let mut events = vec![a.hold.acquire_event, b.hold.acquire_event];
+        events.extend(steps.iter().map(|(i, _)| *i));
+        events.sort_unstable();
+        events.dedup();
+        Verdict::Invalid(Evidence {
+            summary: format!(
+                "{} ({}, owner={}) and {} ({}, owner={}) were both within their believed \
+                 validity of lock {} from {} to {}: the lock broke its promise{because}{more}",
+                a.hold.host,
+                until_text(a.until_us),
+                a.hold.owner,
+                b.hold.host,
+                until_text(b.until_us),
+                b.hold.owner,
+                a.hold.key,
+                fmt_s(from),
+                fmt_s(to),
+            ),
+            at_us: from,
+            hosts: vec![a.hold.host.clone(), b.hold.host.clone()],
+            owners: vec![a.hold.owner.clone(), b.hold.owner.clone()],
+            first_event: b.hold.acquire_event,
+            events,
+        })
+    }
+}
+
+impl Checker for Overrun {
+    fn name(&self) -> &'static str {
+        "overrun"
+    }
+
+    fn check(&self, h: &History) -> Verdict {
+        let holds = match holds_or_unknown(h) {
+            Ok(x) => x,
+            Err(v) => return v,
+        };
+        let valid = with_validity(h, &holds);
+        let mut found: Option<(usize, u64, &Valid)> = None;
+        let mut count = 0usize;
+        for (i, e) in h.events.iter().enumerate() {
+            let EventKind::Storage(StorageEvent::Write { writer, .. }) = &e.kind else {
+                continue;
+            };
+            // The writer's hold in force when the write arrived.
+            let Some(v) = valid
+                .iter()
+                .filter(|v| v.hold.host == *writer && v.hold.open_at(e.at_us))
+                .last()
+            else {
+                continue;
+            };
+            if let Some(until) = v.until_us
+                && e.at_us > until
+            {
+                count += 1;
+                if found.is_none() {
+                    found = Some((i, e.at_us, v));
+                }
+            }
+        }
+        let Some((i, at, v)) = found else {
+            return Verdict::Valid;
+        };
+        let until = v.until_us.unwrap_or_default();
+        let more = if count > 1 {
+            format!(" ({count} such writes in all)")
+        } else {
+            String::new()
+        };
+        Verdict::Invalid(Evidence {
+            summary: format!(
+                "{}'s write reached the storage at {}, {} after its validity of lock {} ran out \
+                 at {} (owner={}): the client overran its lease{more}",
+                v.hold.host,
+                fmt_s(at),
+                fmt_ms(at - until),
+                v.hold.key,
+                fmt_s(until),
+                v.hold.owner
+            ),
+            at_us: at,
+            hosts: vec![v.hold.host.clone()],
+            owners: vec![v.hold.owner.clone()],
+            first_event: i,
+            events: vec![v.hold.acquire_event, i],
+        })
+    }
+}
