@@ -232,6 +232,24 @@ impl Backend for UrlBackend {
     }
 }
 
+/// A backend over several independent servers (Redlock): `Deps::servers` reaches each
+/// URL, in order; `Deps::conn` the first.
+pub struct MultiUrlBackend {
+    /// The servers.
+    pub urls: Vec<String>,
+}
+
+impl Backend for MultiUrlBackend {
+    fn deps(&self) -> Pin<Box<dyn Future<Output = Deps> + Send + '_>> {
+        Box::pin(async move {
+            let urls: Vec<&str> = self.urls.iter().map(String::as_str).collect();
+            crate::production_deps_multi(&urls, Duration::from_secs(5))
+                .await
+                .expect("connect to the test servers")
+        })
+    }
+}
+
 /// A spawner that drops every task it is given: the background tasks (a watchdog) of a
 /// client that died right after starting them, as in a crash.
 #[derive(Debug, Default, Clone, Copy)]

@@ -3,7 +3,7 @@
 
 use std::sync::Arc;
 
-use lock_impl::testing::{Factory, RealRedis, UrlBackend, run_all};
+use lock_impl::testing::{Factory, MultiUrlBackend, RealRedis, UrlBackend, run_all};
 use lock_impl::{AcquireOptions, LockError, designs};
 
 #[allow(dead_code)]
@@ -36,6 +36,97 @@ async fn conformance(name: &'static str) {
     )
     .await;
     println!("real-redis conformance passed: design={name}");
+}
+
+/// The Redlock designs against five real `redis-server` processes on loopback.
+async fn conformance_on_five(name: &'static str) {
+    let info = lock_impl::DESIGNS
+        .iter()
+        .find(|d| d.name == name)
+        .expect("built-in");
+    assert_eq!(info.masters, lock_impl::REDLOCK_MASTERS);
+    let mut servers = Vec::new();
+    for _ in 0..info.masters {
+        let Some(server) = RealRedis::start() else {
+            return;
+        };
+        servers.push(server);
+    }
+    let backend = MultiUrlBackend {
+        urls: servers.iter().map(RealRedis::url).collect(),
+    };
+    run_all(
+        &backend,
+        &builtin(name),
+        info.expires,
+        info.release_checks_owner,
+    )
+    .await;
+    // The lock really lives on a majority of the five: after an acquisition, at least
+    // three servers hold the key with the guard's owner.
+    let lock = builtin(name)(lock_impl::testing::Backend::deps(&backend).await);
+    let key = lock_impl::testing::fresh_key("majority");
+    let Ok(lock_impl::Acquire::Acquired(guard)) = lock
+        .acquire(&key, AcquireOptions::new(10_000, 0).unwrap())
+        .await
+    else {
+        panic!("design={name}: a free lock on five live masters is granted");
+    };
+    let mut holding = 0;
+    for server in &servers {
+        let mut conn = redis::Client::open(server.url())
+            .unwrap()
+            .get_multiplexed_async_connection()
+            .await
+            .unwrap();
+        let kind: String = redis::cmd("TYPE")
+            .arg(&key)
+            .query_async(&mut conn)
+            .await
+            .unwrap();
+        let held = match kind.as_str() {
+            "string" => {
+                let v: String = redis::cmd("GET")
+                    .arg(&key)
+                    .query_async(&mut conn)
+                    .await
+                    .unwrap();
+                v == guard.owner
+            }
+            "hash" => {
+                let n: i64 = redis::cmd("HEXISTS")
+                    .arg(&key)
+                    .arg(&guard.owner)
+                    .query_async(&mut conn)
+                    .await
+                    .unwrap();
+                n == 1
+            }
+            _ => false,
+        };
+        holding += usize::from(held);
+    }
+    assert!(
+        holding >= 3,
+        "design={name}: only {holding} of 5 masters hold the lock"
+    );
+    lock.release(&guard).await.unwrap();
+    println!("real-redis conformance passed on five masters: design={name}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn redlock_passes_conformance_on_five_real_masters() {
+    conformance_on_five(designs::Redlock::NAME).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn redlock_unsigned_validity_passes_conformance_on_five_real_masters() {
+    conformance_on_five(designs::Redlock::UNSIGNED_NAME).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn redisson_redlock_passes_conformance_on_five_real_masters() {
+    conformance_on_five(designs::RedissonRedlock::NAME).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -64,6 +64,10 @@ fn fault_text(h: &History, e: &Event, fault: usize, phase: FaultPhase, detail: &
         Some(FaultKind::Pause { duration_ms, .. }) => {
             ("pause", format!("pause {host} for {duration_ms} ms"))
         }
+        Some(FaultKind::PauseBeforeWrite { duration_ms, .. }) => (
+            "pause",
+            format!("pause {host} for {duration_ms} ms, just before its write"),
+        ),
         Some(FaultKind::Crash {
             restart_after_ms, ..
         }) => (

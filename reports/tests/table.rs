@@ -41,8 +41,12 @@ fn a_cell_counts_invalid_runs_per_checker_and_remembers_the_first_invalid_seed()
     assert_eq!(c.per_checker["mutual-exclusion"], 2);
     assert_eq!(c.per_checker["ownership"], 2);
     assert_eq!(c.per_checker["lost-update"], 0);
+    // The fixture records no validity, so its locks count as never expiring: the
+    // overlap of beliefs is an overlap of validity too.
+    assert_eq!(c.per_checker["validity"], 2);
+    assert_eq!(c.per_checker["overrun"], 0);
     assert_eq!(c.first_invalid_seed, Some(42));
-    assert_eq!(c.invalid(), 4);
+    assert_eq!(c.invalid(), 6);
 }
 
 #[test]
@@ -63,6 +67,8 @@ fn the_text_table_has_aligned_columns_for_every_checker() {
         "reentrancy",
         "waiter-liveness",
         "token-order",
+        "validity",
+        "overrun",
         "first invalid seed",
         "replay",
     ] {
@@ -75,7 +81,7 @@ fn the_text_table_has_aligned_columns_for_every_checker() {
             .map(|(i, _)| i)
             .collect()
     };
-    assert_eq!(starts(lines[1]).len(), 17);
+    assert_eq!(starts(lines[1]).len(), 19);
     assert!(lines[2].starts_with("naive         pause-holder"), "{text}");
     assert!(
         lines[2].ends_with("42  locksim replay --design naive --scenario pause-holder --seed 42"),

@@ -47,6 +47,52 @@ enum Kind {
     FailoverWait,
     SplitBrain,
     SplitBrainMinReplicas,
+    ClockJump,
+    ClockDrift,
+    AcquirePause,
+    RedlockClockJump,
+    RedlockRestart,
+    RedlockRestartAof,
+    RedlockRestartDelayed,
+    RedlockGcPause,
+}
+
+/// The client the Redlock scenarios single out: it reaches only a bare majority of the
+/// masters (`redis-1` … `redis-3`), as in Kleppmann's example.
+pub const BARE_MAJORITY_CLIENT: &str = "client-1";
+
+/// Five independent masters `redis-1` … `redis-5` (Redlock's N = 5), each with
+/// `persistence`.
+fn masters(base: &Workload, persistence: Persistence) -> Workload {
+    Workload {
+        servers: (1..=lock_impl::REDLOCK_MASTERS)
+            .map(|i| ServerSpec {
+                persistence,
+                ..ServerSpec::named(format!("redis-{i}"))
+            })
+            .collect(),
+        // A one-second lease and wait, as `tryLock(1, 1, SECONDS)`: Redisson's RedLock
+        // spends a fifth of the wait on each node, and client-1 must get through its
+        // two unreachable ones within it.
+        lease_ms: 1_000,
+        wait_ms: 1_000,
+        // Critical sections half a lease long, so the holder is still working when a
+        // node of its majority forgets or expires the lock.
+        work_ms: 500,
+        // Two clients, as in Kleppmann's example: client-1 gets its turn at the lock
+        // often, and client-2 is the one that gathers a majority behind its back.
+        clients: 2,
+        // Up to a lease of thought between attempts, so the lock is sometimes free when
+        // a waiter polls (Redisson's RedLock here polls a held node after its TTL
+        // rather than hearing the unlock message).
+        think_ms_max: 1_000,
+        // Reply and dial timeouts a real service would use: a node cut off from a client
+        // costs it that long per command (Redisson waits for the reply; the spec's
+        // Redlock gives up after its own per-instance timeout first).
+        response_timeout_ms: 100,
+        connect_timeout_ms: 100,
+        ..base.clone()
+    }
 }
 
 /// A master `redis`, its replicas `redis-2` …, and three Sentinels (quorum 2) that
@@ -296,6 +342,86 @@ pub fn catalog() -> Vec<Scenario> {
             fixed_plan: None,
             kind: Kind::SplitBrainMinReplicas,
         },
+        Scenario {
+            name: "clock-jump",
+            description: "the wall clock of the Redis server holding the lock jumps forward by 2-4 leases while the lock is held",
+            fault_about: "a server's clock jumped forward past the lease while it held the lock, and the key expired early",
+            workload: Workload {
+                work_ms: base.lease_ms / 2,
+                ..base.clone()
+            },
+            fixed_plan: None,
+            kind: Kind::ClockJump,
+        },
+        Scenario {
+            name: "clock-drift",
+            description: "every Redis server's clock runs fast by 0-10 % (seed-chosen) for the whole run; critical sections last a whole lease",
+            fault_about: "a server's clock ran fast while it granted the lock",
+            // Holders work up to the end of their validity, where a server's fast clock
+            // has already expired the key.
+            workload: Workload {
+                work_ms: base.lease_ms,
+                ..base.clone()
+            },
+            fixed_plan: None,
+            kind: Kind::ClockDrift,
+        },
+        Scenario {
+            name: "acquire-pause",
+            description: "a client stops the world for 2-4 leases in the middle of an acquisition a server has already granted",
+            fault_about: "a pause longer than the lease fell inside an acquisition that completed after it",
+            workload: base.clone(),
+            fixed_plan: None,
+            kind: Kind::AcquirePause,
+        },
+        Scenario {
+            name: "redlock-clock-jump",
+            description: "five masters; client-1 reaches only redis-1..3; while it holds the lock, a node of its majority jumps forward 2-4 leases (Kleppmann's clock jump)",
+            fault_about: "a node of the holder's majority jumped forward past the lease and expired the key early",
+            workload: masters(&base, Persistence::None),
+            fixed_plan: None,
+            kind: Kind::RedlockClockJump,
+        },
+        Scenario {
+            name: "redlock-restart",
+            description: "five masters; client-1 reaches only redis-1..3; while it holds the lock, a node of its majority crashes and restarts at once without persistence",
+            fault_about: "a node of the holder's majority restarted without the lock",
+            workload: masters(&base, Persistence::None),
+            fixed_plan: None,
+            kind: Kind::RedlockRestart,
+        },
+        Scenario {
+            name: "redlock-restart-aof",
+            description: "redlock-restart with appendonly yes, appendfsync always: the node's machine crashes and it restarts at once",
+            fault_about: "a node of the holder's majority crashed holding the lock and restarted",
+            workload: masters(
+                &base,
+                Persistence::Aof {
+                    fsync: Fsync::Always,
+                },
+            ),
+            fixed_plan: None,
+            kind: Kind::RedlockRestartAof,
+        },
+        Scenario {
+            name: "redlock-restart-delayed",
+            description: "redlock-restart, but the node stays down at least a lease before restarting (antirez's delayed restart)",
+            fault_about: "a node of the holder's majority crashed holding the lock and stayed down at least a lease",
+            workload: masters(&base, Persistence::None),
+            fixed_plan: None,
+            kind: Kind::RedlockRestartDelayed,
+        },
+        Scenario {
+            name: "redlock-gc-pause",
+            description: "five masters; clients check their validity before writing, and the holder stops the world for 2-4 leases right after the check",
+            fault_about: "a pause began during a hold and outlasted the lease",
+            workload: Workload {
+                check_validity_ms: Some(1),
+                ..masters(&base, Persistence::None)
+            },
+            fixed_plan: None,
+            kind: Kind::RedlockGcPause,
+        },
     ]
 }
 
@@ -358,7 +484,7 @@ impl Scenario {
     /// The scenario's "the fault happened" probe: a description of the witness, or
     /// `None` if this history never saw the fault the scenario is about.
     pub fn probe(&self, history: &sim::history::History) -> Option<String> {
-        use crate::checkers::probes;
+        use crate::checkers::{clock_probes, probes};
         match self.kind {
             Kind::NoFaults => probes::contended(history),
             Kind::ClientCrash => probes::crash_while_holding(history),
@@ -381,6 +507,17 @@ impl Scenario {
                 crate::checkers::split_brain(history).and_then(|(d, w)| (w > 0).then_some(d))
             }
             Kind::SplitBrainMinReplicas => crate::checkers::split_brain(history).map(|(d, _)| d),
+            Kind::ClockJump | Kind::RedlockClockJump => {
+                clock_probes::clock_jump_freed_the_lock(history)
+            }
+            Kind::ClockDrift => clock_probes::server_clock_ran_fast(history),
+            Kind::AcquirePause => clock_probes::pause_during_acquire(history),
+            Kind::RedlockRestart => crate::checkers::server_restart_lost_the_lock(history),
+            Kind::RedlockRestartAof => crate::checkers::server_crashed_holding_the_lock(history, 0),
+            Kind::RedlockRestartDelayed => {
+                crate::checkers::server_crashed_holding_the_lock(history, self.workload.lease_ms)
+            }
+            Kind::RedlockGcPause => probes::pause_outlasted_a_hold(history),
         }
     }
 
@@ -568,6 +705,98 @@ impl Scenario {
                         duration_ms: rng.random_range(5_000..=6_000),
                     },
                 });
+            }
+            Kind::ClockJump => {
+                for _ in 0..3 {
+                    faults.push(Fault {
+                        at_ms: rng.random_range(window.clone()),
+                        kind: FaultKind::ClockJump {
+                            target: Target::LockServer,
+                            delta_ms: rng.random_range(lease * 2..=lease * 4) as i64,
+                        },
+                    });
+                }
+            }
+            Kind::ClockDrift => {
+                faults.push(Fault {
+                    at_ms: 0,
+                    kind: FaultKind::ClockDrift {
+                        target: Target::AllServers,
+                        drift_ppm: rng.random_range(0..=100_000),
+                        duration_ms: None,
+                    },
+                });
+            }
+            Kind::AcquirePause => {
+                for _ in 0..4 {
+                    faults.push(Fault {
+                        at_ms: rng.random_range(window.clone()),
+                        kind: FaultKind::Pause {
+                            target: Target::MidAcquire {
+                                within_ms: lease * 4,
+                            },
+                            duration_ms: rng.random_range(lease * 2..=lease * 4),
+                        },
+                    });
+                }
+            }
+            Kind::RedlockClockJump
+            | Kind::RedlockRestart
+            | Kind::RedlockRestartAof
+            | Kind::RedlockRestartDelayed => {
+                // client-1 never reaches redis-4 and redis-5: when it holds the lock, it
+                // holds exactly redis-1..3, a bare majority.
+                faults.push(Fault {
+                    at_ms: 0,
+                    kind: FaultKind::Partition {
+                        a: vec![Target::Host(BARE_MAJORITY_CLIENT.into())],
+                        b: vec![
+                            Target::Host("redis-4".into()),
+                            Target::Host("redis-5".into()),
+                        ],
+                        one_way: false,
+                        duration_ms: w.duration_ms + w.drain_ms,
+                    },
+                });
+                let target = Target::LockServerOf {
+                    client: BARE_MAJORITY_CLIENT.into(),
+                    within_ms: w.duration_ms,
+                };
+                // Early, so client-1 has the whole run to take the lock.
+                let at_ms = rng.random_range(300..=1_000);
+                let restart = |ms| Some(ms);
+                faults.push(Fault {
+                    at_ms,
+                    kind: match self.kind {
+                        Kind::RedlockClockJump => FaultKind::ClockJump {
+                            target,
+                            delta_ms: rng.random_range(lease * 2..=lease * 4) as i64,
+                        },
+                        Kind::RedlockRestart => FaultKind::Crash {
+                            target,
+                            restart_after_ms: restart(rng.random_range(1..=lease / 4)),
+                        },
+                        Kind::RedlockRestartAof => FaultKind::MachineCrash {
+                            target,
+                            restart_after_ms: restart(rng.random_range(1..=lease / 4)),
+                        },
+                        _ => FaultKind::Crash {
+                            target,
+                            restart_after_ms: restart(rng.random_range(lease..=lease * 2)),
+                        },
+                    },
+                });
+            }
+            Kind::RedlockGcPause => {
+                for _ in 0..4 {
+                    faults.push(Fault {
+                        at_ms: rng.random_range(window.clone()),
+                        kind: FaultKind::PauseBeforeWrite {
+                            target: Target::Holder,
+                            duration_ms: rng.random_range(lease * 2..=lease * 4),
+                        },
+                    });
+                }
             }
             Kind::NetworkDelay => {
                 for _ in 0..4 {

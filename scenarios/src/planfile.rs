@@ -116,12 +116,17 @@ pub fn check_hosts(plan: &FaultPlan, workload: &Workload) -> Result<(), String> 
             | FaultKind::Delay { target, .. }
             | FaultKind::ClockJump { target, .. }
             | FaultKind::ClockDrift { target, .. }
+            | FaultKind::PauseBeforeWrite { target, .. }
             | FaultKind::SlowWork { target, .. } => vec![target],
             FaultKind::Partition { a, b, .. } => a.iter().chain(b).collect(),
             FaultKind::DropPushes { .. } => vec![],
         };
         for t in targets {
-            if let Target::Host(h) = t
+            let named = match t {
+                Target::Host(h) | Target::LockServerOf { client: h, .. } => Some(h),
+                _ => None,
+            };
+            if let Some(h) = named
                 && !known(h)
             {
                 return Err(format!(

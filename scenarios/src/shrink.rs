@@ -165,7 +165,9 @@ struct Knob {
 fn knobs(kind: &FaultKind) -> Vec<Knob> {
     let k = |name, value, min| Knob { name, value, min };
     match kind {
-        FaultKind::Pause { duration_ms, .. } => vec![k("duration_ms", *duration_ms, 1)],
+        FaultKind::Pause { duration_ms, .. } | FaultKind::PauseBeforeWrite { duration_ms, .. } => {
+            vec![k("duration_ms", *duration_ms, 1)]
+        }
         FaultKind::Crash {
             restart_after_ms, ..
         }
@@ -205,6 +207,7 @@ fn knobs(kind: &FaultKind) -> Vec<Knob> {
 fn set_knob(kind: &mut FaultKind, name: &str, v: u64) {
     match (kind, name) {
         (FaultKind::Pause { duration_ms, .. }, "duration_ms")
+        | (FaultKind::PauseBeforeWrite { duration_ms, .. }, "duration_ms")
         | (FaultKind::Delay { duration_ms, .. }, "duration_ms")
         | (FaultKind::DropPushes { duration_ms }, "duration_ms")
         | (FaultKind::Partition { duration_ms, .. }, "duration_ms") => *duration_ms = v,

@@ -58,7 +58,9 @@ impl ClockSpec {
             return Duration::MAX;
         }
         // Round up so a sleep never ends early on the host's own clock.
-        Duration::from_micros(((us * 1_000_000 + rate - 1) / rate) as u64)
+        let true_us = (us * 1_000_000 + rate - 1) / rate;
+        // A validity of ages (a wrapped subtraction) saturates rather than wrapping.
+        Duration::from_micros(u64::try_from(true_us).unwrap_or(u64::MAX))
     }
 }
 

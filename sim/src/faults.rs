@@ -55,6 +55,26 @@ pub enum Target {
         /// How long the fault waits for a grant.
         within_ms: u64,
     },
+    /// The Redis server holding a given client's lock: the fault waits from its start
+    /// for up to `within_ms` for the moment the history shows `client` holding the
+    /// lock, and hits the first server (in world order) whose record holds the lock key
+    /// with that client's owner value. With several independent masters (Redlock) this
+    /// is "a node of the holder's majority". A no-op if the moment never comes.
+    LockServerOf {
+        /// The client whose lock.
+        client: String,
+        /// How long the fault waits for the client to hold the lock.
+        within_ms: u64,
+    },
+    /// A client in the middle of an acquisition that a server has already granted: its
+    /// acquire is in flight and some server's record holds the lock key with a value
+    /// that client wrote (the reply is on its way, or a multi-server design is still
+    /// asking the others). The fault waits from its start for up to `within_ms` for
+    /// that moment. A no-op if it never comes.
+    MidAcquire {
+        /// How long the fault waits for the moment.
+        within_ms: u64,
+    },
     /// Every Redis server of the world (for partitions: "the servers' side").
     AllServers,
     /// Every client of the world.
@@ -162,6 +182,17 @@ pub enum FaultKind {
         /// How long; `None`: to the end of the run.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         duration_ms: Option<u64>,
+    },
+    /// A stop-the-world pause of a client at the worst moment of its next critical
+    /// section: after it read the storage, worked and (with the workload's
+    /// `check_validity_ms`) found enough validity left, just before its write is sent
+    /// (Kleppmann's GC pause after the check). The client records the pause's start
+    /// and end itself, since only it knows the moment.
+    PauseBeforeWrite {
+        /// Which client.
+        target: Target,
+        /// How long.
+        duration_ms: u64,
     },
     /// The client's next critical section runs `extra_ms` longer than planned.
     SlowWork {

@@ -104,6 +104,11 @@ impl Recorder {
         self.lock().holders.keys().cloned().collect()
     }
 
+    /// The owner value `host` holds the lock with, if the history shows it holding.
+    pub fn holder_owner(&self, host: &str) -> Option<String> {
+        self.lock().holders.get(host).cloned()
+    }
+
     /// Hosts with an acquire in flight, in name order.
     pub fn acquirers(&self) -> Vec<String> {
         self.lock().acquiring.iter().cloned().collect()

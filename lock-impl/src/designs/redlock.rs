@@ -77,10 +77,11 @@ impl Redlock {
         Duration::from_millis(lease_ms / 100 + 2)
     }
 
-    /// How long to wait for one master: a tenth of the lease, between 5 and 50 ms (the
-    /// page suggests 5-50 ms for a 10 s lease).
+    /// How long to wait for one master: a tenth of the lease, between 20 and 50 ms (the
+    /// page suggests 5-50 ms for a 10 s lease; 20 ms keeps a busy loopback from
+    /// looking like a dead master).
     pub fn instance_timeout(lease_ms: u64) -> Duration {
-        Duration::from_millis((lease_ms / 10).clamp(5, 50))
+        Duration::from_millis((lease_ms / 10).clamp(20, 50))
     }
 
     fn name_of(&self) -> &'static str {

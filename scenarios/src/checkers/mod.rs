@@ -31,6 +31,7 @@
 //! property; [`probes`] holds the Stateright-style `sometimes` properties that prove a
 //! fault really happened, so a passing safety check is not vacuous.
 
+pub mod clock_probes;
 mod liveness;
 mod lost_update;
 pub mod model;

@@ -160,7 +160,7 @@ pub fn is_partition(h: &History, fault: usize) -> bool {
 pub fn is_pause(h: &History, fault: usize) -> bool {
     matches!(
         h.plan.faults.get(fault).map(|f| &f.kind),
-        Some(FaultKind::Pause { .. })
+        Some(FaultKind::Pause { .. } | FaultKind::PauseBeforeWrite { .. })
     )
 }
 

@@ -190,6 +190,9 @@ static REDIS_INFO: std::sync::LazyLock<redis::RedisConnectionInfo> =
             .clone()
     });
 
+/// A pause armed for a client's next write: the fault's index and length.
+pub(crate) type PauseBeforeWrite = Arc<std::sync::Mutex<Option<(usize, u64)>>>;
+
 /// How long a client waits for one Sentinel's answer before asking the next.
 const SENTINEL_ASK_TIMEOUT_MS: u64 = 250;
 
@@ -206,6 +209,7 @@ pub(crate) struct Client {
     pub gate: PauseGate,
     pub net: NetFaults,
     pub slow_ms: Arc<AtomicU64>,
+    pub pause_before_write: PauseBeforeWrite,
     pub incarnation: Arc<AtomicU32>,
 }
 
@@ -222,6 +226,10 @@ impl Client {
             recorder: self.recorder.clone(),
             response_timeout: Duration::from_millis(w.response_timeout_ms),
         });
+        let policy = lock_impl::ReconnectPolicy {
+            connect_timeout_ms: w.connect_timeout_ms,
+            ..Default::default()
+        };
         let servers: Vec<lock_impl::Conn> = w
             .servers
             .iter()
@@ -230,7 +238,7 @@ impl Client {
                     dialer: dialer.clone(),
                     server: server.name.clone(),
                 });
-                lock_impl::Conn::new(connector, clock.clone(), Default::default())
+                lock_impl::Conn::new(connector, clock.clone(), policy)
             })
             .collect();
         // With Sentinels, the lock's connection follows whichever server they name.
@@ -249,7 +257,7 @@ impl Client {
                         clock.clone(),
                         Duration::from_millis(SENTINEL_ASK_TIMEOUT_MS),
                     ));
-                lock_impl::Conn::new(connector, clock.clone(), Default::default())
+                lock_impl::Conn::new(connector, clock.clone(), policy)
             }
             None => servers[0].clone(),
         };
@@ -332,9 +340,10 @@ impl Client {
                 o.owner = Some(g.owner.clone());
                 o.token = g.token;
                 o.value = Some(i64::from(depth));
-                o.valid_until_us = g
-                    .valid_until
-                    .map(|local| self.clock.true_time_of(true_now(), local).as_micros() as u64);
+                o.valid_until_us = g.valid_until.map(|local| {
+                    let t = self.clock.true_time_of(true_now(), local);
+                    u64::try_from(t.as_micros()).unwrap_or(u64::MAX)
+                });
             }
         });
         guard
@@ -415,6 +424,38 @@ impl Client {
                 });
                 return;
             }
+        }
+        let armed = self
+            .pause_before_write
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .take();
+        if let Some((fault, ms)) = armed {
+            // The pause strikes here: the write below waits under the gate.
+            let start = true_now();
+            let end = start + Duration::from_millis(ms);
+            self.gate.pause_until(end);
+            let event = |phase, detail: String| EventKind::Fault {
+                fault,
+                phase,
+                detail,
+            };
+            rec.record(
+                host,
+                event(
+                    crate::history::FaultPhase::Start,
+                    format!("pause {host} for {ms} ms, just before its write"),
+                ),
+            );
+            self.gate.wrap(async {}).await;
+            rec.record_at(
+                end.as_micros() as u64,
+                host,
+                event(
+                    crate::history::FaultPhase::End,
+                    format!("pause of {host} ends"),
+                ),
+            );
         }
         match storage.write(read, read - 1, token).await {
             Ok(true) => rec.complete(host, op, OpF::Write, Phase::Ok, |o| {

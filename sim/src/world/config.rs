@@ -130,6 +130,10 @@ impl Default for SentinelSpec {
     }
 }
 
+fn default_connect_timeout() -> u64 {
+    lock_impl::ReconnectPolicy::default().connect_timeout_ms
+}
+
 /// The default topology: one server called `redis`.
 pub fn default_servers() -> Vec<ServerSpec> {
     vec![ServerSpec::named("redis")]
@@ -174,6 +178,10 @@ pub struct Workload {
     /// reaches all of them, in this order.
     #[serde(default = "default_servers")]
     pub servers: Vec<ServerSpec>,
+    /// A client's dial of a Redis server gives up after this long (the command that
+    /// needed it fails, outcome known: it was never sent).
+    #[serde(default = "default_connect_timeout")]
+    pub connect_timeout_ms: u64,
     /// Before writing, a client checks `Guard::remaining` and abandons the write
     /// (recorded as a failed write) unless at least this much validity is left, as
     /// careful code does; `None`: clients write whatever their validity.
@@ -205,6 +213,7 @@ impl Default for Workload {
             latency_ms_max: 2,
             servers: default_servers(),
             check_validity_ms: None,
+            connect_timeout_ms: default_connect_timeout(),
             sentinel: None,
         }
     }
@@ -219,6 +228,9 @@ impl Workload {
         }
         if self.lease_ms == 0 {
             return bad("workload.lease_ms must be positive".into());
+        }
+        if self.connect_timeout_ms == 0 {
+            return bad("workload.connect_timeout_ms must be positive".into());
         }
         if self.latency_ms_min > self.latency_ms_max {
             return bad("workload.latency_ms_min must not exceed latency_ms_max".into());

@@ -116,6 +116,7 @@ pub fn run(cfg: &RunConfig) -> Result<History, RunError> {
         let ctl = ClientCtl {
             gate: PauseGate::new(),
             slow_ms: Arc::new(AtomicU64::new(0)),
+            pause_before_write: Default::default(),
         };
         let clock = clock_of(
             &name,
@@ -135,6 +136,7 @@ pub fn run(cfg: &RunConfig) -> Result<History, RunError> {
             gate: ctl.gate.clone(),
             net: net.clone(),
             slow_ms: ctl.slow_ms.clone(),
+            pause_before_write: ctl.pause_before_write.clone(),
             incarnation: Arc::new(AtomicU32::new(0)),
         };
         sim.host(name.as_str(), move || {

@@ -28,6 +28,8 @@ pub(crate) struct ClientCtl {
     pub gate: crate::pause::PauseGate,
     /// Extra critical-section time for the next hold (slow-work faults).
     pub slow_ms: std::sync::Arc<std::sync::atomic::AtomicU64>,
+    /// A pause armed for the next write (fault index, duration).
+    pub pause_before_write: super::client::PauseBeforeWrite,
 }
 
 /// Everything in the world the nemesis can hurt, and what it aims with.
@@ -172,6 +174,31 @@ fn lock_master(world: &WorldCtl, unreplicated: bool) -> Option<(String, String, 
     None
 }
 
+/// The first server (in world order) whose record holds the lock key with the owner
+/// value the history shows `client` holding, while it holds it.
+fn server_of_holder(world: &WorldCtl, client: &str) -> Option<String> {
+    let owner = world.recorder.holder_owner(client)?;
+    world
+        .observer
+        .server_holding_value(&world.servers, &world.key, &owner)
+}
+
+/// Clients with an acquire in flight that some server's record already shows as the
+/// lock key's writer.
+fn granted_acquirers(world: &WorldCtl) -> Vec<String> {
+    let writers: std::collections::BTreeSet<&str> = world
+        .servers
+        .iter()
+        .filter_map(|s| world.observer.writer_on(&s.name, &world.key))
+        .collect();
+    world
+        .recorder
+        .acquirers()
+        .into_iter()
+        .filter(|c| writers.contains(c.as_str()))
+        .collect()
+}
+
 /// A fault end still to apply.
 enum Pending {
     PauseEnd {
@@ -222,15 +249,32 @@ struct Armed {
     fault: usize,
     since: Duration,
     until: Duration,
-    unreplicated: bool,
+    moment: Moment,
 }
 
-/// How long a fault waits for its target's moment, and whether the moment is an
-/// unreplicated write (else any fresh grant), if it targets one.
-fn waits_for(kind: &FaultKind) -> Option<(u64, bool)> {
+/// The moment a waiting fault waits for.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Moment {
+    /// A lock write no replica has (`unreplicated-lock-master`).
+    Unreplicated,
+    /// A fresh grant in the client's hands (`fresh-lock-master`).
+    Fresh,
+    /// The named client holds the lock (`lock-server-of`).
+    HeldBy(String),
+    /// A granted acquisition is still in flight (`mid-acquire`).
+    MidAcquire,
+}
+
+/// How long a fault waits for its target's moment, and which moment, if it targets
+/// one.
+fn waits_for(kind: &FaultKind) -> Option<(u64, Moment)> {
     let of = |t: &Target| match t {
-        Target::UnreplicatedLockMaster { within_ms } => Some((*within_ms, true)),
-        Target::FreshLockMaster { within_ms } => Some((*within_ms, false)),
+        Target::UnreplicatedLockMaster { within_ms } => Some((*within_ms, Moment::Unreplicated)),
+        Target::FreshLockMaster { within_ms } => Some((*within_ms, Moment::Fresh)),
+        Target::LockServerOf { client, within_ms } => {
+            Some((*within_ms, Moment::HeldBy(client.clone())))
+        }
+        Target::MidAcquire { within_ms } => Some((*within_ms, Moment::MidAcquire)),
         _ => None,
     };
     match kind {
@@ -240,6 +284,7 @@ fn waits_for(kind: &FaultKind) -> Option<(u64, bool)> {
         | FaultKind::Delay { target, .. }
         | FaultKind::ClockJump { target, .. }
         | FaultKind::ClockDrift { target, .. }
+        | FaultKind::PauseBeforeWrite { target, .. }
         | FaultKind::SlowWork { target, .. } => of(target),
         FaultKind::Partition { a, b, .. } => a.iter().chain(b).find_map(of),
         FaultKind::DropPushes { .. } => None,
@@ -311,12 +356,12 @@ impl Nemesis {
         {
             let index = self.order[self.next];
             self.next += 1;
-            if let Some((within, unreplicated)) = waits_for(&self.plan.faults[index].kind) {
+            if let Some((within, moment)) = waits_for(&self.plan.faults[index].kind) {
                 self.armed.push(Armed {
                     fault: index,
                     since: now,
                     until: now + Duration::from_millis(within),
-                    unreplicated,
+                    moment,
                 });
             } else {
                 self.start(sim, world, now, index);
@@ -334,20 +379,27 @@ impl Nemesis {
         };
         let (unreplicated_since, fresh_since) = (first_seen(true), first_seen(false));
         let reply_delay = world.reply_delay;
-        let ripe = |unreplicated: bool, armed_at: Duration| {
-            let since = if unreplicated {
-                unreplicated_since
-            } else {
-                fresh_since
+        let ripe = |moment: &Moment, armed_at: Duration| {
+            let since = match moment {
+                Moment::Unreplicated => unreplicated_since,
+                Moment::Fresh => fresh_since,
+                Moment::HeldBy(client) => return server_of_holder(world, client).is_some(),
+                Moment::MidAcquire => return !granted_acquirers(world).is_empty(),
             };
             since.is_some_and(|t| t > armed_at && now >= t + reply_delay)
         };
-        let armed = std::mem::take(&mut self.armed);
-        for a in armed {
+        let armed: Vec<(Armed, bool)> = std::mem::take(&mut self.armed)
+            .into_iter()
+            .map(|a| {
+                let r = ripe(&a.moment, a.since);
+                (a, r)
+            })
+            .collect();
+        for (a, ripe) in armed {
             if now > a.until {
                 continue;
             }
-            if ripe(a.unreplicated, a.since) {
+            if ripe {
                 self.start(sim, world, now, a.fault);
             } else {
                 self.armed.push(a);
@@ -489,6 +541,10 @@ impl Nemesis {
                 .map(|(name, _, _)| name)
                 .into_iter()
                 .collect(),
+            Target::LockServerOf { client, .. } => {
+                server_of_holder(world, client).into_iter().collect()
+            }
+            Target::MidAcquire { .. } => pick(granted_acquirers(world)),
             Target::AllServers => world.server_names(),
             Target::AllClients => world.clients.keys().cloned().collect(),
             Target::Rest => world
@@ -511,10 +567,22 @@ impl Nemesis {
         let fault = self.plan.faults[index].clone();
         let after = |ms: u64| now + Duration::from_millis(ms);
         // Why the moment was the one a waiting fault waited for, for its record.
-        let moment = waits_for(&fault.kind)
-            .and_then(|(_, unreplicated)| lock_master(world, unreplicated))
-            .map(|(_, d, _)| format!(" ({d})"))
-            .unwrap_or_default();
+        let moment = match waits_for(&fault.kind) {
+            Some((_, Moment::Unreplicated)) => lock_master(world, true),
+            Some((_, Moment::Fresh)) => lock_master(world, false),
+            Some((_, Moment::HeldBy(client))) => server_of_holder(world, &client).map(|s| {
+                let owner = world.recorder.holder_owner(&client).unwrap_or_default();
+                (s, format!("{client} holds the lock, owner={owner}"), 0)
+            }),
+            Some((_, Moment::MidAcquire)) => Some((
+                String::new(),
+                "a server has granted the acquisition in flight".to_string(),
+                0,
+            )),
+            None => None,
+        }
+        .map(|(_, d, _)| format!(" ({d})"))
+        .unwrap_or_default();
         match &fault.kind {
             FaultKind::DropPushes { duration_ms } => {
                 for server in &world.servers {
@@ -758,6 +826,19 @@ impl Nemesis {
                             },
                         ));
                     }
+                }
+            }
+            FaultKind::PauseBeforeWrite {
+                target,
+                duration_ms,
+            } => {
+                for host in self.resolve(target, world) {
+                    let Some(ctl) = world.clients.get(&host) else {
+                        continue;
+                    };
+                    *ctl.pause_before_write
+                        .lock()
+                        .unwrap_or_else(|e| e.into_inner()) = Some((index, *duration_ms));
                 }
             }
             FaultKind::SlowWork { target, extra_ms } => {

@@ -190,6 +190,24 @@ impl Observer {
             .find_map(|s| self.keys.get(&s.name)?.get(key).map(|(_, by)| by.clone()))
     }
 
+    /// The first server (in world order) whose record holds `key` with `value`.
+    pub fn server_holding_value(
+        &self,
+        servers: &[ServerCtl],
+        key: &str,
+        value: &str,
+    ) -> Option<String> {
+        servers
+            .iter()
+            .find(|s| {
+                self.keys
+                    .get(&s.name)
+                    .and_then(|k| k.get(key))
+                    .is_some_and(|(v, _)| v == value)
+            })
+            .map(|s| s.name.clone())
+    }
+
     /// The first server (in world order) whose record holds `key`.
     pub fn server_holding(&self, servers: &[ServerCtl], key: &str) -> Option<String> {
         servers

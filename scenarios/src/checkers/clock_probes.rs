@@ -1,0 +1,163 @@
+//! Probes for clock faults and for pauses that land inside an acquisition: proof,
+//! from the history alone, that the fault did what the scenario is about.
+
+use std::collections::BTreeMap;
+
+use sim::history::{EventKind, FaultPhase, History, OpF, ServerEvent};
+
+use super::model;
+use super::{fmt_ms, fmt_s};
+
+/// A Redis server's wall clock stepped forward by more than the lease while its record
+/// held the lock key, and the key then expired on it before its lease was up in true
+/// time: the jump freed the lock early.
+pub fn clock_jump_freed_the_lock(h: &History) -> Option<String> {
+    let key = h.params.key.as_str();
+    let lease_us = h.params.lease_ms * 1_000;
+    // Per server: the lock key's value and when it was written.
+    let mut held: BTreeMap<&str, (&str, u64)> = BTreeMap::new();
+    // Jumps waiting for their expiry: server → (value, written, jump time, step).
+    let mut jumped: BTreeMap<&str, (&str, u64, u64, i64)> = BTreeMap::new();
+    for e in &h.events {
+        let host = e.host.as_str();
+        match &e.kind {
+            EventKind::Server(ServerEvent::Written { key: k, value, .. }) if k == key => {
+                held.insert(host, (value.as_str(), e.at_us));
+                jumped.remove(host);
+            }
+            EventKind::Server(ServerEvent::Removed {
+                key: k,
+                value,
+                cause,
+                ..
+            }) if k == key => {
+                held.remove(host);
+                if let Some((v, written, at, step)) = jumped.remove(host)
+                    && v == value
+                    && cause == "expired"
+                    && e.at_us < written + lease_us
+                {
+                    return Some(format!(
+                        "{host}'s wall clock jumped {step:+} ms at {} while it held {key} \
+                         (owner={v}, written at {}); the key expired at {}, {} before its \
+                         lease was up",
+                        fmt_s(at),
+                        fmt_s(written),
+                        fmt_s(e.at_us),
+                        fmt_ms(written + lease_us - e.at_us)
+                    ));
+                }
+            }
+            EventKind::Clock { step_ms, .. } if *step_ms > h.params.lease_ms as i64 => {
+                if let Some((v, written)) = held.get(host) {
+                    jumped.insert(host, (v, *written, e.at_us, *step_ms));
+                }
+            }
+            _ => {}
+        }
+    }
+    None
+}
+
+/// A Redis server's clock ran fast (a positive rate error) while clients took the
+/// lock on it: the highest rate seen, with the server.
+pub fn server_clock_ran_fast(h: &History) -> Option<String> {
+    let servers: std::collections::BTreeSet<&str> = h
+        .events
+        .iter()
+        .filter(|e| matches!(e.kind, EventKind::Server(_)))
+        .map(|e| e.host.as_str())
+        .collect();
+    let fastest = h
+        .events
+        .iter()
+        .filter_map(|e| match e.kind {
+            EventKind::Clock { drift_ppm, .. }
+                if drift_ppm > 0 && servers.contains(e.host.as_str()) =>
+            {
+                Some((drift_ppm, e.host.as_str(), e.at_us))
+            }
+            _ => None,
+        })
+        .max_by_key(|(ppm, _, _)| *ppm)?;
+    let granted = h.events.iter().any(|e| {
+        e.host == fastest.1
+            && e.at_us >= fastest.2
+            && matches!(&e.kind, EventKind::Server(ServerEvent::Written { key, .. }) if *key == h.params.key)
+    });
+    granted.then(|| {
+        format!(
+            "{}'s clock ran {:+} ppm ({}.{:02} % fast) from {} while it granted the lock",
+            fastest.1,
+            fastest.0,
+            fastest.0 / 10_000,
+            (fastest.0 % 10_000) / 100,
+            fmt_s(fastest.2)
+        )
+    })
+}
+
+/// The highest rate error (ppm) any Redis server's clock ran at: the drift a run was
+/// about, for sweeps over drift.
+pub fn fastest_server_drift_ppm(h: &History) -> i64 {
+    h.events
+        .iter()
+        .filter_map(|e| match e.kind {
+            EventKind::Clock { drift_ppm, .. } if !e.host.starts_with("client-") => Some(drift_ppm),
+            _ => None,
+        })
+        .max()
+        .unwrap_or(0)
+}
+
+/// A pause longer than the lease began while its host had an acquire in flight, and
+/// the acquire completed after the pause: the acquisition took longer than the lease.
+pub fn pause_during_acquire(h: &History) -> Option<String> {
+    let pairs = model::op_pairs(h).ok()?;
+    let lease_us = h.params.lease_ms * 1_000;
+    let mut ends: BTreeMap<usize, u64> = BTreeMap::new();
+    for e in &h.events {
+        if let EventKind::Fault {
+            fault,
+            phase: FaultPhase::End,
+            ..
+        } = e.kind
+        {
+            ends.entry(fault).or_insert(e.at_us);
+        }
+    }
+    h.events.iter().find_map(|e| {
+        let EventKind::Fault {
+            fault,
+            phase: FaultPhase::Start,
+            ..
+        } = e.kind
+        else {
+            return None;
+        };
+        if !model::is_pause(h, fault) {
+            return None;
+        }
+        let end = *ends.get(&fault)?;
+        if end - e.at_us <= lease_us {
+            return None;
+        }
+        let acquire = pairs.iter().find(|p| {
+            p.f == OpF::Acquire
+                && p.host == e.host
+                && p.invoke_us <= e.at_us
+                && p.completion_us.is_some_and(|c| c >= end)
+        })?;
+        Some(format!(
+            "{} paused at {} for {} in the middle of an acquire (invoked at {}, completed {} \
+             at {}), lease {} ms",
+            e.host,
+            fmt_s(e.at_us),
+            fmt_ms(end - e.at_us),
+            fmt_s(acquire.invoke_us),
+            format!("{:?}", acquire.outcome).to_lowercase(),
+            fmt_s(acquire.completion_us.unwrap_or_default()),
+            h.params.lease_ms
+        ))
+    })
+}
