@@ -35,7 +35,7 @@ pub struct Throughput {
     pub ops: u64,
 }
 
-fn reference_config(seed: u64, replicas: usize, sentinels: u32) -> RunConfig {
+fn reference_config(seed: u64, replicas: usize, sentinels: u32, design: &str) -> RunConfig {
     let mut scenario = catalog::find("no-faults").expect("catalog scenario");
     scenario.workload = Workload {
         duration_ms: 60_000,
@@ -55,8 +55,9 @@ fn reference_config(seed: u64, replicas: usize, sentinels: u32) -> RunConfig {
             ..Default::default()
         });
     }
+    // A design on several masters (Redlock) gets the one-master world multiplied.
     config(
-        &DesignSpec::builtin("set-nx-px-lua").expect("built-in"),
+        &DesignSpec::builtin(design).expect("built-in"),
         &scenario,
         seed,
     )
@@ -64,12 +65,13 @@ fn reference_config(seed: u64, replicas: usize, sentinels: u32) -> RunConfig {
 
 /// Runs the reference scenario `repeats` times (seeds 0..repeats), with `replicas`
 /// replicas following the master and `sentinels` Sentinels watching it (clients then
-/// find the master through them).
-pub fn reference(repeats: u64, replicas: usize, sentinels: u32) -> Throughput {
+/// find the master through them), for `design` (`set-nx-px-lua` for the reference; a
+/// Redlock design runs against five masters).
+pub fn reference(repeats: u64, replicas: usize, sentinels: u32, design: &str) -> Throughput {
     let mut walls = Vec::new();
     let (mut messages, mut ops, mut simulated) = (0, 0, Duration::ZERO);
     for seed in 0..repeats {
-        let cfg = reference_config(seed, replicas, sentinels);
+        let cfg = reference_config(seed, replicas, sentinels, design);
         let start = Instant::now();
         let h = run(&cfg).expect("reference run");
         walls.push(start.elapsed());
@@ -177,9 +179,10 @@ fn peak_rss_kib() -> Option<u64> {
 /// Runs every benchmark and prints the figures.
 pub fn run_all(repeats: u64, memory_seeds: u64, threads: usize, search_bound: u64) {
     println!("locksim bench: repeats={repeats} memory_seeds={memory_seeds} threads={threads}");
-    let r = reference(repeats, 0, 0);
-    let replicated = reference(repeats, 2, 0);
-    let watched = reference(repeats, 2, 3);
+    let r = reference(repeats, 0, 0, "set-nx-px-lua");
+    let replicated = reference(repeats, 2, 0, "set-nx-px-lua");
+    let watched = reference(repeats, 2, 3, "set-nx-px-lua");
+    let five = reference(repeats, 0, 0, "redlock");
     let base = baseline(r.messages, r.simulated, repeats);
     let sim_rate = r.simulated.as_secs_f64() / r.wall.as_secs_f64();
     let harness_msgs = r.messages as f64 / r.wall.as_secs_f64();
@@ -214,6 +217,10 @@ pub fn run_all(repeats: u64, memory_seeds: u64, threads: usize, search_bound: u6
         (
             "with Sentinel (the same, plus 3 Sentinels; clients ask them for the master)",
             &watched,
+        ),
+        (
+            "five masters (redlock on 5 independent masters, storage, 8 clients)",
+            &five,
         ),
     ] {
         let rate = t.simulated.as_secs_f64() / t.wall.as_secs_f64();

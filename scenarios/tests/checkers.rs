@@ -558,7 +558,9 @@ fn check_all_runs_every_checker_in_a_fixed_order() {
             "liveness",
             "reentrancy",
             "waiter-liveness",
-            "token-order"
+            "token-order",
+            "validity",
+            "overrun"
         ]
     );
     assert_eq!(names, checkers::names());

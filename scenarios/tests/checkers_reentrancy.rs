@@ -756,7 +756,9 @@ fn the_new_checkers_follow_the_first_four_in_a_fixed_order() {
             "liveness",
             "reentrancy",
             "waiter-liveness",
-            "token-order"
+            "token-order",
+            "validity",
+            "overrun"
         ]
     );
 }

@@ -4,9 +4,15 @@ mod common;
 
 use common::expect_invalid;
 
+/// Single-master designs only: Redlock's per-master timeout (20-50 ms) turns a reply
+/// delayed beyond the lease into "not acquired" on that master, so it never believes a
+/// grant that came late (its own suite shows what does break it).
 #[test]
 fn every_expiring_design_gives_two_holders_when_replies_are_delayed_beyond_the_lease() {
-    for d in lock_impl::DESIGNS.iter().filter(|d| d.expires) {
+    for d in lock_impl::DESIGNS
+        .iter()
+        .filter(|d| d.expires && d.masters == 1)
+    {
         expect_invalid(d.name, "network-delay", "mutual-exclusion");
     }
 }

@@ -47,9 +47,10 @@ const UNLOCK_MESSAGE: i64 = 0;
 /// whose key already expired (its per-node lease is twice the wait, not the lease; a
 /// slow node or a pause can outlast it) re-arms nothing, and the client is not told.
 ///
-/// Simplified: a node's `tryLock` polls after the holder's TTL (or what is left of its
-/// wait) instead of subscribing to the unlock channel, so it wakes no earlier than
-/// Redisson would when no message comes.
+/// Simplified: a node's `tryLock` polls the held lock every
+/// [`RedissonRedlock::UNLOCK_POLL_MS`] (or after the holder's TTL, if shorter) instead of
+/// subscribing to the node's unlock channel, so it learns of an unlock up to that much
+/// later than Redisson would.
 pub struct RedissonRedlock {
     deps: Deps,
     /// Redisson's connection-manager id; the owner field is `{id}:1` (one thread).
@@ -69,6 +70,9 @@ enum NodeTry {
 impl RedissonRedlock {
     /// The user-facing name.
     pub const NAME: &'static str = "redisson-redlock";
+    /// How often a node's `tryLock` looks again at a held lock, standing in for the
+    /// unlock message Redisson would hear on the node's channel.
+    pub const UNLOCK_POLL_MS: u64 = 50;
 
     /// A design over `deps.servers`.
     pub fn new(deps: Deps) -> Self {
@@ -129,11 +133,10 @@ impl RedissonRedlock {
                 return Ok(NodeTry::Failed);
             }
             let left = await_ms - spent;
-            let pause = if ttl >= 0 {
-                (ttl as u64).clamp(1, left)
-            } else {
-                left
-            };
+            // Redisson sleeps until the unlock message or the holder's TTL; without the
+            // message, a poll every UNLOCK_POLL_MS stands in for it.
+            let ttl = if ttl >= 0 { ttl as u64 } else { left };
+            let pause = ttl.min(Self::UNLOCK_POLL_MS).clamp(1, left);
             clock.sleep(Duration::from_millis(pause)).await;
         }
     }
@@ -175,9 +178,11 @@ impl RedissonRedlock {
         let clock = &self.deps.clock;
         let owner = self.owner_field();
         let n = self.deps.servers.len();
-        // `newLeaseTime = waitTime * 2`; a zero wait (try once) would arm no lease at
-        // all, so it keeps the lease instead.
-        let new_lease_ms = if wait_ms == 0 { lease_ms } else { wait_ms * 2 };
+        // A zero wait is Redisson's "try once" (`waitTime == -1`): no time accounting,
+        // one try per node, and the per-node lease is the lease (`newLeaseTime =
+        // waitTime * 2` would be negative; later Redisson versions use the lease).
+        let once = wait_ms == 0;
+        let new_lease_ms = if once { lease_ms } else { wait_ms * 2 };
         let mut time = clock.now();
         let mut remain_ms = wait_ms as i64;
         // RedissonRedLock.calcLockWaitTime: Math.max(remainTime / locks.size(), 1).
@@ -186,7 +191,11 @@ impl RedissonRedlock {
         let mut acquired: Vec<usize> = Vec::with_capacity(n);
         let mut i = 0;
         while i < n {
-            let await_ms = lock_wait_ms.min(remain_ms).max(0) as u64;
+            let await_ms = if once {
+                0
+            } else {
+                lock_wait_ms.min(remain_ms).max(0) as u64
+            };
             let outcome = self
                 .try_node(&self.deps.servers[i], key, &owner, await_ms, new_lease_ms)
                 .await?;
@@ -207,6 +216,9 @@ impl RedissonRedlock {
                 if failed_locks_limit == 0 {
                     self.unlock_nodes(&acquired, key, &owner, new_lease_ms)
                         .await;
+                    if once {
+                        return Ok(None);
+                    }
                     failed_locks_limit = self.failed_locks_limit();
                     acquired.clear();
                     // Reset the iterator to the first node.
@@ -221,12 +233,14 @@ impl RedissonRedlock {
                     failed_locks_limit -= 1;
                 }
             }
-            remain_ms -= clock.now().saturating_sub(time).as_millis() as i64;
-            time = clock.now();
-            if remain_ms <= 0 {
-                self.unlock_nodes(&acquired, key, &owner, new_lease_ms)
-                    .await;
-                return Ok(None);
+            if !once {
+                remain_ms -= clock.now().saturating_sub(time).as_millis() as i64;
+                time = clock.now();
+                if remain_ms <= 0 {
+                    self.unlock_nodes(&acquired, key, &owner, new_lease_ms)
+                        .await;
+                    return Ok(None);
+                }
             }
             i += 1;
         }
