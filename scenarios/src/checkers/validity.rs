@@ -189,8 +189,8 @@ impl Checker for Overrun {
             // The writer's hold in force when the write arrived.
             let Some(v) = valid
                 .iter()
-                .filter(|v| v.hold.host == *writer && v.hold.open_at(e.at_us))
-                .last()
+                .rev()
+                .find(|v| v.hold.host == *writer && v.hold.open_at(e.at_us))
             else {
                 continue;
             };
