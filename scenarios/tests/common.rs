@@ -93,9 +93,19 @@ pub fn expect_never_invalid(
 /// checker for every seed of `seeds` under `s`, with more than 10 acquisitions per run,
 /// and (if `contended`) that the scenario's probe saw the lock contended.
 pub fn assert_every_design_valid(s: &Scenario, seeds: std::ops::Range<u64>, contended: bool) {
+    assert_designs_valid(s, seeds, contended, |_| true);
+}
+
+/// [`assert_every_design_valid`] for the designs `which` selects.
+pub fn assert_designs_valid(
+    s: &Scenario,
+    seeds: std::ops::Range<u64>,
+    contended: bool,
+    which: impl Fn(&lock_impl::DesignInfo) -> bool,
+) {
     for d in lock_impl::DESIGNS
         .iter()
-        .filter(|d| s.applies_to(d.masters))
+        .filter(|d| s.applies_to(d.masters) && which(d))
     {
         let runs =
             sweep(&design(d.name), s, seeds.clone(), 2, false, &|_, _| {}).expect("runs complete");
