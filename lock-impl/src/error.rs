@@ -91,3 +91,25 @@ pub enum LockError {
         min_ms: u64,
     },
 }
+
+impl LockError {
+    /// Whether the error was raised before any command reached a server (bad
+    /// arguments, an unknown design, a foreign guard), so the operation certainly did
+    /// nothing. Any other error may come after a command took effect: a design whose
+    /// second command failed after its first one took the lock (`SETNX` done, `PEXPIRE`
+    /// refused) returns an error with the lock held, so its outcome is unknown.
+    pub fn nothing_sent(&self) -> bool {
+        match self {
+            LockError::InvalidLease { .. }
+            | LockError::InvalidWait { .. }
+            | LockError::EmptyKey
+            | LockError::UnknownDesign { .. }
+            | LockError::NoServers
+            | LockError::ForeignGuard { .. }
+            | LockError::LeaseTooShortForWatchdog { .. } => true,
+            LockError::Connect { .. } | LockError::Redis { .. } | LockError::NotOwner { .. } => {
+                false
+            }
+        }
+    }
+}
