@@ -764,7 +764,6 @@ impl Scenario {
                 };
                 // Early, so client-1 has the whole run to take the lock.
                 let at_ms = rng.random_range(300..=1_000);
-                let restart = |ms| Some(ms);
                 faults.push(Fault {
                     at_ms,
                     kind: match self.kind {
@@ -774,15 +773,15 @@ impl Scenario {
                         },
                         Kind::RedlockRestart => FaultKind::Crash {
                             target,
-                            restart_after_ms: restart(rng.random_range(1..=lease / 4)),
+                            restart_after_ms: Some(rng.random_range(1..=lease / 4)),
                         },
                         Kind::RedlockRestartAof => FaultKind::MachineCrash {
                             target,
-                            restart_after_ms: restart(rng.random_range(1..=lease / 4)),
+                            restart_after_ms: Some(rng.random_range(1..=lease / 4)),
                         },
                         _ => FaultKind::Crash {
                             target,
-                            restart_after_ms: restart(rng.random_range(lease..=lease * 2)),
+                            restart_after_ms: Some(rng.random_range(lease..=lease * 2)),
                         },
                     },
                 });

@@ -16,6 +16,16 @@ pub const SINGLE_MASTER_DESIGNS: [&str; 7] = [
     "fenced",
 ];
 
+/// A seed count from environment variable `var` (a suite's "full sweep" knob), else
+/// `default`.
+#[allow(dead_code)]
+pub fn seeds_from_env(var: &str, default: u64) -> u64 {
+    std::env::var(var)
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(default)
+}
+
 /// How many seeds a suite may search for a predicted violation.
 pub const SEARCH_BOUND: u64 = 60;
 

@@ -12,10 +12,7 @@ use scenarios::sweep::{run_seed, sweep};
 /// Seeds for the "safe through failover" sweep (`LOCKSIM_FAILOVER_SEEDS` raises it; the
 /// issue's bar is 100).
 fn safe_seeds() -> u64 {
-    std::env::var("LOCKSIM_FAILOVER_SEEDS")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(20)
+    common::seeds_from_env("LOCKSIM_FAILOVER_SEEDS", 20)
 }
 
 #[test]

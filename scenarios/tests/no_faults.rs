@@ -13,9 +13,6 @@ fn every_single_master_design_is_valid_on_every_checker_over_200_seeds_without_f
 /// (`LOCKSIM_REDLOCK_SEEDS=200` for the full sweep; `redlock.rs` sweeps `redlock` too).
 #[test]
 fn every_redlock_design_is_valid_on_every_checker_without_faults() {
-    let seeds = std::env::var("LOCKSIM_REDLOCK_SEEDS")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(50);
+    let seeds = common::seeds_from_env("LOCKSIM_REDLOCK_SEEDS", 50);
     assert_designs_valid(&scenario("no-faults"), 0..seeds, true, |d| d.masters > 1);
 }

@@ -12,10 +12,7 @@ use scenarios::sweep::{replay_command, run_seed, sweep};
 /// Seeds for the "Redlock stays valid" sweeps (`LOCKSIM_REDLOCK_SEEDS` raises it; the
 /// issue's bar is 200).
 fn valid_seeds() -> u64 {
-    std::env::var("LOCKSIM_REDLOCK_SEEDS")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(30)
+    common::seeds_from_env("LOCKSIM_REDLOCK_SEEDS", 30)
 }
 
 #[test]

@@ -1,19 +1,14 @@
 use std::collections::BTreeMap;
-use std::sync::{LazyLock, Mutex};
+use std::sync::Mutex;
 use std::time::Duration;
 
 use async_trait::async_trait;
 
+use super::check_guard;
 use super::redlock::released;
-use super::{REDISSON_LOCK, REDISSON_UNLOCK, check_guard};
+use super::reentrant_watchdog::{LOCK, UNLOCK, UNLOCK_MESSAGE};
 use crate::lock::classify;
 use crate::{Acquire, AcquireOptions, Conn, Deps, Guard, LockDesign, LockError, Release, Wait};
-
-static LOCK: LazyLock<redis::Script> = LazyLock::new(|| redis::Script::new(REDISSON_LOCK));
-static UNLOCK: LazyLock<redis::Script> = LazyLock::new(|| redis::Script::new(REDISSON_UNLOCK));
-
-/// `LockPubSub.UNLOCK_MESSAGE`.
-const UNLOCK_MESSAGE: i64 = 0;
 
 /// `redisson-redlock`: Redisson's `RedissonRedLock`, i.e. `RedissonMultiLock.tryLock
 /// (waitTime, leaseTime)` as seed 003 prints it, over `Deps::servers`, followed line
@@ -95,10 +90,6 @@ impl RedissonRedlock {
         n - (n / 2 + 1)
     }
 
-    fn channel(key: &str) -> String {
-        format!("redisson_lock__channel:{{{key}}}")
-    }
-
     /// `RLock.tryLock(awaitTime, leaseTime)` on one node.
     async fn try_node(
         &self,
@@ -154,7 +145,7 @@ impl RedissonRedlock {
     async fn unlock_node(&self, conn: &Conn, key: &str, owner: &str, lease_ms: u64) -> Option<i64> {
         let reply: redis::RedisResult<Option<i64>> = UNLOCK
             .key(key)
-            .key(Self::channel(key))
+            .key(super::ReentrantWatchdog::channel(key))
             .arg(UNLOCK_MESSAGE)
             .arg(lease_ms.max(1))
             .arg(owner)

@@ -22,12 +22,14 @@ pub const REDISSON_UNLOCK: &str = include_str!("../../scripts/redisson_unlock.lu
 /// this owner still holds the lock (`1`), else `0`.
 pub const REDISSON_RENEW: &str = include_str!("../../scripts/redisson_renew.lua");
 
-static LOCK: LazyLock<redis::Script> = LazyLock::new(|| redis::Script::new(REDISSON_LOCK));
-static UNLOCK: LazyLock<redis::Script> = LazyLock::new(|| redis::Script::new(REDISSON_UNLOCK));
+pub(crate) static LOCK: LazyLock<redis::Script> =
+    LazyLock::new(|| redis::Script::new(REDISSON_LOCK));
+pub(crate) static UNLOCK: LazyLock<redis::Script> =
+    LazyLock::new(|| redis::Script::new(REDISSON_UNLOCK));
 static RENEW: LazyLock<redis::Script> = LazyLock::new(|| redis::Script::new(REDISSON_RENEW));
 
 /// `LockPubSub.UNLOCK_MESSAGE`.
-const UNLOCK_MESSAGE: i64 = 0;
+pub(crate) const UNLOCK_MESSAGE: i64 = 0;
 
 /// `reentrant-watchdog`: Redisson 3.20's `RLock`. The lock is a hash
 /// `{client-id:task: count}`; Lua scripts take, re-enter, renew and release it; a

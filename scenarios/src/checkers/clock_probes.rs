@@ -62,12 +62,7 @@ pub fn clock_jump_freed_the_lock(h: &History) -> Option<String> {
 /// A Redis server's clock ran fast (a positive rate error) while clients took the
 /// lock on it: the highest rate seen, with the server.
 pub fn server_clock_ran_fast(h: &History) -> Option<String> {
-    let servers: std::collections::BTreeSet<&str> = h
-        .events
-        .iter()
-        .filter(|e| matches!(e.kind, EventKind::Server(_)))
-        .map(|e| e.host.as_str())
-        .collect();
+    let servers = super::server_probes::servers(h);
     let fastest = h
         .events
         .iter()
@@ -100,10 +95,13 @@ pub fn server_clock_ran_fast(h: &History) -> Option<String> {
 /// The highest rate error (ppm) any Redis server's clock ran at: the drift a run was
 /// about, for sweeps over drift.
 pub fn fastest_server_drift_ppm(h: &History) -> i64 {
+    let servers = super::server_probes::servers(h);
     h.events
         .iter()
         .filter_map(|e| match e.kind {
-            EventKind::Clock { drift_ppm, .. } if !e.host.starts_with("client-") => Some(drift_ppm),
+            EventKind::Clock { drift_ppm, .. } if servers.contains(e.host.as_str()) => {
+                Some(drift_ppm)
+            }
             _ => None,
         })
         .max()
@@ -115,17 +113,7 @@ pub fn fastest_server_drift_ppm(h: &History) -> i64 {
 pub fn pause_during_acquire(h: &History) -> Option<String> {
     let pairs = model::op_pairs(h).ok()?;
     let lease_us = h.params.lease_ms * 1_000;
-    let mut ends: BTreeMap<usize, u64> = BTreeMap::new();
-    for e in &h.events {
-        if let EventKind::Fault {
-            fault,
-            phase: FaultPhase::End,
-            ..
-        } = e.kind
-        {
-            ends.entry(fault).or_insert(e.at_us);
-        }
-    }
+    let ends = model::first_fault_ends(h);
     h.events.iter().find_map(|e| {
         let EventKind::Fault {
             fault,

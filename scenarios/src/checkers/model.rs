@@ -164,6 +164,23 @@ pub fn is_pause(h: &History, fault: usize) -> bool {
     )
 }
 
+/// Each fault's first end time, by fault index (a fault that hit several hosts ends
+/// on each; the first end counts).
+pub fn first_fault_ends(h: &History) -> BTreeMap<usize, u64> {
+    let mut ends: BTreeMap<usize, u64> = BTreeMap::new();
+    for e in &h.events {
+        if let EventKind::Fault {
+            fault,
+            phase: FaultPhase::End,
+            ..
+        } = e.kind
+        {
+            ends.entry(fault).or_insert(e.at_us);
+        }
+    }
+    ends
+}
+
 /// Indices of crash start events. The event's `host` is the resolved target (a plan
 /// may say `Holder`), so callers read the host from the event, not the plan.
 pub fn crash_starts(h: &History) -> Vec<usize> {

@@ -5,8 +5,6 @@
 //! a description of a witness event, or `None`, so scenario tests can assert
 //! `probes::crash_while_holding(&h).is_some()` next to the checker's verdict.
 
-use std::collections::BTreeMap;
-
 use sim::history::{EventKind, FaultPhase, History, OpF, Phase, ServerEvent};
 
 use super::model::{self, HoldEnd};
@@ -23,17 +21,7 @@ pub fn pause_outlasted_a_hold(h: &History) -> Option<String> {
         .filter(|p| p.f == OpF::Release)
         .collect();
     let lease_us = h.params.lease_ms * 1_000;
-    let mut ends: BTreeMap<usize, u64> = BTreeMap::new();
-    for e in &h.events {
-        if let EventKind::Fault {
-            fault,
-            phase: FaultPhase::End,
-            ..
-        } = e.kind
-        {
-            ends.entry(fault).or_insert(e.at_us);
-        }
-    }
+    let ends = model::first_fault_ends(h);
     h.events.iter().find_map(|e| {
         let EventKind::Fault {
             fault,

@@ -12,7 +12,7 @@ use super::model;
 use super::{fmt_ms, fmt_s};
 
 /// Hosts that keep a record of keys: the Redis servers.
-fn servers(h: &History) -> BTreeSet<&str> {
+pub(super) fn servers(h: &History) -> BTreeSet<&str> {
     h.events
         .iter()
         .filter(|e| matches!(e.kind, EventKind::Server(_)))

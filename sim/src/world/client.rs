@@ -416,8 +416,7 @@ impl Client {
             o.token = token;
         });
         if let Some(margin) = self.workload.check_validity_ms {
-            let now = lock_impl::Clock::now(&SimClock::new(self.clock.clone()));
-            let left = guard.remaining(now);
+            let left = guard.remaining(self.clock.local_elapsed(true_now()));
             if left.is_some_and(|l| l < Duration::from_millis(margin)) {
                 let left_ms = left.unwrap_or_default().as_millis();
                 rec.complete(host, op, OpF::Write, Phase::Fail, |o| {
