@@ -54,11 +54,26 @@ pub fn parse_seeds(text: &str) -> Result<Range<u64>, BadInput> {
     }
 }
 
-/// Resolves a design name, or says which are allowed.
+/// Resolves a design name (a built-in, or `broken/<name>` from the broken-design
+/// catalog), or says which are allowed.
 pub fn design(name: &str) -> Result<DesignSpec, BadInput> {
+    if name.starts_with(scenarios::broken::PREFIX) {
+        return scenarios::broken::find(name)
+            .map(|b| b.spec())
+            .ok_or_else(|| {
+                let names: Vec<String> = scenarios::broken::catalog()
+                    .iter()
+                    .map(|b| format!("{}{}", scenarios::broken::PREFIX, b.name))
+                    .collect();
+                BadInput(format!(
+                    "unknown broken design '{name}'; allowed: {}",
+                    names.join(", ")
+                ))
+            });
+    }
     DesignSpec::builtin(name).map_err(|_| {
         BadInput(format!(
-            "unknown design '{name}'; allowed: {}",
+            "unknown design '{name}'; allowed: {}, or broken/<name> (see `locksim list`)",
             lock_impl::design_names()
         ))
     })
@@ -599,6 +614,19 @@ pub fn list() -> ExitCode {
         println!(
             "  {:<22} {} (seeds {}); known for: {}",
             d.name, d.summary, d.seeds, d.known_failure
+        );
+    }
+    println!(
+        "broken designs (caught by checker, in scenario; `locksim run --design broken/<name>`):"
+    );
+    for b in scenarios::broken::catalog() {
+        println!(
+            "  {:<29} {} ({}, in {}; a broken {})",
+            format!("{}{}", scenarios::broken::PREFIX, b.name),
+            b.bug,
+            b.checker,
+            b.scenario,
+            b.parent
         );
     }
     println!("scenarios:");

@@ -31,6 +31,7 @@ impl B {
                     liveness_bound_ms: 2_000,
                     initial_stock: 10,
                     clients: 5,
+                    masters: 1,
                 },
                 plan: FaultPlan::default(),
                 events: Vec::new(),

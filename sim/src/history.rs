@@ -57,6 +57,15 @@ pub struct RunParams {
     pub initial_stock: i64,
     /// Number of client hosts.
     pub clients: u32,
+    /// Independent masters a client locks on (servers configured without `replicaof`):
+    /// 1 for a single master (replicated or not), 5 for a Redlock world. A lock held on
+    /// fewer than a majority of them is not held.
+    #[serde(default = "one")]
+    pub masters: u32,
+}
+
+fn one() -> u32 {
+    1
 }
 
 /// One event.

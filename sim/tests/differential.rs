@@ -199,6 +199,7 @@ fn simple_cmd() -> impl Strategy<Value = Vec<String>> {
         }),
         (key(), value()).prop_map(move |(k, v)| s(&["SETNX", k, &v])),
         key().prop_map(move |k| s(&["GETDEL", k])),
+        (key(), value()).prop_map(move |(k, v)| s(&["GETSET", k, &v])),
         (key(), key()).prop_map(move |(a, b)| s(&["DEL", a, b])),
         (key(), key()).prop_map(move |(a, b)| s(&["EXISTS", a, b, a])),
         (key(), secs()).prop_map(move |(k, t)| s(&["EXPIRE", k, &t])),
@@ -226,6 +227,7 @@ fn simple_cmd() -> impl Strategy<Value = Vec<String>> {
         prop::sample::select(vec![
             vec!["GET"],
             vec!["SET", "a"],
+            vec!["GETSET", "a"],
             vec!["HSET", "a", "f"],
             vec!["EXPIRE", "a"],
             vec!["INCR"],

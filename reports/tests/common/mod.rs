@@ -110,6 +110,7 @@ pub fn history() -> History {
             liveness_bound_ms: 2_000,
             initial_stock: 10,
             clients: 5,
+            masters: 1,
         },
         plan: FaultPlan {
             faults: vec![Fault {

@@ -7,8 +7,16 @@
 //! the bound (invoked at or before it, completed `ok` or `fail` after it), or one that
 //! failed after the bound: either shows the lock refused someone past the bound.
 //! `info` outcomes prove nothing either way and are ignored.
+//!
+//! And without any crash: a lock that is free and wanted must be granted. An acquire
+//! that completed `fail` while no fault was active is a violation when the key was
+//! absent on every server from its invocation to its refusal (nobody held it, yet it
+//! was refused: an acquire that can never succeed), or absent on every server for at
+//! least the bound before its refusal (a waiter that slept through the release or the
+//! expiry and gave up). A run in which no holder crashed and no acquire completed has
+//! nothing to judge and is `Unknown`.
 
-use sim::history::{History, OpF, Phase};
+use sim::history::{EventKind, History, OpF, Phase, ServerEvent};
 
 use super::model::{self, OpPair};
 use super::{Checker, Evidence, Verdict, fmt_ms, fmt_s};
@@ -103,6 +111,18 @@ impl Checker for Liveness {
                 events,
             });
         }
+        let (completed, refused) = refused_while_free(h, &acquires);
+        if let Some(v) = refused {
+            return v;
+        }
+        judged += completed;
+        if judged == 0 && skipped.is_empty() {
+            return Verdict::Unknown {
+                reason:
+                    "nothing to judge: no holder crashed and no acquire completed outside a fault"
+                        .into(),
+            };
+        }
         if judged == 0 && !skipped.is_empty() {
             return Verdict::Unknown {
                 reason: format!(
@@ -114,4 +134,94 @@ impl Checker for Liveness {
         }
         Verdict::Valid
     }
+}
+
+/// The free-and-wanted rule (see the module docs): returns how many acquires it judged
+/// (completed `ok` or `fail` with no fault active) and the first violation.
+fn refused_while_free(h: &History, acquires: &[&OpPair]) -> (usize, Option<Verdict>) {
+    let key = h.params.key.as_str();
+    // After each event: on how many servers the key is present, and the event at which
+    // it last became absent everywhere (`None`: present somewhere, or never written).
+    let mut present: std::collections::BTreeMap<&str, bool> = Default::default();
+    let mut free_since: Vec<Option<usize>> = Vec::with_capacity(h.events.len());
+    let mut since: Option<usize> = Some(0);
+    for (i, e) in h.events.iter().enumerate() {
+        match &e.kind {
+            EventKind::Server(ServerEvent::Written { key: k, .. }) if k == key => {
+                present.insert(e.host.as_str(), true);
+                since = None;
+            }
+            EventKind::Server(ServerEvent::Removed { key: k, .. }) if k == key => {
+                present.insert(e.host.as_str(), false);
+                if since.is_none() && !present.values().any(|p| *p) {
+                    since = Some(i);
+                }
+            }
+            _ => {}
+        }
+        free_since.push(since);
+    }
+    let windows = model::fault_windows(h);
+    let bound_us = h.params.liveness_bound_ms * 1_000;
+    let mut judged = 0;
+    for p in acquires {
+        let (Some(done), Some(done_us)) = (p.completion, p.completion_us) else {
+            continue;
+        };
+        if !matches!(p.outcome, Phase::Ok | Phase::Fail)
+            || windows.iter().any(|w| w.overlaps(p.invoke_us, done_us))
+        {
+            continue;
+        }
+        judged += 1;
+        if p.outcome != Phase::Fail {
+            continue;
+        }
+        let Some(f) = free_since[done] else { continue };
+        let free_us = h.events[f].at_us;
+        let throughout = f <= p.invoke;
+        if !throughout && done_us - free_us < bound_us {
+            continue;
+        }
+        let free_from = if throughout {
+            p.invoke_us.max(free_us)
+        } else {
+            free_us
+        };
+        let why = if throughout {
+            format!(
+                "the key was absent on every server from its invocation at {}",
+                fmt_s(p.invoke_us)
+            )
+        } else {
+            format!(
+                "the key had been absent on every server since {} ({} before, bound {} ms)",
+                fmt_s(free_us),
+                fmt_ms(done_us - free_us),
+                h.params.liveness_bound_ms
+            )
+        };
+        let mut events = vec![p.invoke, done];
+        if f > 0 {
+            events.push(f);
+        }
+        events.sort_unstable();
+        events.dedup();
+        return (
+            judged,
+            Some(Verdict::Invalid(Evidence {
+                summary: format!(
+                    "{}'s acquire of {key} was refused at {} although nobody held the lock: {why}, and no fault was active",
+                    p.host,
+                    fmt_s(done_us),
+                ),
+                at_us: free_from,
+                hosts: vec![p.host.clone()],
+                owners: Vec::new(),
+                first_event: done,
+                events,
+            })),
+        );
+    }
+    (judged, None)
 }

@@ -24,13 +24,15 @@
 //! class. `validity` and `overrun` (see [`validity`]) tell *why* believed holds
 //! overlapped: the lock broke its promise (two clients within their believed
 //! validity), or a client went on past its validity; they never change the class
-//! either.
+//! either. Nor does `belief` (see [`belief`]): a client's acquisition that the server's
+//! record never backed, or had already lost while the client still believed it valid.
 //!
 //! Layout: [`model`] derives views shared by several checkers (operation pairs,
 //! believed-hold intervals, the server's record of who held the key); one module per
 //! property; [`probes`] holds the Stateright-style `sometimes` properties that prove a
 //! fault really happened, so a passing safety check is not vacuous.
 
+pub mod belief;
 pub mod clock_probes;
 mod liveness;
 mod lost_update;
@@ -49,6 +51,7 @@ use std::panic::{AssertUnwindSafe, catch_unwind};
 use serde::{Deserialize, Serialize};
 use sim::history::History;
 
+pub use belief::Belief;
 pub use liveness::Liveness;
 pub use lost_update::LostUpdate;
 pub use mutual_exclusion::MutualExclusion;
@@ -142,6 +145,7 @@ pub fn all() -> Vec<Box<dyn Checker>> {
         Box::new(TokenOrder),
         Box::new(Validity),
         Box::new(Overrun),
+        Box::new(Belief),
     ]
 }
 

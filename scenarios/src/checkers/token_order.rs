@@ -5,8 +5,11 @@
 //! accepted request whose token is lower than one accepted before it came from a
 //! holder whose lock had already passed to someone else, and a fencing storage should
 //! have refused it. And the lock's own promise: no token is granted to two different
-//! acquisitions (reentrant re-grants of the same owner value share it). Refused requests (`accepted: false`) changed nothing and are the
-//! fence working. Requests without a token are not judged, so a run without tokens is
+//! acquisitions (reentrant re-grants of the same owner value share it), and tokens
+//! strictly increase in the server's order of grants (the order of the server's writes
+//! of the owner values), so a token fetched before the lock was won cannot pass a later
+//! holder's. Refused requests (`accepted: false`) changed nothing and are the fence
+//! working. Requests without a token are not judged, so a run without tokens is
 //! `Valid`.
 
 use sim::history::{EventKind, History, OpF, Phase, StorageEvent};
@@ -102,6 +105,9 @@ impl Checker for TokenOrder {
                 }
             }
         }
+        if let Some(v) = grants_out_of_order(h) {
+            return v;
+        }
         // The accepted request with the highest token so far (the first to reach it).
         let mut max: Option<Request<'_>> = None;
         for r in accepted_with_tokens(h) {
@@ -134,4 +140,65 @@ impl Checker for TokenOrder {
         }
         Verdict::Valid
     }
+}
+
+/// Tokens must strictly increase in the order the server granted the lock: each `ok`
+/// that carries a token is placed at the server's last write of its owner value (by its
+/// host) before the `ok`. A grant whose token is lower than an earlier grant's (of
+/// another owner value) is `Invalid`; equal tokens are the "granted twice" case above.
+fn grants_out_of_order(h: &History) -> Option<Verdict> {
+    let key = h.params.key.as_str();
+    // (write event, token, host, owner, ok event, ok time)
+    let mut grants: Vec<(usize, u64, &str, &str, usize, u64)> = Vec::new();
+    for (i, e) in h.events.iter().enumerate() {
+        let EventKind::Op(op) = &e.kind else { continue };
+        let (OpF::Acquire, Phase::Ok, Some(token), Some(owner)) =
+            (op.f, op.phase, op.token, op.owner.as_deref())
+        else {
+            continue;
+        };
+        if op.key.as_deref().is_some_and(|k| k != key) {
+            continue;
+        }
+        let written = h.events[..i].iter().rposition(|w| {
+            matches!(&w.kind, EventKind::Server(sim::history::ServerEvent::Written { by, key: k, value })
+                if k == key && *value == owner && *by == e.host)
+        });
+        if let Some(w) = written {
+            grants.push((w, token, e.host.as_str(), owner, i, e.at_us));
+        }
+    }
+    grants.sort_unstable();
+    let mut max: Option<(usize, u64, &str, &str, usize, u64)> = None;
+    for g in grants {
+        match max {
+            Some(m) if g.1 < m.1 && g.3 != m.3 => {
+                let mut hosts = vec![g.2.to_string(), m.2.to_string()];
+                hosts.dedup();
+                let mut events = vec![m.0, g.0, m.4, g.4];
+                events.sort_unstable();
+                events.dedup();
+                return Some(Verdict::Invalid(Evidence {
+                    summary: format!(
+                        "fencing tokens went down in the server's order of grants: {} was granted the lock (owner={}) with token {} at {} after {} had been granted it (owner={}) with token {}: a storage that fences by token would turn the newer holder away and let the older one through",
+                        g.2,
+                        g.3,
+                        g.1,
+                        fmt_s(h.events[g.0].at_us),
+                        m.2,
+                        m.3,
+                        m.1
+                    ),
+                    at_us: h.events[g.0].at_us,
+                    hosts,
+                    owners: vec![g.3.to_string(), m.3.to_string()],
+                    first_event: g.4,
+                    events,
+                }));
+            }
+            Some(m) if g.1 <= m.1 => {}
+            _ => max = Some(g),
+        }
+    }
+    None
 }

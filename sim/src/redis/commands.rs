@@ -73,6 +73,7 @@ const COMMANDS: &[Spec] = &[
     wspec("set", -3),
     wspec("setnx", 3),
     wspec("getdel", 2),
+    wspec("getset", 3),
     wspec("del", -2),
     wspec("unlink", -2),
     spec("exists", -2, false),
@@ -416,6 +417,31 @@ impl Core {
                     self.propagate(ctx.db, argv.to_vec());
                     Reply::Integer(1)
                 }
+            }
+            // t_string.c getsetCommand: the old value (WRONGTYPE before any change),
+            // then a plain SET that drops any TTL, propagated as `SET key value`.
+            "getset" => {
+                let old = match self.ks.get(ctx.db, &argv[1], ctx.now_us) {
+                    None => Reply::Nil,
+                    Some(Entry {
+                        value: Value::Str(s),
+                        ..
+                    }) => Reply::Bulk(s.clone()),
+                    Some(_) => return wrongtype(),
+                };
+                self.ks.set_string(
+                    ctx.db,
+                    &argv[1],
+                    argv[2].clone(),
+                    None,
+                    ctx.now_us,
+                    &ctx.peer,
+                );
+                self.propagate(
+                    ctx.db,
+                    vec![b"SET".to_vec(), argv[1].clone(), argv[2].clone()],
+                );
+                old
             }
             "getdel" => match self.ks.get(ctx.db, &argv[1], ctx.now_us) {
                 None => Reply::Nil,

@@ -206,6 +206,7 @@ pub fn run(cfg: &RunConfig) -> Result<History, RunError> {
             liveness_bound_ms: w.lease_ms + w.liveness_slack_ms,
             initial_stock: w.initial_stock,
             clients: w.clients,
+            masters: (w.servers.iter().filter(|s| s.replica_of.is_none()).count() as u32).max(1),
         },
         plan: cfg.plan.clone(),
         events,

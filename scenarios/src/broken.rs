@@ -1,0 +1,1099 @@
+//! Deliberately broken lock designs, and the checker that must catch each one.
+//!
+//! Each design here is modelled on a real class of bug in Redis lock clients and is
+//! written only against `lock-impl`'s public API, as a user would write their own lock.
+//! Each [`Broken`] entry names the correct design it is a broken copy of (its parent),
+//! the scenario and checker that must catch it, and a seed bound. The suite
+//! (`scenarios/tests/broken.rs`) asserts that the checker flags the broken design
+//! within the bound and never flags the parent on the same seeds, so the catch is
+//! attributable to the bug and not to the scenario. When a broken design slips
+//! through, the checker or the workload is what gets fixed, never the design.
+//!
+//! Run one by hand: `locksim run --design broken/constant-owner --scenario gc-pause`.
+
+use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, LazyLock, Mutex};
+use std::time::Duration;
+
+use async_trait::async_trait;
+use futures_util::StreamExt;
+use lock_impl::{
+    Acquire, AcquireOptions, Attempt, Deps, Guard, LockDesign, LockError, Release, Wait,
+    retry_acquire,
+};
+
+use crate::sweep::DesignSpec;
+
+/// The prefix that names a broken design on the command line.
+pub const PREFIX: &str = "broken/";
+
+/// One broken design and how it must be caught.
+#[derive(Clone, Copy)]
+pub struct Broken {
+    /// Its name (without [`PREFIX`]).
+    pub name: &'static str,
+    /// What is wrong, in one sentence.
+    pub bug: &'static str,
+    /// The built-in design it is a broken copy of: the checker must never flag it on
+    /// the same scenario and seeds.
+    pub parent: &'static str,
+    /// The scenario that exposes it.
+    pub scenario: &'static str,
+    /// The checker that must flag it.
+    pub checker: &'static str,
+    /// Caught in at least one seed of `0..seeds`.
+    pub seeds: u64,
+    build: fn(Deps) -> Arc<dyn LockDesign>,
+}
+
+impl Broken {
+    /// The design as the sweep runs it (named `broken/<name>`).
+    pub fn spec(&self) -> DesignSpec {
+        let build = self.build;
+        DesignSpec {
+            name: format!("{PREFIX}{}", self.name),
+            factory: Arc::new(build),
+            masters: 1,
+        }
+    }
+}
+
+impl std::fmt::Debug for Broken {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Broken")
+            .field("name", &self.name)
+            .field("checker", &self.checker)
+            .finish_non_exhaustive()
+    }
+}
+
+/// The broken-design catalog.
+pub fn catalog() -> Vec<Broken> {
+    vec![
+        Broken {
+            name: "constant-owner",
+            bug: "every client stores the same owner value, so a compare-and-delete cannot tell its own lock from the next holder's",
+            parent: "set-nx-px-lua",
+            scenario: "gc-pause",
+            checker: "ownership",
+            seeds: 10,
+            build: |d| Arc::new(ConstantOwner(d)),
+        },
+        Broken {
+            name: "ex-for-px",
+            bug: "the lease in milliseconds is passed to EX (seconds): a crashed holder's lock lives 1000 times too long",
+            parent: "set-nx-px-lua",
+            scenario: "client-crash",
+            checker: "liveness",
+            seeds: 10,
+            build: |d| Arc::new(ExForPx(d)),
+        },
+        Broken {
+            name: "px-given-seconds",
+            bug: "a lease configured in seconds is passed to PX: the lock expires after a millisecond while its holder believes the whole lease",
+            parent: "set-nx-px-lua",
+            scenario: "no-faults",
+            checker: "mutual-exclusion",
+            seeds: 10,
+            build: |d| Arc::new(PxGivenSeconds(d)),
+        },
+        Broken {
+            name: "blind-renewal",
+            bug: "the watchdog renews with a bare PEXPIRE, so a holder back from a pause re-arms the next holder's lock",
+            parent: "reentrant-watchdog",
+            scenario: "gc-pause",
+            checker: "ownership",
+            seeds: 10,
+            build: |d| Arc::new(BlindRenewal::new(d)),
+        },
+        Broken {
+            name: "unknown-as-acquired",
+            bug: "a SET whose reply timed out is taken for a success: the client believes a lock the server may have refused",
+            parent: "set-nx-px-lua",
+            scenario: "network-delay",
+            checker: "belief",
+            seeds: 20,
+            build: |d| Arc::new(UnknownAsAcquired(d)),
+        },
+        Broken {
+            name: "release-ignores-count",
+            bug: "a reentrant lock that counts holds on the client but deletes the key on every release: the first nested release frees the lock",
+            parent: "reentrant-watchdog",
+            scenario: "reentrancy",
+            checker: "reentrancy",
+            seeds: 10,
+            build: |d| Arc::new(ReleaseIgnoresCount::new(d)),
+        },
+        Broken {
+            name: "per-client-token",
+            bug: "fencing tokens come from a counter in each client, not from the server: two holders get the same token",
+            parent: "fenced",
+            scenario: "no-faults",
+            checker: "token-order",
+            seeds: 10,
+            build: |d| Arc::new(PerClientToken::new(d)),
+        },
+        Broken {
+            name: "token-before-lock",
+            bug: "the fencing token is taken once before waiting for the lock: a waiter that wins later carries a lower token than the holder before it",
+            parent: "fenced",
+            scenario: "no-faults",
+            checker: "token-order",
+            seeds: 10,
+            build: |d| Arc::new(TokenBeforeLock(d)),
+        },
+        Broken {
+            name: "waiter-ignores-ttl",
+            bug: "a waiter sleeps until the unlock message and never falls back on the lock's TTL: a lost message strands it",
+            parent: "reentrant-watchdog",
+            scenario: "unlock-message-lost",
+            checker: "waiter-liveness",
+            seeds: 10,
+            build: |d| Arc::new(WaiterIgnoresTtl(d)),
+        },
+        Broken {
+            name: "validity-from-reply",
+            bug: "the lease is counted from when the reply arrived, not from when the request was sent: a slow reply stretches the believed validity past the server's expiry",
+            parent: "set-nx-px-lua",
+            scenario: "network-delay",
+            checker: "validity",
+            seeds: 20,
+            build: |d| Arc::new(ValidityFromReply(d)),
+        },
+        Broken {
+            name: "getset-timestamp",
+            bug: "the old SETNX + GETSET recipe: two waiters that see an expired timestamp both GETSET, and the loser overwrites the winner's lock",
+            parent: "set-nx-px-lua",
+            scenario: "gc-pause",
+            checker: "ownership",
+            seeds: 20,
+            build: |d| Arc::new(GetsetTimestamp(d)),
+        },
+        Broken {
+            name: "shared-reentrant-id",
+            bug: "a reentrant hash lock whose owner id is the service's name, the same in every instance: every client re-enters every other's lock",
+            parent: "reentrant-watchdog",
+            scenario: "no-faults",
+            checker: "mutual-exclusion",
+            seeds: 10,
+            build: |d| Arc::new(SharedReentrantId(d)),
+        },
+        Broken {
+            name: "xx-for-nx",
+            bug: "SET XX instead of SET NX: the lock is only ever set when it already exists, so nobody ever gets it",
+            parent: "set-nx-px-lua",
+            scenario: "no-faults",
+            checker: "liveness",
+            seeds: 10,
+            build: |d| Arc::new(XxForNx(d)),
+        },
+        Broken {
+            name: "release-falls-back-to-del",
+            bug: "when the compare-and-delete removes nothing, release \"makes sure\" with a plain DEL, deleting the next holder's lock",
+            parent: "set-nx-px-lua",
+            scenario: "gc-pause",
+            checker: "ownership",
+            seeds: 10,
+            build: |d| Arc::new(ReleaseFallsBackToDel(d)),
+        },
+        Broken {
+            name: "check-then-set",
+            bug: "GET, and SET without NX if the key was absent: two clients that both saw it absent both take the lock",
+            parent: "set-nx-px-lua",
+            scenario: "no-faults",
+            checker: "mutual-exclusion",
+            seeds: 10,
+            build: |d| Arc::new(CheckThenSet(d)),
+        },
+    ]
+}
+
+/// The broken design named `name` (with or without [`PREFIX`]).
+pub fn find(name: &str) -> Option<Broken> {
+    let name = name.strip_prefix(PREFIX).unwrap_or(name);
+    catalog().into_iter().find(|b| b.name == name)
+}
+
+// ---- helpers every user's lock writes for itself ----
+
+/// Deletes the key only if it holds `ARGV[1]`.
+static COMPARE_AND_DELETE: LazyLock<redis::Script> = LazyLock::new(|| {
+    redis::Script::new(
+        "if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('del', KEYS[1]) else return 0 end",
+    )
+});
+
+/// A reply that never came (timeout, dropped connection): the command may have run.
+fn outcome_unknown(e: &redis::RedisError) -> bool {
+    e.is_timeout() || e.is_io_error() || e.is_connection_dropped() || e.is_connection_refusal()
+}
+
+fn failed(command: &'static str) -> impl Fn(redis::RedisError) -> LockError {
+    move |source| LockError::Redis { command, source }
+}
+
+/// A guard valid for the lease from `from`.
+fn guard(design: &str, key: &str, owner: String, from: Duration, lease_ms: u64) -> Guard {
+    Guard {
+        design: design.into(),
+        key: key.into(),
+        owner,
+        acquired_at: from,
+        valid_until: Some(from + Duration::from_millis(lease_ms)),
+        token: None,
+    }
+}
+
+/// `SET key owner <flags…> <ttl>` (e.g. flags `NX PX`): whether it set the key.
+async fn set(
+    deps: &Deps,
+    key: &str,
+    owner: &str,
+    flags: &[&str],
+    ttl: u64,
+) -> redis::RedisResult<bool> {
+    let mut cmd = redis::cmd("SET");
+    cmd.arg(key).arg(owner);
+    for a in flags {
+        cmd.arg(*a);
+    }
+    cmd.arg(ttl);
+    let reply: Option<String> = cmd.query_async(&mut deps.conn.clone()).await?;
+    Ok(reply.is_some())
+}
+
+/// One `SET` attempt that becomes an [`Attempt`] (unknown outcomes stay unknown).
+async fn set_attempt(
+    design: &str,
+    deps: &Deps,
+    key: &str,
+    owner: String,
+    flags: &'static [&'static str],
+    ttl: u64,
+    lease_ms: u64,
+) -> Result<Attempt, LockError> {
+    let sent = deps.clock.now();
+    match set(deps, key, &owner, flags, ttl).await {
+        Ok(true) => Ok(Attempt::Acquired(guard(design, key, owner, sent, lease_ms))),
+        Ok(false) => Ok(Attempt::Held),
+        Err(e) if outcome_unknown(&e) => Ok(Attempt::Unknown(e.to_string())),
+        Err(e) => Err(failed("SET")(e)),
+    }
+}
+
+async fn compare_and_delete(deps: &Deps, key: &str, owner: &str) -> Result<Release, LockError> {
+    match COMPARE_AND_DELETE
+        .key(key)
+        .arg(owner)
+        .invoke_async::<i64>(&mut deps.conn.clone())
+        .await
+    {
+        Ok(1) => Ok(Release::Removed),
+        Ok(_) => Ok(Release::NotRemoved),
+        Err(e) if outcome_unknown(&e) => Ok(Release::Unknown(e.to_string())),
+        Err(e) => Err(failed("EVALSHA")(e)),
+    }
+}
+
+// ---- the designs ----
+
+/// `constant-owner`: `SET key "locked" NX PX` and a compare-and-delete of `"locked"`.
+/// The compare is only as good as the value: with one value for everyone, a holder
+/// past its lease deletes the next holder's lock, as a blind `DEL` would.
+pub struct ConstantOwner(Deps);
+
+#[async_trait]
+impl LockDesign for ConstantOwner {
+    fn name(&self) -> &str {
+        "broken/constant-owner"
+    }
+    async fn acquire(&self, key: &str, o: AcquireOptions) -> Result<Acquire, LockError> {
+        retry_acquire(&self.0, key, o, || {
+            set_attempt(
+                self.name(),
+                &self.0,
+                key,
+                "locked".into(),
+                &["NX", "PX"],
+                o.lease_ms,
+                o.lease_ms,
+            )
+        })
+        .await
+    }
+    async fn release(&self, g: &Guard) -> Result<Release, LockError> {
+        compare_and_delete(&self.0, &g.key, &g.owner).await
+    }
+}
+
+/// `ex-for-px`: `SET key owner NX EX lease_ms`. The number is right, the unit is not:
+/// the server keeps the lock a thousand times longer than the client believes, so a
+/// holder that dies leaves it stuck for minutes.
+pub struct ExForPx(Deps);
+
+#[async_trait]
+impl LockDesign for ExForPx {
+    fn name(&self) -> &str {
+        "broken/ex-for-px"
+    }
+    async fn acquire(&self, key: &str, o: AcquireOptions) -> Result<Acquire, LockError> {
+        retry_acquire(&self.0, key, o, || {
+            let owner = self.0.entropy.owner_value();
+            set_attempt(
+                self.name(),
+                &self.0,
+                key,
+                owner,
+                &["NX", "EX"],
+                o.lease_ms,
+                o.lease_ms,
+            )
+        })
+        .await
+    }
+    async fn release(&self, g: &Guard) -> Result<Release, LockError> {
+        compare_and_delete(&self.0, &g.key, &g.owner).await
+    }
+}
+
+/// `px-given-seconds`: the lease is kept in seconds in the configuration and handed to
+/// `PX`, so the server expires the lock after a millisecond or so while the client
+/// believes the whole lease.
+pub struct PxGivenSeconds(Deps);
+
+#[async_trait]
+impl LockDesign for PxGivenSeconds {
+    fn name(&self) -> &str {
+        "broken/px-given-seconds"
+    }
+    async fn acquire(&self, key: &str, o: AcquireOptions) -> Result<Acquire, LockError> {
+        retry_acquire(&self.0, key, o, || {
+            let owner = self.0.entropy.owner_value();
+            set_attempt(
+                self.name(),
+                &self.0,
+                key,
+                owner,
+                &["NX", "PX"],
+                o.lease_ms.div_ceil(1000),
+                o.lease_ms,
+            )
+        })
+        .await
+    }
+    async fn release(&self, g: &Guard) -> Result<Release, LockError> {
+        compare_and_delete(&self.0, &g.key, &g.owner).await
+    }
+}
+
+/// `blind-renewal`: `SET NX PX`, and a watchdog that renews every lease/3 with a bare
+/// `PEXPIRE key lease`. A holder frozen past its lease wakes up and its watchdog
+/// re-arms whatever lock the key now holds: someone else's. Redisson checks
+/// `HEXISTS` first for exactly this reason.
+pub struct BlindRenewal {
+    deps: Deps,
+    /// The stop flag of each owner's watchdog.
+    watchdogs: Mutex<BTreeMap<String, Arc<AtomicBool>>>,
+}
+
+impl BlindRenewal {
+    fn new(deps: Deps) -> Self {
+        Self {
+            deps,
+            watchdogs: Mutex::new(BTreeMap::new()),
+        }
+    }
+}
+
+#[async_trait]
+impl LockDesign for BlindRenewal {
+    fn name(&self) -> &str {
+        "broken/blind-renewal"
+    }
+    async fn acquire(&self, key: &str, o: AcquireOptions) -> Result<Acquire, LockError> {
+        let got = retry_acquire(&self.deps, key, o, || {
+            let owner = self.deps.entropy.owner_value();
+            set_attempt(
+                self.name(),
+                &self.deps,
+                key,
+                owner,
+                &["NX", "PX"],
+                o.lease_ms,
+                o.lease_ms,
+            )
+        })
+        .await?;
+        let Acquire::Acquired(mut g) = got else {
+            return Ok(got);
+        };
+        g.valid_until = None; // renewed until released
+        let stop = Arc::new(AtomicBool::new(false));
+        self.watchdogs
+            .lock()
+            .expect("watchdog map")
+            .insert(g.owner.clone(), stop.clone());
+        let deps = self.deps.clone();
+        let key = key.to_string();
+        let every = Duration::from_millis((o.lease_ms / 3).max(1));
+        self.deps.spawner.spawn(Box::pin(async move {
+            loop {
+                deps.clock.sleep(every).await;
+                if stop.load(Ordering::SeqCst) {
+                    return;
+                }
+                let _: redis::RedisResult<i64> = redis::cmd("PEXPIRE")
+                    .arg(&key)
+                    .arg(o.lease_ms)
+                    .query_async(&mut deps.conn.clone())
+                    .await;
+            }
+        }));
+        Ok(Acquire::Acquired(g))
+    }
+    async fn release(&self, g: &Guard) -> Result<Release, LockError> {
+        if let Some(stop) = self
+            .watchdogs
+            .lock()
+            .expect("watchdog map")
+            .remove(&g.owner)
+        {
+            stop.store(true, Ordering::SeqCst);
+        }
+        compare_and_delete(&self.deps, &g.key, &g.owner).await
+    }
+}
+
+/// `unknown-as-acquired`: `SET NX PX`, and a reply that timed out counts as "OK". The
+/// request did reach the server, but the lock may have been held by someone else: the
+/// client then believes a lock the server refused it.
+pub struct UnknownAsAcquired(Deps);
+
+#[async_trait]
+impl LockDesign for UnknownAsAcquired {
+    fn name(&self) -> &str {
+        "broken/unknown-as-acquired"
+    }
+    async fn acquire(&self, key: &str, o: AcquireOptions) -> Result<Acquire, LockError> {
+        retry_acquire(&self.0, key, o, || async {
+            let owner = self.0.entropy.owner_value();
+            let sent = self.0.clock.now();
+            match set(&self.0, key, &owner, &["NX", "PX"], o.lease_ms).await {
+                Ok(true) => Ok(Attempt::Acquired(guard(
+                    self.name(),
+                    key,
+                    owner,
+                    sent,
+                    o.lease_ms,
+                ))),
+                Ok(false) => Ok(Attempt::Held),
+                Err(e) if outcome_unknown(&e) => Ok(Attempt::Acquired(guard(
+                    self.name(),
+                    key,
+                    owner,
+                    sent,
+                    o.lease_ms,
+                ))),
+                Err(e) => Err(failed("SET")(e)),
+            }
+        })
+        .await
+    }
+    async fn release(&self, g: &Guard) -> Result<Release, LockError> {
+        compare_and_delete(&self.0, &g.key, &g.owner).await
+    }
+}
+
+/// `release-ignores-count`: reentrancy counted on the client (a nested acquire of a
+/// key this client holds just bumps the count), but every release runs the
+/// compare-and-delete, so the first nested release frees the lock under the outer
+/// holds.
+pub struct ReleaseIgnoresCount {
+    deps: Deps,
+    /// key → (owner, hold count).
+    held: Mutex<BTreeMap<String, (String, u64)>>,
+}
+
+impl ReleaseIgnoresCount {
+    fn new(deps: Deps) -> Self {
+        Self {
+            deps,
+            held: Mutex::new(BTreeMap::new()),
+        }
+    }
+}
+
+#[async_trait]
+impl LockDesign for ReleaseIgnoresCount {
+    fn name(&self) -> &str {
+        "broken/release-ignores-count"
+    }
+    async fn acquire(&self, key: &str, o: AcquireOptions) -> Result<Acquire, LockError> {
+        let nested = {
+            let mut held = self.held.lock().expect("hold map");
+            held.get_mut(key).map(|(owner, count)| {
+                *count += 1;
+                owner.clone()
+            })
+        };
+        if let Some(owner) = nested {
+            return Ok(Acquire::Acquired(guard(
+                self.name(),
+                key,
+                owner,
+                self.deps.clock.now(),
+                o.lease_ms,
+            )));
+        }
+        let got = retry_acquire(&self.deps, key, o, || {
+            let owner = self.deps.entropy.owner_value();
+            set_attempt(
+                self.name(),
+                &self.deps,
+                key,
+                owner,
+                &["NX", "PX"],
+                o.lease_ms,
+                o.lease_ms,
+            )
+        })
+        .await?;
+        if let Acquire::Acquired(g) = &got {
+            self.held
+                .lock()
+                .expect("hold map")
+                .insert(key.to_string(), (g.owner.clone(), 1));
+        }
+        Ok(got)
+    }
+    async fn release(&self, g: &Guard) -> Result<Release, LockError> {
+        {
+            let mut held = self.held.lock().expect("hold map");
+            if let Some((_, count)) = held.get_mut(&g.key) {
+                *count -= 1;
+                if *count == 0 {
+                    held.remove(&g.key);
+                }
+            }
+        }
+        compare_and_delete(&self.deps, &g.key, &g.owner).await
+    }
+}
+
+/// `per-client-token`: `SET NX PX` and a fencing token from a counter each client
+/// keeps: monotonic per client, meaningless across clients, so two holders present
+/// the same token and a storage cannot tell the stale one.
+pub struct PerClientToken {
+    deps: Deps,
+    next: AtomicU64,
+}
+
+impl PerClientToken {
+    fn new(deps: Deps) -> Self {
+        Self {
+            deps,
+            next: AtomicU64::new(1),
+        }
+    }
+}
+
+#[async_trait]
+impl LockDesign for PerClientToken {
+    fn name(&self) -> &str {
+        "broken/per-client-token"
+    }
+    async fn acquire(&self, key: &str, o: AcquireOptions) -> Result<Acquire, LockError> {
+        let got = retry_acquire(&self.deps, key, o, || {
+            let owner = self.deps.entropy.owner_value();
+            set_attempt(
+                self.name(),
+                &self.deps,
+                key,
+                owner,
+                &["NX", "PX"],
+                o.lease_ms,
+                o.lease_ms,
+            )
+        })
+        .await?;
+        Ok(match got {
+            Acquire::Acquired(mut g) => {
+                g.token = Some(self.next.fetch_add(1, Ordering::SeqCst));
+                Acquire::Acquired(g)
+            }
+            other => other,
+        })
+    }
+    async fn release(&self, g: &Guard) -> Result<Release, LockError> {
+        compare_and_delete(&self.deps, &g.key, &g.owner).await
+    }
+}
+
+/// `token-before-lock`: `INCR key:fence` once, then wait for the lock with `SET NX PX`.
+/// The token is global but taken at the wrong moment: a waiter that took its token,
+/// waited, and won after a later arrival carries a lower token than the holder before
+/// it, and a fencing storage turns the new holder away.
+pub struct TokenBeforeLock(Deps);
+
+#[async_trait]
+impl LockDesign for TokenBeforeLock {
+    fn name(&self) -> &str {
+        "broken/token-before-lock"
+    }
+    async fn acquire(&self, key: &str, o: AcquireOptions) -> Result<Acquire, LockError> {
+        let token: u64 = match redis::cmd("INCR")
+            .arg(format!("{key}:fence"))
+            .query_async(&mut self.0.conn.clone())
+            .await
+        {
+            Ok(t) => t,
+            Err(e) if outcome_unknown(&e) => return Ok(Acquire::Unknown(e.to_string())),
+            Err(e) => return Err(failed("INCR")(e)),
+        };
+        let got = retry_acquire(&self.0, key, o, || {
+            let owner = self.0.entropy.owner_value();
+            set_attempt(
+                self.name(),
+                &self.0,
+                key,
+                owner,
+                &["NX", "PX"],
+                o.lease_ms,
+                o.lease_ms,
+            )
+        })
+        .await?;
+        Ok(match got {
+            Acquire::Acquired(mut g) => {
+                g.token = Some(token);
+                Acquire::Acquired(g)
+            }
+            other => other,
+        })
+    }
+    async fn release(&self, g: &Guard) -> Result<Release, LockError> {
+        compare_and_delete(&self.0, &g.key, &g.owner).await
+    }
+}
+
+/// `waiter-ignores-ttl`: `SET NX PX`; a waiter subscribes to `unlock:{key}` and sleeps
+/// until a message (or its whole budget) before trying again; release publishes. The
+/// TTL is never consulted, so when the unlock message is lost the waiter sleeps
+/// through a free lock.
+pub struct WaiterIgnoresTtl(Deps);
+
+#[async_trait]
+impl LockDesign for WaiterIgnoresTtl {
+    fn name(&self) -> &str {
+        "broken/waiter-ignores-ttl"
+    }
+    async fn acquire(&self, key: &str, o: AcquireOptions) -> Result<Acquire, LockError> {
+        o.validate()?;
+        let deps = &self.0;
+        let start = deps.clock.now();
+        let budget = match o.wait {
+            Wait::TryOnce => Duration::ZERO,
+            Wait::Retry { budget_ms, .. } => Duration::from_millis(budget_ms),
+        };
+        let left = || budget.saturating_sub(deps.clock.now().saturating_sub(start));
+        let channel = format!("unlock:{key}");
+        loop {
+            let owner = deps.entropy.owner_value();
+            match set_attempt(
+                self.name(),
+                deps,
+                key,
+                owner,
+                &["NX", "PX"],
+                o.lease_ms,
+                o.lease_ms,
+            )
+            .await?
+            {
+                Attempt::Acquired(g) => return Ok(Acquire::Acquired(g)),
+                Attempt::Unknown(why) => return Ok(Acquire::Unknown(why)),
+                Attempt::Held => {}
+            }
+            if left().is_zero() {
+                return Ok(Acquire::NotAcquired);
+            }
+            let sub = async {
+                let mut sub = deps.pubsub.as_ref()?.connect().await.ok()?;
+                sub.subscribe(&channel).await.ok()?;
+                Some(sub)
+            };
+            tokio::select! {
+                biased;
+                () = deps.clock.sleep(left()) => return Ok(Acquire::NotAcquired),
+                sub = sub => match sub {
+                    Some(mut sub) => {
+                        let mut messages = sub.on_message();
+                        tokio::select! {
+                            biased;
+                            _ = messages.next() => {}
+                            () = deps.clock.sleep(left()) => {}
+                        }
+                    }
+                    None => deps.clock.sleep(left()).await,
+                },
+            }
+        }
+    }
+    async fn release(&self, g: &Guard) -> Result<Release, LockError> {
+        let released = compare_and_delete(&self.0, &g.key, &g.owner).await?;
+        if released == Release::Removed {
+            let _: redis::RedisResult<i64> = redis::cmd("PUBLISH")
+                .arg(format!("unlock:{}", g.key))
+                .arg("released")
+                .query_async(&mut self.0.conn.clone())
+                .await;
+        }
+        Ok(released)
+    }
+}
+
+/// `validity-from-reply`: `SET NX PX`, with the lease counted from the moment the
+/// reply arrived. The server started counting when it ran the command; a reply that
+/// took most of the lease to arrive leaves the client believing it has a whole lease
+/// left while the next holder already has the lock.
+pub struct ValidityFromReply(Deps);
+
+#[async_trait]
+impl LockDesign for ValidityFromReply {
+    fn name(&self) -> &str {
+        "broken/validity-from-reply"
+    }
+    async fn acquire(&self, key: &str, o: AcquireOptions) -> Result<Acquire, LockError> {
+        retry_acquire(&self.0, key, o, || async {
+            let owner = self.0.entropy.owner_value();
+            Ok(
+                match set_attempt(
+                    self.name(),
+                    &self.0,
+                    key,
+                    owner,
+                    &["NX", "PX"],
+                    o.lease_ms,
+                    o.lease_ms,
+                )
+                .await?
+                {
+                    Attempt::Acquired(g) => {
+                        let now = self.0.clock.now();
+                        Attempt::Acquired(guard(self.name(), key, g.owner, now, o.lease_ms))
+                    }
+                    other => other,
+                },
+            )
+        })
+        .await
+    }
+    async fn release(&self, g: &Guard) -> Result<Release, LockError> {
+        compare_and_delete(&self.0, &g.key, &g.owner).await
+    }
+}
+
+/// `getset-timestamp`: the recipe Redis's own `SETNX` page used to print. The value is
+/// the lock's expiry time (here `expiry|owner`); `SETNX` takes a free lock; a waiter
+/// that reads an expired time takes over with `GETSET` and wins if the old value it
+/// got back was still expired. Two waiters that both read the expired time both
+/// `GETSET`: one wins, and the loser has already overwritten the winner's value. The
+/// key has no TTL, and expiry is judged by the clients' clocks.
+pub struct GetsetTimestamp(Deps);
+
+impl GetsetTimestamp {
+    fn expiry(value: &str) -> Option<u64> {
+        value.split('|').next()?.parse().ok()
+    }
+
+    async fn attempt(&self, key: &str, lease_ms: u64) -> Result<Attempt, LockError> {
+        let deps = &self.0;
+        let sent = deps.clock.now();
+        let now_ms = sent.as_millis() as u64;
+        let value = format!("{}|{}", now_ms + lease_ms, deps.entropy.owner_value());
+        let mut conn = deps.conn.clone();
+        let unknown = |e: redis::RedisError, command: &'static str| {
+            if outcome_unknown(&e) {
+                Ok(Attempt::Unknown(e.to_string()))
+            } else {
+                Err(failed(command)(e))
+            }
+        };
+        match redis::cmd("SETNX")
+            .arg(key)
+            .arg(&value)
+            .query_async::<i64>(&mut conn)
+            .await
+        {
+            Ok(1) => {
+                return Ok(Attempt::Acquired(guard(
+                    self.name(),
+                    key,
+                    value,
+                    sent,
+                    lease_ms,
+                )));
+            }
+            Ok(_) => {}
+            Err(e) => return unknown(e, "SETNX"),
+        }
+        let current: Option<String> = match redis::cmd("GET").arg(key).query_async(&mut conn).await
+        {
+            Ok(v) => v,
+            Err(e) => return unknown(e, "GET"),
+        };
+        if current
+            .as_deref()
+            .and_then(Self::expiry)
+            .is_none_or(|exp| exp > now_ms)
+        {
+            return Ok(Attempt::Held);
+        }
+        let old: Option<String> = match redis::cmd("GETSET")
+            .arg(key)
+            .arg(&value)
+            .query_async(&mut conn)
+            .await
+        {
+            Ok(v) => v,
+            Err(e) => return unknown(e, "GETSET"),
+        };
+        if old
+            .as_deref()
+            .and_then(Self::expiry)
+            .is_none_or(|exp| exp <= now_ms)
+        {
+            Ok(Attempt::Acquired(guard(
+                self.name(),
+                key,
+                value,
+                sent,
+                lease_ms,
+            )))
+        } else {
+            Ok(Attempt::Held)
+        }
+    }
+}
+
+#[async_trait]
+impl LockDesign for GetsetTimestamp {
+    fn name(&self) -> &str {
+        "broken/getset-timestamp"
+    }
+    async fn acquire(&self, key: &str, o: AcquireOptions) -> Result<Acquire, LockError> {
+        retry_acquire(&self.0, key, o, || self.attempt(key, o.lease_ms)).await
+    }
+    async fn release(&self, g: &Guard) -> Result<Release, LockError> {
+        // The recipe: delete only a lock that is still ours and not yet expired.
+        let mut conn = self.0.conn.clone();
+        let current: Option<String> =
+            match redis::cmd("GET").arg(&g.key).query_async(&mut conn).await {
+                Ok(v) => v,
+                Err(e) if outcome_unknown(&e) => return Ok(Release::Unknown(e.to_string())),
+                Err(e) => return Err(failed("GET")(e)),
+            };
+        if current.as_deref() != Some(g.owner.as_str()) {
+            return Ok(Release::HeldByOther);
+        }
+        match redis::cmd("DEL")
+            .arg(&g.key)
+            .query_async::<i64>(&mut conn)
+            .await
+        {
+            Ok(1) => Ok(Release::Removed),
+            Ok(_) => Ok(Release::NotFound),
+            Err(e) if outcome_unknown(&e) => Ok(Release::Unknown(e.to_string())),
+            Err(e) => Err(failed("DEL")(e)),
+        }
+    }
+}
+
+/// Redisson's lock script with the owner id as an argument.
+static REENTRANT_LOCK: LazyLock<redis::Script> = LazyLock::new(|| {
+    redis::Script::new(
+        "if (redis.call('exists', KEYS[1]) == 0) or (redis.call('hexists', KEYS[1], ARGV[2]) == 1) then
+           redis.call('hincrby', KEYS[1], ARGV[2], 1)
+           redis.call('pexpire', KEYS[1], ARGV[1])
+           return nil
+         end
+         return redis.call('pttl', KEYS[1])",
+    )
+});
+
+/// Counts one hold down; deletes the key at zero. -1: not ours.
+static REENTRANT_UNLOCK: LazyLock<redis::Script> = LazyLock::new(|| {
+    redis::Script::new(
+        "if redis.call('hexists', KEYS[1], ARGV[1]) == 0 then return -1 end
+         local left = redis.call('hincrby', KEYS[1], ARGV[1], -1)
+         if left > 0 then return left end
+         redis.call('del', KEYS[1])
+         return 0",
+    )
+});
+
+/// `shared-reentrant-id`: a Redisson-style reentrant hash lock whose owner id is
+/// configured as the service's name (`worker:1`), the same in every instance. A lock
+/// held by one instance looks like a re-entry to every other, so they all go in.
+pub struct SharedReentrantId(Deps);
+
+#[async_trait]
+impl LockDesign for SharedReentrantId {
+    fn name(&self) -> &str {
+        "broken/shared-reentrant-id"
+    }
+    async fn acquire(&self, key: &str, o: AcquireOptions) -> Result<Acquire, LockError> {
+        retry_acquire(&self.0, key, o, || async {
+            let sent = self.0.clock.now();
+            match REENTRANT_LOCK
+                .key(key)
+                .arg(o.lease_ms)
+                .arg("worker:1")
+                .invoke_async::<Option<i64>>(&mut self.0.conn.clone())
+                .await
+            {
+                Ok(None) => Ok(Attempt::Acquired(guard(
+                    self.name(),
+                    key,
+                    "worker:1".into(),
+                    sent,
+                    o.lease_ms,
+                ))),
+                Ok(Some(_)) => Ok(Attempt::Held),
+                Err(e) if outcome_unknown(&e) => Ok(Attempt::Unknown(e.to_string())),
+                Err(e) => Err(failed("EVALSHA")(e)),
+            }
+        })
+        .await
+    }
+    async fn release(&self, g: &Guard) -> Result<Release, LockError> {
+        match REENTRANT_UNLOCK
+            .key(&g.key)
+            .arg(&g.owner)
+            .invoke_async::<i64>(&mut self.0.conn.clone())
+            .await
+        {
+            Ok(0) => Ok(Release::Removed),
+            Ok(-1) => Ok(Release::NotRemoved),
+            Ok(n) => Ok(Release::StillHeld { count: n as u64 }),
+            Err(e) if outcome_unknown(&e) => Ok(Release::Unknown(e.to_string())),
+            Err(e) => Err(failed("EVALSHA")(e)),
+        }
+    }
+}
+
+/// `xx-for-nx`: `SET key owner XX PX`, a one-letter slip. `XX` sets only an existing
+/// key, so a free lock is never taken and every acquire is refused.
+pub struct XxForNx(Deps);
+
+#[async_trait]
+impl LockDesign for XxForNx {
+    fn name(&self) -> &str {
+        "broken/xx-for-nx"
+    }
+    async fn acquire(&self, key: &str, o: AcquireOptions) -> Result<Acquire, LockError> {
+        retry_acquire(&self.0, key, o, || {
+            let owner = self.0.entropy.owner_value();
+            set_attempt(
+                self.name(),
+                &self.0,
+                key,
+                owner,
+                &["XX", "PX"],
+                o.lease_ms,
+                o.lease_ms,
+            )
+        })
+        .await
+    }
+    async fn release(&self, g: &Guard) -> Result<Release, LockError> {
+        compare_and_delete(&self.0, &g.key, &g.owner).await
+    }
+}
+
+/// `release-falls-back-to-del`: a compare-and-delete, and when it removed nothing a
+/// plain `DEL` "to make sure the lock is gone". When the lease ran out and someone
+/// else took the lock, that `DEL` removes their lock.
+pub struct ReleaseFallsBackToDel(Deps);
+
+#[async_trait]
+impl LockDesign for ReleaseFallsBackToDel {
+    fn name(&self) -> &str {
+        "broken/release-falls-back-to-del"
+    }
+    async fn acquire(&self, key: &str, o: AcquireOptions) -> Result<Acquire, LockError> {
+        retry_acquire(&self.0, key, o, || {
+            let owner = self.0.entropy.owner_value();
+            set_attempt(
+                self.name(),
+                &self.0,
+                key,
+                owner,
+                &["NX", "PX"],
+                o.lease_ms,
+                o.lease_ms,
+            )
+        })
+        .await
+    }
+    async fn release(&self, g: &Guard) -> Result<Release, LockError> {
+        let first = compare_and_delete(&self.0, &g.key, &g.owner).await?;
+        if first != Release::NotRemoved {
+            return Ok(first);
+        }
+        match redis::cmd("DEL")
+            .arg(&g.key)
+            .query_async::<i64>(&mut self.0.conn.clone())
+            .await
+        {
+            Ok(1) => Ok(Release::Removed),
+            Ok(_) => Ok(Release::NotFound),
+            Err(e) if outcome_unknown(&e) => Ok(Release::Unknown(e.to_string())),
+            Err(e) => Err(failed("DEL")(e)),
+        }
+    }
+}
+
+/// `check-then-set`: `GET key`, and if it was absent `SET key owner PX lease` without
+/// `NX`. Between the check and the set another client can do the same: both believe
+/// they hold the lock, and the second `SET` overwrote the first.
+pub struct CheckThenSet(Deps);
+
+#[async_trait]
+impl LockDesign for CheckThenSet {
+    fn name(&self) -> &str {
+        "broken/check-then-set"
+    }
+    async fn acquire(&self, key: &str, o: AcquireOptions) -> Result<Acquire, LockError> {
+        retry_acquire(&self.0, key, o, || async {
+            let current: Option<String> = match redis::cmd("GET")
+                .arg(key)
+                .query_async(&mut self.0.conn.clone())
+                .await
+            {
+                Ok(v) => v,
+                Err(e) if outcome_unknown(&e) => return Ok(Attempt::Unknown(e.to_string())),
+                Err(e) => return Err(failed("GET")(e)),
+            };
+            if current.is_some() {
+                return Ok(Attempt::Held);
+            }
+            let owner = self.0.entropy.owner_value();
+            set_attempt(
+                self.name(),
+                &self.0,
+                key,
+                owner,
+                &["PX"],
+                o.lease_ms,
+                o.lease_ms,
+            )
+            .await
+        })
+        .await
+    }
+    async fn release(&self, g: &Guard) -> Result<Release, LockError> {
+        compare_and_delete(&self.0, &g.key, &g.owner).await
+    }
+}
