@@ -149,6 +149,9 @@ pub fn describe(h: &History, e: &Event) -> String {
             format!("expiry of {key} set to {ttl_ms} ms by {by}")
         }
         EventKind::Server(ServerEvent::Role { role }) => format!("is now {role}"),
+        EventKind::Server(ServerEvent::MessageDropped { channel }) => {
+            format!("dropped a message on {channel} to a subscriber")
+        }
         EventKind::Sentinel { event, detail } => format!("sentinel {event} {detail}"),
         EventKind::Clock {
             wall_offset_us,
@@ -199,6 +202,9 @@ pub fn describe(h: &History, e: &Event) -> String {
             format!(
                 "write by {writer}: read {read}, wrote {wrote}, found {current}{token}, {verdict}{lost}"
             )
+        }
+        EventKind::Storage(StorageEvent::Final { value }) => {
+            format!("final stock {value}")
         }
     }
 }

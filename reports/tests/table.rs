@@ -45,8 +45,12 @@ fn a_cell_counts_invalid_runs_per_checker_and_remembers_the_first_invalid_seed()
     // overlap of beliefs is an overlap of validity too.
     assert_eq!(c.per_checker["validity"], 2);
     assert_eq!(c.per_checker["overrun"], 0);
+    // client-4's ok names a value the server never recorded it writing.
+    assert_eq!(c.per_checker["belief"], 2);
+    // client-5 was refused while the key was absent and no fault was active.
+    assert_eq!(c.per_checker["liveness"], 2);
     assert_eq!(c.first_invalid_seed, Some(42));
-    assert_eq!(c.invalid(), 6);
+    assert_eq!(c.invalid(), 10);
 }
 
 #[test]
@@ -69,6 +73,7 @@ fn the_text_table_has_aligned_columns_for_every_checker() {
         "token-order",
         "validity",
         "overrun",
+        "belief",
         "first invalid seed",
         "replay",
     ] {
@@ -81,7 +86,7 @@ fn the_text_table_has_aligned_columns_for_every_checker() {
             .map(|(i, _)| i)
             .collect()
     };
-    assert_eq!(starts(lines[1]).len(), 19);
+    assert_eq!(starts(lines[1]).len(), 20);
     assert!(lines[2].starts_with("naive         pause-holder"), "{text}");
     assert!(
         lines[2].ends_with("42  locksim replay --design naive --scenario pause-holder --seed 42"),

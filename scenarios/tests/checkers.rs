@@ -1,7 +1,8 @@
 //! Checkers and probes on small hand-built histories.
 
 use scenarios::checkers::{
-    self, Checker, Liveness, LostUpdate, MutualExclusion, Ownership, Verdict, probes,
+    self, Belief, Checker, Liveness, LostUpdate, MutualExclusion, Ownership, TokenOrder, Verdict,
+    probes,
 };
 use sim::faults::{Fault, FaultKind, FaultPlan, Target};
 use sim::history::{
@@ -202,6 +203,36 @@ impl B {
                 current,
                 token: None,
                 accepted,
+            }),
+        )
+    }
+
+    /// An acquire that completes ok at `ok_ms` believing `owner` (and, if given, a
+    /// validity until `valid_ms` and a token), with no server write of its own.
+    fn believed(
+        &mut self,
+        host: &str,
+        invoke_ms: u64,
+        ok_ms: u64,
+        owner: &str,
+        valid_ms: Option<u64>,
+        token: Option<u64>,
+    ) -> &mut Self {
+        let op = self.new_op();
+        self.op_event(invoke_ms, host, op, OpF::Acquire, Phase::Invoke, None);
+        self.push(
+            ok_ms,
+            host,
+            EventKind::Op(Op {
+                op,
+                f: OpF::Acquire,
+                phase: Phase::Ok,
+                key: Some("lock".into()),
+                owner: Some(owner.into()),
+                value: None,
+                token,
+                valid_until_us: valid_ms.map(|v| v * MS),
+                detail: None,
             }),
         )
     }
@@ -561,7 +592,8 @@ fn check_all_runs_every_checker_in_a_fixed_order() {
             "waiter-liveness",
             "token-order",
             "validity",
-            "overrun"
+            "overrun",
+            "belief"
         ]
     );
     assert_eq!(names, checkers::names());
@@ -688,4 +720,187 @@ fn a_failed_acquire_or_a_wait_behind_a_holder_is_contention() {
         .release("client-1", 500, "o1")
         .build();
     assert_eq!(probes::contended(&alone), None);
+}
+
+// ---- belief ----
+
+#[test]
+fn an_ok_for_a_value_the_server_never_wrote_for_that_client_is_invalid() {
+    // client-2's SET timed out while client-1 held the lock; client-2 took the
+    // timeout for success.
+    let h = B::new()
+        .acquire("client-1", 100, 110, "o1")
+        .believed("client-2", 150, 450, "o2", Some(350), None)
+        .build();
+    let e = invalid(Belief.check(&h));
+    assert!(e.summary.contains("client-2"), "{}", e.summary);
+    assert!(e.summary.contains("ever held that value"), "{}", e.summary);
+    assert!(e.summary.contains("held owner=o1"), "{}", e.summary);
+}
+
+#[test]
+fn the_same_value_written_by_another_client_does_not_back_a_belief() {
+    // SETNX key 1 by everyone: client-2's ok names a value client-1 wrote.
+    let h = B::new()
+        .acquire("client-1", 100, 110, "1")
+        .believed("client-2", 150, 160, "1", None, None)
+        .build();
+    invalid(Belief.check(&h));
+}
+
+#[test]
+fn an_ok_after_the_server_lost_the_lock_is_invalid_only_if_still_believed_valid() {
+    let late = |valid_ms: Option<u64>| {
+        let mut b = B::new();
+        b.op_event(100, "client-1", 1, OpF::Acquire, Phase::Invoke, None);
+        b.written(101, "client-1", "o1");
+        b.removed(301, "expiry", "o1", "expired");
+        b.push(
+            400,
+            "client-1",
+            EventKind::Op(Op {
+                op: 1,
+                f: OpF::Acquire,
+                phase: Phase::Ok,
+                key: Some("lock".into()),
+                owner: Some("o1".into()),
+                value: None,
+                token: None,
+                valid_until_us: valid_ms.map(|v| v * MS),
+                detail: None,
+            }),
+        );
+        b.build()
+    };
+    // A lease counted from the send: it ran out before the expiry. Not flagged.
+    assert_eq!(Belief.check(&late(Some(300))), Verdict::Valid);
+    // A lease counted from the reply: believed until 600, lost at 301.
+    let e = invalid(Belief.check(&late(Some(600))));
+    assert!(e.summary.contains("already removed"), "{}", e.summary);
+    // No validity at all (a watchdog lock): believed until released.
+    invalid(Belief.check(&late(None)));
+}
+
+#[test]
+fn a_backed_acquisition_is_valid_and_no_acquisition_is_unknown() {
+    let h = B::new().acquire("client-1", 100, 110, "o1").build();
+    assert_eq!(Belief.check(&h), Verdict::Valid);
+    let none = B::new()
+        .acquire_outcome("client-1", 100, 200, Phase::Fail)
+        .build();
+    unknown(Belief.check(&none));
+}
+
+#[test]
+fn a_restarted_client_is_not_backed_by_its_previous_lifes_write() {
+    let h = B::new()
+        .acquire("client-1", 100, 110, "same")
+        .crash("client-1", 200)
+        .believed("client-1", 1_300, 1_310, "same", None, None)
+        .build();
+    invalid(Belief.check(&h));
+}
+
+// ---- token-order: the lock's own promise ----
+
+#[test]
+fn tokens_that_go_down_in_the_servers_order_of_grants_are_invalid() {
+    // client-1 took token 7 before waiting; client-2 took 8 and won first.
+    let h = B::new()
+        .written(100, "client-2", "o2")
+        .believed("client-2", 90, 110, "o2", None, Some(8))
+        .release("client-2", 200, "o2")
+        .written(300, "client-1", "o1")
+        .believed("client-1", 50, 310, "o1", None, Some(7))
+        .build();
+    let e = invalid(TokenOrder.check(&h));
+    assert!(e.summary.contains("went down"), "{}", e.summary);
+    assert_eq!(e.hosts, ["client-1", "client-2"]);
+}
+
+#[test]
+fn tokens_rising_in_grant_order_are_valid_even_if_oks_arrive_out_of_order() {
+    // The grant with token 8 was written after token 7's, though its ok came first.
+    let h = B::new()
+        .written(100, "client-1", "o1")
+        .removed(150, "expiry", "o1", "expired")
+        .written(160, "client-2", "o2")
+        .believed("client-2", 90, 170, "o2", None, Some(8))
+        .believed("client-1", 50, 400, "o1", None, Some(7))
+        .build();
+    assert_eq!(TokenOrder.check(&h), Verdict::Valid);
+}
+
+// ---- liveness: free and wanted, never granted ----
+
+#[test]
+fn an_acquire_refused_while_nobody_held_the_lock_is_invalid() {
+    let h = B::new()
+        .acquire_outcome("client-1", 100, 400, Phase::Fail)
+        .build();
+    let e = invalid(Liveness.check(&h));
+    assert!(e.summary.contains("nobody held the lock"), "{}", e.summary);
+}
+
+#[test]
+fn an_acquire_refused_while_another_held_the_lock_is_valid() {
+    let h = B::new()
+        .acquire("client-1", 100, 110, "o1")
+        .acquire_outcome("client-2", 120, 400, Phase::Fail)
+        .release("client-1", 500, "o1")
+        .build();
+    assert_eq!(Liveness.check(&h), Verdict::Valid);
+}
+
+#[test]
+fn a_waiter_that_sleeps_through_a_free_lock_past_the_bound_is_invalid() {
+    // Freed at 501; client-2 gave up at 3000, 2.5 s later (bound 2 s).
+    let h = B::new()
+        .acquire("client-1", 100, 110, "o1")
+        .acquire_outcome("client-2", 120, 3_000, Phase::Fail)
+        .release("client-1", 500, "o1")
+        .build();
+    let e = invalid(Liveness.check(&h));
+    assert!(e.summary.contains("had been absent"), "{}", e.summary);
+}
+
+#[test]
+fn a_refusal_during_a_fault_is_not_judged_and_nothing_judged_is_unknown() {
+    let mut b = B::new();
+    b.pause("client-1", 50, 600)
+        .acquire_outcome("client-1", 100, 400, Phase::Fail);
+    unknown(Liveness.check(&b.build()));
+}
+
+#[test]
+fn a_regrant_whose_grantee_crashed_before_its_ok_still_frees_the_lock() {
+    // client-1 dies holding the lock; the server grants it to client-2 at 1.2 s, and
+    // client-2 dies before the ok reaches it. The lock was not stuck: it was granted.
+    let mut b = B::new();
+    b.acquire("client-1", 100, 110, "o1")
+        .crash("client-1", 500)
+        .removed(700, "expiry", "o1", "expired");
+    let op = b.new_op();
+    b.op_event(1_100, "client-2", op, OpF::Acquire, Phase::Invoke, None);
+    b.written(1_200, "client-2", "o2")
+        .crash("client-2", 1_250)
+        .acquire_outcome("client-3", 1_000, 3_000, Phase::Fail);
+    assert_eq!(Liveness.check(&b.build()), Verdict::Valid);
+}
+
+#[test]
+fn a_final_stock_read_from_the_storage_that_disagrees_with_the_writes_is_invalid() {
+    // Every recorded write is a clean sale of one, but the storage ended elsewhere
+    // (a write it applied without recording it, say): only its own final value shows.
+    let mut b = B::new();
+    b.write(100, "client-1", 10, 10, true)
+        .write(200, "client-2", 9, 9, true);
+    assert_eq!(LostUpdate.check(&b.build()), Verdict::Valid);
+    b.push(
+        300,
+        "storage",
+        EventKind::Storage(StorageEvent::Final { value: 7 }),
+    );
+    let e = invalid(LostUpdate.check(&b.build()));
+    assert!(e.summary.contains("final stock 7"), "{}", e.summary);
 }

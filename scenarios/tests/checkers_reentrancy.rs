@@ -438,6 +438,31 @@ fn a_removal_by_expiry_during_a_nested_release_is_not_the_releases_doing() {
 }
 
 #[test]
+fn a_nested_release_that_never_completed_is_not_blamed_for_later_removals() {
+    // client-1's nested release is invoked and never completes (its reply is lost and
+    // the client moves on); its next operation, a fresh acquire and release, removes
+    // the key by command. That removal belongs to the later release.
+    let mut b = B::new();
+    b.acquire("client-1", 100, 110, "o1")
+        .acquire_d("client-1", 120, 130, "o1", Some(2));
+    let op = b.new_op();
+    b.op_event(
+        200,
+        "client-1",
+        op,
+        OpF::Release,
+        Phase::Invoke,
+        Some("o1"),
+        Some(2),
+        None,
+    );
+    b.removed(900, "expiry", "o1", "expired")
+        .acquire("client-1", 1_000, 1_010, "o2")
+        .release("client-1", 1_100, "o2");
+    assert_eq!(Reentrancy.check(&b.build()), Verdict::Valid);
+}
+
+#[test]
 fn a_still_held_count_that_does_not_go_down_by_one_is_invalid() {
     let mut b = B::new();
     b.acquire("client-1", 100, 110, "o1")
@@ -759,7 +784,8 @@ fn the_new_checkers_follow_the_first_four_in_a_fixed_order() {
             "waiter-liveness",
             "token-order",
             "validity",
-            "overrun"
+            "overrun",
+            "belief"
         ]
     );
 }
@@ -773,10 +799,23 @@ fn a_release_while_pushes_are_dropped_and_someone_waits_is_witnessed() {
         .acquire_outcome("client-2", 150, None)
         .drop_pushes(400, 900)
         .release("client-1", 500, "o1");
+    // Without a message lost on its way to a subscriber, nothing was lost.
+    assert_eq!(
+        probes::unlock_message_dropped_with_a_waiter(&b.build()),
+        None,
+        "no message was dropped"
+    );
+    b.push(
+        502,
+        "redis",
+        EventKind::Server(ServerEvent::MessageDropped {
+            channel: "unlock:lock".into(),
+        }),
+    );
     let w = probes::unlock_message_dropped_with_a_waiter(&b.build()).expect("witness");
     assert_eq!(
         w,
-        "client-1 released lock (owner=o1) at 0.501 s while redis dropped pub/sub messages (since 0.400 s) and client-2 waited (acquire invoked at 0.150 s)"
+        "client-1 released lock (owner=o1) at 0.501 s while redis dropped pub/sub messages (since 0.400 s) and client-2 waited (acquire invoked at 0.150 s); the message on unlock:lock was dropped at 0.502 s"
     );
 }
 

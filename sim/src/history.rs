@@ -232,6 +232,12 @@ pub enum StorageEvent {
         /// False if a fencing storage rejected the write.
         accepted: bool,
     },
+    /// The counter's value when the run ended, read from the storage itself (not
+    /// derived from the writes it recorded).
+    Final {
+        /// The stock at the end.
+        value: i64,
+    },
 }
 
 fn accepted_default() -> bool {
@@ -265,6 +271,12 @@ pub enum ServerEvent {
     Role {
         /// `master` or `replica of <host>`.
         role: String,
+    },
+    /// A pub/sub message on `channel` was dropped on its way to a subscriber (a
+    /// `drop-pushes` fault): one event per subscriber that never heard it.
+    MessageDropped {
+        /// The channel it was published on.
+        channel: String,
     },
     /// A key was removed.
     Removed {

@@ -11,10 +11,12 @@ use crate::history::{Event, EventKind, Op, OpF, Phase};
 struct Inner {
     events: Vec<Event>,
     next_op: u64,
-    /// host → owner value, for acquires completed ok whose release has not completed
-    /// (a client in the middle of its release still holds the lock: its `GET` or `DEL`
-    /// may be in flight, which is exactly where a pause does harm).
-    holders: BTreeMap<String, String>,
+    /// host → (owner value, holds), for acquires completed ok whose release has not
+    /// completed (a client in the middle of its release still holds the lock: its `GET`
+    /// or `DEL` may be in flight, which is exactly where a pause does harm). A reentrant
+    /// holder's nested acquisitions count up and its releases count down: it holds the
+    /// lock until its outermost release completes.
+    holders: BTreeMap<String, (String, u32)>,
     /// hosts with an acquire in flight.
     acquiring: BTreeSet<String>,
 }
@@ -77,11 +79,20 @@ impl Recorder {
                 inner.acquiring.remove(host);
                 if phase == Phase::Ok {
                     let owner = op.owner.clone().unwrap_or_default();
-                    inner.holders.insert(host.to_string(), owner);
+                    let hold = inner
+                        .holders
+                        .entry(host.to_string())
+                        .or_insert((owner.clone(), 0));
+                    *hold = (owner, hold.1 + 1);
                 }
             }
             OpF::Release => {
-                inner.holders.remove(host);
+                if let Some(hold) = inner.holders.get_mut(host) {
+                    hold.1 = hold.1.saturating_sub(1);
+                    if hold.1 == 0 {
+                        inner.holders.remove(host);
+                    }
+                }
             }
             _ => {}
         }
@@ -106,7 +117,10 @@ impl Recorder {
 
     /// The owner value `host` holds the lock with, if the history shows it holding.
     pub fn holder_owner(&self, host: &str) -> Option<String> {
-        self.lock().holders.get(host).cloned()
+        self.lock()
+            .holders
+            .get(host)
+            .map(|(owner, _)| owner.clone())
     }
 
     /// Hosts with an acquire in flight, in name order.
@@ -133,5 +147,32 @@ fn blank(op: u64, f: OpF, phase: Phase) -> Op {
         token: None,
         valid_until_us: None,
         detail: None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_reentrant_holder_holds_until_its_outermost_release() {
+        let r = Recorder::new();
+        let owned = |op: &mut Op| op.owner = Some("o1".into());
+        for _ in 0..3 {
+            let id = r.invoke("client-1", OpF::Acquire, |_| {});
+            r.complete("client-1", id, OpF::Acquire, Phase::Ok, owned);
+        }
+        for left in [2, 1] {
+            let id = r.invoke("client-1", OpF::Release, owned);
+            r.complete("client-1", id, OpF::Release, Phase::Ok, |_| {});
+            assert_eq!(r.holders(), ["client-1"], "{left} holds left");
+            assert_eq!(r.holder_owner("client-1").as_deref(), Some("o1"));
+        }
+        let id = r.invoke("client-1", OpF::Release, owned);
+        r.complete("client-1", id, OpF::Release, Phase::Ok, |_| {});
+        assert!(
+            r.holders().is_empty(),
+            "the outermost release ends the hold"
+        );
     }
 }

@@ -25,18 +25,35 @@ struct Stock {
     max_token: Option<u64>,
 }
 
+/// The storage's state, shared between its host and the world that reads the final
+/// stock when the run ends.
+#[derive(Debug, Clone)]
+pub struct Shared(Arc<Mutex<Stock>>);
+
+impl Shared {
+    /// A counter at `initial`; `fencing` refuses stale tokens.
+    pub fn new(initial: i64, fencing: bool) -> Self {
+        Self(Arc::new(Mutex::new(Stock {
+            value: initial,
+            fencing,
+            max_token: None,
+        })))
+    }
+
+    /// The counter's current value.
+    pub fn value(&self) -> i64 {
+        self.0.lock().expect("storage state").value
+    }
+}
+
 /// Serves the storage protocol on `PORT` until the host stops.
 ///
 /// Requests are lines: `R <reader> <token|->` answers the value or `REJECTED`;
 /// `W <writer> <read> <wrote> <token|->` applies a write and answers `OK` or
 /// `REJECTED`.
-pub async fn serve(recorder: Recorder, initial: i64, fencing: bool) -> turmoil::Result {
+pub async fn serve(recorder: Recorder, shared: Shared) -> turmoil::Result {
     let listener = TcpListener::bind(("0.0.0.0", PORT)).await?;
-    let stock = Arc::new(Mutex::new(Stock {
-        value: initial,
-        fencing,
-        max_token: None,
-    }));
+    let stock = shared.0;
     loop {
         let (stream, _) = listener.accept().await?;
         let (stock, recorder) = (stock.clone(), recorder.clone());

@@ -234,10 +234,11 @@ pub fn build(history: &History, verdicts: &[(String, Verdict)], full: bool) -> D
     let involved = |h: &str| clients.iter().any(|c| c == h);
     let uses_storage = history.events.iter().any(|e| {
         in_window(e.at_us)
-            && matches!(&e.kind, EventKind::Storage(s) if involved(match s {
-                StorageEvent::Read { reader, .. } => reader,
-                StorageEvent::Write { writer, .. } => writer,
-            }))
+            && matches!(&e.kind, EventKind::Storage(s) if match s {
+                StorageEvent::Read { reader, .. } => involved(reader),
+                StorageEvent::Write { writer, .. } => involved(writer),
+                StorageEvent::Final { .. } => false,
+            })
     });
     let mut lanes: Vec<String> = clients.clone();
     lanes.extend(servers.iter().map(|s| s.to_string()));

@@ -44,15 +44,30 @@ impl Checker for Liveness {
         let mut skipped: Vec<String> = Vec::new();
         for c in model::crashes_while_holding(h) {
             let deadline_us = c.at_us + bound_us;
-            // The first success after the crash (in event order, so a tie in time
-            // recorded after the crash counts).
+            // The first time the lock was taken again after the crash (in event order,
+            // so a tie in time recorded after the crash counts): an acquire's ok, or
+            // the server's record of another host writing the key (a grant whose
+            // grantee crashed before its ok arrived was still a grant).
             let first_ok = acquires
                 .iter()
                 .filter(|p| p.outcome == Phase::Ok)
-                .filter_map(|p| Some((p.completion?, p.completion_us?, *p)))
-                .filter(|(ev, _, _)| *ev > c.crash_event)
-                .min_by_key(|(ev, _, _)| *ev);
-            if let Some((_, at, _)) = first_ok
+                .filter_map(|p| Some((p.completion?, p.completion_us?)))
+                .chain(
+                    h.events
+                        .iter()
+                        .enumerate()
+                        .filter_map(|(i, e)| match &e.kind {
+                            EventKind::Server(ServerEvent::Written { by, key, .. })
+                                if *key == h.params.key && *by != c.host =>
+                            {
+                                Some((i, e.at_us))
+                            }
+                            _ => None,
+                        }),
+                )
+                .filter(|(ev, _)| *ev > c.crash_event)
+                .min_by_key(|(ev, _)| *ev);
+            if let Some((_, at)) = first_ok
                 && at <= deadline_us
             {
                 judged += 1;
@@ -65,7 +80,7 @@ impl Checker for Liveness {
             judged += 1;
             // A refusal after the first success afterwards shows the new holder
             // holding it, not the lock being stuck: only look before that success.
-            let before_ok = |ev: usize| first_ok.is_none_or(|(ok_ev, _, _)| ev <= ok_ev);
+            let before_ok = |ev: usize| first_ok.is_none_or(|(ok_ev, _)| ev <= ok_ev);
             let waiter = acquires.iter().find(|p| {
                 let (Some(done), Some(done_us)) = (p.completion, p.completion_us) else {
                     return false;
@@ -81,7 +96,7 @@ impl Checker for Liveness {
             });
             let Some(w) = waiter else { continue };
             let (stuck, mut events) = match first_ok {
-                Some((ev, at, _)) => (
+                Some((ev, at)) => (
                     format!("for {} until {}", fmt_ms(at - c.at_us), fmt_s(at)),
                     vec![ev],
                 ),
@@ -115,8 +130,7 @@ impl Checker for Liveness {
         if let Some(v) = refused {
             return v;
         }
-        judged += completed;
-        if judged == 0 && skipped.is_empty() {
+        if judged + completed == 0 && skipped.is_empty() {
             return Verdict::Unknown {
                 reason:
                     "nothing to judge: no holder crashed and no acquire completed outside a fault"

@@ -3,7 +3,8 @@
 //! Judged on the storage's own record, which is the truth about what was written, so
 //! client-side `info` outcomes do not matter here. Two checks: each accepted write
 //! must be based on the value the storage actually held (`current == read`), and the
-//! final stock must equal the initial stock minus the accepted sales. A write rejected
+//! final stock, as the storage reports it when the run ends, must equal the initial
+//! stock minus the accepted sales. A write rejected
 //! by a fencing storage changed nothing and is not a lost update.
 
 use sim::history::{EventKind, History, OpF, Phase, StorageEvent};
@@ -53,7 +54,17 @@ impl Checker for LostUpdate {
             })
             .collect();
         let expected = h.params.initial_stock - writes.len() as i64;
-        let final_value = writes.last().map_or(h.params.initial_stock, |w| w.wrote);
+        // The storage's own final value when the run recorded it; a history from
+        // before that record falls back on the last accepted write.
+        let final_value = h
+            .events
+            .iter()
+            .rev()
+            .find_map(|e| match e.kind {
+                EventKind::Storage(StorageEvent::Final { value }) => Some(value),
+                _ => None,
+            })
+            .unwrap_or_else(|| writes.last().map_or(h.params.initial_stock, |w| w.wrote));
         let final_note = if final_value == expected {
             String::new()
         } else {
@@ -132,9 +143,7 @@ impl Checker for LostUpdate {
         }
 
         if final_value != expected {
-            let last = writes
-                .last()
-                .expect("a final value differs only after a write");
+            let last = writes.last().expect("no writes returned Unknown above");
             return Verdict::Invalid(Evidence {
                 summary: format!(
                     "final stock {final_value} but {} - {} accepted sales = {expected}",

@@ -174,9 +174,10 @@ pub fn nested_acquisition(h: &History) -> Option<String> {
 }
 
 /// A release removed the lock key by command while Redis was dropping pub/sub
-/// messages (a `DropPushes` fault's window, whose events name host `redis`) and
-/// another host's acquire was waiting: the unlock message that would wake that waiter
-/// was lost.
+/// messages (a `DropPushes` fault's window, whose events name host `redis`), another
+/// host's acquire was waiting, and the server's record shows a message dropped on its
+/// way to a subscriber after the release: the unlock message that would wake that
+/// waiter was lost.
 pub fn unlock_message_dropped_with_a_waiter(h: &History) -> Option<String> {
     let pairs = model::op_pairs(h).ok()?;
     let acquires: Vec<&model::OpPair> = pairs
@@ -209,12 +210,22 @@ pub fn unlock_message_dropped_with_a_waiter(h: &History) -> Option<String> {
         let waiter = acquires.iter().find(|p| {
             p.host != *by && p.invoke < i && p.completion.is_none_or(|c| c > i)
         })?;
+        // And a message really was lost on its way to a subscriber after the release
+        // (a design that publishes nothing, or has nobody subscribed, lost nothing).
+        let dropped = h.events[i + 1..].iter().find_map(|d| match &d.kind {
+            EventKind::Server(ServerEvent::MessageDropped { channel }) if d.at_us <= w.end_us => {
+                Some((channel, d.at_us))
+            }
+            _ => None,
+        })?;
         Some(format!(
-            "{by} released {key} (owner={value}) at {} while redis dropped pub/sub messages (since {}) and {} waited (acquire invoked at {})",
+            "{by} released {key} (owner={value}) at {} while redis dropped pub/sub messages (since {}) and {} waited (acquire invoked at {}); the message on {} was dropped at {}",
             fmt_s(e.at_us),
             fmt_s(w.start_us),
             waiter.host,
-            fmt_s(waiter.invoke_us)
+            fmt_s(waiter.invoke_us),
+            dropped.0,
+            fmt_s(dropped.1)
         ))
     })
 }

@@ -112,9 +112,28 @@ impl Checker for Reentrancy {
 }
 
 /// A removal of the release's key by the releasing host's command between a nested
-/// release's invocation and its completion (or the run's end).
+/// release's invocation and its completion. A release that never completed ends where
+/// its host did something else: its next operation, or a crash of the host (a client
+/// runs one operation at a time), else the run's end; a later removal by the same host
+/// belongs to that later operation or life, not to this release.
 fn removal_during(h: &History, p: &OpPair, depth: i64, owner: &str) -> Option<Evidence> {
-    let until = p.completion.unwrap_or(h.events.len());
+    let until = p.completion.unwrap_or_else(|| {
+        (p.invoke + 1..h.events.len())
+            .find(|&i| {
+                let e = &h.events[i];
+                e.host == p.host
+                    && match &e.kind {
+                        EventKind::Op(op) => op.phase == Phase::Invoke,
+                        EventKind::Fault {
+                            fault,
+                            phase: sim::history::FaultPhase::Start,
+                            ..
+                        } => model::is_crash(h, *fault),
+                        _ => false,
+                    }
+            })
+            .unwrap_or(h.events.len())
+    });
     (p.invoke + 1..until).find_map(|i| {
         let e = &h.events[i];
         let EventKind::Server(ServerEvent::Removed {

@@ -8,8 +8,8 @@
 //!   is forced to (`PUBLISH` to replicas, `FLUSHALL`/`FLUSHDB` always);
 //! - relative expiries become absolute: `SET k v EX|PX|EXAT|PXAT n` → `SET k v PXAT ms`
 //!   (NX/XX/GET dropped), `EXPIRE`/`PEXPIRE`/`EXPIREAT` → `PEXPIREAT k ms` (options kept),
-//!   an expiry already in the past → `DEL k`, `GETDEL` → `DEL k`, `GETSET k v` → `SET k v`, `SET … GET` without an
-//!   expiry loses the `GET`;
+//!   an expiry already in the past → `DEL k`, `GETDEL` → `DEL k`, `GETSET k v` →
+//!   `SET k v`, `SET … GET` without an expiry loses the `GET`;
 //! - a key found expired while a command runs is propagated as `DEL k` *before* the
 //!   command's own effect;
 //! - a script propagates its effects (each write `redis.call` as rewritten), never the

@@ -102,11 +102,12 @@ pub fn run(cfg: &RunConfig) -> Result<History, RunError> {
             sentinel_hosts.push(ctl);
         }
     }
+    let stock = storage::Shared::new(w.initial_stock, w.fencing);
     {
-        let recorder = recorder.clone();
-        let (initial, fencing) = (w.initial_stock, w.fencing);
+        let (recorder, stock) = (recorder.clone(), stock.clone());
         sim.host("storage", move || {
-            storage::serve(recorder.clone(), initial, fencing)
+            // A restarted storage host would start afresh; it is never crashed.
+            storage::serve(recorder.clone(), stock.clone())
         });
     }
 
@@ -178,6 +179,13 @@ pub fn run(cfg: &RunConfig) -> Result<History, RunError> {
         world.observe(now);
     }
     world.observe(sim.elapsed());
+    recorder.record_at(
+        sim.elapsed().as_micros() as u64,
+        "storage",
+        EventKind::Storage(crate::history::StorageEvent::Final {
+            value: stock.value(),
+        }),
+    );
 
     let redis_commands = world.observer.commands_of_dead_engines
         + world
@@ -190,7 +198,15 @@ pub fn run(cfg: &RunConfig) -> Result<History, RunError> {
     let events = recorder.into_events();
     let storage_requests = events
         .iter()
-        .filter(|e| matches!(e.kind, EventKind::Storage(_)))
+        .filter(|e| {
+            matches!(
+                e.kind,
+                EventKind::Storage(
+                    crate::history::StorageEvent::Read { .. }
+                        | crate::history::StorageEvent::Write { .. }
+                )
+            )
+        })
         .count() as u64;
     let stats = crate::history::RunStats {
         redis_commands,

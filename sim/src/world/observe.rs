@@ -37,13 +37,21 @@ impl Observer {
             let Some(engine) = server.engine() else {
                 continue;
             };
-            let (events, role) = engine.with_engine(|e| {
+            let (events, role, dropped) = engine.with_engine(|e| {
                 (
                     e.engine.take_key_events(),
                     role_name(&e.engine.replication().role),
+                    e.engine.take_dropped(),
                 )
             });
             self.record(&server.name, events, recorder, now);
+            for channel in dropped {
+                recorder.record_at(
+                    now.as_micros() as u64,
+                    &server.name,
+                    EventKind::Server(ServerEvent::MessageDropped { channel }),
+                );
+            }
             let before = self.roles.insert(server.name.clone(), role.clone());
             if before.is_some_and(|b| b != role) {
                 recorder.record_at(

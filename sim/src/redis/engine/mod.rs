@@ -184,6 +184,9 @@ pub struct Engine {
     commands_processed: u64,
     /// Fault injection: drop pub/sub messages.
     drop_pushes: bool,
+    /// Channels of the pub/sub messages dropped while `drop_pushes` was set, one entry
+    /// per subscriber that never heard its message (see [`Engine::take_dropped`]).
+    dropped: Vec<String>,
     /// A script past its budget, still "running": the server is busy.
     busy: Option<BusyScript>,
     /// Per session: the replication offset after its last command (`c->woff`).
@@ -258,6 +261,7 @@ impl Engine {
             session_db: BTreeMap::new(),
             commands_processed: 0,
             drop_pushes: false,
+            dropped: Vec::new(),
             busy: None,
             woff: BTreeMap::new(),
             write_offsets: BTreeMap::new(),
@@ -616,13 +620,29 @@ impl Engine {
         let pushes = std::mem::take(&mut self.core.pushes);
         if self.drop_pushes {
             // Only pub/sub messages are lost; a held script reply is not a message.
-            pushes
+            let (lost, kept): (Vec<_>, Vec<_>) = pushes
                 .into_iter()
-                .filter(|(_, r)| !matches!(r, Reply::Push(_)))
-                .collect()
+                .partition(|(_, r)| matches!(r, Reply::Push(_)));
+            self.dropped
+                .extend(lost.iter().filter_map(|(_, r)| match r {
+                    Reply::Push(items) => match items.get(1) {
+                        Some(Reply::Bulk(channel)) => {
+                            Some(String::from_utf8_lossy(channel).into_owned())
+                        }
+                        _ => None,
+                    },
+                    _ => None,
+                }));
+            kept
         } else {
             pushes
         }
+    }
+
+    /// The channels of messages dropped since the last call (one per subscriber that
+    /// missed one), for the history.
+    pub fn take_dropped(&mut self) -> Vec<String> {
+        std::mem::take(&mut self.dropped)
     }
 
     /// While set, every pub/sub message is dropped on the way out (a fault: the
