@@ -184,6 +184,20 @@ pub fn catalog() -> Vec<Scenario> {
             kind: Kind::GcPause,
         },
         Scenario {
+            name: "gc-pause-plain-storage",
+            description: "gc-pause, with a storage that does not check fencing tokens: the lock's tokens alone protect nothing",
+            fault_about: "a pause began during a hold and outlasted the lease",
+            // Every other scenario writes through a fencing storage, which enforces
+            // what token-order checks; here only the lock's own promise stands between
+            // a stale holder and the data.
+            workload: Workload {
+                fencing: false,
+                ..base.clone()
+            },
+            fixed_plan: None,
+            kind: Kind::GcPause,
+        },
+        Scenario {
             name: "slow-work",
             description: "a holder's critical section runs about as long as the lease, or longer",
             fault_about: "a hold outlasted the lease",

@@ -95,3 +95,23 @@ fn a_fenced_lock_overlaps_in_belief_but_the_fencing_storage_keeps_it_safe_in_eff
         "believed holds overlapped in only {fenced} of 20 runs"
     );
 }
+
+#[test]
+fn without_a_fencing_storage_the_fenced_lock_loses_updates_and_token_order_says_so() {
+    // The same pause, a storage that does not check tokens: the tokens the lock hands
+    // out protect nothing by themselves, and token-order (which a fencing storage
+    // enforces for it everywhere else) catches the stale token getting through.
+    let lost = expect_invalid("fenced", "gc-pause-plain-storage", "lost-update");
+    assert_eq!(lost.safety(), Safety::Unsafe);
+    assert!(!lost.storage_refused, "a plain storage refuses nobody");
+    let stale = expect_invalid("fenced", "gc-pause-plain-storage", "token-order");
+    let evidence = stale
+        .verdict("token-order")
+        .and_then(|v| v.evidence())
+        .expect("evidence");
+    assert!(
+        evidence.summary.contains("a stale holder got through"),
+        "{}",
+        evidence.summary
+    );
+}
