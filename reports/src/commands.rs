@@ -189,7 +189,7 @@ pub fn run_cell(
 }
 
 /// `locksim` with no arguments: every design × every scenario.
-pub fn catalog_table(seeds: Range<u64>, threads: usize, json: bool) -> ExitCode {
+pub fn catalog_table(seeds: Range<u64>, threads: usize, json: bool, detail: bool) -> ExitCode {
     let designs: Vec<DesignSpec> = lock_impl::DESIGNS
         .iter()
         .map(|d| DesignSpec::builtin(d.name).expect("built-in"))
@@ -233,6 +233,25 @@ pub fn catalog_table(seeds: Range<u64>, threads: usize, json: bool) -> ExitCode 
     bar.finish_and_clear();
     if json {
         println!("{}", crate::table::render_json(&cells));
+    } else if !detail {
+        use std::io::IsTerminal;
+        let color = std::io::stdout().is_terminal()
+            && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty());
+        let names: Vec<&str> = designs.iter().map(|d| d.name.as_str()).collect();
+        let scenario_names: Vec<&str> = scenarios.iter().map(|s| s.name).collect();
+        print!(
+            "{}",
+            crate::table::render_matrix(&cells, &names, &scenario_names, color)
+        );
+        let failing: Vec<&CellResult> = cells
+            .iter()
+            .filter(|c| c.first_invalid_seed.is_some())
+            .collect();
+        println!(
+            "\n{} of {} cells have an invalid run. `locksim --detail` shows every cell with its checkers, latency and replay command; `locksim run --design D --scenario S` one cell; `locksim shrink` a minimal failing run.",
+            failing.len(),
+            cells.len()
+        );
     } else {
         print!("{}", render_text(&cells));
         println!(

@@ -10,14 +10,14 @@ use reports::commands;
 /// Deterministic simulation of distributed Redis locks.
 ///
 /// With no subcommand, runs every design under every scenario and prints the verdict
-/// table with replay commands.
+/// matrix (`--detail` for the full table with replay commands).
 #[derive(Debug, Parser)]
 #[command(name = "locksim", version, about)]
 struct Cli {
     #[command(subcommand)]
     command: Option<Command>,
     /// Seeds for the catalog table (A..B or N). The default keeps the whole catalog
-    /// (11 designs, 25 scenarios) under two minutes on two cores; `locksim run` and
+    /// (11 designs, 26 scenarios) under two minutes on two cores; `locksim run` and
     /// `--seeds 0..50` give a cell or the table more evidence.
     #[arg(long, default_value = "0..3", allow_hyphen_values = true)]
     seeds: String,
@@ -27,6 +27,10 @@ struct Cli {
     /// Print JSON instead of the table.
     #[arg(long)]
     json: bool,
+    /// Print the detailed table (runs, fault, classes, invalid runs per checker,
+    /// latency, replay command per cell) instead of the 120-column matrix.
+    #[arg(long)]
+    detail: bool,
 }
 
 #[derive(Debug, Subcommand)]
@@ -202,8 +206,9 @@ fn main() -> ExitCode {
     }
     let cli = Cli::parse();
     let result = match cli.command {
-        None => commands::parse_seeds(&cli.seeds)
-            .map(|seeds| commands::catalog_table(seeds, threads(cli.threads), cli.json)),
+        None => commands::parse_seeds(&cli.seeds).map(|seeds| {
+            commands::catalog_table(seeds, threads(cli.threads), cli.json, cli.detail)
+        }),
         Some(Command::List) => Ok(commands::list()),
         Some(Command::Run(a)) => (|| {
             let d = commands::design(&a.design)?;

@@ -249,3 +249,109 @@ pub fn cells_from_json(json: &str) -> Result<Vec<CellResult>, serde_json::Error>
     }
     serde_json::from_str::<Table>(json).map(|t| t.cells)
 }
+
+/// One cell of the compact matrix: the worst class's mark, and the number of runs in
+/// it when that is not every run (`U`, `U2`; `U+` for 100 or more).
+///
+/// Marks: `U` unsafe, `F` fenced, `?` unknown, `L` no safety harm but a liveness
+/// checker failed (a stuck lock, a stranded waiter), `S` safe, `n` nothing broke but
+/// the fault never happened (no evidence), `-` no runs.
+pub fn matrix_mark(c: &CellResult) -> (char, String) {
+    // Runs a liveness checker flagged: at least the larger of the two counts.
+    let liveness = checkers::LIVENESS_CHECKERS
+        .iter()
+        .filter_map(|k| c.per_checker.get(*k).copied())
+        .max()
+        .unwrap_or(0);
+    let count = |name: &str| c.classes.get(name).copied().unwrap_or(0);
+    let (mark, n) = match c.worst_class() {
+        Some(Safety::Unsafe) => ('U', count("unsafe")),
+        Some(Safety::Fenced) => ('F', count("fenced")),
+        Some(Safety::Unknown) => ('?', count("unknown")),
+        _ if liveness > 0 => ('L', liveness),
+        Some(Safety::Safe) => ('S', count("safe")),
+        None if count(NO_FAULT) > 0 => ('n', count(NO_FAULT)),
+        None => ('-', 0),
+    };
+    let text = if mark == '-' || n as u64 >= c.runs {
+        mark.to_string()
+    } else if n < 100 {
+        format!("{mark}{n}")
+    } else {
+        format!("{mark}+")
+    };
+    (mark, text)
+}
+
+/// The compact matrix the default `locksim` prints: designs as rows, scenarios as
+/// numbered columns (`designs` and `scenarios` give the order), one [`matrix_mark`]
+/// per cell (`.` where the scenario's world does not fit the design), then the legend
+/// and the scenario numbers, all within 120 columns. `color` adds ANSI colours to the
+/// marks (for a terminal that wants them).
+pub fn render_matrix(
+    cells: &[CellResult],
+    designs: &[&str],
+    scenarios: &[&str],
+    color: bool,
+) -> String {
+    let name_w = designs
+        .iter()
+        .map(|d| d.chars().count())
+        .max()
+        .unwrap_or(6)
+        .max(6);
+    let col_w = 3;
+    let paint = |mark: char, text: &str| {
+        if !color {
+            return text.to_string();
+        }
+        let code = match mark {
+            'U' => "31;1",
+            'F' => "33",
+            '?' => "35",
+            'L' => "36",
+            'S' => "32",
+            _ => "2",
+        };
+        format!("\x1b[{code}m{text}\x1b[0m")
+    };
+    let mut out = String::new();
+    let mut header = format!("{:<name_w$}", "design");
+    for i in 1..=scenarios.len() {
+        let _ = write!(header, "{i:>col_w$}");
+    }
+    let _ = writeln!(out, "{}", header.trim_end());
+    for d in designs {
+        let mut line = format!("{d:<name_w$}");
+        for s in scenarios {
+            let (mark, text) = cells
+                .iter()
+                .find(|c| c.design == *d && c.scenario == *s)
+                .map_or(('.', ".".to_string()), matrix_mark);
+            let pad = col_w.saturating_sub(text.chars().count());
+            let _ = write!(line, "{}{}", " ".repeat(pad), paint(mark, &text));
+        }
+        let _ = writeln!(out, "{}", line.trim_end());
+    }
+    let _ = writeln!(
+        out,
+        "\nU unsafe  F fenced (the storage refused the stale holder)  ? unknown  L safe, but a lock got stuck or a waiter\nstranded  S safe  n nothing broke, but the fault never happened (no evidence)  . world does not fit the design\nA number after a mark: runs in that class, when not all of them."
+    );
+    // Scenario numbers, packed into lines of at most 120 columns.
+    let mut line = String::new();
+    for (i, s) in scenarios.iter().enumerate() {
+        let item = format!("{:>2} {s}", i + 1);
+        if !line.is_empty() && line.chars().count() + 2 + item.chars().count() > 120 {
+            let _ = writeln!(out, "{line}");
+            line.clear();
+        }
+        if !line.is_empty() {
+            line.push_str("  ");
+        }
+        line.push_str(&item);
+    }
+    if !line.is_empty() {
+        let _ = writeln!(out, "{line}");
+    }
+    out
+}

@@ -185,3 +185,66 @@ fn invalid() -> Verdict {
         events: vec![],
     })
 }
+
+#[test]
+fn the_matrix_fits_120_columns_with_every_design_and_scenario_and_marks_each_cell() {
+    let designs: Vec<&str> = lock_impl::DESIGNS.iter().map(|d| d.name).collect();
+    let catalog = scenarios::catalog::catalog();
+    let scenario_names: Vec<&str> = catalog.iter().map(|s| s.name).collect();
+    let mut cells = Vec::new();
+    // setnx-del: unsafe in 2 of 3 runs under the first scenario; safe but stuck under
+    // the second; redlock: fenced in all under the first; nothing for the rest.
+    let mut c = CellResult::new("setnx-del", scenario_names[0]);
+    c.runs = 3;
+    c.classes.insert("unsafe".into(), 2);
+    c.classes.insert("safe".into(), 1);
+    cells.push(c);
+    let mut c = CellResult::new("setnx-del", scenario_names[1]);
+    c.runs = 3;
+    c.classes.insert("safe".into(), 3);
+    c.per_checker.insert("liveness".into(), 3);
+    cells.push(c);
+    let mut c = CellResult::new("redlock", scenario_names[0]);
+    c.runs = 3;
+    c.classes.insert("fenced".into(), 3);
+    cells.push(c);
+    let mut c = CellResult::new("redlock", scenario_names[1]);
+    c.runs = 3;
+    c.classes.insert(table::NO_FAULT.into(), 3);
+    cells.push(c);
+    let text = table::render_matrix(&cells, &designs, &scenario_names, false);
+    for line in text.lines() {
+        assert!(
+            line.chars().count() <= 120,
+            "{} columns: {line}",
+            line.chars().count()
+        );
+    }
+    let row = |d: &str| {
+        text.lines()
+            .find(|l| l.split_whitespace().next() == Some(d))
+            .unwrap_or_else(|| panic!("no row for {d}: {text}"))
+            .split_whitespace()
+            .skip(1)
+            .map(String::from)
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(row("setnx-del")[..3], ["U2", "L", "."]);
+    assert_eq!(row("redlock")[..2], ["F", "n"]);
+    assert_eq!(
+        row("fenced").len(),
+        scenario_names.len(),
+        "a mark per scenario"
+    );
+    for (i, s) in scenario_names.iter().enumerate() {
+        assert!(
+            text.contains(&format!("{} {s}", i + 1)),
+            "scenario {s} numbered: {text}"
+        );
+    }
+    assert!(!text.contains('\x1b'), "no colour unless asked");
+    assert!(
+        table::render_matrix(&cells, &designs, &scenario_names, true).contains("\x1b[31;1mU2"),
+        "unsafe in red when colour is on"
+    );
+}
