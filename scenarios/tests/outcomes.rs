@@ -92,3 +92,26 @@ fn an_acquire_refused_before_anything_was_sent_is_a_failure() {
         .nothing_sent()
     );
 }
+
+#[test]
+fn the_catalog_produces_unknown_outcomes_where_replies_are_late_or_lost() {
+    // Reply timeouts a real service uses (500 ms for a 200 ms lease; 2 s for the 8 s
+    // leases of the failover worlds): a held or lost reply leaves an acquire's outcome
+    // unknown, and the history says `info`. (network-delay's own test sweeps 10 seeds
+    // for its timeouts.)
+    let design = DesignSpec::builtin("set-nx-px-lua").expect("built-in");
+    for name in ["server-pause", "server-restart", "failover", "split-brain"] {
+        let scenario = find(name).expect("catalog");
+        let infos: usize = (0..3)
+            .map(|seed| {
+                let run = run_seed(&design, &scenario, seed, true).expect("run");
+                run.history
+                    .expect("kept")
+                    .ops()
+                    .filter(|(_, op)| op.f == OpF::Acquire && op.phase == Phase::Info)
+                    .count()
+            })
+            .sum();
+        assert!(infos > 0, "{name}: no acquire ended unknown in seeds 0..3");
+    }
+}
