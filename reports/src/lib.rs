@@ -1,5 +1,5 @@
-//! Reports: latency histograms, text timelines, sequence diagrams and the design ×
-//! scenario table.
+//! Reports: latency histograms, text timelines, sequence diagrams, the design ×
+//! scenario table and the regression gate.
 //!
 //! Everything here reads histories and verdicts and never changes them; none of it
 //! knows how runs are executed.
@@ -7,6 +7,7 @@
 pub mod bench;
 pub mod commands;
 pub mod diagram;
+pub mod gate;
 pub mod latency;
 pub mod table;
 pub mod timeline;

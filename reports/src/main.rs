@@ -52,6 +52,36 @@ enum Command {
     /// Serve the Redis model on a real TCP port with the real clock, to poke at it with
     /// redis-cli or any client.
     ServeModel(ServeModelArgs),
+    /// Compare a fresh run with a committed baseline (locksim.baseline.json): exit 0 if
+    /// nothing got worse, 1 on a regression (more unsafe runs, a checker failing more,
+    /// the acquire p99 over its budget), 2 on bad input; prints a Markdown diff.
+    Gate(GateCliArgs),
+}
+
+#[derive(Debug, Args)]
+struct GateCliArgs {
+    /// The baseline file.
+    #[arg(long, default_value = reports::gate::DEFAULT_BASELINE)]
+    baseline: std::path::PathBuf,
+    /// Rewrite the baseline from a fresh run (after a human decided the change is
+    /// intended).
+    #[arg(long)]
+    update: bool,
+    /// Seeds for --update (A..B or N; default the baseline's, or 0..3 for a new one).
+    #[arg(long, allow_hyphen_values = true)]
+    seeds: Option<String>,
+    /// Only this design (repeatable; built-in names or broken/<name>).
+    #[arg(long = "design")]
+    designs: Vec<String>,
+    /// Only this scenario (repeatable).
+    #[arg(long = "scenario")]
+    scenarios: Vec<String>,
+    /// Also write the Markdown diff to this file (for a CI comment).
+    #[arg(long)]
+    markdown: Option<std::path::PathBuf>,
+    /// Worker threads (default: all cores).
+    #[arg(long)]
+    threads: Option<usize>,
 }
 
 #[derive(Debug, Args)]
@@ -254,6 +284,19 @@ fn main() -> ExitCode {
             Ok(ExitCode::SUCCESS)
         }
         Some(Command::ServeModel(args)) => Ok(serve_model(args)),
+        Some(Command::Gate(a)) => (|| {
+            let seeds = a.seeds.as_deref().map(commands::parse_seeds).transpose()?;
+            commands::gate(&commands::GateArgs {
+                baseline: a.baseline,
+                update: a.update,
+                seeds,
+                designs: a.designs,
+                scenarios: a.scenarios,
+                markdown: a.markdown,
+                threads: threads(a.threads),
+                extra_designs: Vec::new(),
+            })
+        })(),
     };
     result.unwrap_or_else(bad_input)
 }

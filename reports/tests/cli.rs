@@ -265,3 +265,104 @@ fn shrink_writes_a_minimal_plan_that_replays_and_draws_and_never_overwrites_a_us
     assert!(err.contains(".svg") && err.contains(".mmd"), "{err}");
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[test]
+fn the_gate_passes_an_unchanged_lock_and_fails_one_whose_release_went_blind() {
+    let dir = std::env::temp_dir().join(format!("locksim-gate-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("temp dir");
+    let baseline = dir.join("baseline.json");
+    let path = baseline.to_str().expect("utf-8 path");
+    let _ = std::fs::remove_file(&baseline);
+
+    // No baseline yet: bad input, and the message says how to make one.
+    let (code, _, err) = locksim(&["gate", "--baseline", path]);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("--update"), "{err}");
+
+    let (code, out, err) = locksim(&[
+        "gate",
+        "--baseline",
+        path,
+        "--update",
+        "--seeds",
+        "0..2",
+        "--design",
+        "set-nx-px-lua",
+        "--scenario",
+        "gc-pause",
+    ]);
+    assert_eq!(code, 0, "{out}{err}");
+    let recorded = std::fs::read_to_string(&baseline).expect("written");
+    assert!(recorded.contains("\"p99_budget_ms\""), "{recorded}");
+
+    // Nothing changed: exit 0.
+    let (code, out, err) = locksim(&["gate", "--baseline", path]);
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(out.contains("no regression in 1 cells"), "{out}");
+
+    // The same lock with a release that falls back on a blind DEL, judged against the
+    // baseline of the correct one: an ownership regression, exit 1, with a replay.
+    std::fs::write(
+        &baseline,
+        recorded.replace("\"set-nx-px-lua\"", "\"broken/release-falls-back-to-del\""),
+    )
+    .expect("rewrite");
+    let (code, out, err) = locksim(&["gate", "--baseline", path]);
+    assert_eq!(code, 1, "{out}{err}");
+    assert!(
+        out.contains(
+            "| `broken/release-falls-back-to-del` | `gc-pause` | ownership invalid runs | 0 |"
+        ),
+        "{out}"
+    );
+    assert!(
+        out.contains("locksim replay --design broken/release-falls-back-to-del"),
+        "{out}"
+    );
+
+    // A malformed baseline is bad input, named.
+    std::fs::write(&baseline, "{\"seeds\": 3}").expect("rewrite");
+    let (code, _, err) = locksim(&["gate", "--baseline", path]);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("not a locksim baseline"), "{err}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn a_users_own_binary_can_gate_its_own_design_through_the_library() {
+    // What the README's `lockgate` recipe does, with a design the caller supplies.
+    use reports::commands::{GateArgs, gate};
+    let mut mine = scenarios::broken::find("check-then-set")
+        .expect("catalog")
+        .spec();
+    mine.name = "my-lock".into();
+    let dir = std::env::temp_dir().join(format!("locksim-usergate-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("temp dir");
+    let args = |update| GateArgs {
+        baseline: dir.join("baseline.json"),
+        update,
+        seeds: Some(0..1),
+        designs: vec!["my-lock".into()],
+        scenarios: vec!["no-faults".into()],
+        markdown: Some(dir.join("gate.md")),
+        threads: 2,
+        extra_designs: vec![mine.clone()],
+    };
+    assert_eq!(
+        gate(&args(true)).expect("update"),
+        std::process::ExitCode::SUCCESS
+    );
+    let recorded = std::fs::read_to_string(dir.join("baseline.json")).expect("written");
+    assert!(recorded.contains("\"design\": \"my-lock\""), "{recorded}");
+    let compare = GateArgs {
+        seeds: None,
+        ..args(false)
+    };
+    assert_eq!(
+        gate(&compare).expect("gate"),
+        std::process::ExitCode::SUCCESS
+    );
+    let md = std::fs::read_to_string(dir.join("gate.md")).expect("markdown");
+    assert!(md.contains("no regression in 1 cells"), "{md}");
+    let _ = std::fs::remove_dir_all(&dir);
+}

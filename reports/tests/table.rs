@@ -248,3 +248,48 @@ fn the_matrix_fits_120_columns_with_every_design_and_scenario_and_marks_each_cel
         "unsafe in red when colour is on"
     );
 }
+
+#[test]
+fn the_gate_flags_more_bad_runs_a_failing_checker_and_a_slow_p99_and_nothing_else() {
+    use reports::gate::{Baseline, compare};
+    let mut cell = CellResult::new("d", "s");
+    cell.runs = 3;
+    cell.classes.insert("fenced".into(), 1);
+    cell.classes.insert("safe".into(), 2);
+    cell.per_checker.insert("mutual-exclusion".into(), 1);
+    cell.latency.count = 10;
+    cell.latency.p99_ms = 100.0;
+    let baseline = Baseline::from_cells("0..3", std::slice::from_ref(&cell));
+    assert_eq!(baseline.cells[0].p99_budget_ms, 125.0);
+    assert!(
+        compare(&baseline, std::slice::from_ref(&cell))
+            .regressions
+            .is_empty()
+    );
+
+    // The fenced run turned unsafe: a class regression, though the bad-run total is
+    // the same.
+    let mut worse = cell.clone();
+    worse.classes = [("unsafe".to_string(), 1), ("safe".to_string(), 2)].into();
+    worse.per_checker.insert("lost-update".into(), 1);
+    let cmp = compare(&baseline, &[worse]);
+    let whats: Vec<&str> = cmp.regressions.iter().map(|c| c.what.as_str()).collect();
+    assert_eq!(whats, ["runs unsafe or worse", "lost-update invalid runs"]);
+
+    // Slower, and better in class: the p99 regression alone.
+    let mut slow = cell.clone();
+    slow.classes = [("safe".to_string(), 3)].into();
+    slow.per_checker.insert("mutual-exclusion".into(), 0);
+    slow.latency.p99_ms = 126.0;
+    let cmp = compare(&baseline, &[slow]);
+    assert_eq!(cmp.regressions.len(), 1, "{:?}", cmp.regressions);
+    assert_eq!(cmp.regressions[0].what, "acquire p99 (simulated ms)");
+    assert_eq!(cmp.improvements.len(), 2, "{:?}", cmp.improvements);
+
+    // New and missing cells are reported, not failed.
+    let other = CellResult::new("d2", "s");
+    let cmp = compare(&baseline, &[other]);
+    assert!(cmp.regressions.is_empty());
+    assert_eq!(cmp.new_cells, ["d2 / s"]);
+    assert_eq!(cmp.missing, ["d / s"]);
+}
