@@ -164,6 +164,18 @@ pub fn run_cell(
     threads: usize,
     bar: &ProgressBar,
 ) -> Result<(CellResult, Vec<RunSummary>), String> {
+    run_cell_with_latency(design, scenario, seeds, threads, bar).map(|(c, r, _)| (c, r))
+}
+
+/// [`run_cell`], also returning the cell's latency histograms (what a shard file
+/// carries so that shards merge exactly).
+pub fn run_cell_with_latency(
+    design: &DesignSpec,
+    scenario: &Scenario,
+    seeds: Range<u64>,
+    threads: usize,
+    bar: &ProgressBar,
+) -> Result<(CellResult, Vec<RunSummary>, LatencySummary), String> {
     let latency = Mutex::new(LatencySummary::default());
     let runs = sweep(design, scenario, seeds, threads, false, &|history, _| {
         if let Ok(l) = LatencySummary::from_history(history) {
@@ -184,12 +196,137 @@ pub fn run_cell(
     cell.replay = cell
         .first_invalid_seed
         .map(|seed| replay_for(design, scenario, seed));
-    cell.latency = latency.into_inner().expect("poisoned").ok();
-    Ok((cell, runs))
+    let latency = latency.into_inner().expect("poisoned");
+    cell.latency = latency.ok();
+    Ok((cell, runs, latency))
+}
+
+/// Writes a shard file (`--out`), refusing to replace an existing file.
+pub fn write_shard(
+    path: &std::path::Path,
+    seeds: &Range<u64>,
+    shard: crate::shard::Shard,
+    cells: Vec<crate::shard::ShardCell>,
+) -> Result<(), BadInput> {
+    let file = crate::shard::ShardFile {
+        seeds: format!("{}..{}", seeds.start, seeds.end),
+        shard: shard.to_string(),
+        cells,
+    };
+    let mut text = serde_json::to_string_pretty(&file).expect("serializable");
+    text.push('\n');
+    let mut f = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .open(path)
+        .map_err(|e| {
+            BadInput(if e.kind() == std::io::ErrorKind::AlreadyExists {
+                format!(
+                    "{} exists; locksim does not overwrite it (remove it or pick another --out)",
+                    path.display()
+                )
+            } else {
+                format!("{}: {e}", path.display())
+            })
+        })?;
+    std::io::Write::write_all(&mut f, text.as_bytes())
+        .map_err(|e| BadInput(format!("{}: {e}", path.display())))
+}
+
+/// Prints cells as the catalog command does: the 120-column matrix, the detailed
+/// table (`detail`) or JSON.
+fn print_cells(cells: &[CellResult], json: bool, detail: bool, title: &str) {
+    if json {
+        println!("{}", crate::table::render_json(cells));
+        return;
+    }
+    if !title.is_empty() {
+        println!("locksim: {title}");
+    }
+    if !detail {
+        use std::io::IsTerminal;
+        let color = std::io::stdout().is_terminal()
+            && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty());
+        // Rows and columns in the order the cells came (the catalog's order).
+        let mut names: Vec<&str> = Vec::new();
+        let mut scenario_names: Vec<&str> = Vec::new();
+        for c in cells {
+            if !names.contains(&c.design.as_str()) {
+                names.push(&c.design);
+            }
+            if !scenario_names.contains(&c.scenario.as_str()) {
+                scenario_names.push(&c.scenario);
+            }
+        }
+        let order: Vec<&str> = catalog::catalog().iter().map(|s| s.name).collect();
+        scenario_names.sort_by_key(|s| order.iter().position(|o| o == s).unwrap_or(usize::MAX));
+        print!(
+            "{}",
+            crate::table::render_matrix(cells, &names, &scenario_names, color)
+        );
+        let failing = cells
+            .iter()
+            .filter(|c| c.first_invalid_seed.is_some())
+            .count();
+        println!(
+            "\n{failing} of {} cells have an invalid run. `locksim --detail` shows every cell with its checkers, latency and replay command; `locksim run --design D --scenario S` one cell; `locksim shrink` a minimal failing run.",
+            cells.len()
+        );
+        return;
+    }
+    print!("{}", render_text(cells));
+    println!(
+        "\nchecker columns count invalid runs; replay any first invalid seed with the command shown, or shrink it to a minimal run with `locksim shrink` and the same --design, --scenario and --seed."
+    );
+    println!(
+        "fault counts the runs in which the scenario's fault really happened. class counts runs per safety class: unsafe = harm at the storage or server (lost-update, token-order, ownership, reentrancy), or believed holds overlapped and nothing refused the stale holder; fenced = believed holds overlapped and the storage refused the stale holder, nothing lost; unknown = a safety checker could not judge; no-fault = nothing broke but the fault never happened (no evidence of safety); liveness checkers do not change it."
+    );
+}
+
+/// `locksim merge FILES…`: the shards' cells added back together, printed as the
+/// unsharded run prints them (matrix, `--detail` table or `--json`), with its exit
+/// code.
+pub fn merge(paths: &[std::path::PathBuf], json: bool, detail: bool) -> Result<ExitCode, BadInput> {
+    let mut files = Vec::new();
+    for p in paths {
+        let name = p.display().to_string();
+        let text = std::fs::read_to_string(p).map_err(|e| BadInput(format!("{name}: {e}")))?;
+        let f: crate::shard::ShardFile = serde_json::from_str(&text).map_err(|e| {
+            BadInput(format!(
+                "{name}: not a locksim shard file ({e}); write one with `--shard I/N --out FILE`"
+            ))
+        })?;
+        files.push((name, f));
+    }
+    let (seeds, cells) = crate::shard::merge(&files).map_err(BadInput)?;
+    print_cells(
+        &cells,
+        json,
+        detail,
+        &format!("merged {} shard files, seeds {seeds}", files.len()),
+    );
+    let code = if cells.iter().any(|c| c.invalid() > 0) {
+        EXIT_INVALID
+    } else if cells.iter().any(|c| c.unknown > 0) {
+        EXIT_UNKNOWN
+    } else {
+        EXIT_VALID
+    };
+    Ok(ExitCode::from(code))
 }
 
 /// `locksim` with no arguments: every design × every scenario.
-pub fn catalog_table(seeds: Range<u64>, threads: usize, json: bool, detail: bool) -> ExitCode {
+pub fn catalog_table(
+    seeds: Range<u64>,
+    threads: usize,
+    json: bool,
+    detail: bool,
+    shard: Option<(crate::shard::Shard, std::path::PathBuf)>,
+) -> ExitCode {
+    let whole = seeds.clone();
+    let seeds = shard
+        .as_ref()
+        .map_or(seeds.clone(), |(s, _)| s.seeds_of(&seeds));
     let designs: Vec<DesignSpec> = lock_impl::DESIGNS
         .iter()
         .map(|d| DesignSpec::builtin(d.name).expect("built-in"))
@@ -212,12 +349,17 @@ pub fn catalog_table(seeds: Range<u64>, threads: usize, json: bool, detail: bool
     let total = pairs as u64 * (seeds.end - seeds.start);
     let bar = progress(total, !json);
     let mut cells = Vec::new();
+    let mut shard_cells = Vec::new();
     let mut all_runs = Vec::new();
     for d in &designs {
         for s in scenarios.iter().filter(|s| s.applies_to(d.masters)) {
             bar.set_message(format!("{} / {}", d.name, s.name));
-            match run_cell(d, s, seeds.clone(), threads, &bar) {
-                Ok((cell, runs)) => {
+            match run_cell_with_latency(d, s, seeds.clone(), threads, &bar) {
+                Ok((cell, runs, latency)) => {
+                    shard_cells.push(crate::shard::ShardCell {
+                        cell: cell.clone(),
+                        latency,
+                    });
                     cells.push(cell);
                     // run_cell sweeps without keeping histories.
                     all_runs.extend(runs);
@@ -231,36 +373,13 @@ pub fn catalog_table(seeds: Range<u64>, threads: usize, json: bool, detail: bool
         }
     }
     bar.finish_and_clear();
-    if json {
-        println!("{}", crate::table::render_json(&cells));
-    } else if !detail {
-        use std::io::IsTerminal;
-        let color = std::io::stdout().is_terminal()
-            && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty());
-        let names: Vec<&str> = designs.iter().map(|d| d.name.as_str()).collect();
-        let scenario_names: Vec<&str> = scenarios.iter().map(|s| s.name).collect();
-        print!(
-            "{}",
-            crate::table::render_matrix(&cells, &names, &scenario_names, color)
-        );
-        let failing: Vec<&CellResult> = cells
-            .iter()
-            .filter(|c| c.first_invalid_seed.is_some())
-            .collect();
-        println!(
-            "\n{} of {} cells have an invalid run. `locksim --detail` shows every cell with its checkers, latency and replay command; `locksim run --design D --scenario S` one cell; `locksim shrink` a minimal failing run.",
-            failing.len(),
-            cells.len()
-        );
-    } else {
-        print!("{}", render_text(&cells));
-        println!(
-            "\nchecker columns count invalid runs; replay any first invalid seed with the command shown, or shrink it to a minimal run with `locksim shrink` and the same --design, --scenario and --seed."
-        );
-        println!(
-            "fault counts the runs in which the scenario's fault really happened. class counts runs per safety class: unsafe = harm at the storage or server (lost-update, token-order, ownership, reentrancy), or believed holds overlapped and nothing refused the stale holder; fenced = believed holds overlapped and the storage refused the stale holder, nothing lost; unknown = a safety checker could not judge; no-fault = nothing broke but the fault never happened (no evidence of safety); liveness checkers do not change it."
-        );
+    if let Some((s, path)) = &shard
+        && let Err(e) = write_shard(path, &whole, *s, shard_cells)
+    {
+        eprintln!("locksim: {}", e.0);
+        return ExitCode::from(EXIT_BAD_INPUT);
     }
+    print_cells(&cells, json, detail, "");
     ExitCode::from(exit_code(&all_runs))
 }
 
@@ -289,7 +408,10 @@ pub fn run(
     seeds: Range<u64>,
     threads: usize,
     json: bool,
+    shard: Option<(crate::shard::Shard, std::path::PathBuf)>,
 ) -> ExitCode {
+    let whole = seeds.clone();
+    let seeds = shard.as_ref().map_or(seeds, |(s, _)| s.seeds_of(&whole));
     if !json {
         println!(
             "locksim run: design={} scenario={} seeds={}..{} threads={threads}",
@@ -297,8 +419,21 @@ pub fn run(
         );
     }
     let bar = progress(seeds.end - seeds.start, !json);
-    let (cell, runs) = match run_cell(design, scenario, seeds.clone(), threads, &bar) {
-        Ok(x) => x,
+    let (cell, runs) = match run_cell_with_latency(design, scenario, seeds.clone(), threads, &bar) {
+        Ok((cell, runs, latency)) => {
+            if let Some((s, path)) = &shard {
+                let part = crate::shard::ShardCell {
+                    cell: cell.clone(),
+                    latency,
+                };
+                if let Err(e) = write_shard(path, &whole, *s, vec![part]) {
+                    bar.finish_and_clear();
+                    eprintln!("locksim run: {}", e.0);
+                    return ExitCode::from(EXIT_BAD_INPUT);
+                }
+            }
+            (cell, runs)
+        }
         Err(e) => {
             bar.finish_and_clear();
             eprintln!("locksim run: {e}");

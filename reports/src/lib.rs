@@ -9,5 +9,6 @@ pub mod commands;
 pub mod diagram;
 pub mod gate;
 pub mod latency;
+pub mod shard;
 pub mod table;
 pub mod timeline;

@@ -31,6 +31,43 @@ struct Cli {
     /// latency, replay command per cell) instead of the 120-column matrix.
     #[arg(long)]
     detail: bool,
+    #[command(flatten)]
+    shard: ShardArgs,
+}
+
+/// Splitting a sweep across machines.
+#[derive(Debug, Args)]
+struct ShardArgs {
+    /// Run only slice I of N of the seed range (a contiguous slice; needs --out).
+    #[arg(long)]
+    shard: Option<String>,
+    /// Also write the cells with their latency histograms to FILE (never replaces an
+    /// existing file), for `locksim merge`.
+    #[arg(long)]
+    out: Option<std::path::PathBuf>,
+}
+
+impl ShardArgs {
+    fn resolve(
+        &self,
+    ) -> Result<Option<(reports::shard::Shard, std::path::PathBuf)>, commands::BadInput> {
+        let shard = self
+            .shard
+            .as_deref()
+            .map(reports::shard::Shard::parse)
+            .transpose()
+            .map_err(commands::BadInput)?;
+        match (shard, &self.out) {
+            (None, None) => Ok(None),
+            (Some(_), None) => Err(commands::BadInput(
+                "--shard needs --out FILE: a shard's cells are only useful merged".into(),
+            )),
+            (s, Some(out)) => Ok(Some((
+                s.unwrap_or(reports::shard::Shard::WHOLE),
+                out.clone(),
+            ))),
+        }
+    }
 }
 
 #[derive(Debug, Subcommand)]
@@ -52,10 +89,26 @@ enum Command {
     /// Serve the Redis model on a real TCP port with the real clock, to poke at it with
     /// redis-cli or any client.
     ServeModel(ServeModelArgs),
+    /// Add shard files (`--shard I/N --out FILE`) back into exactly the unsharded
+    /// run's cells, printed as it prints them.
+    Merge(MergeArgs),
     /// Compare a fresh run with a committed baseline (locksim.baseline.json): exit 0 if
     /// nothing got worse, 1 on a regression (more unsafe runs, a checker failing more,
     /// the acquire p99 over its budget), 2 on bad input; prints a Markdown diff.
     Gate(GateCliArgs),
+}
+
+#[derive(Debug, Args)]
+struct MergeArgs {
+    /// The shard files, one per shard 1..=N.
+    #[arg(required = true)]
+    files: Vec<std::path::PathBuf>,
+    /// Print JSON instead of the matrix.
+    #[arg(long)]
+    json: bool,
+    /// Print the detailed table instead of the matrix.
+    #[arg(long)]
+    detail: bool,
 }
 
 #[derive(Debug, Args)]
@@ -104,6 +157,8 @@ struct RunArgs {
     /// Print JSON.
     #[arg(long)]
     json: bool,
+    #[command(flatten)]
+    shard: ShardArgs,
 }
 
 #[derive(Debug, Args)]
@@ -236,16 +291,32 @@ fn main() -> ExitCode {
     }
     let cli = Cli::parse();
     let result = match cli.command {
-        None => commands::parse_seeds(&cli.seeds).map(|seeds| {
-            commands::catalog_table(seeds, threads(cli.threads), cli.json, cli.detail)
-        }),
+        None => (|| {
+            let seeds = commands::parse_seeds(&cli.seeds)?;
+            let shard = cli.shard.resolve()?;
+            Ok(commands::catalog_table(
+                seeds,
+                threads(cli.threads),
+                cli.json,
+                cli.detail,
+                shard,
+            ))
+        })(),
         Some(Command::List) => Ok(commands::list()),
         Some(Command::Run(a)) => (|| {
             let d = commands::design(&a.design)?;
             let s = commands::with_plan(commands::scenario(&a.scenario)?, a.plan.as_deref())?;
             commands::check_pair(&d, &s)?;
             let seeds = commands::parse_seeds(&a.seeds)?;
-            Ok(commands::run(&d, &s, seeds, threads(a.threads), a.json))
+            let shard = a.shard.resolve()?;
+            Ok(commands::run(
+                &d,
+                &s,
+                seeds,
+                threads(a.threads),
+                a.json,
+                shard,
+            ))
         })(),
         Some(Command::Replay(a)) => (|| {
             let d = commands::design(&a.design)?;
@@ -284,6 +355,7 @@ fn main() -> ExitCode {
             Ok(ExitCode::SUCCESS)
         }
         Some(Command::ServeModel(args)) => Ok(serve_model(args)),
+        Some(Command::Merge(a)) => commands::merge(&a.files, a.json, a.detail),
         Some(Command::Gate(a)) => (|| {
             let seeds = a.seeds.as_deref().map(commands::parse_seeds).transpose()?;
             commands::gate(&commands::GateArgs {

@@ -366,3 +366,68 @@ fn a_users_own_binary_can_gate_its_own_design_through_the_library() {
     assert!(md.contains("no regression in 1 cells"), "{md}");
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[test]
+fn four_shards_merged_are_byte_for_byte_the_unsharded_run() {
+    let dir = std::env::temp_dir().join(format!("locksim-shards-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).expect("temp dir");
+    let file = |name: &str| dir.join(name).to_str().expect("utf-8").to_string();
+    let run = |extra: &[&str]| {
+        let mut args = vec![
+            "run",
+            "--design",
+            "set-nx-px-del",
+            "--scenario",
+            "gc-pause",
+            "--seeds",
+            "0..6",
+            "--json",
+        ];
+        args.extend_from_slice(extra);
+        locksim(&args)
+    };
+    let (code, whole_json, err) = run(&["--out", &file("whole.json")]);
+    assert_eq!(code, 1, "{err}");
+    for i in 1..=4 {
+        let (_, _, err) = run(&[
+            "--shard",
+            &format!("{i}/4"),
+            "--out",
+            &file(&format!("s{i}.json")),
+        ]);
+        assert!(!err.contains("locksim run:"), "{err}");
+    }
+    let (code_one, one, err) = locksim(&["merge", &file("whole.json"), "--json"]);
+    assert_eq!(code_one, 1, "{err}");
+    // Shards in any order.
+    let (code_four, four, err) = locksim(&[
+        "merge",
+        &file("s3.json"),
+        &file("s1.json"),
+        &file("s4.json"),
+        &file("s2.json"),
+        "--json",
+    ]);
+    assert_eq!(code_four, code_one, "{err}");
+    assert_eq!(one, four, "merged shards differ from the unsharded run");
+    // And the merge is the run's own cell.
+    let unsharded: serde_json::Value = serde_json::from_str(&whole_json).expect("json");
+    let merged: serde_json::Value = serde_json::from_str(&one).expect("json");
+    assert_eq!(merged["cells"][0], unsharded["cell"]);
+
+    // A missing shard, a shard of another run, and an existing --out are refused.
+    let (code, _, err) = locksim(&["merge", &file("s1.json"), &file("s2.json")]);
+    assert_eq!(code, 2);
+    assert!(err.contains("every shard 1..=4"), "{err}");
+    let (code, _, err) = locksim(&["merge", &file("whole.json"), &file("s2.json")]);
+    assert_eq!(code, 2);
+    assert!(err.contains("one of 1"), "{err}");
+    let (code, _, err) = run(&["--out", &file("whole.json")]);
+    assert_eq!(code, 2);
+    assert!(err.contains("does not overwrite"), "{err}");
+    let (code, _, err) = run(&["--shard", "5/4", "--out", &file("x.json")]);
+    assert_eq!(code, 2);
+    assert!(err.contains("1 <= I <= N"), "{err}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
