@@ -904,3 +904,70 @@ fn a_final_stock_read_from_the_storage_that_disagrees_with_the_writes_is_invalid
     let e = invalid(LostUpdate.check(&b.build()));
     assert!(e.summary.contains("final stock 7"), "{}", e.summary);
 }
+
+#[test]
+fn a_belief_needs_a_majority_of_the_masters_at_the_ok() {
+    let on = |b: &mut B, ms: u64, server: &str, removed: bool| {
+        let kind = if removed {
+            ServerEvent::Removed {
+                by: "expiry".into(),
+                key: "lock".into(),
+                value: "o1".into(),
+                cause: "expired".into(),
+            }
+        } else {
+            ServerEvent::Written {
+                by: "client-1".into(),
+                key: "lock".into(),
+                value: "o1".into(),
+            }
+        };
+        b.push(ms, server, EventKind::Server(kind));
+    };
+    let run = |events: &[(u64, &str, bool)]| {
+        let mut b = B::new();
+        b.h.params.masters = 3;
+        b.op_event(100, "client-1", 1, OpF::Acquire, Phase::Invoke, None);
+        for (ms, server, removed) in events {
+            on(&mut b, *ms, server, *removed);
+        }
+        b.push(
+            400,
+            "client-1",
+            EventKind::Op(Op {
+                op: 1,
+                f: OpF::Acquire,
+                phase: Phase::Ok,
+                key: Some("lock".into()),
+                owner: Some("o1".into()),
+                value: None,
+                token: None,
+                valid_until_us: Some(900 * MS),
+                detail: None,
+            }),
+        );
+        Belief.check(&b.build())
+    };
+    // Two of three: backed.
+    assert_eq!(
+        run(&[(110, "redis-1", false), (120, "redis-2", false)]),
+        Verdict::Valid
+    );
+    // One of three: never backed.
+    let e = invalid(run(&[(110, "redis-1", false)]));
+    assert!(e.summary.contains("needed 2 of 3 masters, had 1"), "{}", e.summary);
+    // Three, then two expired before the ok (a jumped clock, say): the second loss
+    // left one, and the client still believes until 0.900 s.
+    let e = invalid(run(&[
+        (110, "redis-1", false),
+        (120, "redis-2", false),
+        (130, "redis-3", false),
+        (200, "redis-3", true),
+        (300, "redis-1", true),
+    ]));
+    assert!(
+        e.summary.contains("redis-1 had already removed that value at 0.300 s"),
+        "{}",
+        e.summary
+    );
+}

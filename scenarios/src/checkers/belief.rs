@@ -199,21 +199,26 @@ impl Checker for Belief {
                 });
             }
             // Backed at some point, lost before the ok: when did the record drop below
-            // a majority? The removals of this client's entries, latest first, until
-            // fewer than `majority` remain.
-            let mut removals: Vec<(usize, u64, &str, &str)> = mine
+            // a majority? Each server that held the value during the acquire but not
+            // at the ok lost it at its last removal before the ok; with `ever` servers
+            // once holding it, the (ever - majority + 1)-th such loss, in time order,
+            // is the one that left fewer than a majority.
+            let mut losses: Vec<(usize, u64, &str, &str)> = ever
                 .iter()
-                .filter(|x| x.overlaps(p.invoke, ok))
-                .filter_map(|x| {
-                    let (r, at, cause) = x.removed.as_ref()?;
-                    (*r <= ok).then_some((*r, *at, x.server.as_str(), cause.as_str()))
+                .filter(|server| !mine.iter().any(|x| x.server == **server && x.held_at(ok)))
+                .filter_map(|server| {
+                    mine.iter()
+                        .filter(|x| x.server == *server && x.overlaps(p.invoke, ok))
+                        .filter_map(|x| {
+                            let (r, at, cause) = x.removed.as_ref()?;
+                            (*r <= ok).then_some((*r, *at, x.server.as_str(), cause.as_str()))
+                        })
+                        .max()
                 })
                 .collect();
-            removals.sort_unstable();
-            // With `ever` servers once held, the (ever - majority + 1)-th removal is the
-            // one that took the count below a majority.
+            losses.sort_unstable();
             let nth = ever.len() + 1 - majority;
-            let Some(&(lost_event, lost_us, server, cause)) = removals.get(nth - 1) else {
+            let Some(&(lost_event, lost_us, server, cause)) = losses.get(nth - 1) else {
                 continue;
             };
             if valid_until.is_some_and(|v| v <= lost_us) {

@@ -150,7 +150,15 @@ fn grants_out_of_order(h: &History) -> Option<Verdict> {
     let key = h.params.key.as_str();
     // (write event, token, host, owner, ok event, ok time)
     let mut grants: Vec<(usize, u64, &str, &str, usize, u64)> = Vec::new();
+    // (writer, value) → the server's latest write of it so far.
+    let mut written: std::collections::BTreeMap<(&str, &str), usize> = Default::default();
     for (i, e) in h.events.iter().enumerate() {
+        if let EventKind::Server(sim::history::ServerEvent::Written { by, key: k, value }) = &e.kind
+            && k == key
+        {
+            written.insert((by.as_str(), value.as_str()), i);
+            continue;
+        }
         let EventKind::Op(op) = &e.kind else { continue };
         let (OpF::Acquire, Phase::Ok, Some(token), Some(owner)) =
             (op.f, op.phase, op.token, op.owner.as_deref())
@@ -160,11 +168,7 @@ fn grants_out_of_order(h: &History) -> Option<Verdict> {
         if op.key.as_deref().is_some_and(|k| k != key) {
             continue;
         }
-        let written = h.events[..i].iter().rposition(|w| {
-            matches!(&w.kind, EventKind::Server(sim::history::ServerEvent::Written { by, key: k, value })
-                if k == key && *value == owner && *by == e.host)
-        });
-        if let Some(w) = written {
+        if let Some(&w) = written.get(&(e.host.as_str(), owner)) {
             grants.push((w, token, e.host.as_str(), owner, i, e.at_us));
         }
     }
