@@ -955,7 +955,11 @@ fn a_belief_needs_a_majority_of_the_masters_at_the_ok() {
     );
     // One of three: never backed.
     let e = invalid(run(&[(110, "redis-1", false)]));
-    assert!(e.summary.contains("needed 2 of 3 masters, had 1"), "{}", e.summary);
+    assert!(
+        e.summary.contains("needed 2 of 3 masters, had 1"),
+        "{}",
+        e.summary
+    );
     // Three, then two expired before the ok (a jumped clock, say): the second loss
     // left one, and the client still believes until 0.900 s.
     let e = invalid(run(&[
@@ -966,7 +970,8 @@ fn a_belief_needs_a_majority_of_the_masters_at_the_ok() {
         (300, "redis-1", true),
     ]));
     assert!(
-        e.summary.contains("redis-1 had already removed that value at 0.300 s"),
+        e.summary
+            .contains("redis-1 had already removed that value at 0.300 s"),
         "{}",
         e.summary
     );
