@@ -865,32 +865,37 @@ pub fn gate(a: &GateArgs) -> Result<ExitCode, BadInput> {
             b.seeds
         )));
     }
+    // A comparison runs the baseline's cells. An update runs the catalog's cells for
+    // the designs asked for (every built-in and the caller's own by default), so new
+    // scenarios and designs enter the baseline, plus any other cell the baseline has
+    // (a `broken/…` design, say).
     let mut pairs: Vec<(String, String)> = Vec::new();
-    match (&existing, a.update && filtered) {
-        // Compare, or refresh every cell the baseline has: the baseline's cells.
-        (Some(b), false) => pairs.extend(
-            b.cells
+    if a.update {
+        let designs: Vec<String> = if a.designs.is_empty() {
+            lock_impl::DESIGNS
                 .iter()
-                .filter(|c| wanted(&c.design, &c.scenario))
-                .map(|c| (c.design.clone(), c.scenario.clone())),
-        ),
-        _ => {
-            let designs: Vec<String> = if a.designs.is_empty() {
-                lock_impl::DESIGNS
-                    .iter()
-                    .map(|d| d.name.to_string())
-                    .chain(a.extra_designs.iter().map(|d| d.name.clone()))
-                    .collect()
-            } else {
-                a.designs.clone()
-            };
-            for d in &designs {
-                let spec = resolve(d)?;
-                for s in catalog::catalog() {
-                    if s.applies_to(spec.masters) && wanted(d, s.name) {
-                        pairs.push((d.clone(), s.name.to_string()));
-                    }
+                .map(|d| d.name.to_string())
+                .chain(a.extra_designs.iter().map(|d| d.name.clone()))
+                .collect()
+        } else {
+            a.designs.clone()
+        };
+        for d in &designs {
+            let spec = resolve(d)?;
+            for s in catalog::catalog() {
+                if s.applies_to(spec.masters) && wanted(d, s.name) {
+                    pairs.push((d.clone(), s.name.to_string()));
                 }
+            }
+        }
+    }
+    if let Some(b) = &existing {
+        for c in b.cells.iter().filter(|c| wanted(&c.design, &c.scenario)) {
+            if !pairs
+                .iter()
+                .any(|(d, s)| *d == c.design && *s == c.scenario)
+            {
+                pairs.push((c.design.clone(), c.scenario.clone()));
             }
         }
     }
