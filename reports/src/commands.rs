@@ -144,7 +144,7 @@ pub fn exit_code<'a>(runs: impl IntoIterator<Item = &'a RunSummary>) -> u8 {
     }
 }
 
-fn progress(total: u64, show: bool) -> ProgressBar {
+pub(crate) fn progress(total: u64, show: bool) -> ProgressBar {
     if !show {
         return ProgressBar::hidden();
     }
@@ -201,41 +201,9 @@ pub fn run_cell_with_latency(
     Ok((cell, runs, latency))
 }
 
-/// Writes a shard file (`--out`), refusing to replace an existing file.
-pub fn write_shard(
-    path: &std::path::Path,
-    seeds: &Range<u64>,
-    shard: crate::shard::Shard,
-    cells: Vec<crate::shard::ShardCell>,
-) -> Result<(), BadInput> {
-    let file = crate::shard::ShardFile {
-        seeds: format!("{}..{}", seeds.start, seeds.end),
-        shard: shard.to_string(),
-        cells,
-    };
-    let mut text = serde_json::to_string_pretty(&file).expect("serializable");
-    text.push('\n');
-    let mut f = std::fs::OpenOptions::new()
-        .write(true)
-        .create_new(true)
-        .open(path)
-        .map_err(|e| {
-            BadInput(if e.kind() == std::io::ErrorKind::AlreadyExists {
-                format!(
-                    "{} exists; locksim does not overwrite it (remove it or pick another --out)",
-                    path.display()
-                )
-            } else {
-                format!("{}: {e}", path.display())
-            })
-        })?;
-    std::io::Write::write_all(&mut f, text.as_bytes())
-        .map_err(|e| BadInput(format!("{}: {e}", path.display())))
-}
-
 /// Prints cells as the catalog command does: the 120-column matrix, the detailed
 /// table (`detail`) or JSON.
-fn print_cells(cells: &[CellResult], json: bool, detail: bool, title: &str) {
+pub(crate) fn print_cells(cells: &[CellResult], json: bool, detail: bool, title: &str) {
     if json {
         println!("{}", crate::table::render_json(cells));
         return;
@@ -281,38 +249,6 @@ fn print_cells(cells: &[CellResult], json: bool, detail: bool, title: &str) {
     println!(
         "fault counts the runs in which the scenario's fault really happened. class counts runs per safety class: unsafe = harm at the storage or server (lost-update, token-order, ownership, reentrancy), or believed holds overlapped and nothing refused the stale holder; fenced = believed holds overlapped and the storage refused the stale holder, nothing lost; unknown = a safety checker could not judge; no-fault = nothing broke but the fault never happened (no evidence of safety); liveness checkers do not change it."
     );
-}
-
-/// `locksim merge FILES…`: the shards' cells added back together, printed as the
-/// unsharded run prints them (matrix, `--detail` table or `--json`), with its exit
-/// code.
-pub fn merge(paths: &[std::path::PathBuf], json: bool, detail: bool) -> Result<ExitCode, BadInput> {
-    let mut files = Vec::new();
-    for p in paths {
-        let name = p.display().to_string();
-        let text = std::fs::read_to_string(p).map_err(|e| BadInput(format!("{name}: {e}")))?;
-        let f: crate::shard::ShardFile = serde_json::from_str(&text).map_err(|e| {
-            BadInput(format!(
-                "{name}: not a locksim shard file ({e}); write one with `--shard I/N --out FILE`"
-            ))
-        })?;
-        files.push((name, f));
-    }
-    let (seeds, cells) = crate::shard::merge(&files).map_err(BadInput)?;
-    print_cells(
-        &cells,
-        json,
-        detail,
-        &format!("merged {} shard files, seeds {seeds}", files.len()),
-    );
-    let code = if cells.iter().any(|c| c.invalid() > 0) {
-        EXIT_INVALID
-    } else if cells.iter().any(|c| c.unknown > 0) {
-        EXIT_UNKNOWN
-    } else {
-        EXIT_VALID
-    };
-    Ok(ExitCode::from(code))
 }
 
 /// `locksim` with no arguments: every design × every scenario.
@@ -374,7 +310,7 @@ pub fn catalog_table(
     }
     bar.finish_and_clear();
     if let Some((s, path)) = &shard
-        && let Err(e) = write_shard(path, &whole, *s, shard_cells)
+        && let Err(e) = crate::shard::write(path, &whole, *s, shard_cells)
     {
         eprintln!("locksim: {}", e.0);
         return ExitCode::from(EXIT_BAD_INPUT);
@@ -426,7 +362,7 @@ pub fn run(
                     cell: cell.clone(),
                     latency,
                 };
-                if let Err(e) = write_shard(path, &whole, *s, vec![part]) {
+                if let Err(e) = crate::shard::write(path, &whole, *s, vec![part]) {
                     bar.finish_and_clear();
                     eprintln!("locksim run: {}", e.0);
                     return ExitCode::from(EXIT_BAD_INPUT);
@@ -792,198 +728,4 @@ pub fn list() -> ExitCode {
         println!("  {c}");
     }
     ExitCode::SUCCESS
-}
-
-/// What `locksim gate` was asked to do.
-#[derive(Clone)]
-pub struct GateArgs {
-    /// The baseline file.
-    pub baseline: std::path::PathBuf,
-    /// Rewrite the baseline from a fresh run instead of comparing.
-    pub update: bool,
-    /// Seeds for `--update` (a comparison always uses the baseline's).
-    pub seeds: Option<Range<u64>>,
-    /// Only these designs (names as `locksim list` shows, or `broken/<name>`); all
-    /// built-ins if empty.
-    pub designs: Vec<String>,
-    /// Only these scenarios; all if empty.
-    pub scenarios: Vec<String>,
-    /// Also write the Markdown report here.
-    pub markdown: Option<std::path::PathBuf>,
-    /// Worker threads.
-    pub threads: usize,
-    /// Designs of the caller's own (a user's crate calling [`gate`] from its own
-    /// binary): found by name before the built-ins, and run by default alongside them.
-    pub extra_designs: Vec<DesignSpec>,
-}
-
-/// `locksim gate`: runs the cells of the baseline (or, with `--update`, of the
-/// catalog) over the baseline's seeds and compares; exit 0 when nothing got worse, 1
-/// on a regression, 2 on bad input.
-pub fn gate(a: &GateArgs) -> Result<ExitCode, BadInput> {
-    use crate::gate::{Baseline, compare, markdown};
-    let resolve = |name: &str| match a.extra_designs.iter().find(|d| d.name == name) {
-        Some(d) => Ok(d.clone()),
-        None => design(name),
-    };
-    let existing = match std::fs::read_to_string(&a.baseline) {
-        Ok(text) => Some(
-            Baseline::parse(&text)
-                .map_err(|e| BadInput(format!("{}: {e}", a.baseline.display())))?,
-        ),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
-        Err(e) => return Err(BadInput(format!("{}: {e}", a.baseline.display()))),
-    };
-    let seeds = match (&existing, &a.seeds, a.update) {
-        (_, Some(s), true) => s.clone(),
-        (Some(b), None, _) => parse_seeds(&b.seeds)
-            .map_err(|e| BadInput(format!("{}: seeds: {}", a.baseline.display(), e.0)))?,
-        (None, None, true) => 0..3,
-        (None, _, false) => {
-            return Err(BadInput(format!(
-                "no baseline at {}; create one with `locksim gate --update` (and commit it)",
-                a.baseline.display()
-            )));
-        }
-        (Some(_), Some(_), false) => {
-            return Err(BadInput(
-                "--seeds only applies with --update: a comparison uses the baseline's seeds".into(),
-            ));
-        }
-    };
-    // The cells: the baseline's (filtered), or for an update the catalog's.
-    let wanted = |d: &str, s: &str| {
-        (a.designs.is_empty() || a.designs.iter().any(|x| x == d))
-            && (a.scenarios.is_empty() || a.scenarios.iter().any(|x| x == s))
-    };
-    let filtered = !a.designs.is_empty() || !a.scenarios.is_empty();
-    if let (Some(b), true, true) = (&existing, a.update, filtered)
-        && parse_seeds(&b.seeds).ok() != Some(seeds.clone())
-    {
-        return Err(BadInput(format!(
-            "--update of some cells keeps the others, so it must use the baseline's seeds ({})",
-            b.seeds
-        )));
-    }
-    // A comparison runs the baseline's cells. An update runs the catalog's cells for
-    // the designs asked for (every built-in and the caller's own by default), so new
-    // scenarios and designs enter the baseline, plus any other cell the baseline has
-    // (a `broken/…` design, say).
-    let mut pairs: Vec<(String, String)> = Vec::new();
-    if a.update {
-        let designs: Vec<String> = if a.designs.is_empty() {
-            lock_impl::DESIGNS
-                .iter()
-                .map(|d| d.name.to_string())
-                .chain(a.extra_designs.iter().map(|d| d.name.clone()))
-                .collect()
-        } else {
-            a.designs.clone()
-        };
-        for d in &designs {
-            let spec = resolve(d)?;
-            for s in catalog::catalog() {
-                if s.applies_to(spec.masters) && wanted(d, s.name) {
-                    pairs.push((d.clone(), s.name.to_string()));
-                }
-            }
-        }
-    }
-    if let Some(b) = &existing {
-        for c in b.cells.iter().filter(|c| wanted(&c.design, &c.scenario)) {
-            if !pairs
-                .iter()
-                .any(|(d, s)| *d == c.design && *s == c.scenario)
-            {
-                pairs.push((c.design.clone(), c.scenario.clone()));
-            }
-        }
-    }
-    for s in &a.scenarios {
-        scenario(s)?;
-    }
-    if pairs.is_empty() {
-        return Err(BadInput(
-            "no cell to run: the --design/--scenario filters match nothing".into(),
-        ));
-    }
-    let total = pairs.len() as u64 * (seeds.end - seeds.start);
-    let bar = progress(total, true);
-    let mut cells = Vec::new();
-    for (d, s) in &pairs {
-        let spec = resolve(d)?;
-        let sc = scenario(s)?;
-        check_pair(&spec, &sc)?;
-        bar.set_message(format!("{d} / {s}"));
-        match run_cell(&spec, &sc, seeds.clone(), a.threads, &bar) {
-            Ok((cell, _)) => cells.push(cell),
-            Err(e) => {
-                bar.finish_and_clear();
-                eprintln!("locksim gate: {d} / {s}: {e}");
-                return Ok(ExitCode::from(EXIT_UNKNOWN));
-            }
-        }
-    }
-    bar.finish_and_clear();
-    let seeds_text = format!("{}..{}", seeds.start, seeds.end);
-    if a.update {
-        // The cells run replace theirs; a partial update keeps the rest, in order.
-        let mut fresh = Baseline::from_cells(&seeds_text, &cells);
-        if let Some(old) = &existing
-            && filtered
-        {
-            let mut merged: Vec<crate::gate::BaselineCell> = old
-                .cells
-                .iter()
-                .map(|o| {
-                    fresh
-                        .cells
-                        .iter()
-                        .find(|f| f.design == o.design && f.scenario == o.scenario)
-                        .unwrap_or(o)
-                        .clone()
-                })
-                .collect();
-            for f in &fresh.cells {
-                if !merged
-                    .iter()
-                    .any(|m| m.design == f.design && m.scenario == f.scenario)
-                {
-                    merged.push(f.clone());
-                }
-            }
-            fresh.cells = merged;
-        }
-        std::fs::write(&a.baseline, fresh.to_json())
-            .map_err(|e| BadInput(format!("{}: {e}", a.baseline.display())))?;
-        if let Some(old) = &existing {
-            print!("{}", markdown(old, &compare(old, &cells), &|_| None));
-        }
-        println!(
-            "locksim gate: wrote {} ({} cells, seeds {seeds_text})",
-            a.baseline.display(),
-            fresh.cells.len()
-        );
-        return Ok(ExitCode::SUCCESS);
-    }
-    // Compare only the cells the filters kept: the rest were not asked for.
-    let mut baseline = existing.expect("a comparison has a baseline");
-    baseline.cells.retain(|c| wanted(&c.design, &c.scenario));
-    let cmp = compare(&baseline, &cells);
-    let replay = |c: &crate::gate::Change| {
-        cells
-            .iter()
-            .find(|x| x.design == c.design && x.scenario == c.scenario)
-            .and_then(|x| x.replay.clone())
-    };
-    let text = markdown(&baseline, &cmp, &replay);
-    print!("{text}");
-    if let Some(path) = &a.markdown {
-        std::fs::write(path, &text).map_err(|e| BadInput(format!("{}: {e}", path.display())))?;
-    }
-    Ok(ExitCode::from(if cmp.regressions.is_empty() {
-        EXIT_VALID
-    } else {
-        EXIT_INVALID
-    }))
 }

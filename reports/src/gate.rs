@@ -17,6 +17,16 @@ use std::fmt::Write as _;
 use scenarios::checkers::Safety;
 use serde::{Deserialize, Serialize};
 
+use std::ops::Range;
+use std::process::ExitCode;
+
+use scenarios::catalog;
+use scenarios::sweep::DesignSpec;
+
+use crate::commands::{
+    BadInput, EXIT_INVALID, EXIT_UNKNOWN, EXIT_VALID, check_pair, design, parse_seeds, progress,
+    run_cell, scenario,
+};
 use crate::table::{CellResult, NO_FAULT};
 
 /// The file the project and its users commit.
@@ -271,4 +281,197 @@ pub fn markdown(
         );
     }
     out
+}
+
+/// What `locksim gate` was asked to do.
+#[derive(Clone)]
+pub struct GateArgs {
+    /// The baseline file.
+    pub baseline: std::path::PathBuf,
+    /// Rewrite the baseline from a fresh run instead of comparing.
+    pub update: bool,
+    /// Seeds for `--update` (a comparison always uses the baseline's).
+    pub seeds: Option<Range<u64>>,
+    /// Only these designs (names as `locksim list` shows, or `broken/<name>`); all
+    /// built-ins if empty.
+    pub designs: Vec<String>,
+    /// Only these scenarios; all if empty.
+    pub scenarios: Vec<String>,
+    /// Also write the Markdown report here.
+    pub markdown: Option<std::path::PathBuf>,
+    /// Worker threads.
+    pub threads: usize,
+    /// Designs of the caller's own (a user's crate calling [`gate`] from its own
+    /// binary): found by name before the built-ins, and run by default alongside them.
+    pub extra_designs: Vec<DesignSpec>,
+}
+
+/// `locksim gate`: runs the cells of the baseline (or, with `--update`, of the
+/// catalog) over the baseline's seeds and compares; exit 0 when nothing got worse, 1
+/// on a regression, 2 on bad input.
+pub fn gate(a: &GateArgs) -> Result<ExitCode, BadInput> {
+    let resolve = |name: &str| match a.extra_designs.iter().find(|d| d.name == name) {
+        Some(d) => Ok(d.clone()),
+        None => design(name),
+    };
+    let existing = match std::fs::read_to_string(&a.baseline) {
+        Ok(text) => Some(
+            Baseline::parse(&text)
+                .map_err(|e| BadInput(format!("{}: {e}", a.baseline.display())))?,
+        ),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
+        Err(e) => return Err(BadInput(format!("{}: {e}", a.baseline.display()))),
+    };
+    let seeds = match (&existing, &a.seeds, a.update) {
+        (_, Some(s), true) => s.clone(),
+        (Some(b), None, _) => parse_seeds(&b.seeds)
+            .map_err(|e| BadInput(format!("{}: seeds: {}", a.baseline.display(), e.0)))?,
+        (None, None, true) => 0..3,
+        (None, _, false) => {
+            return Err(BadInput(format!(
+                "no baseline at {}; create one with `locksim gate --update` (and commit it)",
+                a.baseline.display()
+            )));
+        }
+        (Some(_), Some(_), false) => {
+            return Err(BadInput(
+                "--seeds only applies with --update: a comparison uses the baseline's seeds".into(),
+            ));
+        }
+    };
+    // The cells: the baseline's (filtered), or for an update the catalog's.
+    let wanted = |d: &str, s: &str| {
+        (a.designs.is_empty() || a.designs.iter().any(|x| x == d))
+            && (a.scenarios.is_empty() || a.scenarios.iter().any(|x| x == s))
+    };
+    let filtered = !a.designs.is_empty() || !a.scenarios.is_empty();
+    if let (Some(b), true, true) = (&existing, a.update, filtered)
+        && parse_seeds(&b.seeds).ok() != Some(seeds.clone())
+    {
+        return Err(BadInput(format!(
+            "--update of some cells keeps the others, so it must use the baseline's seeds ({})",
+            b.seeds
+        )));
+    }
+    // A comparison runs the baseline's cells. An update runs the catalog's cells for
+    // the designs asked for (every built-in and the caller's own by default), so new
+    // scenarios and designs enter the baseline, plus any other cell the baseline has
+    // (a `broken/…` design, say).
+    let mut pairs: Vec<(String, String)> = Vec::new();
+    if a.update {
+        let designs: Vec<String> = if a.designs.is_empty() {
+            lock_impl::DESIGNS
+                .iter()
+                .map(|d| d.name.to_string())
+                .chain(a.extra_designs.iter().map(|d| d.name.clone()))
+                .collect()
+        } else {
+            a.designs.clone()
+        };
+        for d in &designs {
+            let spec = resolve(d)?;
+            for s in catalog::catalog() {
+                if s.applies_to(spec.masters) && wanted(d, s.name) {
+                    pairs.push((d.clone(), s.name.to_string()));
+                }
+            }
+        }
+    }
+    if let Some(b) = &existing {
+        for c in b.cells.iter().filter(|c| wanted(&c.design, &c.scenario)) {
+            if !pairs
+                .iter()
+                .any(|(d, s)| *d == c.design && *s == c.scenario)
+            {
+                pairs.push((c.design.clone(), c.scenario.clone()));
+            }
+        }
+    }
+    for s in &a.scenarios {
+        scenario(s)?;
+    }
+    if pairs.is_empty() {
+        return Err(BadInput(
+            "no cell to run: the --design/--scenario filters match nothing".into(),
+        ));
+    }
+    let total = pairs.len() as u64 * (seeds.end - seeds.start);
+    let bar = progress(total, true);
+    let mut cells = Vec::new();
+    for (d, s) in &pairs {
+        let spec = resolve(d)?;
+        let sc = scenario(s)?;
+        check_pair(&spec, &sc)?;
+        bar.set_message(format!("{d} / {s}"));
+        match run_cell(&spec, &sc, seeds.clone(), a.threads, &bar) {
+            Ok((cell, _)) => cells.push(cell),
+            Err(e) => {
+                bar.finish_and_clear();
+                eprintln!("locksim gate: {d} / {s}: {e}");
+                return Ok(ExitCode::from(EXIT_UNKNOWN));
+            }
+        }
+    }
+    bar.finish_and_clear();
+    let seeds_text = format!("{}..{}", seeds.start, seeds.end);
+    if a.update {
+        // The cells run replace theirs; a partial update keeps the rest, in order.
+        let mut fresh = Baseline::from_cells(&seeds_text, &cells);
+        if let Some(old) = &existing
+            && filtered
+        {
+            let mut merged: Vec<BaselineCell> = old
+                .cells
+                .iter()
+                .map(|o| {
+                    fresh
+                        .cells
+                        .iter()
+                        .find(|f| f.design == o.design && f.scenario == o.scenario)
+                        .unwrap_or(o)
+                        .clone()
+                })
+                .collect();
+            for f in &fresh.cells {
+                if !merged
+                    .iter()
+                    .any(|m| m.design == f.design && m.scenario == f.scenario)
+                {
+                    merged.push(f.clone());
+                }
+            }
+            fresh.cells = merged;
+        }
+        std::fs::write(&a.baseline, fresh.to_json())
+            .map_err(|e| BadInput(format!("{}: {e}", a.baseline.display())))?;
+        if let Some(old) = &existing {
+            print!("{}", markdown(old, &compare(old, &cells), &|_| None));
+        }
+        println!(
+            "locksim gate: wrote {} ({} cells, seeds {seeds_text})",
+            a.baseline.display(),
+            fresh.cells.len()
+        );
+        return Ok(ExitCode::SUCCESS);
+    }
+    // Compare only the cells the filters kept: the rest were not asked for.
+    let mut baseline = existing.expect("a comparison has a baseline");
+    baseline.cells.retain(|c| wanted(&c.design, &c.scenario));
+    let cmp = compare(&baseline, &cells);
+    let replay = |c: &Change| {
+        cells
+            .iter()
+            .find(|x| x.design == c.design && x.scenario == c.scenario)
+            .and_then(|x| x.replay.clone())
+    };
+    let text = markdown(&baseline, &cmp, &replay);
+    print!("{text}");
+    if let Some(path) = &a.markdown {
+        std::fs::write(path, &text).map_err(|e| BadInput(format!("{}: {e}", path.display())))?;
+    }
+    Ok(ExitCode::from(if cmp.regressions.is_empty() {
+        EXIT_VALID
+    } else {
+        EXIT_INVALID
+    }))
 }

@@ -355,10 +355,10 @@ fn main() -> ExitCode {
             Ok(ExitCode::SUCCESS)
         }
         Some(Command::ServeModel(args)) => Ok(serve_model(args)),
-        Some(Command::Merge(a)) => commands::merge(&a.files, a.json, a.detail),
+        Some(Command::Merge(a)) => reports::shard::merge_files(&a.files, a.json, a.detail),
         Some(Command::Gate(a)) => (|| {
             let seeds = a.seeds.as_deref().map(commands::parse_seeds).transpose()?;
-            commands::gate(&commands::GateArgs {
+            reports::gate::gate(&reports::gate::GateArgs {
                 baseline: a.baseline,
                 update: a.update,
                 seeds,

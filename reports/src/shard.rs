@@ -9,6 +9,9 @@ use std::ops::Range;
 
 use serde::{Deserialize, Serialize};
 
+use std::process::ExitCode;
+
+use crate::commands::{BadInput, EXIT_INVALID, EXIT_UNKNOWN, EXIT_VALID, print_cells};
 use crate::latency::LatencySummary;
 use crate::table::CellResult;
 
@@ -157,6 +160,74 @@ pub fn merge(files: &[(String, ShardFile)]) -> Result<(String, Vec<CellResult>),
         })
         .collect();
     Ok((first.seeds.clone(), cells))
+}
+
+/// Writes a shard file (`--out`), refusing to replace an existing file.
+pub fn write(
+    path: &std::path::Path,
+    seeds: &Range<u64>,
+    shard: Shard,
+    cells: Vec<ShardCell>,
+) -> Result<(), BadInput> {
+    let file = ShardFile {
+        seeds: format!("{}..{}", seeds.start, seeds.end),
+        shard: shard.to_string(),
+        cells,
+    };
+    let mut text = serde_json::to_string_pretty(&file).expect("serializable");
+    text.push('\n');
+    let mut f = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .open(path)
+        .map_err(|e| {
+            BadInput(if e.kind() == std::io::ErrorKind::AlreadyExists {
+                format!(
+                    "{} exists; locksim does not overwrite it (remove it or pick another --out)",
+                    path.display()
+                )
+            } else {
+                format!("{}: {e}", path.display())
+            })
+        })?;
+    std::io::Write::write_all(&mut f, text.as_bytes())
+        .map_err(|e| BadInput(format!("{}: {e}", path.display())))
+}
+
+/// `locksim merge FILES…`: the shards' cells added back together, printed as the
+/// unsharded run prints them (matrix, `--detail` table or `--json`), with its exit
+/// code.
+pub fn merge_files(
+    paths: &[std::path::PathBuf],
+    json: bool,
+    detail: bool,
+) -> Result<ExitCode, BadInput> {
+    let mut files = Vec::new();
+    for p in paths {
+        let name = p.display().to_string();
+        let text = std::fs::read_to_string(p).map_err(|e| BadInput(format!("{name}: {e}")))?;
+        let f: ShardFile = serde_json::from_str(&text).map_err(|e| {
+            BadInput(format!(
+                "{name}: not a locksim shard file ({e}); write one with `--shard I/N --out FILE`"
+            ))
+        })?;
+        files.push((name, f));
+    }
+    let (seeds, cells) = merge(&files).map_err(BadInput)?;
+    print_cells(
+        &cells,
+        json,
+        detail,
+        &format!("merged {} shard files, seeds {seeds}", files.len()),
+    );
+    let code = if cells.iter().any(|c| c.invalid() > 0) {
+        EXIT_INVALID
+    } else if cells.iter().any(|c| c.unknown > 0) {
+        EXIT_UNKNOWN
+    } else {
+        EXIT_VALID
+    };
+    Ok(ExitCode::from(code))
 }
 
 #[cfg(test)]

@@ -750,27 +750,14 @@ fn the_same_value_written_by_another_client_does_not_back_a_belief() {
 
 #[test]
 fn an_ok_after_the_server_lost_the_lock_is_invalid_only_if_still_believed_valid() {
+    // Events are sorted by time at `build`: invoke 0.100, write 0.101, expiry 0.301,
+    // ok 0.400.
     let late = |valid_ms: Option<u64>| {
-        let mut b = B::new();
-        b.op_event(100, "client-1", 1, OpF::Acquire, Phase::Invoke, None);
-        b.written(101, "client-1", "o1");
-        b.removed(301, "expiry", "o1", "expired");
-        b.push(
-            400,
-            "client-1",
-            EventKind::Op(Op {
-                op: 1,
-                f: OpF::Acquire,
-                phase: Phase::Ok,
-                key: Some("lock".into()),
-                owner: Some("o1".into()),
-                value: None,
-                token: None,
-                valid_until_us: valid_ms.map(|v| v * MS),
-                detail: None,
-            }),
-        );
-        b.build()
+        B::new()
+            .believed("client-1", 100, 400, "o1", valid_ms, None)
+            .written(101, "client-1", "o1")
+            .removed(301, "expiry", "o1", "expired")
+            .build()
     };
     // A lease counted from the send: it ran out before the expiry. Not flagged.
     assert_eq!(Belief.check(&late(Some(300))), Verdict::Valid);
@@ -927,25 +914,10 @@ fn a_belief_needs_a_majority_of_the_masters_at_the_ok() {
     let run = |events: &[(u64, &str, bool)]| {
         let mut b = B::new();
         b.h.params.masters = 3;
-        b.op_event(100, "client-1", 1, OpF::Acquire, Phase::Invoke, None);
+        b.believed("client-1", 100, 400, "o1", Some(900), None);
         for (ms, server, removed) in events {
             on(&mut b, *ms, server, *removed);
         }
-        b.push(
-            400,
-            "client-1",
-            EventKind::Op(Op {
-                op: 1,
-                f: OpF::Acquire,
-                phase: Phase::Ok,
-                key: Some("lock".into()),
-                owner: Some("o1".into()),
-                value: None,
-                token: None,
-                valid_until_us: Some(900 * MS),
-                detail: None,
-            }),
-        );
         Belief.check(&b.build())
     };
     // Two of three: backed.

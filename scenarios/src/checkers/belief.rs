@@ -26,7 +26,7 @@
 
 use std::collections::BTreeMap;
 
-use sim::history::{EventKind, FaultPhase, History, OpF, Phase, ServerEvent};
+use sim::history::{EventKind, History, OpF, Phase, ServerEvent};
 
 use super::{Checker, Evidence, Verdict, fmt_s, model};
 
@@ -58,21 +58,20 @@ impl Held {
     }
 }
 
-/// Every value the lock key held on any server, with its writer's life and removal.
-fn record(h: &History) -> Vec<Held> {
+/// Every value the lock key held on any server, with its writer's life and removal,
+/// and the life of each host at each of its acquire `ok`s (by event index).
+fn record(h: &History) -> (Vec<Held>, BTreeMap<usize, usize>) {
     let key = h.params.key.as_str();
-    let mut lives: BTreeMap<&str, usize> = BTreeMap::new();
+    let mut lives = model::Lives::default();
+    let mut life_at_ok = BTreeMap::new();
     let mut out: Vec<Held> = Vec::new();
     // (server) → indices into `out` still held there.
     let mut current: BTreeMap<&str, Vec<usize>> = BTreeMap::new();
     for (i, e) in h.events.iter().enumerate() {
+        lives.observe(h, e);
         match &e.kind {
-            EventKind::Fault {
-                fault,
-                phase: FaultPhase::Start,
-                ..
-            } if model::is_crash(h, *fault) => {
-                *lives.entry(e.host.as_str()).or_default() += 1;
+            EventKind::Op(op) if op.f == OpF::Acquire && op.phase == Phase::Ok => {
+                life_at_ok.insert(i, lives.of(&e.host));
             }
             EventKind::Server(ServerEvent::Written { by, key: k, value }) if k == key => {
                 let held = current.entry(e.host.as_str()).or_default();
@@ -86,7 +85,7 @@ fn record(h: &History) -> Vec<Held> {
                     server: e.host.clone(),
                     value: value.clone(),
                     host: by.clone(),
-                    incarnation: lives.get(by.as_str()).copied().unwrap_or(0),
+                    incarnation: lives.of(by),
                     written_event: i,
                     removed: None,
                 });
@@ -99,7 +98,7 @@ fn record(h: &History) -> Vec<Held> {
             _ => {}
         }
     }
-    out
+    (out, life_at_ok)
 }
 
 impl Checker for Belief {
@@ -112,19 +111,8 @@ impl Checker for Belief {
             Ok(p) => p,
             Err(reason) => return Verdict::Unknown { reason },
         };
-        let record = record(h);
+        let (record, life_at_ok) = record(h);
         let majority = (h.params.masters.max(1) / 2 + 1) as usize;
-        // Each host's incarnation at each event: crashes recorded on it so far.
-        let crashes: Vec<(usize, &str)> = model::crash_starts(h)
-            .into_iter()
-            .map(|i| (i, h.events[i].host.as_str()))
-            .collect();
-        let life = |host: &str, at: usize| {
-            crashes
-                .iter()
-                .filter(|(c, hst)| *hst == host && *c < at)
-                .count()
-        };
         let mut judged = 0usize;
         for p in &pairs {
             let (OpF::Acquire, Phase::Ok, Some(owner), Some(ok)) =
@@ -136,7 +124,7 @@ impl Checker for Belief {
                 continue;
             }
             judged += 1;
-            let me = life(&p.host, ok);
+            let me = life_at_ok.get(&ok).copied().unwrap_or(0);
             let mine: Vec<&Held> = record
                 .iter()
                 .filter(|x| x.value == owner && x.host == p.host && x.incarnation == me)

@@ -8,7 +8,7 @@
 use std::collections::BTreeMap;
 
 use sim::faults::FaultKind;
-use sim::history::{EventKind, FaultPhase, History, Op, OpF, Phase, ServerEvent};
+use sim::history::{Event, EventKind, FaultPhase, History, Op, OpF, Phase, ServerEvent};
 
 /// One client operation: its invocation and, if any, its completion.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -415,4 +415,30 @@ pub fn is_drop_pushes(h: &History, fault: usize) -> bool {
         h.plan.faults.get(fault).map(|f| &f.kind),
         Some(FaultKind::DropPushes { .. })
     )
+}
+
+/// Each host's incarnation as a walk over the history reaches it: the crashes recorded
+/// on it so far. A restarted client has the same name but is a new life, and owns
+/// nothing its previous life wrote.
+#[derive(Debug, Default)]
+pub struct Lives(BTreeMap<String, usize>);
+
+impl Lives {
+    /// Counts `e` if it is the start of a crash.
+    pub fn observe(&mut self, h: &History, e: &Event) {
+        if let EventKind::Fault {
+            fault,
+            phase: FaultPhase::Start,
+            ..
+        } = e.kind
+            && is_crash(h, fault)
+        {
+            *self.0.entry(e.host.clone()).or_default() += 1;
+        }
+    }
+
+    /// `host`'s incarnation so far (0 before its first crash).
+    pub fn of(&self, host: &str) -> usize {
+        self.0.get(host).copied().unwrap_or(0)
+    }
 }

@@ -15,7 +15,7 @@
 
 use std::collections::BTreeMap;
 
-use sim::history::{EventKind, FaultPhase, History, OpF, Phase, ServerEvent};
+use sim::history::{EventKind, History, OpF, Phase, ServerEvent};
 
 use super::{Checker, Evidence, Verdict, fmt_s, model};
 
@@ -35,15 +35,6 @@ struct Writer {
 /// Who holds what on each server: (server, key) → value → writer. A string key has one
 /// value; a hash key (a reentrant lock) one entry per field.
 type Record = BTreeMap<(String, String), BTreeMap<String, Writer>>;
-
-/// Walks the history keeping each host's incarnation (crashes recorded on it so far).
-struct Lives(BTreeMap<String, usize>);
-
-impl Lives {
-    fn of(&self, host: &str) -> usize {
-        self.0.get(host).copied().unwrap_or(0)
-    }
-}
 
 /// Values written by acquires the server record never showed (a client's belief): the
 /// fallback attribution for a removal of such a value.
@@ -86,21 +77,15 @@ struct Judgement {
 fn judge(h: &History) -> Judgement {
     let believed = believed_writers(h);
     let mut record: Record = BTreeMap::new();
-    let mut lives = Lives(BTreeMap::new());
+    let mut lives = model::Lives::default();
     let mut out = Judgement {
         foreign: None,
         attributed: 0,
         unattributed: Vec::new(),
     };
     for (i, e) in h.events.iter().enumerate() {
+        lives.observe(h, e);
         match &e.kind {
-            EventKind::Fault {
-                fault,
-                phase: FaultPhase::Start,
-                ..
-            } if model::is_crash(h, *fault) => {
-                *lives.0.entry(e.host.clone()).or_default() += 1;
-            }
             EventKind::Server(ServerEvent::Written { by, key, value }) => {
                 record
                     .entry((e.host.clone(), key.clone()))

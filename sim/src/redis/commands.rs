@@ -393,14 +393,7 @@ impl Core {
                 }
                 .into(),
             ),
-            "get" => match self.ks.get(ctx.db, &argv[1], ctx.now_us) {
-                None => Reply::Nil,
-                Some(Entry {
-                    value: Value::Str(s),
-                    ..
-                }) => Reply::Bulk(s.clone()),
-                Some(_) => wrongtype(),
-            },
+            "get" => self.get_reply(ctx, &argv[1]),
             "set" => self.set(ctx, argv),
             "setnx" => {
                 if self.ks.get(ctx.db, &argv[1], ctx.now_us).is_some() {
@@ -421,14 +414,10 @@ impl Core {
             // t_string.c getsetCommand: the old value (WRONGTYPE before any change),
             // then a plain SET that drops any TTL, propagated as `SET key value`.
             "getset" => {
-                let old = match self.ks.get(ctx.db, &argv[1], ctx.now_us) {
-                    None => Reply::Nil,
-                    Some(Entry {
-                        value: Value::Str(s),
-                        ..
-                    }) => Reply::Bulk(s.clone()),
-                    Some(_) => return wrongtype(),
-                };
+                let old = self.get_reply(ctx, &argv[1]);
+                if matches!(old, Reply::Error(_)) {
+                    return old;
+                }
                 self.ks.set_string(
                     ctx.db,
                     &argv[1],
@@ -592,6 +581,18 @@ impl Core {
             }
             "info" => Reply::Bulk(self.info(&argv[1..], ctx.now_us).into_bytes()),
             _ => Reply::err(format!("command '{name}' is not available here")),
+        }
+    }
+
+    /// `GET key`'s reply: the string, nil, or `WRONGTYPE`.
+    fn get_reply(&mut self, ctx: &Ctx, key: &[u8]) -> Reply {
+        match self.ks.get(ctx.db, key, ctx.now_us) {
+            None => Reply::Nil,
+            Some(Entry {
+                value: Value::Str(s),
+                ..
+            }) => Reply::Bulk(s.clone()),
+            Some(_) => wrongtype(),
         }
     }
 

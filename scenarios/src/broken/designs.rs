@@ -1,15 +1,5 @@
-//! Deliberately broken lock designs, and the checker that must catch each one.
-//!
-//! Each design here is modelled on a real class of bug in Redis lock clients and is
-//! written only against `lock-impl`'s public API, as a user would write their own lock.
-//! Each [`Broken`] entry names the correct design it is a broken copy of (its parent),
-//! the scenario and checker that must catch it, and a seed bound. The suite
-//! (`scenarios/tests/broken.rs`) asserts that the checker flags the broken design
-//! within the bound and never flags the parent on the same seeds, so the catch is
-//! attributable to the bug and not to the scenario. When a broken design slips
-//! through, the checker or the workload is what gets fixed, never the design.
-//!
-//! Run one by hand: `locksim run --design broken/constant-owner --scenario gc-pause`.
+//! The broken designs, each with a doc comment saying what is wrong, and the small
+//! helpers every user's lock writes for itself. Only `lock-impl`'s public API is used.
 
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -22,198 +12,6 @@ use lock_impl::{
     Acquire, AcquireOptions, Attempt, Deps, Guard, LockDesign, LockError, Release, Wait,
     retry_acquire,
 };
-
-use crate::sweep::DesignSpec;
-
-/// The prefix that names a broken design on the command line.
-pub const PREFIX: &str = "broken/";
-
-/// One broken design and how it must be caught.
-#[derive(Clone, Copy)]
-pub struct Broken {
-    /// Its name (without [`PREFIX`]).
-    pub name: &'static str,
-    /// What is wrong, in one sentence.
-    pub bug: &'static str,
-    /// The built-in design it is a broken copy of: the checker must never flag it on
-    /// the same scenario and seeds.
-    pub parent: &'static str,
-    /// The scenario that exposes it.
-    pub scenario: &'static str,
-    /// The checker that must flag it.
-    pub checker: &'static str,
-    /// Caught in at least one seed of `0..seeds`.
-    pub seeds: u64,
-    build: fn(Deps) -> Arc<dyn LockDesign>,
-}
-
-impl Broken {
-    /// The design as the sweep runs it (named `broken/<name>`).
-    pub fn spec(&self) -> DesignSpec {
-        let build = self.build;
-        DesignSpec {
-            name: format!("{PREFIX}{}", self.name),
-            factory: Arc::new(build),
-            masters: 1,
-        }
-    }
-}
-
-impl std::fmt::Debug for Broken {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Broken")
-            .field("name", &self.name)
-            .field("checker", &self.checker)
-            .finish_non_exhaustive()
-    }
-}
-
-/// The broken-design catalog.
-pub fn catalog() -> Vec<Broken> {
-    vec![
-        Broken {
-            name: "constant-owner",
-            bug: "every client stores the same owner value, so a compare-and-delete cannot tell its own lock from the next holder's",
-            parent: "set-nx-px-lua",
-            scenario: "gc-pause",
-            checker: "ownership",
-            seeds: 10,
-            build: |d| Arc::new(ConstantOwner(d)),
-        },
-        Broken {
-            name: "ex-for-px",
-            bug: "the lease in milliseconds is passed to EX (seconds): a crashed holder's lock lives 1000 times too long",
-            parent: "set-nx-px-lua",
-            scenario: "client-crash",
-            checker: "liveness",
-            seeds: 10,
-            build: |d| Arc::new(ExForPx(d)),
-        },
-        Broken {
-            name: "px-given-seconds",
-            bug: "a lease configured in seconds is passed to PX: the lock expires after a millisecond while its holder believes the whole lease",
-            parent: "set-nx-px-lua",
-            scenario: "no-faults",
-            checker: "mutual-exclusion",
-            seeds: 10,
-            build: |d| Arc::new(PxGivenSeconds(d)),
-        },
-        Broken {
-            name: "blind-renewal",
-            bug: "the watchdog renews with a bare PEXPIRE, so a holder back from a pause re-arms the next holder's lock",
-            parent: "reentrant-watchdog",
-            scenario: "gc-pause",
-            checker: "ownership",
-            seeds: 10,
-            build: |d| Arc::new(BlindRenewal::new(d)),
-        },
-        Broken {
-            name: "unknown-as-acquired",
-            bug: "a SET whose reply timed out is taken for a success: the client believes a lock the server may have refused",
-            parent: "set-nx-px-lua",
-            scenario: "network-delay",
-            checker: "belief",
-            seeds: 20,
-            build: |d| Arc::new(UnknownAsAcquired(d)),
-        },
-        Broken {
-            name: "release-ignores-count",
-            bug: "a reentrant lock that counts holds on the client but deletes the key on every release: the first nested release frees the lock",
-            parent: "reentrant-watchdog",
-            scenario: "reentrancy",
-            checker: "reentrancy",
-            seeds: 10,
-            build: |d| Arc::new(ReleaseIgnoresCount::new(d)),
-        },
-        Broken {
-            name: "per-client-token",
-            bug: "fencing tokens come from a counter in each client, not from the server: two holders get the same token",
-            parent: "fenced",
-            scenario: "no-faults",
-            checker: "token-order",
-            seeds: 10,
-            build: |d| Arc::new(PerClientToken::new(d)),
-        },
-        Broken {
-            name: "token-before-lock",
-            bug: "the fencing token is taken once before waiting for the lock: a waiter that wins later carries a lower token than the holder before it",
-            parent: "fenced",
-            scenario: "no-faults",
-            checker: "token-order",
-            seeds: 10,
-            build: |d| Arc::new(TokenBeforeLock(d)),
-        },
-        Broken {
-            name: "waiter-ignores-ttl",
-            bug: "a waiter sleeps until the unlock message and never falls back on the lock's TTL: a lost message strands it",
-            parent: "reentrant-watchdog",
-            scenario: "unlock-message-lost",
-            checker: "waiter-liveness",
-            seeds: 10,
-            build: |d| Arc::new(WaiterIgnoresTtl(d)),
-        },
-        Broken {
-            name: "validity-from-reply",
-            bug: "the lease is counted from when the reply arrived, not from when the request was sent: a slow reply stretches the believed validity past the server's expiry",
-            parent: "set-nx-px-lua",
-            scenario: "network-delay",
-            checker: "validity",
-            seeds: 20,
-            build: |d| Arc::new(ValidityFromReply(d)),
-        },
-        Broken {
-            name: "getset-timestamp",
-            bug: "the old SETNX + GETSET recipe: two waiters that see an expired timestamp both GETSET, and the loser overwrites the winner's lock",
-            parent: "set-nx-px-lua",
-            scenario: "gc-pause",
-            checker: "ownership",
-            seeds: 20,
-            build: |d| Arc::new(GetsetTimestamp(d)),
-        },
-        Broken {
-            name: "shared-reentrant-id",
-            bug: "a reentrant hash lock whose owner id is the service's name, the same in every instance: every client re-enters every other's lock",
-            parent: "reentrant-watchdog",
-            scenario: "no-faults",
-            checker: "mutual-exclusion",
-            seeds: 10,
-            build: |d| Arc::new(SharedReentrantId(d)),
-        },
-        Broken {
-            name: "xx-for-nx",
-            bug: "SET XX instead of SET NX: the lock is only ever set when it already exists, so nobody ever gets it",
-            parent: "set-nx-px-lua",
-            scenario: "no-faults",
-            checker: "liveness",
-            seeds: 10,
-            build: |d| Arc::new(XxForNx(d)),
-        },
-        Broken {
-            name: "release-falls-back-to-del",
-            bug: "when the compare-and-delete removes nothing, release \"makes sure\" with a plain DEL, deleting the next holder's lock",
-            parent: "set-nx-px-lua",
-            scenario: "gc-pause",
-            checker: "ownership",
-            seeds: 10,
-            build: |d| Arc::new(ReleaseFallsBackToDel(d)),
-        },
-        Broken {
-            name: "check-then-set",
-            bug: "GET, and SET without NX if the key was absent: two clients that both saw it absent both take the lock",
-            parent: "set-nx-px-lua",
-            scenario: "no-faults",
-            checker: "mutual-exclusion",
-            seeds: 10,
-            build: |d| Arc::new(CheckThenSet(d)),
-        },
-    ]
-}
-
-/// The broken design named `name` (with or without [`PREFIX`]).
-pub fn find(name: &str) -> Option<Broken> {
-    let name = name.strip_prefix(PREFIX).unwrap_or(name);
-    catalog().into_iter().find(|b| b.name == name)
-}
 
 // ---- helpers every user's lock writes for itself ----
 
@@ -277,8 +75,7 @@ async fn set_attempt(
     match set(deps, key, &owner, flags, ttl).await {
         Ok(true) => Ok(Attempt::Acquired(guard(design, key, owner, sent, lease_ms))),
         Ok(false) => Ok(Attempt::Held),
-        Err(e) if outcome_unknown(&e) => Ok(Attempt::Unknown(e.to_string())),
-        Err(e) => Err(failed("SET")(e)),
+        Err(e) => unknown_or(e, "SET", Attempt::Unknown),
     }
 }
 
@@ -291,8 +88,52 @@ async fn compare_and_delete(deps: &Deps, key: &str, owner: &str) -> Result<Relea
     {
         Ok(1) => Ok(Release::Removed),
         Ok(_) => Ok(Release::NotRemoved),
-        Err(e) if outcome_unknown(&e) => Ok(Release::Unknown(e.to_string())),
-        Err(e) => Err(failed("EVALSHA")(e)),
+        Err(e) => unknown_or(e, "EVALSHA", Release::Unknown),
+    }
+}
+
+/// Acquires within the wait budget with `SET key <owner> <flags…> <ttl>`: a fresh owner
+/// value per attempt, unless `owner` names the one to use.
+async fn set_acquire(
+    design: &str,
+    deps: &Deps,
+    key: &str,
+    o: AcquireOptions,
+    owner: Option<&str>,
+    flags: &'static [&'static str],
+    ttl: u64,
+) -> Result<Acquire, LockError> {
+    retry_acquire(deps, key, o, || {
+        let owner = owner.map_or_else(|| deps.entropy.owner_value(), str::to_string);
+        set_attempt(design, deps, key, owner, flags, ttl, o.lease_ms)
+    })
+    .await
+}
+
+/// An error that leaves the outcome unknown becomes `unknown(text)`; any other is the
+/// command's failure.
+fn unknown_or<T>(
+    e: redis::RedisError,
+    command: &'static str,
+    unknown: impl FnOnce(String) -> T,
+) -> Result<T, LockError> {
+    if outcome_unknown(&e) {
+        Ok(unknown(e.to_string()))
+    } else {
+        Err(failed(command)(e))
+    }
+}
+
+/// `DEL key`, whoever holds it.
+async fn del(deps: &Deps, key: &str) -> Result<Release, LockError> {
+    match redis::cmd("DEL")
+        .arg(key)
+        .query_async::<i64>(&mut deps.conn.clone())
+        .await
+    {
+        Ok(1) => Ok(Release::Removed),
+        Ok(_) => Ok(Release::NotFound),
+        Err(e) => unknown_or(e, "DEL", Release::Unknown),
     }
 }
 
@@ -301,7 +142,7 @@ async fn compare_and_delete(deps: &Deps, key: &str, owner: &str) -> Result<Relea
 /// `constant-owner`: `SET key "locked" NX PX` and a compare-and-delete of `"locked"`.
 /// The compare is only as good as the value: with one value for everyone, a holder
 /// past its lease deletes the next holder's lock, as a blind `DEL` would.
-pub struct ConstantOwner(Deps);
+pub struct ConstantOwner(pub(super) Deps);
 
 #[async_trait]
 impl LockDesign for ConstantOwner {
@@ -309,17 +150,15 @@ impl LockDesign for ConstantOwner {
         "broken/constant-owner"
     }
     async fn acquire(&self, key: &str, o: AcquireOptions) -> Result<Acquire, LockError> {
-        retry_acquire(&self.0, key, o, || {
-            set_attempt(
-                self.name(),
-                &self.0,
-                key,
-                "locked".into(),
-                &["NX", "PX"],
-                o.lease_ms,
-                o.lease_ms,
-            )
-        })
+        set_acquire(
+            self.name(),
+            &self.0,
+            key,
+            o,
+            Some("locked"),
+            &["NX", "PX"],
+            o.lease_ms,
+        )
         .await
     }
     async fn release(&self, g: &Guard) -> Result<Release, LockError> {
@@ -330,7 +169,7 @@ impl LockDesign for ConstantOwner {
 /// `ex-for-px`: `SET key owner NX EX lease_ms`. The number is right, the unit is not:
 /// the server keeps the lock a thousand times longer than the client believes, so a
 /// holder that dies leaves it stuck for minutes.
-pub struct ExForPx(Deps);
+pub struct ExForPx(pub(super) Deps);
 
 #[async_trait]
 impl LockDesign for ExForPx {
@@ -338,18 +177,15 @@ impl LockDesign for ExForPx {
         "broken/ex-for-px"
     }
     async fn acquire(&self, key: &str, o: AcquireOptions) -> Result<Acquire, LockError> {
-        retry_acquire(&self.0, key, o, || {
-            let owner = self.0.entropy.owner_value();
-            set_attempt(
-                self.name(),
-                &self.0,
-                key,
-                owner,
-                &["NX", "EX"],
-                o.lease_ms,
-                o.lease_ms,
-            )
-        })
+        set_acquire(
+            self.name(),
+            &self.0,
+            key,
+            o,
+            None,
+            &["NX", "EX"],
+            o.lease_ms,
+        )
         .await
     }
     async fn release(&self, g: &Guard) -> Result<Release, LockError> {
@@ -360,7 +196,7 @@ impl LockDesign for ExForPx {
 /// `px-given-seconds`: the lease is kept in seconds in the configuration and handed to
 /// `PX`, so the server expires the lock after a millisecond or so while the client
 /// believes the whole lease.
-pub struct PxGivenSeconds(Deps);
+pub struct PxGivenSeconds(pub(super) Deps);
 
 #[async_trait]
 impl LockDesign for PxGivenSeconds {
@@ -368,18 +204,15 @@ impl LockDesign for PxGivenSeconds {
         "broken/px-given-seconds"
     }
     async fn acquire(&self, key: &str, o: AcquireOptions) -> Result<Acquire, LockError> {
-        retry_acquire(&self.0, key, o, || {
-            let owner = self.0.entropy.owner_value();
-            set_attempt(
-                self.name(),
-                &self.0,
-                key,
-                owner,
-                &["NX", "PX"],
-                o.lease_ms.div_ceil(1000),
-                o.lease_ms,
-            )
-        })
+        set_acquire(
+            self.name(),
+            &self.0,
+            key,
+            o,
+            None,
+            &["NX", "PX"],
+            o.lease_ms.div_ceil(1000),
+        )
         .await
     }
     async fn release(&self, g: &Guard) -> Result<Release, LockError> {
@@ -398,7 +231,7 @@ pub struct BlindRenewal {
 }
 
 impl BlindRenewal {
-    fn new(deps: Deps) -> Self {
+    pub(super) fn new(deps: Deps) -> Self {
         Self {
             deps,
             watchdogs: Mutex::new(BTreeMap::new()),
@@ -412,18 +245,15 @@ impl LockDesign for BlindRenewal {
         "broken/blind-renewal"
     }
     async fn acquire(&self, key: &str, o: AcquireOptions) -> Result<Acquire, LockError> {
-        let got = retry_acquire(&self.deps, key, o, || {
-            let owner = self.deps.entropy.owner_value();
-            set_attempt(
-                self.name(),
-                &self.deps,
-                key,
-                owner,
-                &["NX", "PX"],
-                o.lease_ms,
-                o.lease_ms,
-            )
-        })
+        let got = set_acquire(
+            self.name(),
+            &self.deps,
+            key,
+            o,
+            None,
+            &["NX", "PX"],
+            o.lease_ms,
+        )
         .await?;
         let Acquire::Acquired(mut g) = got else {
             return Ok(got);
@@ -468,7 +298,7 @@ impl LockDesign for BlindRenewal {
 /// `unknown-as-acquired`: `SET NX PX`, and a reply that timed out counts as "OK". The
 /// request did reach the server, but the lock may have been held by someone else: the
 /// client then believes a lock the server refused it.
-pub struct UnknownAsAcquired(Deps);
+pub struct UnknownAsAcquired(pub(super) Deps);
 
 #[async_trait]
 impl LockDesign for UnknownAsAcquired {
@@ -516,7 +346,7 @@ pub struct ReleaseIgnoresCount {
 }
 
 impl ReleaseIgnoresCount {
-    fn new(deps: Deps) -> Self {
+    pub(super) fn new(deps: Deps) -> Self {
         Self {
             deps,
             held: Mutex::new(BTreeMap::new()),
@@ -546,18 +376,15 @@ impl LockDesign for ReleaseIgnoresCount {
                 o.lease_ms,
             )));
         }
-        let got = retry_acquire(&self.deps, key, o, || {
-            let owner = self.deps.entropy.owner_value();
-            set_attempt(
-                self.name(),
-                &self.deps,
-                key,
-                owner,
-                &["NX", "PX"],
-                o.lease_ms,
-                o.lease_ms,
-            )
-        })
+        let got = set_acquire(
+            self.name(),
+            &self.deps,
+            key,
+            o,
+            None,
+            &["NX", "PX"],
+            o.lease_ms,
+        )
         .await?;
         if let Acquire::Acquired(g) = &got {
             self.held
@@ -590,7 +417,7 @@ pub struct PerClientToken {
 }
 
 impl PerClientToken {
-    fn new(deps: Deps) -> Self {
+    pub(super) fn new(deps: Deps) -> Self {
         Self {
             deps,
             next: AtomicU64::new(1),
@@ -604,18 +431,15 @@ impl LockDesign for PerClientToken {
         "broken/per-client-token"
     }
     async fn acquire(&self, key: &str, o: AcquireOptions) -> Result<Acquire, LockError> {
-        let got = retry_acquire(&self.deps, key, o, || {
-            let owner = self.deps.entropy.owner_value();
-            set_attempt(
-                self.name(),
-                &self.deps,
-                key,
-                owner,
-                &["NX", "PX"],
-                o.lease_ms,
-                o.lease_ms,
-            )
-        })
+        let got = set_acquire(
+            self.name(),
+            &self.deps,
+            key,
+            o,
+            None,
+            &["NX", "PX"],
+            o.lease_ms,
+        )
         .await?;
         Ok(match got {
             Acquire::Acquired(mut g) => {
@@ -634,7 +458,7 @@ impl LockDesign for PerClientToken {
 /// The token is global but taken at the wrong moment: a waiter that took its token,
 /// waited, and won after a later arrival carries a lower token than the holder before
 /// it, and a fencing storage turns the new holder away.
-pub struct TokenBeforeLock(Deps);
+pub struct TokenBeforeLock(pub(super) Deps);
 
 #[async_trait]
 impl LockDesign for TokenBeforeLock {
@@ -648,21 +472,17 @@ impl LockDesign for TokenBeforeLock {
             .await
         {
             Ok(t) => t,
-            Err(e) if outcome_unknown(&e) => return Ok(Acquire::Unknown(e.to_string())),
-            Err(e) => return Err(failed("INCR")(e)),
+            Err(e) => return unknown_or(e, "INCR", Acquire::Unknown),
         };
-        let got = retry_acquire(&self.0, key, o, || {
-            let owner = self.0.entropy.owner_value();
-            set_attempt(
-                self.name(),
-                &self.0,
-                key,
-                owner,
-                &["NX", "PX"],
-                o.lease_ms,
-                o.lease_ms,
-            )
-        })
+        let got = set_acquire(
+            self.name(),
+            &self.0,
+            key,
+            o,
+            None,
+            &["NX", "PX"],
+            o.lease_ms,
+        )
         .await?;
         Ok(match got {
             Acquire::Acquired(mut g) => {
@@ -681,7 +501,7 @@ impl LockDesign for TokenBeforeLock {
 /// until a message (or its whole budget) before trying again; release publishes. The
 /// TTL is never consulted, so when the unlock message is lost the waiter sleeps
 /// through a free lock.
-pub struct WaiterIgnoresTtl(Deps);
+pub struct WaiterIgnoresTtl(pub(super) Deps);
 
 #[async_trait]
 impl LockDesign for WaiterIgnoresTtl {
@@ -757,7 +577,7 @@ impl LockDesign for WaiterIgnoresTtl {
 /// reply arrived. The server started counting when it ran the command; a reply that
 /// took most of the lease to arrive leaves the client believing it has a whole lease
 /// left while the next holder already has the lock.
-pub struct ValidityFromReply(Deps);
+pub struct ValidityFromReply(pub(super) Deps);
 
 #[async_trait]
 impl LockDesign for ValidityFromReply {
@@ -800,7 +620,7 @@ impl LockDesign for ValidityFromReply {
 /// got back was still expired. Two waiters that both read the expired time both
 /// `GETSET`: one wins, and the loser has already overwritten the winner's value. The
 /// key has no TTL, and expiry is judged by the clients' clocks.
-pub struct GetsetTimestamp(Deps);
+pub struct GetsetTimestamp(pub(super) Deps);
 
 impl GetsetTimestamp {
     fn expiry(value: &str) -> Option<u64> {
@@ -813,13 +633,6 @@ impl GetsetTimestamp {
         let now_ms = sent.as_millis() as u64;
         let value = format!("{}|{}", now_ms + lease_ms, deps.entropy.owner_value());
         let mut conn = deps.conn.clone();
-        let unknown = |e: redis::RedisError, command: &'static str| {
-            if outcome_unknown(&e) {
-                Ok(Attempt::Unknown(e.to_string()))
-            } else {
-                Err(failed(command)(e))
-            }
-        };
         match redis::cmd("SETNX")
             .arg(key)
             .arg(&value)
@@ -836,12 +649,12 @@ impl GetsetTimestamp {
                 )));
             }
             Ok(_) => {}
-            Err(e) => return unknown(e, "SETNX"),
+            Err(e) => return unknown_or(e, "SETNX", Attempt::Unknown),
         }
         let current: Option<String> = match redis::cmd("GET").arg(key).query_async(&mut conn).await
         {
             Ok(v) => v,
-            Err(e) => return unknown(e, "GET"),
+            Err(e) => return unknown_or(e, "GET", Attempt::Unknown),
         };
         if current
             .as_deref()
@@ -857,7 +670,7 @@ impl GetsetTimestamp {
             .await
         {
             Ok(v) => v,
-            Err(e) => return unknown(e, "GETSET"),
+            Err(e) => return unknown_or(e, "GETSET", Attempt::Unknown),
         };
         if old
             .as_deref()
@@ -891,22 +704,12 @@ impl LockDesign for GetsetTimestamp {
         let current: Option<String> =
             match redis::cmd("GET").arg(&g.key).query_async(&mut conn).await {
                 Ok(v) => v,
-                Err(e) if outcome_unknown(&e) => return Ok(Release::Unknown(e.to_string())),
-                Err(e) => return Err(failed("GET")(e)),
+                Err(e) => return unknown_or(e, "GET", Release::Unknown),
             };
         if current.as_deref() != Some(g.owner.as_str()) {
             return Ok(Release::HeldByOther);
         }
-        match redis::cmd("DEL")
-            .arg(&g.key)
-            .query_async::<i64>(&mut conn)
-            .await
-        {
-            Ok(1) => Ok(Release::Removed),
-            Ok(_) => Ok(Release::NotFound),
-            Err(e) if outcome_unknown(&e) => Ok(Release::Unknown(e.to_string())),
-            Err(e) => Err(failed("DEL")(e)),
-        }
+        del(&self.0, &g.key).await
     }
 }
 
@@ -936,7 +739,7 @@ static REENTRANT_UNLOCK: LazyLock<redis::Script> = LazyLock::new(|| {
 /// `shared-reentrant-id`: a Redisson-style reentrant hash lock whose owner id is
 /// configured as the service's name (`worker:1`), the same in every instance. A lock
 /// held by one instance looks like a re-entry to every other, so they all go in.
-pub struct SharedReentrantId(Deps);
+pub struct SharedReentrantId(pub(super) Deps);
 
 #[async_trait]
 impl LockDesign for SharedReentrantId {
@@ -961,8 +764,7 @@ impl LockDesign for SharedReentrantId {
                     o.lease_ms,
                 ))),
                 Ok(Some(_)) => Ok(Attempt::Held),
-                Err(e) if outcome_unknown(&e) => Ok(Attempt::Unknown(e.to_string())),
-                Err(e) => Err(failed("EVALSHA")(e)),
+                Err(e) => unknown_or(e, "EVALSHA", Attempt::Unknown),
             }
         })
         .await
@@ -977,15 +779,14 @@ impl LockDesign for SharedReentrantId {
             Ok(0) => Ok(Release::Removed),
             Ok(-1) => Ok(Release::NotRemoved),
             Ok(n) => Ok(Release::StillHeld { count: n as u64 }),
-            Err(e) if outcome_unknown(&e) => Ok(Release::Unknown(e.to_string())),
-            Err(e) => Err(failed("EVALSHA")(e)),
+            Err(e) => unknown_or(e, "EVALSHA", Release::Unknown),
         }
     }
 }
 
 /// `xx-for-nx`: `SET key owner XX PX`, a one-letter slip. `XX` sets only an existing
 /// key, so a free lock is never taken and every acquire is refused.
-pub struct XxForNx(Deps);
+pub struct XxForNx(pub(super) Deps);
 
 #[async_trait]
 impl LockDesign for XxForNx {
@@ -993,18 +794,15 @@ impl LockDesign for XxForNx {
         "broken/xx-for-nx"
     }
     async fn acquire(&self, key: &str, o: AcquireOptions) -> Result<Acquire, LockError> {
-        retry_acquire(&self.0, key, o, || {
-            let owner = self.0.entropy.owner_value();
-            set_attempt(
-                self.name(),
-                &self.0,
-                key,
-                owner,
-                &["XX", "PX"],
-                o.lease_ms,
-                o.lease_ms,
-            )
-        })
+        set_acquire(
+            self.name(),
+            &self.0,
+            key,
+            o,
+            None,
+            &["XX", "PX"],
+            o.lease_ms,
+        )
         .await
     }
     async fn release(&self, g: &Guard) -> Result<Release, LockError> {
@@ -1015,7 +813,7 @@ impl LockDesign for XxForNx {
 /// `release-falls-back-to-del`: a compare-and-delete, and when it removed nothing a
 /// plain `DEL` "to make sure the lock is gone". When the lease ran out and someone
 /// else took the lock, that `DEL` removes their lock.
-pub struct ReleaseFallsBackToDel(Deps);
+pub struct ReleaseFallsBackToDel(pub(super) Deps);
 
 #[async_trait]
 impl LockDesign for ReleaseFallsBackToDel {
@@ -1023,18 +821,15 @@ impl LockDesign for ReleaseFallsBackToDel {
         "broken/release-falls-back-to-del"
     }
     async fn acquire(&self, key: &str, o: AcquireOptions) -> Result<Acquire, LockError> {
-        retry_acquire(&self.0, key, o, || {
-            let owner = self.0.entropy.owner_value();
-            set_attempt(
-                self.name(),
-                &self.0,
-                key,
-                owner,
-                &["NX", "PX"],
-                o.lease_ms,
-                o.lease_ms,
-            )
-        })
+        set_acquire(
+            self.name(),
+            &self.0,
+            key,
+            o,
+            None,
+            &["NX", "PX"],
+            o.lease_ms,
+        )
         .await
     }
     async fn release(&self, g: &Guard) -> Result<Release, LockError> {
@@ -1042,23 +837,14 @@ impl LockDesign for ReleaseFallsBackToDel {
         if first != Release::NotRemoved {
             return Ok(first);
         }
-        match redis::cmd("DEL")
-            .arg(&g.key)
-            .query_async::<i64>(&mut self.0.conn.clone())
-            .await
-        {
-            Ok(1) => Ok(Release::Removed),
-            Ok(_) => Ok(Release::NotFound),
-            Err(e) if outcome_unknown(&e) => Ok(Release::Unknown(e.to_string())),
-            Err(e) => Err(failed("DEL")(e)),
-        }
+        del(&self.0, &g.key).await
     }
 }
 
 /// `check-then-set`: `GET key`, and if it was absent `SET key owner PX lease` without
 /// `NX`. Between the check and the set another client can do the same: both believe
 /// they hold the lock, and the second `SET` overwrote the first.
-pub struct CheckThenSet(Deps);
+pub struct CheckThenSet(pub(super) Deps);
 
 #[async_trait]
 impl LockDesign for CheckThenSet {
@@ -1073,8 +859,7 @@ impl LockDesign for CheckThenSet {
                 .await
             {
                 Ok(v) => v,
-                Err(e) if outcome_unknown(&e) => return Ok(Attempt::Unknown(e.to_string())),
-                Err(e) => return Err(failed("GET")(e)),
+                Err(e) => return unknown_or(e, "GET", Attempt::Unknown),
             };
             if current.is_some() {
                 return Ok(Attempt::Held);
