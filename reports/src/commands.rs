@@ -120,12 +120,26 @@ pub fn check_pair(design: &DesignSpec, scenario: &Scenario) -> Result<(), BadInp
     )))
 }
 
-fn replay_for(design: &DesignSpec, scenario: &Scenario, seed: u64) -> String {
-    let base = replay_command(&design.name, scenario.name, seed);
+pub(crate) fn replay_for(design: &DesignSpec, scenario: &Scenario, seed: u64) -> String {
+    let base = format!(
+        "{}{}",
+        replay_command(&design.name, scenario.name, seed),
+        scenario.param_flags()
+    );
     match &scenario.fixed_plan {
         Some((_, file)) => format!("{base} --plan {file}"),
         None => base,
     }
+}
+
+/// Pins each `--param NAME=V` on `scenario` (before a plan file, which may override
+/// workload fields in turn).
+pub fn with_params(mut scenario: Scenario, params: &[String]) -> Result<Scenario, BadInput> {
+    for text in params {
+        let (p, v) = scenarios::params::ParamRange::parse_one(text).map_err(BadInput)?;
+        scenario = scenario.with_param(p, v).map_err(BadInput)?;
+    }
+    Ok(scenario)
 }
 
 /// The exit code for a set of summaries.
@@ -184,8 +198,20 @@ pub fn run_cell_with_latency(
         bar.inc(1);
     })
     .map_err(|e| e.to_string())?;
+    let latency = latency.into_inner().expect("poisoned");
+    let cell = cell_of(design, scenario, &runs, &latency);
+    Ok((cell, runs, latency))
+}
+
+/// The table cell of `runs` (sorted by seed) with their merged latency.
+pub fn cell_of(
+    design: &DesignSpec,
+    scenario: &Scenario,
+    runs: &[RunSummary],
+    latency: &LatencySummary,
+) -> CellResult {
     let mut cell = CellResult::new(&design.name, scenario.name);
-    for r in &runs {
+    for r in runs {
         let verdicts: Vec<(&str, Verdict)> = r
             .verdicts
             .iter()
@@ -196,9 +222,8 @@ pub fn run_cell_with_latency(
     cell.replay = cell
         .first_invalid_seed
         .map(|seed| replay_for(design, scenario, seed));
-    let latency = latency.into_inner().expect("poisoned");
     cell.latency = latency.ok();
-    Ok((cell, runs, latency))
+    cell
 }
 
 /// Prints cells as the catalog command does: the 120-column matrix, the detailed
@@ -688,8 +713,9 @@ pub fn shrink(
 /// The command that shrinks one failing run.
 pub fn shrink_command(design: &str, scenario: &Scenario, seed: u64) -> String {
     let base = format!(
-        "locksim shrink --design {design} --scenario {} --seed {seed}",
-        scenario.name
+        "locksim shrink --design {design} --scenario {} --seed {seed}{}",
+        scenario.name,
+        scenario.param_flags()
     );
     match &scenario.fixed_plan {
         Some((_, file)) => format!("{base} --plan {file}"),
@@ -728,4 +754,165 @@ pub fn list() -> ExitCode {
         println!("  {c}");
     }
     ExitCode::SUCCESS
+}
+
+/// `locksim sweep`: every design at every value of one parameter.
+pub fn sweep_cmd(
+    designs: &[DesignSpec],
+    scenario: &Scenario,
+    range: &scenarios::params::ParamRange,
+    seeds: Range<u64>,
+    threads: usize,
+    json: bool,
+    plot_to: Option<&std::path::Path>,
+) -> Result<ExitCode, BadInput> {
+    crate::sweeps::check(designs, scenario, range)?;
+    let plot_to = plot_to.map(plot_target).transpose()?;
+    if !json {
+        println!(
+            "locksim sweep: scenario={} {}={} seeds={}..{} designs={} threads={threads}",
+            scenario.name,
+            range.param,
+            range
+                .values
+                .iter()
+                .map(u64::to_string)
+                .collect::<Vec<_>>()
+                .join(","),
+            seeds.start,
+            seeds.end,
+            designs
+                .iter()
+                .map(|d| d.name.as_str())
+                .collect::<Vec<_>>()
+                .join(",")
+        );
+    }
+    let total = designs.len() as u64 * range.values.len() as u64 * (seeds.end - seeds.start);
+    let bar = progress(total, !json);
+    let mut all = Vec::new();
+    let result = crate::sweeps::run(
+        designs,
+        scenario,
+        range,
+        seeds,
+        threads,
+        &bar,
+        &mut |runs| {
+            all.extend(runs.iter().map(|r| {
+                (
+                    r.is_invalid(),
+                    r.verdicts.iter().any(|(_, v)| v.is_unknown()),
+                )
+            }))
+        },
+    );
+    bar.finish_and_clear();
+    let result = match result {
+        Ok(r) => r,
+        Err(e) => {
+            eprintln!("locksim sweep: {e}");
+            return Ok(ExitCode::from(EXIT_UNKNOWN));
+        }
+    };
+    if let Some((path, png)) = &plot_to {
+        let written = if *png {
+            crate::plot::render(&result.plot(), Some(path)).map(|_| ())
+        } else {
+            crate::plot::render(&result.plot(), None).and_then(|svg| {
+                std::fs::write(path, svg)
+                    .map_err(|e| format!("cannot write {}: {e}", path.display()))
+            })
+        };
+        if let Err(e) = written {
+            eprintln!("locksim sweep: --plot: {e}");
+            return Ok(ExitCode::from(EXIT_BAD_INPUT));
+        }
+    }
+    if json {
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&result).expect("serializable")
+        );
+    } else {
+        print!("{}", result.render_text());
+        println!(
+            "cells count unsafe runs / runs; * marks a point where the scenario's fault did not happen in every run."
+        );
+        for (design, value, replay) in result.replays().into_iter().take(20) {
+            println!("{design} at {}={value}: {replay}", result.param);
+        }
+        if let Some((path, _)) = &plot_to {
+            println!("plot: {}", path.display());
+        }
+    }
+    let code = if all.iter().any(|(i, _)| *i) {
+        EXIT_INVALID
+    } else if all.iter().any(|(_, u)| *u) {
+        EXIT_UNKNOWN
+    } else {
+        EXIT_VALID
+    };
+    Ok(ExitCode::from(code))
+}
+
+/// Checks `--plot`: `.svg` or `.png`, never over an existing file. Returns the path and
+/// whether it is a PNG.
+fn plot_target(path: &std::path::Path) -> Result<(std::path::PathBuf, bool), BadInput> {
+    let png = match path.extension().and_then(|e| e.to_str()) {
+        Some("svg") => false,
+        Some("png") => true,
+        _ => {
+            return Err(BadInput(format!(
+                "invalid --plot {}: the file name must end in .svg or .png",
+                path.display()
+            )));
+        }
+    };
+    if path.exists() {
+        return Err(BadInput(format!(
+            "--plot {} exists; choose another file (locksim never writes over one)",
+            path.display()
+        )));
+    }
+    Ok((path.to_path_buf(), png))
+}
+
+/// `locksim report`.
+pub fn report(args: &crate::report::ReportArgs) -> ExitCode {
+    println!(
+        "locksim report: {} designs × {} scenarios, seeds {}..{}, sweeps {}, into {}",
+        args.designs.len(),
+        args.scenarios.len(),
+        args.seeds.start,
+        args.seeds.end,
+        if args.sweeps {
+            format!("seeds {}..{}", args.sweep_seeds.start, args.sweep_seeds.end)
+        } else {
+            "off".into()
+        },
+        args.out.display()
+    );
+    match crate::report::build(args) {
+        Ok((results, page)) => {
+            let failing = results
+                .cells
+                .iter()
+                .filter(|c| c.first_invalid_seed.is_some())
+                .count();
+            println!(
+                "wrote {} (open it in a browser), {}, {} and {} ({failing} of {} cells have an invalid run)",
+                page.display(),
+                args.out.join("summary.md").display(),
+                args.out.join("results.json").display(),
+                args.out.join("png").display(),
+                results.cells.len()
+            );
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            eprintln!("locksim report: {e}");
+            ExitCode::from(EXIT_UNKNOWN)
+        }
+    }
 }

@@ -92,10 +92,68 @@ enum Command {
     /// Add shard files (`--shard I/N --out FILE`) back into exactly the unsharded
     /// run's cells, printed as it prints them.
     Merge(MergeArgs),
+    /// Run designs at every value of one scenario parameter and print the rate of
+    /// unsafe runs (and optionally plot it).
+    Sweep(SweepArgs),
+    /// Write a report to a directory: index.html (self-contained: the matrix, latency
+    /// percentile plots, sweeps, and each failing cell's holder timeline and sequence
+    /// diagram), summary.md, results.json and a PNG of every plot.
+    Report(ReportCliArgs),
     /// Compare a fresh run with a committed baseline (locksim.baseline.json): exit 0 if
     /// nothing got worse, 1 on a regression (more unsafe runs, a checker failing more,
     /// the acquire p99 over its budget), 2 on bad input; prints a Markdown diff.
     Gate(GateCliArgs),
+}
+
+#[derive(Debug, Args)]
+struct SweepArgs {
+    /// Lock design (repeatable; default: every built-in design the scenario runs).
+    #[arg(long = "design")]
+    designs: Vec<String>,
+    /// Scenario.
+    #[arg(long)]
+    scenario: String,
+    /// NAME=A..B:STEP, NAME=A..B, NAME=V1,V2,… with NAME one of pause-ms, delay-ms,
+    /// lag-ms, drift-ppm, jump-ms, partition-ms, lease-ms, clients, work-ms.
+    #[arg(long)]
+    param: String,
+    /// Seeds per point: A..B or N.
+    #[arg(long, default_value = "0..20", allow_hyphen_values = true)]
+    seeds: String,
+    /// Worker threads (default: all cores).
+    #[arg(long)]
+    threads: Option<usize>,
+    /// Print JSON.
+    #[arg(long)]
+    json: bool,
+    /// Also draw the plot to FILE.svg or FILE.png (never over an existing file).
+    #[arg(long)]
+    plot: Option<std::path::PathBuf>,
+}
+
+#[derive(Debug, Args)]
+struct ReportCliArgs {
+    /// Seeds of every matrix cell: A..B or N.
+    #[arg(long, default_value = "0..2", allow_hyphen_values = true)]
+    seeds: String,
+    /// Seeds of every sweep point: A..B or N.
+    #[arg(long, default_value = "0..2", allow_hyphen_values = true)]
+    sweep_seeds: String,
+    /// Only this design (repeatable; built-in names or broken/<name>).
+    #[arg(long = "design")]
+    designs: Vec<String>,
+    /// Only this scenario (repeatable).
+    #[arg(long = "scenario")]
+    scenarios: Vec<String>,
+    /// Leave out the sweeps.
+    #[arg(long)]
+    no_sweeps: bool,
+    /// The directory to write (new, empty, or an earlier report's).
+    #[arg(long, default_value = "report")]
+    out: std::path::PathBuf,
+    /// Worker threads (default: all cores).
+    #[arg(long)]
+    threads: Option<usize>,
 }
 
 #[derive(Debug, Args)]
@@ -151,6 +209,9 @@ struct RunArgs {
     /// Worker threads (default: all cores).
     #[arg(long)]
     threads: Option<usize>,
+    /// Pin a scenario quantity, NAME=V (repeatable; see `locksim sweep --help`).
+    #[arg(long = "param")]
+    params: Vec<String>,
     /// A hand-written fault plan (JSON) instead of the seed's.
     #[arg(long)]
     plan: Option<std::path::PathBuf>,
@@ -172,6 +233,9 @@ struct ReplayArgs {
     /// The seed to replay.
     #[arg(long)]
     seed: u64,
+    /// Pin a scenario quantity, NAME=V (repeatable; see `locksim sweep --help`).
+    #[arg(long = "param")]
+    params: Vec<String>,
     /// A hand-written fault plan (JSON) instead of the seed's.
     #[arg(long)]
     plan: Option<std::path::PathBuf>,
@@ -204,6 +268,9 @@ struct ShrinkArgs {
     /// the run fails).
     #[arg(long)]
     checker: Option<String>,
+    /// Pin a scenario quantity, NAME=V (repeatable; see `locksim sweep --help`).
+    #[arg(long = "param")]
+    params: Vec<String>,
     /// Start from a plan file instead of the seed's plan.
     #[arg(long)]
     plan: Option<std::path::PathBuf>,
@@ -305,7 +372,10 @@ fn main() -> ExitCode {
         Some(Command::List) => Ok(commands::list()),
         Some(Command::Run(a)) => (|| {
             let d = commands::design(&a.design)?;
-            let s = commands::with_plan(commands::scenario(&a.scenario)?, a.plan.as_deref())?;
+            let s = commands::with_plan(
+                commands::with_params(commands::scenario(&a.scenario)?, &a.params)?,
+                a.plan.as_deref(),
+            )?;
             commands::check_pair(&d, &s)?;
             let seeds = commands::parse_seeds(&a.seeds)?;
             let shard = a.shard.resolve()?;
@@ -320,7 +390,10 @@ fn main() -> ExitCode {
         })(),
         Some(Command::Replay(a)) => (|| {
             let d = commands::design(&a.design)?;
-            let s = commands::with_plan(commands::scenario(&a.scenario)?, a.plan.as_deref())?;
+            let s = commands::with_plan(
+                commands::with_params(commands::scenario(&a.scenario)?, &a.params)?,
+                a.plan.as_deref(),
+            )?;
             commands::check_pair(&d, &s)?;
             let diagram = a
                 .diagram
@@ -333,7 +406,10 @@ fn main() -> ExitCode {
         })(),
         Some(Command::Shrink(a)) => (|| {
             let d = commands::design(&a.design)?;
-            let s = commands::with_plan(commands::scenario(&a.scenario)?, a.plan.as_deref())?;
+            let s = commands::with_plan(
+                commands::with_params(commands::scenario(&a.scenario)?, &a.params)?,
+                a.plan.as_deref(),
+            )?;
             commands::check_pair(&d, &s)?;
             let out = a.out.clone().unwrap_or_else(|| {
                 format!("shrunk-{}-{}-{}.json", a.design, a.scenario, a.seed).into()
@@ -355,6 +431,68 @@ fn main() -> ExitCode {
             Ok(ExitCode::SUCCESS)
         }
         Some(Command::ServeModel(args)) => Ok(serve_model(args)),
+        Some(Command::Sweep(a)) => (|| {
+            let scenario = commands::scenario(&a.scenario)?;
+            let range =
+                scenarios::params::ParamRange::parse(&a.param).map_err(commands::BadInput)?;
+            let designs = if a.designs.is_empty() {
+                lock_impl::DESIGNS
+                    .iter()
+                    .map(|d| commands::design(d.name))
+                    .collect::<Result<Vec<_>, _>>()?
+                    .into_iter()
+                    .filter(|d| scenario.applies_to(d.masters))
+                    .collect()
+            } else {
+                a.designs
+                    .iter()
+                    .map(|d| commands::design(d))
+                    .collect::<Result<Vec<_>, _>>()?
+            };
+            let seeds = commands::parse_seeds(&a.seeds)?;
+            commands::sweep_cmd(
+                &designs,
+                &scenario,
+                &range,
+                seeds,
+                threads(a.threads),
+                a.json,
+                a.plot.as_deref(),
+            )
+        })(),
+        Some(Command::Report(a)) => (|| {
+            let designs = if a.designs.is_empty() {
+                lock_impl::DESIGNS
+                    .iter()
+                    .map(|d| commands::design(d.name))
+                    .collect::<Result<Vec<_>, _>>()?
+            } else {
+                a.designs
+                    .iter()
+                    .map(|d| commands::design(d))
+                    .collect::<Result<Vec<_>, _>>()?
+            };
+            let scenarios = if a.scenarios.is_empty() {
+                scenarios::catalog::catalog()
+            } else {
+                a.scenarios
+                    .iter()
+                    .map(|s| commands::scenario(s))
+                    .collect::<Result<Vec<_>, _>>()?
+            };
+            reports::report::check_out(&a.out)?;
+            let args = reports::report::ReportArgs {
+                seeds: commands::parse_seeds(&a.seeds)?,
+                sweep_seeds: commands::parse_seeds(&a.sweep_seeds)?,
+                designs,
+                scenarios,
+                sweeps: !a.no_sweeps,
+                out: a.out,
+                threads: threads(a.threads),
+                progress: true,
+            };
+            Ok(commands::report(&args))
+        })(),
         Some(Command::Merge(a)) => reports::shard::merge_files(&a.files, a.json, a.detail),
         Some(Command::Gate(a)) => (|| {
             let seeds = a.seeds.as_deref().map(commands::parse_seeds).transpose()?;

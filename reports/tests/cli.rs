@@ -431,3 +431,120 @@ fn four_shards_merged_are_byte_for_byte_the_unsharded_run() {
     assert!(err.contains("1 <= I <= N"), "{err}");
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[test]
+fn a_sweep_finds_where_a_pause_starts_to_break_the_lock_and_its_replay_pins_the_value() {
+    let (code, out, err) = locksim(&[
+        "sweep",
+        "--design",
+        "set-nx-px-lua",
+        "--scenario",
+        "gc-pause",
+        "--param",
+        "pause-ms=50,400",
+        "--seeds",
+        "0..2",
+    ]);
+    assert_eq!(code, 1, "some point has invalid runs: {out}{err}");
+    let row = |v: &str| {
+        out.lines()
+            .find(|l| l.split_whitespace().next() == Some(v))
+            .unwrap_or_else(|| panic!("no row for {v}: {out}"))
+            .to_string()
+    };
+    // A quarter-lease pause never outlasts the lease (no fault seen, `*`); two leases
+    // break every run.
+    assert!(row("50").contains("0/2*"), "{out}");
+    assert!(row("400").contains("2/2"), "{out}");
+    let replay = out
+        .lines()
+        .find_map(|l| {
+            l.split_once(": locksim replay ")
+                .map(|(_, r)| r.to_string())
+        })
+        .unwrap_or_else(|| panic!("no replay command: {out}"));
+    assert!(replay.ends_with("--param pause-ms=400"), "{replay}");
+    let args: Vec<&str> = replay.split_whitespace().collect();
+    let mut full = vec!["replay"];
+    full.extend(&args);
+    let (code, out, err) = locksim(&full);
+    assert_eq!(code, 1, "the replay reproduces the violation: {out}{err}");
+    assert!(out.contains("INVALID") || out.contains("invalid"), "{out}");
+}
+
+#[test]
+fn a_sweep_parameter_the_scenario_lacks_exits_2() {
+    let (code, _, err) = locksim(&[
+        "sweep",
+        "--scenario",
+        "no-faults",
+        "--param",
+        "pause-ms=50..100:50",
+    ]);
+    assert_eq!(code, 2, "{err}");
+    assert!(
+        err.contains("no such quantity") && err.contains("gc-pause"),
+        "{err}"
+    );
+    let (code, _, err) = locksim(&[
+        "sweep",
+        "--scenario",
+        "gc-pause",
+        "--param",
+        "pause-ms=7..3",
+    ]);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("invalid --param"), "{err}");
+}
+
+#[test]
+fn a_report_is_the_same_on_one_thread_or_two_and_never_writes_over_foreign_files() {
+    let base = std::env::temp_dir().join(format!("locksim-report-det-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&base);
+    let run = |dir: &std::path::Path, threads: &str| {
+        locksim(&[
+            "report",
+            "--seeds",
+            "0..1",
+            "--no-sweeps",
+            "--design",
+            "setnx-expire",
+            "--scenario",
+            "client-crash",
+            "--scenario",
+            "no-faults",
+            "--threads",
+            threads,
+            "--out",
+            dir.to_str().unwrap(),
+        ])
+    };
+    let (a, b) = (base.join("one"), base.join("two"));
+    let (code, out, err) = run(&a, "1");
+    assert_eq!(code, 0, "{out}{err}");
+    let (code, out, err) = run(&b, "2");
+    assert_eq!(code, 0, "{out}{err}");
+    for f in ["index.html", "results.json", "summary.md"] {
+        let (x, y) = (
+            std::fs::read(a.join(f)).unwrap(),
+            std::fs::read(b.join(f)).unwrap(),
+        );
+        assert!(x == y, "{f} differs between one thread and two");
+    }
+    let md = std::fs::read_to_string(a.join("summary.md")).unwrap();
+    assert!(md.contains("| setnx-expire |"), "{md}");
+    // Running again over its own report replaces it; over someone's files, refuses.
+    let (code, _, err) = run(&a, "2");
+    assert_eq!(code, 0, "{err}");
+    let foreign = base.join("mine");
+    std::fs::create_dir_all(&foreign).unwrap();
+    std::fs::write(foreign.join("notes.txt"), "keep me").unwrap();
+    let (code, _, err) = run(&foreign, "2");
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("not a locksim report"), "{err}");
+    assert_eq!(
+        std::fs::read_to_string(foreign.join("notes.txt")).unwrap(),
+        "keep me"
+    );
+    let _ = std::fs::remove_dir_all(&base);
+}

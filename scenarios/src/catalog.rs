@@ -11,6 +11,8 @@ use sim::faults::{Fault, FaultKind, FaultPlan, Target};
 use sim::redis::persistence::{Fsync, Persistence};
 use sim::world::{SentinelSpec, ServerSpec, Workload, sub_seed};
 
+use crate::params::Param;
+
 /// One scenario of the catalog.
 #[derive(Debug, Clone)]
 pub struct Scenario {
@@ -26,6 +28,8 @@ pub struct Scenario {
     /// the file it came from (for replay commands).
     pub fixed_plan: Option<(FaultPlan, String)>,
     kind: Kind,
+    /// Quantities pinned by `--param` (see [`crate::params`]), sorted.
+    pub(crate) params: Vec<(Param, u64)>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -173,6 +177,7 @@ pub fn catalog() -> Vec<Scenario> {
             },
             fixed_plan: None,
             kind: Kind::NoFaults,
+            params: Vec::new(),
         },
         Scenario {
             name: "client-crash",
@@ -181,6 +186,7 @@ pub fn catalog() -> Vec<Scenario> {
             workload: base.clone(),
             fixed_plan: None,
             kind: Kind::ClientCrash,
+            params: Vec::new(),
         },
         Scenario {
             name: "gc-pause",
@@ -189,6 +195,7 @@ pub fn catalog() -> Vec<Scenario> {
             workload: base.clone(),
             fixed_plan: None,
             kind: Kind::GcPause,
+            params: Vec::new(),
         },
         Scenario {
             name: "gc-pause-plain-storage",
@@ -203,6 +210,7 @@ pub fn catalog() -> Vec<Scenario> {
             },
             fixed_plan: None,
             kind: Kind::GcPause,
+            params: Vec::new(),
         },
         Scenario {
             name: "slow-work",
@@ -211,6 +219,7 @@ pub fn catalog() -> Vec<Scenario> {
             workload: base.clone(),
             fixed_plan: None,
             kind: Kind::SlowWork,
+            params: Vec::new(),
         },
         Scenario {
             name: "network-delay",
@@ -225,6 +234,7 @@ pub fn catalog() -> Vec<Scenario> {
             },
             fixed_plan: None,
             kind: Kind::NetworkDelay,
+            params: Vec::new(),
         },
         Scenario {
             name: "long-work",
@@ -238,6 +248,7 @@ pub fn catalog() -> Vec<Scenario> {
             },
             fixed_plan: None,
             kind: Kind::LongWork,
+            params: Vec::new(),
         },
         Scenario {
             name: "reentrancy",
@@ -249,6 +260,7 @@ pub fn catalog() -> Vec<Scenario> {
             },
             fixed_plan: None,
             kind: Kind::Reentrancy,
+            params: Vec::new(),
         },
         Scenario {
             name: "unlock-message-lost",
@@ -262,6 +274,7 @@ pub fn catalog() -> Vec<Scenario> {
             },
             fixed_plan: None,
             kind: Kind::UnlockMessageLost,
+            params: Vec::new(),
         },
         Scenario {
             name: "server-restart",
@@ -275,6 +288,7 @@ pub fn catalog() -> Vec<Scenario> {
             },
             fixed_plan: None,
             kind: Kind::ServerRestart,
+            params: Vec::new(),
         },
         Scenario {
             name: "server-restart-aof",
@@ -292,6 +306,7 @@ pub fn catalog() -> Vec<Scenario> {
             },
             fixed_plan: None,
             kind: Kind::ServerRestartAof,
+            params: Vec::new(),
         },
         Scenario {
             name: "server-restart-delayed",
@@ -303,6 +318,7 @@ pub fn catalog() -> Vec<Scenario> {
             },
             fixed_plan: None,
             kind: Kind::ServerRestartDelayed,
+            params: Vec::new(),
         },
         Scenario {
             name: "server-pause",
@@ -311,6 +327,7 @@ pub fn catalog() -> Vec<Scenario> {
             workload: base.clone(),
             fixed_plan: None,
             kind: Kind::ServerPause,
+            params: Vec::new(),
         },
         Scenario {
             name: "partition",
@@ -322,6 +339,7 @@ pub fn catalog() -> Vec<Scenario> {
             workload: base.clone(),
             fixed_plan: None,
             kind: Kind::Partition,
+            params: Vec::new(),
         },
         Scenario {
             name: "failover",
@@ -330,6 +348,7 @@ pub fn catalog() -> Vec<Scenario> {
             workload: replicated(&base, 1, 0),
             fixed_plan: None,
             kind: Kind::Failover,
+            params: Vec::new(),
         },
         Scenario {
             name: "failover-wait",
@@ -338,6 +357,7 @@ pub fn catalog() -> Vec<Scenario> {
             workload: replicated(&base, 2, 0),
             fixed_plan: None,
             kind: Kind::FailoverWait,
+            params: Vec::new(),
         },
         Scenario {
             name: "split-brain",
@@ -349,6 +369,7 @@ pub fn catalog() -> Vec<Scenario> {
             },
             fixed_plan: None,
             kind: Kind::SplitBrain,
+            params: Vec::new(),
         },
         Scenario {
             name: "split-brain-min-replicas",
@@ -360,6 +381,7 @@ pub fn catalog() -> Vec<Scenario> {
             },
             fixed_plan: None,
             kind: Kind::SplitBrainMinReplicas,
+            params: Vec::new(),
         },
         Scenario {
             name: "clock-jump",
@@ -371,6 +393,7 @@ pub fn catalog() -> Vec<Scenario> {
             },
             fixed_plan: None,
             kind: Kind::ClockJump,
+            params: Vec::new(),
         },
         Scenario {
             name: "clock-drift",
@@ -384,6 +407,7 @@ pub fn catalog() -> Vec<Scenario> {
             },
             fixed_plan: None,
             kind: Kind::ClockDrift,
+            params: Vec::new(),
         },
         Scenario {
             name: "acquire-pause",
@@ -392,6 +416,7 @@ pub fn catalog() -> Vec<Scenario> {
             workload: base.clone(),
             fixed_plan: None,
             kind: Kind::AcquirePause,
+            params: Vec::new(),
         },
         Scenario {
             name: "redlock-clock-jump",
@@ -400,6 +425,7 @@ pub fn catalog() -> Vec<Scenario> {
             workload: masters(&base, Persistence::None),
             fixed_plan: None,
             kind: Kind::RedlockClockJump,
+            params: Vec::new(),
         },
         Scenario {
             name: "redlock-restart",
@@ -408,6 +434,7 @@ pub fn catalog() -> Vec<Scenario> {
             workload: masters(&base, Persistence::None),
             fixed_plan: None,
             kind: Kind::RedlockRestart,
+            params: Vec::new(),
         },
         Scenario {
             name: "redlock-restart-aof",
@@ -421,6 +448,7 @@ pub fn catalog() -> Vec<Scenario> {
             ),
             fixed_plan: None,
             kind: Kind::RedlockRestartAof,
+            params: Vec::new(),
         },
         Scenario {
             name: "redlock-restart-delayed",
@@ -429,6 +457,7 @@ pub fn catalog() -> Vec<Scenario> {
             workload: masters(&base, Persistence::None),
             fixed_plan: None,
             kind: Kind::RedlockRestartDelayed,
+            params: Vec::new(),
         },
         Scenario {
             name: "redlock-gc-pause",
@@ -440,6 +469,7 @@ pub fn catalog() -> Vec<Scenario> {
             },
             fixed_plan: None,
             kind: Kind::RedlockGcPause,
+            params: Vec::new(),
         },
     ]
 }
@@ -471,6 +501,24 @@ impl Scenario {
             Topology::Masters(w.servers.len())
         } else {
             Topology::SingleMaster
+        }
+    }
+
+    /// Whether `param` is a quantity of this scenario (a size of its faults, or a
+    /// workload knob every scenario has).
+    pub fn has_param(&self, param: Param) -> bool {
+        use Kind::*;
+        match param {
+            Param::LeaseMs | Param::Clients | Param::WorkMs => true,
+            Param::PauseMs => matches!(
+                self.kind,
+                GcPause | ServerPause | AcquirePause | RedlockGcPause
+            ),
+            Param::DelayMs => self.kind == NetworkDelay,
+            Param::LagMs => self.kind == Failover,
+            Param::DriftPpm => self.kind == ClockDrift,
+            Param::JumpMs => matches!(self.kind, ClockJump | RedlockClockJump),
+            Param::PartitionMs => self.kind == Partition,
         }
     }
 
@@ -591,7 +639,8 @@ impl Scenario {
                         at_ms: rng.random_range(window.clone()),
                         kind: FaultKind::Pause {
                             target: Target::Holder,
-                            duration_ms: rng.random_range(lease * 2..=lease * 4),
+                            duration_ms: self
+                                .pinned(Param::PauseMs, rng.random_range(lease * 2..=lease * 4)),
                         },
                     });
                 }
@@ -648,7 +697,10 @@ impl Scenario {
                         at_ms: rng.random_range(window.clone()),
                         kind: FaultKind::Pause {
                             target: Target::LockServer,
-                            duration_ms: rng.random_range(lease * 3 / 2..=lease * 3),
+                            duration_ms: self.pinned(
+                                Param::PauseMs,
+                                rng.random_range(lease * 3 / 2..=lease * 3),
+                            ),
                         },
                     });
                 }
@@ -661,7 +713,10 @@ impl Scenario {
                             a: vec![Target::Holder],
                             b: vec![Target::AllServers],
                             one_way: false,
-                            duration_ms: rng.random_range(lease * 2..=lease * 8),
+                            duration_ms: self.pinned(
+                                Param::PartitionMs,
+                                rng.random_range(lease * 2..=lease * 8),
+                            ),
                         },
                     });
                 }
@@ -674,7 +729,7 @@ impl Scenario {
                     at_ms: 0,
                     kind: FaultKind::Delay {
                         target: Target::Host("redis-2".into()),
-                        latency_ms: rng.random_range(5..=20),
+                        latency_ms: self.pinned(Param::LagMs, rng.random_range(5..=20)),
                         duration_ms: w.duration_ms + w.drain_ms,
                     },
                 });
@@ -731,7 +786,9 @@ impl Scenario {
                         at_ms: rng.random_range(window.clone()),
                         kind: FaultKind::ClockJump {
                             target: Target::LockServer,
-                            delta_ms: rng.random_range(lease * 2..=lease * 4) as i64,
+                            delta_ms: self
+                                .pinned(Param::JumpMs, rng.random_range(lease * 2..=lease * 4))
+                                as i64,
                         },
                     });
                 }
@@ -741,7 +798,8 @@ impl Scenario {
                     at_ms: 0,
                     kind: FaultKind::ClockDrift {
                         target: Target::AllServers,
-                        drift_ppm: rng.random_range(0..=100_000),
+                        drift_ppm: self.pinned(Param::DriftPpm, rng.random_range(0..=100_000))
+                            as i64,
                         duration_ms: None,
                     },
                 });
@@ -754,7 +812,8 @@ impl Scenario {
                             target: Target::MidAcquire {
                                 within_ms: lease * 4,
                             },
-                            duration_ms: rng.random_range(lease * 2..=lease * 4),
+                            duration_ms: self
+                                .pinned(Param::PauseMs, rng.random_range(lease * 2..=lease * 4)),
                         },
                     });
                 }
@@ -788,7 +847,9 @@ impl Scenario {
                     kind: match self.kind {
                         Kind::RedlockClockJump => FaultKind::ClockJump {
                             target,
-                            delta_ms: rng.random_range(lease * 2..=lease * 4) as i64,
+                            delta_ms: self
+                                .pinned(Param::JumpMs, rng.random_range(lease * 2..=lease * 4))
+                                as i64,
                         },
                         Kind::RedlockRestart => FaultKind::Crash {
                             target,
@@ -811,14 +872,18 @@ impl Scenario {
                         at_ms: rng.random_range(window.clone()),
                         kind: FaultKind::PauseBeforeWrite {
                             target: Target::Holder,
-                            duration_ms: rng.random_range(lease * 2..=lease * 4),
+                            duration_ms: self
+                                .pinned(Param::PauseMs, rng.random_range(lease * 2..=lease * 4)),
                         },
                     });
                 }
             }
             Kind::NetworkDelay => {
                 for _ in 0..4 {
-                    let latency_ms = rng.random_range(lease + lease / 10..=lease + lease / 2);
+                    let latency_ms = self.pinned(
+                        Param::DelayMs,
+                        rng.random_range(lease + lease / 10..=lease + lease / 2),
+                    );
                     faults.push(Fault {
                         at_ms: rng.random_range(window.clone()),
                         kind: FaultKind::Delay {

@@ -4,6 +4,7 @@
 pub mod broken;
 pub mod catalog;
 pub mod checkers;
+pub mod params;
 pub mod planfile;
 pub mod shrink;
 pub mod sweep;

@@ -1,0 +1,226 @@
+//! Sweeps: the rate of unsafe runs as one scenario parameter grows, one line per
+//! design (`locksim sweep`, and the report's sweep plots).
+//!
+//! Each point is a whole cell (the scenario with the parameter pinned, over the seed
+//! range), so a point carries the same evidence as a table cell: safety classes, how
+//! many runs saw the fault, and the replay command of its first invalid run, which
+//! pins the parameter with `--param`.
+
+use std::ops::Range;
+
+use indicatif::ProgressBar;
+use scenarios::catalog::Scenario;
+use scenarios::params::{Param, ParamRange};
+use scenarios::sweep::{DesignSpec, RunSummary};
+use serde::{Deserialize, Serialize};
+
+use crate::commands::{BadInput, run_cell_with_latency};
+use crate::plot;
+use crate::table::CellResult;
+
+/// One value of the parameter for one design.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct SweepPoint {
+    /// The parameter's value.
+    pub value: u64,
+    /// The cell at that value.
+    pub cell: CellResult,
+}
+
+impl SweepPoint {
+    /// Unsafe runs / runs (0 with no runs).
+    pub fn unsafe_rate(&self) -> f64 {
+        let c = &self.cell;
+        if c.runs == 0 {
+            return 0.0;
+        }
+        c.classes.get("unsafe").copied().unwrap_or(0) as f64 / c.runs as f64
+    }
+}
+
+/// One design's points.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct SweepLine {
+    /// The design.
+    pub design: String,
+    /// One point per value, in the order of the values.
+    pub points: Vec<SweepPoint>,
+}
+
+/// A finished sweep.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct SweepResult {
+    /// The scenario.
+    pub scenario: String,
+    /// The parameter's name.
+    pub param: String,
+    /// The seed range of every point.
+    pub seeds: String,
+    /// The scenario's lease, ms (for the x axis of durations: value / lease).
+    pub lease_ms: u64,
+    /// One line per design.
+    pub lines: Vec<SweepLine>,
+}
+
+/// Whether `param` is a duration best read as a multiple of the lease.
+pub fn per_lease(param: Param) -> bool {
+    matches!(
+        param,
+        Param::PauseMs | Param::DelayMs | Param::JumpMs | Param::PartitionMs | Param::WorkMs
+    )
+}
+
+/// Checks that every design runs in `scenario` and that the scenario has the parameter.
+pub fn check(
+    designs: &[DesignSpec],
+    scenario: &Scenario,
+    range: &ParamRange,
+) -> Result<(), BadInput> {
+    for d in designs {
+        crate::commands::check_pair(d, scenario)?;
+    }
+    scenario
+        .clone()
+        .with_param(range.param, range.values[0])
+        .map(|_| ())
+        .map_err(BadInput)
+}
+
+/// Runs every design at every value over `seeds`; `on_cell` sees each point's runs.
+pub fn run(
+    designs: &[DesignSpec],
+    scenario: &Scenario,
+    range: &ParamRange,
+    seeds: Range<u64>,
+    threads: usize,
+    bar: &ProgressBar,
+    on_cell: &mut dyn FnMut(&[RunSummary]),
+) -> Result<SweepResult, String> {
+    let mut lines = Vec::new();
+    for d in designs {
+        let mut points = Vec::new();
+        for &value in &range.values {
+            let s = scenario.clone().with_param(range.param, value)?;
+            bar.set_message(format!("{} {}={value}", d.name, range.param));
+            let (cell, runs, _) = run_cell_with_latency(d, &s, seeds.clone(), threads, bar)?;
+            on_cell(&runs);
+            points.push(SweepPoint { value, cell });
+        }
+        lines.push(SweepLine {
+            design: d.name.clone(),
+            points,
+        });
+    }
+    Ok(SweepResult {
+        scenario: scenario.name.to_string(),
+        param: range.param.name().to_string(),
+        seeds: format!("{}..{}", seeds.start, seeds.end),
+        lease_ms: scenario.workload.lease_ms,
+        lines,
+    })
+}
+
+impl SweepResult {
+    fn param(&self) -> Option<Param> {
+        Param::parse(&self.param).ok()
+    }
+
+    /// The x of `value` on the plot (a multiple of the lease for durations).
+    pub fn x(&self, value: u64) -> f64 {
+        match self.param() {
+            Some(p) if per_lease(p) && self.lease_ms > 0 => value as f64 / self.lease_ms as f64,
+            _ => value as f64,
+        }
+    }
+
+    /// The x axis's description.
+    pub fn x_desc(&self) -> String {
+        match self.param() {
+            Some(p) if per_lease(p) => {
+                format!("{} / lease (lease = {} ms)", self.param, self.lease_ms)
+            }
+            _ => self.param.clone(),
+        }
+    }
+
+    /// The plot: unsafe runs per design against the parameter.
+    pub fn plot(&self) -> plot::Lines {
+        plot::Lines {
+            title: format!("{}: unsafe runs as {} grows", self.scenario, self.param),
+            x_desc: self.x_desc(),
+            y_desc: format!("unsafe runs (seeds {})", self.seeds),
+            series: self
+                .lines
+                .iter()
+                .enumerate()
+                .map(|(i, l)| plot::Series {
+                    label: l.design.clone(),
+                    color: plot::COLORS[i % plot::COLORS.len()],
+                    points: l
+                        .points
+                        .iter()
+                        .map(|p| (self.x(p.value), p.unsafe_rate()))
+                        .collect(),
+                })
+                .collect(),
+        }
+    }
+
+    /// A text table: one row per value, one column per design, `unsafe/runs` (and
+    /// `*` where the scenario's fault was not seen in every run).
+    pub fn render_text(&self) -> String {
+        use std::fmt::Write as _;
+        let mut out = String::new();
+        let width = self
+            .lines
+            .iter()
+            .map(|l| l.design.len())
+            .max()
+            .unwrap_or(0)
+            .max(9);
+        let _ = write!(out, "{:>12} {:>8}", self.param, "x");
+        for l in &self.lines {
+            let _ = write!(out, "  {:>width$}", l.design);
+        }
+        out.push('\n');
+        let values: Vec<u64> = self
+            .lines
+            .first()
+            .map(|l| l.points.iter().map(|p| p.value).collect())
+            .unwrap_or_default();
+        for (i, v) in values.iter().enumerate() {
+            let _ = write!(out, "{v:>12} {:>8.2}", self.x(*v));
+            for l in &self.lines {
+                let p = &l.points[i];
+                let mark = if p.cell.fault_seen < p.cell.runs {
+                    "*"
+                } else {
+                    " "
+                };
+                let text = format!(
+                    "{}/{}{mark}",
+                    p.cell.classes.get("unsafe").copied().unwrap_or(0),
+                    p.cell.runs
+                );
+                let _ = write!(out, "  {text:>width$}");
+            }
+            out.push('\n');
+        }
+        out
+    }
+
+    /// The first invalid run of each point that has one: design, value, replay.
+    pub fn replays(&self) -> Vec<(&str, u64, &str)> {
+        self.lines
+            .iter()
+            .flat_map(|l| {
+                l.points.iter().filter_map(move |p| {
+                    p.cell
+                        .replay
+                        .as_deref()
+                        .map(|r| (l.design.as_str(), p.value, r))
+                })
+            })
+            .collect()
+    }
+}
