@@ -7,6 +7,7 @@
 pub mod bench;
 pub mod commands;
 pub mod diagram;
+pub mod explore;
 pub mod gate;
 pub mod latency;
 pub mod plot;

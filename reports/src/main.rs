@@ -83,6 +83,10 @@ enum Command {
     /// shorter faults, earlier faults, fewer clients, a shorter run, less latency) and
     /// write it as a plan file that `--plan` replays.
     Shrink(ShrinkArgs),
+    /// Place each fault kind just before and just after every protocol step of one
+    /// client's first acquisitions (as the wire saw them in a fault-free run), with
+    /// durations of ½, 1, 2 and 4 leases, and print which checker each placement breaks.
+    Explore(ExploreArgs),
     /// Measure harness throughput against a bare turmoil baseline, time to the first
     /// violation per cell, and the peak memory of a long sweep.
     Bench(BenchArgs),
@@ -152,6 +156,38 @@ struct ReportCliArgs {
     #[arg(long, default_value = "report")]
     out: std::path::PathBuf,
     /// Worker threads (default: all cores).
+    #[arg(long)]
+    threads: Option<usize>,
+}
+
+#[derive(Debug, Args)]
+struct ExploreArgs {
+    /// Lock design.
+    #[arg(long)]
+    design: String,
+    /// The scenario whose workload runs (its own faults are left out).
+    #[arg(long, default_value = "no-faults")]
+    scenario: String,
+    /// Fault kinds, comma separated: pause, crash, delay, server-crash.
+    #[arg(long, default_value = "pause,crash,delay,server-crash")]
+    faults: String,
+    /// The explored client's acquisitions to cover.
+    #[arg(long, default_value_t = 2)]
+    acquisitions: usize,
+    /// The explored client.
+    #[arg(long, default_value = "client-1")]
+    client: String,
+    /// The seed of every run.
+    #[arg(long, default_value_t = 0)]
+    seed: u64,
+    /// Where to write the plan file of each placement that broke something
+    /// [default: explore-DESIGN].
+    #[arg(long)]
+    out: Option<std::path::PathBuf>,
+    /// Print the grid as JSON.
+    #[arg(long)]
+    json: bool,
+    /// Worker threads (default: all cores; the result does not depend on it).
     #[arg(long)]
     threads: Option<usize>,
 }
@@ -420,6 +456,31 @@ fn main() -> ExitCode {
                 threads: threads(a.threads),
             };
             commands::shrink(&d, &s, a.seed, a.checker.as_deref(), budget, &out, a.force)
+        })(),
+        Some(Command::Explore(a)) => (|| {
+            let d = commands::design(&a.design)?;
+            let s = commands::scenario(&a.scenario)?;
+            let sorts =
+                scenarios::explore::Sort::parse_list(&a.faults).map_err(commands::BadInput)?;
+            if a.acquisitions == 0 || a.acquisitions > 10 {
+                return Err(commands::BadInput(format!(
+                    "invalid --acquisitions {}: give 1 to 10",
+                    a.acquisitions
+                )));
+            }
+            let params = scenarios::explore::Params {
+                sorts,
+                acquisitions: a.acquisitions,
+                client: a.client.clone(),
+                seed: a.seed,
+                threads: threads(a.threads),
+                ..Default::default()
+            };
+            let out = a
+                .out
+                .clone()
+                .unwrap_or_else(|| format!("explore-{}", a.design.replace('/', "-")).into());
+            reports::explore::run(&d, &s, &params, &out, a.json)
         })(),
         Some(Command::Bench(a)) => {
             reports::bench::run_all(

@@ -152,6 +152,9 @@ pub fn describe(h: &History, e: &Event) -> String {
         EventKind::Server(ServerEvent::MessageDropped { channel }) => {
             format!("dropped a message on {channel} to a subscriber")
         }
+        EventKind::Server(ServerEvent::Command { by, command }) => {
+            format!("ran {command} from {by}")
+        }
         EventKind::Sentinel { event, detail } => format!("sentinel {event} {detail}"),
         EventKind::Clock {
             wall_offset_us,

@@ -548,3 +548,56 @@ fn a_report_is_the_same_on_one_thread_or_two_and_never_writes_over_foreign_files
     );
     let _ = std::fs::remove_dir_all(&base);
 }
+
+#[test]
+fn explore_prints_the_same_grid_twice_and_each_breaking_placement_replays() {
+    let dir = std::env::temp_dir().join(format!("locksim-explore-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let args = |threads: &'static str| {
+        vec![
+            "explore".to_string(),
+            "--design".into(),
+            "setnx-expire".into(),
+            "--faults".into(),
+            "crash".into(),
+            "--acquisitions".into(),
+            "1".into(),
+            "--threads".into(),
+            threads.into(),
+            "--out".into(),
+            dir.display().to_string(),
+        ]
+    };
+    let (a, b) = (args("1"), args("2"));
+    let (code, first, err) = locksim(&a.iter().map(String::as_str).collect::<Vec<_>>());
+    assert_eq!(code, 1, "a placement breaks liveness: {first}{err}");
+    let (code, second, _) = locksim(&b.iter().map(String::as_str).collect::<Vec<_>>());
+    assert_eq!(code, 1);
+    assert_eq!(first, second, "explore's output depends only on its input");
+    assert!(first.contains("LV liveness"), "{first}");
+    let replay = first
+        .lines()
+        .find_map(|l| l.trim().strip_prefix("locksim replay "))
+        .unwrap_or_else(|| panic!("no replay command: {first}"));
+    let mut full = vec!["replay"];
+    full.extend(replay.split_whitespace());
+    let (code, out, err) = locksim(&full);
+    assert_eq!(code, 1, "{out}{err}");
+    assert!(out.contains("liveness: INVALID"), "{out}");
+    // A directory of someone else's files is refused.
+    let foreign = dir.join("theirs");
+    std::fs::create_dir_all(&foreign).unwrap();
+    std::fs::write(foreign.join("a.txt"), "x").unwrap();
+    let mut c = args("2");
+    *c.last_mut().unwrap() = foreign.display().to_string();
+    let (code, _, err) = locksim(&c.iter().map(String::as_str).collect::<Vec<_>>());
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("did not write"), "{err}");
+    let (code, _, err) = locksim(&["explore", "--design", "setnx-expire", "--faults", "gc"]);
+    assert_eq!(code, 2, "{err}");
+    assert!(
+        err.contains("allowed: pause, crash, delay, server-crash"),
+        "{err}"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}

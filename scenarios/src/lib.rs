@@ -4,6 +4,7 @@
 pub mod broken;
 pub mod catalog;
 pub mod checkers;
+pub mod explore;
 pub mod params;
 pub mod planfile;
 pub mod shrink;

@@ -278,6 +278,14 @@ pub enum ServerEvent {
         /// The channel it was published on.
         channel: String,
     },
+    /// A client's command reached the server and ran (only in runs that trace
+    /// commands: `Workload::trace_commands`, for `locksim explore`).
+    Command {
+        /// The client host.
+        by: String,
+        /// The command's name and key (no values; a script by its digest's start).
+        command: String,
+    },
     /// A key was removed.
     Removed {
         /// The host whose command removed it, or `expiry`.

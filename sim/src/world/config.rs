@@ -191,6 +191,10 @@ pub struct Workload {
     /// server the Sentinels name as master, checked with `ROLE`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sentinel: Option<SentinelSpec>,
+    /// Record every client command each server runs as a `Command` event (the wire
+    /// trace `locksim explore` places faults by). Off by default: histories stay small.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub trace_commands: bool,
 }
 
 impl Default for Workload {
@@ -215,6 +219,7 @@ impl Default for Workload {
             check_validity_ms: None,
             connect_timeout_ms: default_connect_timeout(),
             sentinel: None,
+            trace_commands: false,
         }
     }
 }

@@ -79,7 +79,7 @@ pub fn run(cfg: &RunConfig) -> Result<History, RunError> {
 
     let mut servers = Vec::new();
     for spec in &w.servers {
-        let ctl = ServerCtl::new(spec);
+        let ctl = ServerCtl::new(spec, w.trace_commands);
         let clock = clock_of(&spec.name, spec.clock.unwrap_or(cfg.redis_clock));
         ctl.add_host(&mut sim, clock, &net);
         servers.push(ctl);

@@ -37,13 +37,22 @@ impl Observer {
             let Some(engine) = server.engine() else {
                 continue;
             };
-            let (events, role, dropped) = engine.with_engine(|e| {
+            let (commands, events, role, dropped) = engine.with_engine(|e| {
                 (
+                    e.engine.take_commands(),
                     e.engine.take_key_events(),
                     role_name(&e.engine.replication().role),
                     e.engine.take_dropped(),
                 )
             });
+            // A tick's commands before what they changed.
+            for (by, command) in commands {
+                recorder.record_at(
+                    now.as_micros() as u64,
+                    &server.name,
+                    EventKind::Server(ServerEvent::Command { by, command }),
+                );
+            }
             self.record(&server.name, events, recorder, now);
             for channel in dropped {
                 recorder.record_at(

@@ -113,10 +113,12 @@ pub(crate) struct ServerCtl {
     drop_pushes: Arc<AtomicBool>,
     /// Starts of this server's software, for engine identities.
     starts: Arc<Mutex<u64>>,
+    /// Trace client commands (`Workload::trace_commands`).
+    trace_commands: bool,
 }
 
 impl ServerCtl {
-    pub fn new(spec: &ServerSpec) -> Self {
+    pub fn new(spec: &ServerSpec, trace_commands: bool) -> Self {
         Self {
             name: spec.name.clone(),
             spec: spec.clone(),
@@ -126,6 +128,7 @@ impl ServerCtl {
             gate: PauseGate::new(),
             drop_pushes: Arc::default(),
             starts: Arc::default(),
+            trace_commands,
         }
     }
 
@@ -191,6 +194,7 @@ impl ServerCtl {
                     (start - 1) ^ crate::world::config::sub_seed(0, name_hash(&ctl.name)),
                 );
                 engine.set_drop_pushes(ctl.drop_pushes.load(Ordering::Relaxed));
+                engine.set_tracing(ctl.trace_commands);
                 engine.set_tcp_port(REDIS_PORT);
                 {
                     let repl = engine.replication_mut();

@@ -187,6 +187,9 @@ pub struct Engine {
     /// Channels of the pub/sub messages dropped while `drop_pushes` was set, one entry
     /// per subscriber that never heard its message (see [`Engine::take_dropped`]).
     dropped: Vec<String>,
+    /// The client commands executed since the last [`Engine::take_commands`] (peer and
+    /// command line), when tracing is on (`locksim explore`); `None`: off.
+    trace: Option<Vec<(String, String)>>,
     /// A script past its budget, still "running": the server is busy.
     busy: Option<BusyScript>,
     /// Per session: the replication offset after its last command (`c->woff`).
@@ -262,6 +265,7 @@ impl Engine {
             commands_processed: 0,
             drop_pushes: false,
             dropped: Vec::new(),
+            trace: None,
             busy: None,
             woff: BTreeMap::new(),
             write_offsets: BTreeMap::new(),
@@ -320,6 +324,11 @@ impl Engine {
     pub fn execute(&mut self, session: &mut Session, argv: &[Vec<u8>], now_us: u64) -> Reply {
         if argv.is_empty() {
             return Reply::Frames(Vec::new());
+        }
+        if let Some(trace) = &mut self.trace
+            && session.kind == SessionKind::Normal
+        {
+            trace.push((session.peer.clone(), command_line(argv)));
         }
         let events_before = self.core.ks.pending_events();
         let reply = self.dispatch(session, argv, now_us);
@@ -645,6 +654,17 @@ impl Engine {
         std::mem::take(&mut self.dropped)
     }
 
+    /// Turns the command trace on or off (see [`Engine::take_commands`]).
+    pub fn set_tracing(&mut self, on: bool) {
+        self.trace = on.then(Vec::new);
+    }
+
+    /// The client commands executed since the last call, as (peer, command line), when
+    /// tracing is on.
+    pub fn take_commands(&mut self) -> Vec<(String, String)> {
+        self.trace.as_mut().map(std::mem::take).unwrap_or_default()
+    }
+
     /// While set, every pub/sub message is dropped on the way out (a fault: the
     /// subscribers never hear it, while `PUBLISH` still counts them).
     pub fn set_drop_pushes(&mut self, drop: bool) {
@@ -691,4 +711,31 @@ fn compile_error(e: &str) -> Reply {
     Reply::err(commands::no_newlines(&format!(
         "Error compiling script (new function): {e}"
     )))
+}
+
+/// A command as a trace shows it: the name in capitals and the key (or, for a script,
+/// the first 8 characters of its digest and its first key), no values.
+fn command_line(argv: &[Vec<u8>]) -> String {
+    let name = String::from_utf8_lossy(&argv[0]).to_ascii_uppercase();
+    let arg = |i: usize| argv.get(i).map(|a| String::from_utf8_lossy(a).into_owned());
+    match name.as_str() {
+        "EVALSHA" | "EVAL" => {
+            let script = arg(1).unwrap_or_default();
+            let short: String = if name == "EVALSHA" {
+                script.chars().take(8).collect()
+            } else {
+                "script".into()
+            };
+            let key = if arg(2).as_deref().is_some_and(|n| n != "0") {
+                arg(3).unwrap_or_default()
+            } else {
+                String::new()
+            };
+            format!("{name} {short} {key}").trim_end().to_string()
+        }
+        _ => match arg(1) {
+            Some(a) => format!("{name} {a}"),
+            None => name,
+        },
+    }
 }
