@@ -756,6 +756,16 @@ pub fn list() -> ExitCode {
     ExitCode::SUCCESS
 }
 
+/// Where `locksim sweep` puts its result besides the table.
+pub struct SweepOutput<'a> {
+    /// Print JSON instead of the table.
+    pub json: bool,
+    /// Draw the plot to this `.svg` or `.png` file.
+    pub plot: Option<&'a std::path::Path>,
+    /// Run one shard of the seeds and write it to this file.
+    pub shard: Option<(crate::shard::Shard, std::path::PathBuf)>,
+}
+
 /// `locksim sweep`: every design at every value of one parameter.
 pub fn sweep_cmd(
     designs: &[DesignSpec],
@@ -763,15 +773,22 @@ pub fn sweep_cmd(
     range: &scenarios::params::ParamRange,
     seeds: Range<u64>,
     threads: usize,
-    json: bool,
-    plot_to: Option<&std::path::Path>,
+    out: SweepOutput<'_>,
 ) -> Result<ExitCode, BadInput> {
+    let SweepOutput {
+        json,
+        plot: plot_to,
+        shard,
+    } = out;
     crate::sweeps::check(designs, scenario, range)?;
+    let whole = seeds.clone();
+    let seeds = shard.as_ref().map_or(seeds, |(s, _)| s.seeds_of(&whole));
     let plot_to = plot_to.map(plot_target).transpose()?;
     if !json {
         println!(
-            "locksim sweep: scenario={} {}={} seeds={}..{} designs={} threads={threads}",
+            "locksim sweep: scenario={}{} {}={} seeds={}..{} designs={} threads={threads}",
             scenario.name,
+            scenario.param_flags(),
             range.param,
             range
                 .values
@@ -795,7 +812,7 @@ pub fn sweep_cmd(
         designs,
         scenario,
         range,
-        seeds,
+        seeds.clone(),
         threads,
         &bar,
         &mut |runs| {
@@ -808,13 +825,27 @@ pub fn sweep_cmd(
         },
     );
     bar.finish_and_clear();
-    let result = match result {
+    let part = match result {
         Ok(r) => r,
         Err(e) => {
             eprintln!("locksim sweep: {e}");
             return Ok(ExitCode::from(EXIT_UNKNOWN));
         }
     };
+    let result = crate::sweeps::of_shard(&part, &format!("{}..{}", seeds.start, seeds.end));
+    if let Some((s, path)) = &shard {
+        let whole_text = format!("{}..{}", whole.start, whole.end);
+        crate::shard::write_file(
+            path,
+            &crate::shard::ShardFile {
+                seeds: whole_text.clone(),
+                shard: s.to_string(),
+                cells: Vec::new(),
+                sweep_seeds: Some(whole_text),
+                sweeps: vec![part],
+            },
+        )?;
+    }
     if let Some((path, png)) = &plot_to {
         let written = if *png {
             crate::plot::render(&result.plot(), Some(path)).map(|_| ())

@@ -118,9 +118,10 @@ struct SweepArgs {
     #[arg(long)]
     scenario: String,
     /// NAME=A..B:STEP, NAME=A..B, NAME=V1,V2,… with NAME one of pause-ms, delay-ms,
-    /// lag-ms, drift-ppm, jump-ms, partition-ms, lease-ms, clients, work-ms.
-    #[arg(long)]
-    param: String,
+    /// lag-ms, drift-ppm, jump-ms, partition-ms, lease-ms, clients, work-ms. Repeatable:
+    /// the one with several values is swept, the others (NAME=V) pinned at every point.
+    #[arg(long = "param", required = true)]
+    params: Vec<String>,
     /// Seeds per point: A..B or N.
     #[arg(long, default_value = "0..20", allow_hyphen_values = true)]
     seeds: String,
@@ -133,6 +134,8 @@ struct SweepArgs {
     /// Also draw the plot to FILE.svg or FILE.png (never over an existing file).
     #[arg(long)]
     plot: Option<std::path::PathBuf>,
+    #[command(flatten)]
+    shard: ShardArgs,
 }
 
 #[derive(Debug, Args)]
@@ -152,9 +155,18 @@ struct ReportCliArgs {
     /// Leave out the sweeps.
     #[arg(long)]
     no_sweeps: bool,
-    /// The directory to write (new, empty, or an earlier report's).
-    #[arg(long, default_value = "report")]
-    out: std::path::PathBuf,
+    /// The directory to write (new, empty, or an earlier report's) [default: report];
+    /// with --shard, the shard file to write.
+    #[arg(long)]
+    out: Option<std::path::PathBuf>,
+    /// Run only slice I of N of both seed ranges and write it to --out FILE, for
+    /// `locksim report --from`.
+    #[arg(long)]
+    shard: Option<String>,
+    /// Build the report from these shard files (`report --shard I/N --out FILE`, every
+    /// shard once) instead of running.
+    #[arg(long, num_args = 1.., conflicts_with = "shard")]
+    from: Vec<std::path::PathBuf>,
     /// Worker threads (default: all cores).
     #[arg(long)]
     threads: Option<usize>,
@@ -493,9 +505,33 @@ fn main() -> ExitCode {
         }
         Some(Command::ServeModel(args)) => Ok(serve_model(args)),
         Some(Command::Sweep(a)) => (|| {
-            let scenario = commands::scenario(&a.scenario)?;
-            let range =
-                scenarios::params::ParamRange::parse(&a.param).map_err(commands::BadInput)?;
+            let mut scenario = commands::scenario(&a.scenario)?;
+            let ranges = a
+                .params
+                .iter()
+                .map(|p| scenarios::params::ParamRange::parse(p))
+                .collect::<Result<Vec<_>, _>>()
+                .map_err(commands::BadInput)?;
+            let swept: Vec<usize> = (0..ranges.len())
+                .filter(|i| ranges[*i].values.len() > 1)
+                .collect();
+            let which = match swept[..] {
+                [] => ranges.len() - 1,
+                [i] => i,
+                _ => {
+                    return Err(commands::BadInput(
+                        "--param: sweep one quantity at a time; give the others one value (NAME=V) to pin them".into(),
+                    ));
+                }
+            };
+            for (i, r) in ranges.iter().enumerate() {
+                if i != which {
+                    scenario = scenario
+                        .with_param(r.param, r.values[0])
+                        .map_err(commands::BadInput)?;
+                }
+            }
+            let range = ranges[which].clone();
             let designs = if a.designs.is_empty() {
                 lock_impl::DESIGNS
                     .iter()
@@ -511,14 +547,18 @@ fn main() -> ExitCode {
                     .collect::<Result<Vec<_>, _>>()?
             };
             let seeds = commands::parse_seeds(&a.seeds)?;
+            let shard = a.shard.resolve()?;
             commands::sweep_cmd(
                 &designs,
                 &scenario,
                 &range,
                 seeds,
                 threads(a.threads),
-                a.json,
-                a.plot.as_deref(),
+                commands::SweepOutput {
+                    json: a.json,
+                    plot: a.plot.as_deref(),
+                    shard,
+                },
             )
         })(),
         Some(Command::Report(a)) => (|| {
@@ -533,7 +573,7 @@ fn main() -> ExitCode {
                     .map(|d| commands::design(d))
                     .collect::<Result<Vec<_>, _>>()?
             };
-            let scenarios = if a.scenarios.is_empty() {
+            let mut scenarios = if a.scenarios.is_empty() {
                 scenarios::catalog::catalog()
             } else {
                 a.scenarios
@@ -541,18 +581,49 @@ fn main() -> ExitCode {
                     .map(|s| commands::scenario(s))
                     .collect::<Result<Vec<_>, _>>()?
             };
-            reports::report::check_out(&a.out)?;
+            // Columns in the catalog's order, however they were asked for (so a report
+            // merged from shards lays out the same).
+            let order: Vec<&str> = scenarios::catalog::catalog()
+                .iter()
+                .map(|s| s.name)
+                .collect();
+            scenarios.sort_by_key(|s| order.iter().position(|o| *o == s.name));
+            scenarios.dedup_by(|a, b| a.name == b.name);
+            let shard = a
+                .shard
+                .as_deref()
+                .map(reports::shard::Shard::parse)
+                .transpose()
+                .map_err(commands::BadInput)?;
+            let out = match (&shard, a.out) {
+                (Some(_), None) => {
+                    return Err(commands::BadInput(
+                        "--shard needs --out FILE: the shard file `report --from` reads".into(),
+                    ));
+                }
+                (_, Some(out)) => out,
+                (None, None) => "report".into(),
+            };
+            if shard.is_none() {
+                reports::report::check_out(&out)?;
+            }
+            if !a.from.is_empty() {
+                return reports::report::from_shards(&a.from, &out, threads(a.threads));
+            }
             let args = reports::report::ReportArgs {
                 seeds: commands::parse_seeds(&a.seeds)?,
                 sweep_seeds: commands::parse_seeds(&a.sweep_seeds)?,
                 designs,
                 scenarios,
                 sweeps: !a.no_sweeps,
-                out: a.out,
+                out,
                 threads: threads(a.threads),
                 progress: true,
             };
-            Ok(commands::report(&args))
+            match shard {
+                Some(s) => reports::report::write_shard(&args, s),
+                None => Ok(commands::report(&args)),
+            }
         })(),
         Some(Command::Merge(a)) => reports::shard::merge_files(&a.files, a.json, a.detail),
         Some(Command::Gate(a)) => (|| {

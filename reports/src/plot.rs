@@ -198,6 +198,7 @@ impl Draw for Percentiles {
             .configure_mesh()
             .x_desc("percentile (log scale of 1 / (1 − quantile))")
             .y_desc("acquire latency, simulated ms")
+            .y_label_formatter(&|y| format!("{y:.0}"))
             .x_label_formatter(&percent_label)
             .draw()
             .map_err(err)?;
@@ -268,9 +269,22 @@ impl Draw for Lines {
             .y_label_area_size(52)
             .build_cartesian_2d(min_x - pad..max_x + pad, -0.02..1.02)
             .map_err(err)?;
+        let whole = self
+            .series
+            .iter()
+            .flat_map(|s| s.points.iter())
+            .all(|p| p.0.fract() == 0.0);
+        let x_label = |x: &f64| {
+            if whole {
+                format!("{x:.0}")
+            } else {
+                format!("{x:.2}")
+            }
+        };
         chart
             .configure_mesh()
             .x_desc(&self.x_desc)
+            .x_label_formatter(&x_label)
             .y_desc(&self.y_desc)
             .y_label_formatter(&|y| format!("{:.0}%", y * 100.0))
             .draw()
@@ -366,6 +380,7 @@ impl Draw for Timeline {
             .configure_mesh()
             .disable_y_mesh()
             .x_desc("simulated time, ms")
+            .x_label_formatter(&|x| format!("{x:.0}"))
             .y_labels(n as usize)
             .y_label_formatter(&|v| match v {
                 SegmentValue::CenterOf(i) => {

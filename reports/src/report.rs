@@ -22,6 +22,7 @@ use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::ops::Range;
 use std::path::{Path, PathBuf};
+use std::process::ExitCode;
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
@@ -36,7 +37,7 @@ use sim::history::{EventKind, History, ServerEvent};
 use crate::commands::{BadInput, cell_of, shrink_command};
 use crate::latency::LatencySummary;
 use crate::plot::{self, Bar, Series};
-use crate::sweeps::{SweepLine, SweepPoint, SweepResult};
+use crate::sweeps::SweepResult;
 use crate::table::{CellResult, matrix_mark};
 
 /// Marks `results.json` as a locksim report (so a re-run may replace the directory's
@@ -93,9 +94,12 @@ pub struct Results {
     pub sweeps: Vec<SweepResult>,
 }
 
-/// The sweeps a report runs: scenario, parameter, values (multiples of the lease for
-/// durations).
-fn sweep_plan(lease_ms: u64) -> Vec<(&'static str, Param, Vec<u64>)> {
+/// A sweep the report runs: the scenario, quantities pinned for every point, the swept
+/// parameter and its values.
+type PlannedSweep = (&'static str, Vec<(Param, u64)>, Param, Vec<u64>);
+
+/// The sweeps a report runs (durations as multiples of the lease).
+fn sweep_plan(lease_ms: u64) -> Vec<PlannedSweep> {
     let times = |fs: &[f64]| -> Vec<u64> {
         fs.iter()
             .map(|f| ((lease_ms as f64) * f).round().max(1.0) as u64)
@@ -104,19 +108,24 @@ fn sweep_plan(lease_ms: u64) -> Vec<(&'static str, Param, Vec<u64>)> {
     vec![
         (
             "gc-pause",
+            Vec::new(),
             Param::PauseMs,
-            times(&[0.25, 0.5, 1.0, 2.0, 3.0, 5.0]),
+            times(&[0.25, 0.5, 1.0, 2.0, 5.0]),
         ),
         (
             "network-delay",
+            Vec::new(),
             Param::DelayMs,
-            times(&[0.25, 0.5, 1.0, 1.5, 2.0]),
+            times(&[0.5, 1.0, 1.5, 2.0]),
         ),
-        ("failover", Param::LagMs, vec![1, 5, 10, 20, 50]),
+        ("failover", Vec::new(), Param::LagMs, vec![1, 5, 20, 50]),
+        // clock-drift's own critical sections last the whole lease and overrun it
+        // with no drift at all; at 85 % of the lease only a fast clock breaks them.
         (
             "clock-drift",
+            vec![(Param::WorkMs, lease_ms * 85 / 100)],
             Param::DriftPpm,
-            vec![0, 25_000, 50_000, 100_000, 200_000],
+            vec![0, 100_000, 150_000, 200_000, 300_000],
         ),
     ]
 }
@@ -210,10 +219,20 @@ fn pool(
 /// index of each value's scenario among the jobs' scenarios.
 type SweepSpec = (Scenario, Param, Vec<u64>, Vec<(usize, Vec<usize>)>);
 
-/// Builds the report; returns the results and the HTML page's path.
-pub fn build(args: &ReportArgs) -> Result<(Results, PathBuf), String> {
-    plot::init_font()?;
+/// What the runs of a report, or of one shard of it, came to: the shard file's cells
+/// and sweeps, and the first invalid run (with its history) of each failing cell.
+pub struct Computed {
+    /// Cells and sweeps, as a shard file carries them.
+    pub file: crate::shard::ShardFile,
+    /// Per (design, scenario), the first invalid run with its history.
+    pub first_invalid: BTreeMap<(String, String), RunSummary>,
+}
+
+/// Runs `shard`'s slice of the report's seeds (both ranges split the same way).
+pub fn compute(args: &ReportArgs, shard: crate::shard::Shard) -> Result<Computed, String> {
     let designs = &args.designs;
+    let seeds = shard.seeds_of(&args.seeds);
+    let sweep_seeds = shard.seeds_of(&args.sweep_seeds);
     // Every scenario a job runs: the matrix's columns, then each sweep point's.
     let mut scenarios: Vec<Scenario> = args.scenarios.clone();
     let mut cells: Vec<(usize, usize)> = Vec::new();
@@ -229,10 +248,13 @@ pub fn build(args: &ReportArgs) -> Result<(Results, PathBuf), String> {
         let lease = scenarios::catalog::find("gc-pause")
             .map(|s| s.workload.lease_ms)
             .unwrap_or(200);
-        for (name, param, values) in sweep_plan(lease) {
-            let Ok(base) = scenarios::catalog::find(name) else {
+        for (name, pins, param, values) in sweep_plan(lease) {
+            let Ok(mut base) = scenarios::catalog::find(name) else {
                 continue;
             };
+            for (p, v) in pins {
+                base = base.with_param(p, v)?;
+            }
             let mut point_idx = Vec::new();
             for &v in &values {
                 scenarios.push(base.clone().with_param(param, v)?);
@@ -253,7 +275,7 @@ pub fn build(args: &ReportArgs) -> Result<(Results, PathBuf), String> {
     let mut cell_jobs: Vec<Range<usize>> = Vec::new();
     for &(di, si) in &cells {
         let start = jobs.len();
-        for seed in args.seeds.clone() {
+        for seed in seeds.clone() {
             jobs.push(Job {
                 design: di,
                 scenario: si,
@@ -268,7 +290,7 @@ pub fn build(args: &ReportArgs) -> Result<(Results, PathBuf), String> {
         for (di, idxs) in lines {
             for &si in idxs {
                 let start = jobs.len();
-                for seed in args.sweep_seeds.clone() {
+                for seed in sweep_seeds.clone() {
                     jobs.push(Job {
                         design: *di,
                         scenario: si,
@@ -282,84 +304,161 @@ pub fn build(args: &ReportArgs) -> Result<(Results, PathBuf), String> {
     }
     let bar = crate::commands::progress(jobs.len() as u64, args.progress);
     bar.set_message("matrix and sweeps");
-    let results = pool(designs, &scenarios, &jobs, args.threads, &bar)?;
+    let mut results = pool(designs, &scenarios, &jobs, args.threads, &bar)?;
     bar.finish_and_clear();
 
-    let cell_of_range = |di: usize, si: usize, r: &Range<usize>| {
-        let mut latency = LatencySummary::default();
-        let runs: Vec<RunSummary> = results[r.clone()]
-            .iter()
-            .map(|(s, l)| {
-                latency.merge(l);
-                s.clone()
-            })
-            .collect();
-        let cell = cell_of(&designs[di], &scenarios[si], &runs, &latency);
-        (cell, latency)
-    };
+    let part_of =
+        |results: &[(RunSummary, LatencySummary)], di: usize, si: usize, r: &Range<usize>| {
+            let mut latency = LatencySummary::default();
+            let runs: Vec<RunSummary> = results[r.clone()]
+                .iter()
+                .map(|(s, l)| {
+                    latency.merge(l);
+                    RunSummary {
+                        history: None,
+                        ..s.clone()
+                    }
+                })
+                .collect();
+            let cell = cell_of(&designs[di], &scenarios[si], &runs, &latency);
+            crate::shard::ShardCell { cell, latency }
+        };
     let mut matrix = Vec::new();
-    let mut per_design: Vec<LatencySummary> =
-        designs.iter().map(|_| LatencySummary::default()).collect();
     for (k, &(di, si)) in cells.iter().enumerate() {
-        let (cell, latency) = cell_of_range(di, si, &cell_jobs[k]);
-        per_design[di].merge(&latency);
-        matrix.push(cell);
+        matrix.push(part_of(&results, di, si, &cell_jobs[k]));
     }
     let mut sweeps = Vec::new();
     for (base, param, values, lines) in &sweep_specs {
-        let mut out_lines = Vec::new();
-        for (di, idxs) in lines {
-            let points = idxs
-                .iter()
-                .zip(values)
-                .map(|(si, v)| SweepPoint {
-                    value: *v,
-                    cell: cell_of_range(*di, *si, &point_jobs[&(*di, *si)]).0,
-                })
-                .collect();
-            out_lines.push(SweepLine {
+        let lines = lines
+            .iter()
+            .map(|(di, idxs)| crate::shard::SweepShardLine {
                 design: designs[*di].name.clone(),
-                points,
-            });
-        }
-        sweeps.push(SweepResult {
+                points: idxs
+                    .iter()
+                    .zip(values)
+                    .map(|(si, v)| (*v, part_of(&results, *di, *si, &point_jobs[&(*di, *si)])))
+                    .collect(),
+            })
+            .collect();
+        sweeps.push(crate::shard::SweepShard {
             scenario: base.name.to_string(),
             param: param.name().to_string(),
-            seeds: format!("{}..{}", args.sweep_seeds.start, args.sweep_seeds.end),
+            pinned: base.param_flags(),
             lease_ms: base.workload.lease_ms,
-            lines: out_lines,
+            lines,
         });
     }
-
     // The first invalid run of each failing cell, with its history (the pool kept the
-    // histories of invalid runs; the rest are dropped here).
-    let mut results = results;
-    let mut failing: Vec<(usize, usize, u64, RunSummary)> = Vec::new();
-    for (k, (&(di, si), c)) in cells.iter().zip(&matrix).enumerate() {
-        if let Some(seed) = c.first_invalid_seed {
-            let run = results[cell_jobs[k].clone()]
+    // histories of invalid runs; the rest are dropped with `results`).
+    let mut first_invalid = BTreeMap::new();
+    for (k, (&(di, si), part)) in cells.iter().zip(&matrix).enumerate() {
+        if let Some(seed) = part.cell.first_invalid_seed
+            && let Some((r, _)) = results[cell_jobs[k].clone()]
                 .iter_mut()
                 .find(|(r, _)| r.seed == seed)
-                .map(|(r, _)| {
-                    let history = r.history.take();
-                    RunSummary {
-                        history,
-                        ..r.clone()
-                    }
-                })
-                .ok_or("a failing cell lost its first invalid run")?;
-            failing.push((di, si, seed, run));
+        {
+            let history = r.history.take();
+            first_invalid.insert(
+                (designs[di].name.clone(), scenarios[si].name.to_string()),
+                RunSummary {
+                    history,
+                    ..r.clone()
+                },
+            );
         }
     }
     drop(results);
+    Ok(Computed {
+        file: crate::shard::ShardFile {
+            seeds: format!("{}..{}", args.seeds.start, args.seeds.end),
+            shard: shard.to_string(),
+            cells: matrix,
+            sweep_seeds: args
+                .sweeps
+                .then(|| format!("{}..{}", args.sweep_seeds.start, args.sweep_seeds.end)),
+            sweeps,
+        },
+        first_invalid,
+    })
+}
 
+/// Builds the report; returns the results and the HTML page's path.
+pub fn build(args: &ReportArgs) -> Result<(Results, PathBuf), String> {
+    plot::init_font()?;
+    let mut computed = compute(args, crate::shard::Shard::WHOLE)?;
+    let merged = crate::shard::merge_all(&[("report".into(), computed.file.clone())])?;
+    render(
+        &merged,
+        &args.designs,
+        &args.scenarios,
+        &mut computed.first_invalid,
+        &args.out,
+        args.threads,
+        args.progress,
+    )
+}
+
+/// Writes the report of merged cells and sweeps into `out`. The first invalid run of a
+/// failing cell comes from `first_invalid`, or is run again (runs are deterministic).
+pub fn render(
+    merged: &crate::shard::Merged,
+    designs: &[DesignSpec],
+    scenarios: &[Scenario],
+    first_invalid: &mut BTreeMap<(String, String), RunSummary>,
+    out: &Path,
+    threads: usize,
+    progress: bool,
+) -> Result<(Results, PathBuf), String> {
+    plot::init_font()?;
+    let di_of = |name: &str| designs.iter().position(|d| d.name == name);
+    let si_of = |name: &str| scenarios.iter().position(|s| s.name == name);
+    let mut per_design: Vec<LatencySummary> =
+        designs.iter().map(|_| LatencySummary::default()).collect();
+    for part in &merged.cells {
+        if let Some(di) = di_of(&part.cell.design) {
+            per_design[di].merge(&part.latency);
+        }
+    }
+    // Failing cells whose first invalid run is not at hand: run it again.
+    let mut missing = Vec::new();
+    for part in &merged.cells {
+        let key = (part.cell.design.clone(), part.cell.scenario.clone());
+        if let Some(seed) = part.cell.first_invalid_seed
+            && !first_invalid.contains_key(&key)
+        {
+            let (Some(di), Some(si)) = (di_of(&key.0), si_of(&key.1)) else {
+                return Err(format!("unknown cell {} / {}", key.0, key.1));
+            };
+            missing.push(Job {
+                design: di,
+                scenario: si,
+                seed,
+                keep: true,
+            });
+        }
+    }
+    if !missing.is_empty() {
+        let bar = crate::commands::progress(missing.len() as u64, progress);
+        bar.set_message("first violations");
+        let rerun = pool(designs, scenarios, &missing, threads, &bar)?;
+        bar.finish_and_clear();
+        for (job, (summary, _)) in missing.iter().zip(rerun) {
+            first_invalid.insert(
+                (
+                    designs[job.design].name.clone(),
+                    scenarios[job.scenario].name.to_string(),
+                ),
+                summary,
+            );
+        }
+    }
     let results = Results {
         format: FORMAT.into(),
-        seeds: format!("{}..{}", args.seeds.start, args.seeds.end),
-        sweep_seeds: format!("{}..{}", args.sweep_seeds.start, args.sweep_seeds.end),
+        seeds: merged.seeds.clone(),
+        sweep_seeds: merged.sweep_seeds.clone().unwrap_or_default(),
         designs: designs.iter().map(|d| d.name.clone()).collect(),
-        scenarios: args.scenarios.iter().map(|s| s.name.to_string()).collect(),
-        cells: matrix,
+        scenarios: scenarios.iter().map(|s| s.name.to_string()).collect(),
+        cells: merged.cells.iter().map(|c| c.cell.clone()).collect(),
         latency: designs
             .iter()
             .zip(per_design)
@@ -368,10 +467,18 @@ pub fn build(args: &ReportArgs) -> Result<(Results, PathBuf), String> {
                 latency,
             })
             .collect(),
-        sweeps,
+        sweeps: crate::sweeps::from_shards(merged),
     };
+    let mut failing = Vec::new();
+    for c in &results.cells {
+        if let (Some(seed), Some(di), Some(si)) =
+            (c.first_invalid_seed, di_of(&c.design), si_of(&c.scenario))
+            && let Some(summary) = first_invalid.get(&(c.design.clone(), c.scenario.clone()))
+        {
+            failing.push((di, si, seed, summary));
+        }
+    }
 
-    let out = &args.out;
     std::fs::create_dir_all(out.join("png"))
         .map_err(|e| format!("cannot create {}: {e}", out.display()))?;
     let mut page = Page::default();
@@ -380,10 +487,10 @@ pub fn build(args: &ReportArgs) -> Result<(Results, PathBuf), String> {
     page.latency(&results, out)?;
     page.sweeps(&results, out)?;
     let mut cell_sections = Vec::new();
-    for (di, si, seed, summary) in &failing {
-        let (d, s) = (&designs[*di], &scenarios[*si]);
+    for (di, si, seed, summary) in failing {
+        let (d, s) = (&designs[di], &scenarios[si]);
         let history = summary.history.as_ref().ok_or("a re-run kept no history")?;
-        cell_sections.push(page.cell(d, s, *seed, summary, history, out)?);
+        cell_sections.push(page.cell(d, s, seed, summary, history, out)?);
     }
     page.footer();
     let html_path = out.join("index.html");
@@ -689,8 +796,9 @@ impl Page {
             }
             self.html.push_str("</table>\n");
             let cmd = format!(
-                "locksim sweep --scenario {} --param {}={} --seeds {}",
+                "locksim sweep --scenario {}{} --param {}={} --seeds {}",
                 s.scenario,
+                s.pinned,
                 s.param,
                 s.lines
                     .first()
@@ -1079,4 +1187,66 @@ fn summary_md(r: &Results, cells: &[CellNote]) -> String {
         }
     }
     o
+}
+
+/// `locksim report --shard I/N --out FILE`: runs the slice and writes the shard file.
+pub fn write_shard(args: &ReportArgs, shard: crate::shard::Shard) -> Result<ExitCode, BadInput> {
+    if args.out.exists() {
+        return Err(BadInput(format!(
+            "{} exists; locksim does not overwrite it (remove it or pick another --out)",
+            args.out.display()
+        )));
+    }
+    let computed = compute(args, shard).map_err(BadInput)?;
+    crate::shard::write_file(&args.out, &computed.file)?;
+    println!(
+        "locksim report: shard {shard} written to {} (build the report with `locksim report --from` and every shard's file)",
+        args.out.display()
+    );
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `locksim report --from FILES… --out DIR`: merges the shards and writes the report,
+/// running each failing cell's first invalid run again for its timeline.
+pub fn from_shards(paths: &[PathBuf], out: &Path, threads: usize) -> Result<ExitCode, BadInput> {
+    let files = crate::shard::read_files(paths)?;
+    let merged = crate::shard::merge_all(&files).map_err(BadInput)?;
+    let mut designs: Vec<DesignSpec> = Vec::new();
+    let mut scenarios: Vec<Scenario> = Vec::new();
+    for c in &merged.cells {
+        if !designs.iter().any(|d| d.name == c.cell.design) {
+            designs.push(crate::commands::design(&c.cell.design)?);
+        }
+        if !scenarios.iter().any(|s| s.name == c.cell.scenario) {
+            scenarios.push(crate::commands::scenario(&c.cell.scenario)?);
+        }
+    }
+    let order: Vec<&str> = scenarios::catalog::catalog()
+        .iter()
+        .map(|s| s.name)
+        .collect();
+    scenarios.sort_by_key(|s| order.iter().position(|o| *o == s.name));
+    match render(
+        &merged,
+        &designs,
+        &scenarios,
+        &mut BTreeMap::new(),
+        out,
+        threads,
+        true,
+    ) {
+        Ok((results, page)) => {
+            println!(
+                "locksim report: merged {} shard files; wrote {} ({} cells)",
+                files.len(),
+                page.display(),
+                results.cells.len()
+            );
+            Ok(ExitCode::SUCCESS)
+        }
+        Err(e) => {
+            eprintln!("locksim report: {e}");
+            Ok(ExitCode::from(crate::commands::EXIT_UNKNOWN))
+        }
+    }
 }

@@ -71,6 +71,81 @@ pub struct ShardFile {
     pub shard: String,
     /// Its cells, in the order the run produced them.
     pub cells: Vec<ShardCell>,
+    /// The whole seed range of the sweeps' points (`locksim sweep` and `report`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sweep_seeds: Option<String>,
+    /// Its slice of each sweep.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub sweeps: Vec<SweepShard>,
+}
+
+/// A shard's slice of one sweep: per design, per value, the point's cell.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SweepShard {
+    /// The scenario.
+    pub scenario: String,
+    /// The parameter.
+    pub param: String,
+    /// Quantities pinned at every point, as `--param` flags (empty if none).
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub pinned: String,
+    /// The scenario's lease, ms.
+    pub lease_ms: u64,
+    /// One line per design.
+    pub lines: Vec<SweepShardLine>,
+}
+
+/// One design's points in a [`SweepShard`].
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SweepShardLine {
+    /// The design.
+    pub design: String,
+    /// (value, the point's cell), in the sweep's order.
+    pub points: Vec<(u64, ShardCell)>,
+}
+
+/// Adds the parts of one cell from every shard (in shard order): counts add, the
+/// first invalid seed is the lowest, histograms merge.
+pub fn merge_cell(parts: &[&ShardCell]) -> ShardCell {
+    let first = &parts[0].cell;
+    let mut cell = CellResult::new(&first.design, &first.scenario);
+    let mut latency = LatencySummary::default();
+    for part in parts {
+        let c = &part.cell;
+        cell.runs += c.runs;
+        cell.unknown += c.unknown;
+        cell.fault_seen += c.fault_seen;
+        for (k, n) in &c.per_checker {
+            *cell.per_checker.entry(k.clone()).or_insert(0) += n;
+        }
+        for (k, n) in &c.classes {
+            *cell.classes.entry(k.clone()).or_insert(0) += n;
+        }
+        if let Some(seed) = c.first_invalid_seed
+            && cell.first_invalid_seed.is_none_or(|s| seed < s)
+        {
+            cell.first_invalid_seed = Some(seed);
+            cell.replay = c.replay.clone();
+        }
+        latency.merge(&part.latency);
+    }
+    cell.latency = latency.ok();
+    ShardCell { cell, latency }
+}
+
+/// What merged shard files come to.
+#[derive(Debug, Clone)]
+pub struct Merged {
+    /// The matrix's whole seed range.
+    pub seeds: String,
+    /// The matrix's cells, with their histograms.
+    pub cells: Vec<ShardCell>,
+    /// The sweeps' whole seed range, if the shards ran sweeps.
+    pub sweep_seeds: Option<String>,
+    /// The sweeps, merged.
+    pub sweeps: Vec<SweepShard>,
 }
 
 /// One cell of a shard, with the histograms a merge needs.
@@ -86,6 +161,12 @@ pub struct ShardCell {
 /// Merges shard files into the cells of the unsharded run and its seed range. The
 /// files must be the `N` shards of one range, each once, with the same cells.
 pub fn merge(files: &[(String, ShardFile)]) -> Result<(String, Vec<CellResult>), String> {
+    let m = merge_all(files)?;
+    Ok((m.seeds, m.cells.into_iter().map(|c| c.cell).collect()))
+}
+
+/// [`merge`], keeping the histograms and merging the sweeps too.
+pub fn merge_all(files: &[(String, ShardFile)]) -> Result<Merged, String> {
     let Some((first_name, first)) = files.first() else {
         return Err("merge needs at least one shard file".into());
     };
@@ -94,8 +175,32 @@ pub fn merge(files: &[(String, ShardFile)]) -> Result<(String, Vec<CellResult>),
         .map(|(name, f)| Shard::parse(&f.shard).map_err(|e| format!("{name}: {e}")))
         .collect::<Result<_, _>>()?;
     let count = shards[0].count;
+    // Each sweep's identity: scenario, pins, parameter, and per design its values.
+    let sweep_keys = |f: &ShardFile| -> Vec<String> {
+        f.sweeps
+            .iter()
+            .map(|s| {
+                let lines: Vec<String> = s
+                    .lines
+                    .iter()
+                    .map(|l| {
+                        let values: Vec<String> =
+                            l.points.iter().map(|p| p.0.to_string()).collect();
+                        format!("{}={}", l.design, values.join(","))
+                    })
+                    .collect();
+                format!(
+                    "{}{} {}: {}",
+                    s.scenario,
+                    s.pinned,
+                    s.param,
+                    lines.join(" ")
+                )
+            })
+            .collect()
+    };
     for ((name, f), s) in files.iter().zip(&shards) {
-        if f.seeds != first.seeds {
+        if f.seeds != first.seeds || f.sweep_seeds != first.sweep_seeds {
             return Err(format!(
                 "{name} covers seeds {} but {first_name} covers {}: shards of different runs",
                 f.seeds, first.seeds
@@ -112,7 +217,7 @@ pub fn merge(files: &[(String, ShardFile)]) -> Result<(String, Vec<CellResult>),
                 .map(|c| (c.cell.design.clone(), c.cell.scenario.clone()))
                 .collect()
         };
-        if keys(f) != keys(first) {
+        if keys(f) != keys(first) || sweep_keys(f) != sweep_keys(first) {
             return Err(format!(
                 "{name} has other cells than {first_name}: shards of different runs"
             ));
@@ -131,35 +236,61 @@ pub fn merge(files: &[(String, ShardFile)]) -> Result<(String, Vec<CellResult>),
         ));
     }
     let cells = (0..first.cells.len())
-        .map(|i| {
-            let mut cell =
-                CellResult::new(&first.cells[i].cell.design, &first.cells[i].cell.scenario);
-            let mut latency = LatencySummary::default();
-            for (_, f) in files {
-                let part = &f.cells[i];
-                let c = &part.cell;
-                cell.runs += c.runs;
-                cell.unknown += c.unknown;
-                cell.fault_seen += c.fault_seen;
-                for (k, n) in &c.per_checker {
-                    *cell.per_checker.entry(k.clone()).or_insert(0) += n;
-                }
-                for (k, n) in &c.classes {
-                    *cell.classes.entry(k.clone()).or_insert(0) += n;
-                }
-                if let Some(seed) = c.first_invalid_seed
-                    && cell.first_invalid_seed.is_none_or(|s| seed < s)
-                {
-                    cell.first_invalid_seed = Some(seed);
-                    cell.replay = c.replay.clone();
-                }
-                latency.merge(&part.latency);
-            }
-            cell.latency = latency.ok();
-            cell
+        .map(|i| merge_cell(&files.iter().map(|(_, f)| &f.cells[i]).collect::<Vec<_>>()))
+        .collect();
+    let sweeps = first
+        .sweeps
+        .iter()
+        .enumerate()
+        .map(|(si, s)| SweepShard {
+            scenario: s.scenario.clone(),
+            param: s.param.clone(),
+            pinned: s.pinned.clone(),
+            lease_ms: s.lease_ms,
+            lines: s
+                .lines
+                .iter()
+                .enumerate()
+                .map(|(li, l)| SweepShardLine {
+                    design: l.design.clone(),
+                    points: l
+                        .points
+                        .iter()
+                        .enumerate()
+                        .map(|(pi, (v, _))| {
+                            let parts: Vec<&ShardCell> = files
+                                .iter()
+                                .map(|(_, f)| &f.sweeps[si].lines[li].points[pi].1)
+                                .collect();
+                            (*v, merge_cell(&parts))
+                        })
+                        .collect(),
+                })
+                .collect(),
         })
         .collect();
-    Ok((first.seeds.clone(), cells))
+    Ok(Merged {
+        seeds: first.seeds.clone(),
+        cells,
+        sweep_seeds: first.sweep_seeds.clone(),
+        sweeps,
+    })
+}
+
+/// Reads shard files, naming the file in every error.
+pub fn read_files(paths: &[std::path::PathBuf]) -> Result<Vec<(String, ShardFile)>, BadInput> {
+    let mut files = Vec::new();
+    for p in paths {
+        let name = p.display().to_string();
+        let text = std::fs::read_to_string(p).map_err(|e| BadInput(format!("{name}: {e}")))?;
+        let f: ShardFile = serde_json::from_str(&text).map_err(|e| {
+            BadInput(format!(
+                "{name}: not a locksim shard file ({e}); write one with `--shard I/N --out FILE`"
+            ))
+        })?;
+        files.push((name, f));
+    }
+    Ok(files)
 }
 
 /// Writes a shard file (`--out`), refusing to replace an existing file.
@@ -169,12 +300,21 @@ pub fn write(
     shard: Shard,
     cells: Vec<ShardCell>,
 ) -> Result<(), BadInput> {
-    let file = ShardFile {
-        seeds: format!("{}..{}", seeds.start, seeds.end),
-        shard: shard.to_string(),
-        cells,
-    };
-    let mut text = serde_json::to_string_pretty(&file).expect("serializable");
+    write_file(
+        path,
+        &ShardFile {
+            seeds: format!("{}..{}", seeds.start, seeds.end),
+            shard: shard.to_string(),
+            cells,
+            sweep_seeds: None,
+            sweeps: Vec::new(),
+        },
+    )
+}
+
+/// Writes a shard file as it is, refusing to replace an existing file.
+pub fn write_file(path: &std::path::Path, file: &ShardFile) -> Result<(), BadInput> {
+    let mut text = serde_json::to_string_pretty(file).expect("serializable");
     text.push('\n');
     let mut f = std::fs::OpenOptions::new()
         .write(true)
@@ -202,27 +342,35 @@ pub fn merge_files(
     json: bool,
     detail: bool,
 ) -> Result<ExitCode, BadInput> {
-    let mut files = Vec::new();
-    for p in paths {
-        let name = p.display().to_string();
-        let text = std::fs::read_to_string(p).map_err(|e| BadInput(format!("{name}: {e}")))?;
-        let f: ShardFile = serde_json::from_str(&text).map_err(|e| {
-            BadInput(format!(
-                "{name}: not a locksim shard file ({e}); write one with `--shard I/N --out FILE`"
-            ))
-        })?;
-        files.push((name, f));
-    }
-    let (seeds, cells) = merge(&files).map_err(BadInput)?;
-    print_cells(
-        &cells,
-        json,
-        detail,
-        &format!("merged {} shard files, seeds {seeds}", files.len()),
+    let files = read_files(paths)?;
+    let m = merge_all(&files).map_err(BadInput)?;
+    let (seeds, cells): (String, Vec<CellResult>) = (
+        m.seeds.clone(),
+        m.cells.iter().map(|c| c.cell.clone()).collect(),
     );
-    let code = if cells.iter().any(|c| c.invalid() > 0) {
+    let sweeps = crate::sweeps::from_shards(&m);
+    if !cells.is_empty() || sweeps.is_empty() {
+        print_cells(
+            &cells,
+            json,
+            detail,
+            &format!("merged {} shard files, seeds {seeds}", files.len()),
+        );
+    }
+    for s in &sweeps {
+        if json {
+            println!("{}", serde_json::to_string_pretty(s).expect("serializable"));
+        } else {
+            println!("\nsweep {} × {} (seeds {}):", s.scenario, s.param, s.seeds);
+            print!("{}", s.render_text());
+        }
+    }
+    let points = sweeps.iter().flat_map(|s| &s.lines).flat_map(|l| &l.points);
+    let code = if cells.iter().any(|c| c.invalid() > 0)
+        || points.clone().any(|p| p.cell.invalid() > 0)
+    {
         EXIT_INVALID
-    } else if cells.iter().any(|c| c.unknown > 0) {
+    } else if cells.iter().any(|c| c.unknown > 0) || points.clone().any(|p| p.cell.unknown > 0) {
         EXIT_UNKNOWN
     } else {
         EXIT_VALID

@@ -54,6 +54,9 @@ pub struct SweepResult {
     pub scenario: String,
     /// The parameter's name.
     pub param: String,
+    /// Quantities pinned at every point, as `--param` flags (empty if none).
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub pinned: String,
     /// The seed range of every point.
     pub seeds: String,
     /// The scenario's lease, ms (for the x axis of durations: value / lease).
@@ -87,6 +90,7 @@ pub fn check(
 }
 
 /// Runs every design at every value over `seeds`; `on_cell` sees each point's runs.
+/// Returns each point's cell with its latency histograms (what a shard file carries).
 pub fn run(
     designs: &[DesignSpec],
     scenario: &Scenario,
@@ -95,29 +99,55 @@ pub fn run(
     threads: usize,
     bar: &ProgressBar,
     on_cell: &mut dyn FnMut(&[RunSummary]),
-) -> Result<SweepResult, String> {
+) -> Result<crate::shard::SweepShard, String> {
     let mut lines = Vec::new();
     for d in designs {
         let mut points = Vec::new();
         for &value in &range.values {
             let s = scenario.clone().with_param(range.param, value)?;
             bar.set_message(format!("{} {}={value}", d.name, range.param));
-            let (cell, runs, _) = run_cell_with_latency(d, &s, seeds.clone(), threads, bar)?;
+            let (cell, runs, latency) = run_cell_with_latency(d, &s, seeds.clone(), threads, bar)?;
             on_cell(&runs);
-            points.push(SweepPoint { value, cell });
+            points.push((value, crate::shard::ShardCell { cell, latency }));
         }
-        lines.push(SweepLine {
+        lines.push(crate::shard::SweepShardLine {
             design: d.name.clone(),
             points,
         });
     }
-    Ok(SweepResult {
+    Ok(crate::shard::SweepShard {
         scenario: scenario.name.to_string(),
         param: range.param.name().to_string(),
-        seeds: format!("{}..{}", seeds.start, seeds.end),
+        pinned: scenario.param_flags(),
         lease_ms: scenario.workload.lease_ms,
         lines,
     })
+}
+
+/// The sweep of one shard's (or a whole run's) points over `seeds`.
+pub fn of_shard(s: &crate::shard::SweepShard, seeds: &str) -> SweepResult {
+    SweepResult {
+        scenario: s.scenario.clone(),
+        param: s.param.clone(),
+        pinned: s.pinned.clone(),
+        seeds: seeds.to_string(),
+        lease_ms: s.lease_ms,
+        lines: s
+            .lines
+            .iter()
+            .map(|l| SweepLine {
+                design: l.design.clone(),
+                points: l
+                    .points
+                    .iter()
+                    .map(|(value, part)| SweepPoint {
+                        value: *value,
+                        cell: part.cell.clone(),
+                    })
+                    .collect(),
+            })
+            .collect(),
+    }
 }
 
 impl SweepResult {
@@ -146,7 +176,12 @@ impl SweepResult {
     /// The plot: unsafe runs per design against the parameter.
     pub fn plot(&self) -> plot::Lines {
         plot::Lines {
-            title: format!("{}: unsafe runs as {} grows", self.scenario, self.param),
+            title: format!(
+                "{}{}: unsafe runs as {} grows",
+                self.scenario,
+                self.pinned.replace(" --param ", ", "),
+                self.param
+            ),
             x_desc: self.x_desc(),
             y_desc: format!("unsafe runs (seeds {})", self.seeds),
             series: self
@@ -223,4 +258,10 @@ impl SweepResult {
             })
             .collect()
     }
+}
+
+/// The sweeps of merged shard files.
+pub fn from_shards(m: &crate::shard::Merged) -> Vec<SweepResult> {
+    let seeds = m.sweep_seeds.clone().unwrap_or_default();
+    m.sweeps.iter().map(|s| of_shard(s, &seeds)).collect()
 }

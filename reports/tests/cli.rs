@@ -601,3 +601,111 @@ fn explore_prints_the_same_grid_twice_and_each_breaking_placement_replays() {
     );
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[test]
+fn a_report_from_shards_is_the_unsharded_report_byte_for_byte() {
+    let base = std::env::temp_dir().join(format!("locksim-report-shards-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&base);
+    std::fs::create_dir_all(&base).unwrap();
+    let sel = [
+        "--seeds",
+        "0..3",
+        "--sweep-seeds",
+        "0..2",
+        "--design",
+        "setnx-expire",
+        "--scenario",
+        "client-crash",
+        "--scenario",
+        "gc-pause",
+    ];
+    let p = |name: &str| base.join(name).display().to_string();
+    let mut whole = vec!["report"];
+    whole.extend(sel);
+    let out_whole = p("whole");
+    whole.extend(["--out", &out_whole]);
+    let (code, out, err) = locksim(&whole);
+    assert_eq!(code, 0, "{out}{err}");
+    let shards: Vec<String> = (1..=3).map(|i| p(&format!("s{i}.json"))).collect();
+    for (i, file) in shards.iter().enumerate() {
+        let shard = format!("{}/3", i + 1);
+        let mut a = vec!["report"];
+        a.extend(sel);
+        a.extend(["--shard", &shard, "--out", file]);
+        let (code, out, err) = locksim(&a);
+        assert_eq!(code, 0, "{out}{err}");
+    }
+    // Another run never writes over a shard file.
+    let mut again = vec!["report"];
+    again.extend(sel);
+    again.extend(["--shard", "1/3", "--out", &shards[0]]);
+    let (code, _, err) = locksim(&again);
+    assert_eq!(code, 2, "{err}");
+    let out_merged = p("merged");
+    let mut from = vec!["report", "--out", &out_merged, "--from"];
+    from.extend(shards.iter().map(String::as_str));
+    let (code, out, err) = locksim(&from);
+    assert_eq!(code, 0, "{out}{err}");
+    for f in ["index.html", "results.json", "summary.md"] {
+        let (a, b) = (
+            std::fs::read(base.join("whole").join(f)).unwrap(),
+            std::fs::read(base.join("merged").join(f)).unwrap(),
+        );
+        assert!(
+            a == b,
+            "{f}: the merged report differs from the unsharded one"
+        );
+    }
+    let results = std::fs::read_to_string(base.join("merged").join("results.json")).unwrap();
+    assert!(
+        results.contains("\"param\": \"drift-ppm\""),
+        "the sweeps came through"
+    );
+    // A missing shard is refused.
+    let mut short = vec!["report", "--out", &out_merged, "--from"];
+    short.extend(shards[..2].iter().map(String::as_str));
+    let (code, _, err) = locksim(&short);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("every shard 1..=3"), "{err}");
+    let _ = std::fs::remove_dir_all(&base);
+}
+
+#[test]
+fn sweep_shards_merge_into_the_unsharded_sweep() {
+    let base = std::env::temp_dir().join(format!("locksim-sweep-shards-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&base);
+    std::fs::create_dir_all(&base).unwrap();
+    let sel = [
+        "sweep",
+        "--design",
+        "set-nx-px-lua",
+        "--scenario",
+        "gc-pause",
+        "--param",
+        "pause-ms=100,400",
+        "--seeds",
+        "0..3",
+        "--json",
+    ];
+    let (_, whole, err) = locksim(&sel);
+    let whole: serde_json::Value =
+        serde_json::from_str(&whole).unwrap_or_else(|e| panic!("{e}: {err}"));
+    let files: Vec<String> = (1..=2)
+        .map(|i| base.join(format!("s{i}.json")).display().to_string())
+        .collect();
+    for (i, f) in files.iter().enumerate() {
+        let shard = format!("{}/2", i + 1);
+        let mut a = sel.to_vec();
+        a.extend(["--shard", &shard, "--out", f]);
+        locksim(&a);
+    }
+    let (code, merged, err) = locksim(&["merge", &files[0], &files[1], "--json"]);
+    assert_eq!(code, 1, "{err}");
+    // The merged output is the (empty) cell list, then the sweep.
+    let sweep_text = &merged[merged
+        .find("{\n  \"scenario\"")
+        .expect("a sweep in the output")..];
+    let merged: serde_json::Value = serde_json::from_str(sweep_text).unwrap();
+    assert_eq!(merged, whole);
+    let _ = std::fs::remove_dir_all(&base);
+}
