@@ -261,19 +261,36 @@ pub(crate) fn print_cells(cells: &[CellResult], json: bool, detail: bool, title:
             .iter()
             .filter(|c| c.first_invalid_seed.is_some())
             .count();
-        println!(
-            "\n{failing} of {} cells have an invalid run. `locksim --detail` shows every cell with its checkers, latency and replay command; `locksim run --design D --scenario S` one cell; `locksim shrink` a minimal failing run.",
-            cells.len()
-        );
+        println!("\n{}", matrix_footer(failing, cells.len()));
         return;
     }
     print!("{}", render_text(cells));
+    let failing: Vec<&str> = cells.iter().filter_map(|c| c.replay.as_deref()).collect();
+    if !failing.is_empty() {
+        println!("\nshrink each failing cell's first invalid run to a minimal one:");
+        for replay in failing {
+            // The shrinker takes the replay's own flags.
+            println!(
+                "  {}",
+                replay.replacen("locksim replay", "locksim shrink", 1)
+            );
+        }
+    }
     println!(
-        "\nchecker columns count invalid runs; replay any first invalid seed with the command shown, or shrink it to a minimal run with `locksim shrink` and the same --design, --scenario and --seed."
+        "\nchecker columns count invalid runs; replay any first invalid seed with the command shown, or shrink it to a minimal run with the command above."
     );
     println!(
         "fault counts the runs in which the scenario's fault really happened. class counts runs per safety class: unsafe = harm at the storage or server (lost-update, token-order, ownership, reentrancy), or believed holds overlapped and nothing refused the stale holder; fenced = believed holds overlapped and the storage refused the stale holder, nothing lost; unknown = a safety checker could not judge; no-fault = nothing broke but the fault never happened (no evidence of safety); liveness checkers do not change it."
     );
+}
+
+/// The lines under the matrix, wrapped to the 120 columns the matrix fits.
+pub fn matrix_footer(failing: usize, cells: usize) -> String {
+    format!(
+        "{failing} of {cells} cells have an invalid run. `locksim --detail`: every cell with its checkers, latency,\n\
+         replay and shrink commands; `locksim run --design D --scenario S`: one cell; `locksim report`: plots and\n\
+         timelines in a page; `locksim explore --design D`: where each fault breaks the lock."
+    )
 }
 
 /// `locksim` with no arguments: every design × every scenario.

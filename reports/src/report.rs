@@ -166,7 +166,18 @@ struct Job {
     design: usize,
     scenario: usize,
     seed: u64,
-    keep: bool,
+    keep: Keep,
+}
+
+/// Which histories a job keeps past its judgement.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Keep {
+    /// Always (a first violation run again for its timeline).
+    Always,
+    /// If the run is invalid (a matrix run: it may be its cell's first violation).
+    IfInvalid,
+    /// Never (a sweep point: only counted).
+    Never,
 }
 
 /// Runs every job on `threads` workers; results in job order.
@@ -196,7 +207,12 @@ fn pool(
                                 .unwrap_or_default();
                             // An invalid run's history may become its cell's
                             // timeline; the others go at once.
-                            if !job.keep && !summary.is_invalid() {
+                            let keep = match job.keep {
+                                Keep::Always => true,
+                                Keep::IfInvalid => summary.is_invalid(),
+                                Keep::Never => false,
+                            };
+                            if !keep {
                                 summary.history = None;
                             }
                             (summary, latency)
@@ -280,7 +296,7 @@ pub fn compute(args: &ReportArgs, shard: crate::shard::Shard) -> Result<Computed
                 design: di,
                 scenario: si,
                 seed,
-                keep: false,
+                keep: Keep::IfInvalid,
             });
         }
         cell_jobs.push(start..jobs.len());
@@ -295,7 +311,7 @@ pub fn compute(args: &ReportArgs, shard: crate::shard::Shard) -> Result<Computed
                         design: *di,
                         scenario: si,
                         seed,
-                        keep: false,
+                        keep: Keep::Never,
                     });
                 }
                 point_jobs.insert((*di, si), start..jobs.len());
@@ -433,7 +449,7 @@ pub fn render(
                 design: di,
                 scenario: si,
                 seed,
-                keep: true,
+                keep: Keep::Always,
             });
         }
     }
@@ -481,6 +497,15 @@ pub fn render(
 
     std::fs::create_dir_all(out.join("png"))
         .map_err(|e| format!("cannot create {}: {e}", out.display()))?;
+    // An earlier report's plots (`check_out` let only a report's directory through):
+    // a cell that no longer fails must not leave its timeline behind.
+    if let Ok(entries) = std::fs::read_dir(out.join("png")) {
+        for e in entries.flatten() {
+            if e.path().extension().is_some_and(|x| x == "png") {
+                let _ = std::fs::remove_file(e.path());
+            }
+        }
+    }
     let mut page = Page::default();
     page.header(&results);
     page.matrix(&results);

@@ -293,3 +293,16 @@ fn the_gate_flags_more_bad_runs_a_failing_checker_and_a_slow_p99_and_nothing_els
     assert_eq!(cmp.new_cells, ["d2 / s"]);
     assert_eq!(cmp.missing, ["d / s"]);
 }
+
+#[test]
+fn the_lines_under_the_matrix_fit_120_columns_too() {
+    let text = reports::commands::matrix_footer(135, 234);
+    assert!(text.starts_with("135 of 234 cells"), "{text}");
+    for line in text.lines() {
+        assert!(
+            line.chars().count() <= 120,
+            "{} columns: {line}",
+            line.chars().count()
+        );
+    }
+}
