@@ -123,6 +123,15 @@ pub struct Series {
     pub points: Vec<(f64, f64)>,
 }
 
+/// The smallest x, the largest x and the largest y of every point (infinities if
+/// there are none).
+fn bounds(series: &[Series]) -> (f64, f64, f64) {
+    series.iter().flat_map(|s| s.points.iter()).fold(
+        (f64::INFINITY, f64::NEG_INFINITY, f64::NEG_INFINITY),
+        |(lo, hi, top), (x, y)| (lo.min(*x), hi.max(*x), top.max(*y)),
+    )
+}
+
 /// Latency by percentile (x: `1 / (1 − q)`, log scale).
 #[derive(Debug, Clone)]
 pub struct Percentiles {
@@ -177,16 +186,8 @@ impl Draw for Percentiles {
     }
 
     fn draw<DB: DrawingBackend>(&self, root: &DrawingArea<DB, Shift>) -> Result<(), String> {
-        let max_x = self
-            .series
-            .iter()
-            .flat_map(|s| s.points.iter().map(|p| p.0))
-            .fold(100.0_f64, f64::max);
-        let max_y = self
-            .series
-            .iter()
-            .flat_map(|s| s.points.iter().map(|p| p.1))
-            .fold(1.0_f64, f64::max);
+        let (_, max_x, max_y) = bounds(&self.series);
+        let (max_x, max_y) = (max_x.max(100.0), max_y.max(1.0));
         let mut chart = ChartBuilder::on(root)
             .caption(&self.title, ("sans-serif", 18))
             .margin(12)
@@ -247,13 +248,7 @@ impl Draw for Lines {
     }
 
     fn draw<DB: DrawingBackend>(&self, root: &DrawingArea<DB, Shift>) -> Result<(), String> {
-        let xs = self
-            .series
-            .iter()
-            .flat_map(|s| s.points.iter().map(|p| p.0));
-        let (min_x, max_x) = xs.fold((f64::INFINITY, f64::NEG_INFINITY), |(a, b), x| {
-            (a.min(x), b.max(x))
-        });
+        let (min_x, max_x, _) = bounds(&self.series);
         let (min_x, max_x) = if min_x.is_finite() && max_x > min_x {
             (min_x, max_x)
         } else {

@@ -529,6 +529,36 @@ pub fn render(
     Ok((results, html_path))
 }
 
+/// One row of the latency table: design, outcome, count, p50, p99, p99.9, max (ms).
+type LatencyRow<'a> = (&'a str, &'static str, u64, f64, f64, f64, f64);
+
+/// The latency table's rows: per design, each outcome that has samples.
+fn latency_rows(r: &Results) -> Vec<LatencyRow<'_>> {
+    let mut rows = Vec::new();
+    for dl in &r.latency {
+        for (name, h) in [
+            ("ok", &dl.latency.ok_us),
+            ("fail", &dl.latency.fail_us),
+            ("info", &dl.latency.info_us),
+        ] {
+            if h.is_empty() {
+                continue;
+            }
+            let q = |x: f64| h.value_at_quantile(x) as f64 / 1_000.0;
+            rows.push((
+                dl.design.as_str(),
+                name,
+                h.len(),
+                q(0.5),
+                q(0.99),
+                q(0.999),
+                h.max() as f64 / 1_000.0,
+            ));
+        }
+    }
+    rows
+}
+
 /// Escapes text for HTML.
 fn esc(s: &str) -> String {
     let mut o = String::with_capacity(s.len());
@@ -722,27 +752,12 @@ impl Page {
              <table><tr><th>design</th><th>outcome</th><th>count</th><th>p50 ms</th><th>p99 ms</th>\
              <th>p99.9 ms</th><th>max ms</th></tr>\n",
         );
-        for dl in &r.latency {
-            for (name, h) in [
-                ("ok", &dl.latency.ok_us),
-                ("fail", &dl.latency.fail_us),
-                ("info", &dl.latency.info_us),
-            ] {
-                if h.is_empty() {
-                    continue;
-                }
-                let q = |x: f64| h.value_at_quantile(x) as f64 / 1_000.0;
-                let _ = writeln!(
-                    self.html,
-                    "<tr><th class=\"row\">{}</th><td>{name}</td><td>{}</td><td>{:.1}</td><td>{:.1}</td><td>{:.1}</td><td>{:.1}</td></tr>",
-                    esc(&dl.design),
-                    h.len(),
-                    q(0.5),
-                    q(0.99),
-                    q(0.999),
-                    h.max() as f64 / 1_000.0
-                );
-            }
+        for (design, name, n, p50, p99, p999, max) in latency_rows(r) {
+            let _ = writeln!(
+                self.html,
+                "<tr><th class=\"row\">{}</th><td>{name}</td><td>{n}</td><td>{p50:.1}</td><td>{p99:.1}</td><td>{p999:.1}</td><td>{max:.1}</td></tr>",
+                esc(design)
+            );
         }
         self.html.push_str("</table>\n");
         self.html.push_str("<div class=\"plots\">\n");
@@ -1149,27 +1164,11 @@ fn summary_md(r: &Results, cells: &[CellNote]) -> String {
             .join(", "),
     );
     o.push_str("\n\n## Acquire latency (simulated ms)\n\n| design | outcome | count | p50 | p99 | p99.9 | max |\n|---|---|---|---|---|---|---|\n");
-    for dl in &r.latency {
-        for (name, h) in [
-            ("ok", &dl.latency.ok_us),
-            ("fail", &dl.latency.fail_us),
-            ("info", &dl.latency.info_us),
-        ] {
-            if h.is_empty() {
-                continue;
-            }
-            let q = |x: f64| h.value_at_quantile(x) as f64 / 1_000.0;
-            let _ = writeln!(
-                o,
-                "| {} | {name} | {} | {:.1} | {:.1} | {:.1} | {:.1} |",
-                dl.design,
-                h.len(),
-                q(0.5),
-                q(0.99),
-                q(0.999),
-                h.max() as f64 / 1_000.0
-            );
-        }
+    for (design, name, n, p50, p99, p999, max) in latency_rows(r) {
+        let _ = writeln!(
+            o,
+            "| {design} | {name} | {n} | {p50:.1} | {p99:.1} | {p999:.1} | {max:.1} |"
+        );
     }
     for s in &r.sweeps {
         let _ = writeln!(

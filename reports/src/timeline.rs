@@ -16,9 +16,7 @@ use std::fmt::Write as _;
 
 use scenarios::checkers::Evidence;
 use sim::faults::FaultKind;
-use sim::history::{
-    Event, EventKind, FaultPhase, History, Op, OpF, Phase, ServerEvent, StorageEvent,
-};
+use sim::history::{Event, EventKind, FaultPhase, History, Op, ServerEvent, StorageEvent};
 
 /// Formats microseconds as seconds with microsecond precision (`1.203000s`).
 pub fn fmt_time(us: u64) -> String {
@@ -26,18 +24,7 @@ pub fn fmt_time(us: u64) -> String {
 }
 
 fn op_text(op: &Op) -> String {
-    let f = match op.f {
-        OpF::Acquire => "acquire",
-        OpF::Release => "release",
-        OpF::Read => "read",
-        OpF::Write => "write",
-    };
-    let phase = match op.phase {
-        Phase::Invoke => "invoke",
-        Phase::Ok => "ok",
-        Phase::Fail => "fail",
-        Phase::Info => "info",
-    };
+    let (f, phase) = (op.f.name(), op.phase.name());
     let mut s = format!("{:<15}", format!("{f} {phase}"));
     if let Some(o) = &op.owner {
         let _ = write!(s, " owner={o}");

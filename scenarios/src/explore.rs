@@ -225,21 +225,9 @@ pub fn steps(h: &sim::history::History, client: &str, acquisitions: usize) -> Ve
                 if !started {
                     continue;
                 }
-                let f = match op.f {
-                    OpF::Acquire => "acquire",
-                    OpF::Release => "release",
-                    OpF::Read => "read",
-                    OpF::Write => "write",
-                };
-                let phase = match op.phase {
-                    Phase::Invoke => "invoke",
-                    Phase::Ok => "ok",
-                    Phase::Fail => "fail",
-                    Phase::Info => "info",
-                };
                 out.push(Step {
                     at_us: e.at_us,
-                    label: format!("{client} {f} {phase}"),
+                    label: format!("{client} {} {}", op.f.name(), op.phase.name()),
                 });
                 if op.f == OpF::Acquire && op.phase == Phase::Ok {
                     acquired += 1;

@@ -174,6 +174,30 @@ pub enum OpF {
     Write,
 }
 
+impl OpF {
+    /// Its name in timelines and reports: `acquire`, `release`, `read`, `write`.
+    pub fn name(self) -> &'static str {
+        match self {
+            OpF::Acquire => "acquire",
+            OpF::Release => "release",
+            OpF::Read => "read",
+            OpF::Write => "write",
+        }
+    }
+}
+
+impl Phase {
+    /// Its name in timelines and reports: `invoke`, `ok`, `fail`, `info`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Phase::Invoke => "invoke",
+            Phase::Ok => "ok",
+            Phase::Fail => "fail",
+            Phase::Info => "info",
+        }
+    }
+}
+
 /// Jepsen's operation phases.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
