@@ -149,6 +149,11 @@ pub fn exit_code<'a>(runs: impl IntoIterator<Item = &'a RunSummary>) -> u8 {
         invalid |= r.verdicts.iter().any(|(_, v)| v.is_invalid());
         unknown |= r.verdicts.iter().any(|(_, v)| v.is_unknown());
     }
+    code_of(invalid, unknown)
+}
+
+/// The one rule: 1 if anything was invalid, else 3 if anything unknown, else 0.
+pub fn code_of(invalid: bool, unknown: bool) -> u8 {
     if invalid {
         EXIT_INVALID
     } else if unknown {
@@ -894,14 +899,10 @@ pub fn sweep_cmd(
             println!("plot: {}", path.display());
         }
     }
-    let code = if all.iter().any(|(i, _)| *i) {
-        EXIT_INVALID
-    } else if all.iter().any(|(_, u)| *u) {
-        EXIT_UNKNOWN
-    } else {
-        EXIT_VALID
-    };
-    Ok(ExitCode::from(code))
+    Ok(ExitCode::from(code_of(
+        all.iter().any(|(i, _)| *i),
+        all.iter().any(|(_, u)| *u),
+    )))
 }
 
 /// Checks `--plot`: `.svg` or `.png`, never over an existing file. Returns the path and

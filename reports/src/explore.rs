@@ -11,7 +11,7 @@ use scenarios::explore::{Exploration, Params, Sort};
 use scenarios::planfile::PlanFile;
 use scenarios::sweep::DesignSpec;
 
-use crate::commands::{BadInput, EXIT_INVALID, EXIT_UNKNOWN, EXIT_VALID};
+use crate::commands::{BadInput, EXIT_UNKNOWN, code_of};
 
 /// Marks a directory as explore's own (so a re-run may replace its plan files).
 const MARKER: &str = ".locksim-explore";
@@ -296,14 +296,10 @@ pub fn run(
             }
         }
     }
-    let code = if !written.is_empty() {
-        EXIT_INVALID
-    } else if e.rows.iter().flat_map(|r| &r.outcomes).any(|x| x.unknown) {
-        EXIT_UNKNOWN
-    } else {
-        EXIT_VALID
-    };
-    Ok(ExitCode::from(code))
+    Ok(ExitCode::from(code_of(
+        !written.is_empty(),
+        e.rows.iter().flat_map(|r| &r.outcomes).any(|x| x.unknown),
+    )))
 }
 
 #[cfg(test)]

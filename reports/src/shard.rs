@@ -11,7 +11,7 @@ use serde::{Deserialize, Serialize};
 
 use std::process::ExitCode;
 
-use crate::commands::{BadInput, EXIT_INVALID, EXIT_UNKNOWN, EXIT_VALID, print_cells};
+use crate::commands::{BadInput, code_of, print_cells};
 use crate::latency::LatencySummary;
 use crate::table::CellResult;
 
@@ -366,16 +366,10 @@ pub fn merge_files(
         }
     }
     let points = sweeps.iter().flat_map(|s| &s.lines).flat_map(|l| &l.points);
-    let code = if cells.iter().any(|c| c.invalid() > 0)
-        || points.clone().any(|p| p.cell.invalid() > 0)
-    {
-        EXIT_INVALID
-    } else if cells.iter().any(|c| c.unknown > 0) || points.clone().any(|p| p.cell.unknown > 0) {
-        EXIT_UNKNOWN
-    } else {
-        EXIT_VALID
-    };
-    Ok(ExitCode::from(code))
+    Ok(ExitCode::from(code_of(
+        cells.iter().any(|c| c.invalid() > 0) || points.clone().any(|p| p.cell.invalid() > 0),
+        cells.iter().any(|c| c.unknown > 0) || points.clone().any(|p| p.cell.unknown > 0),
+    )))
 }
 
 #[cfg(test)]
