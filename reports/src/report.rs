@@ -11,12 +11,17 @@
 //! - sweeps: the rate of unsafe runs as a fault grows, one line per design (pause /
 //!   lease, network delay / lease, replication lag, clock drift);
 //! - per failing cell, the first invalid run: its evidence, replay and shrink commands,
-//!   a holder timeline (believed holds per client, the server's record of the key,
-//!   faults shaded, overlaps and the violation marked) and its sequence diagram.
+//!   a holder timeline (a row of the faults, believed holds per client, the server's
+//!   record of the key, overlaps and the violation marked) and its sequence diagram.
 //!
 //! Every run of every cell and sweep point goes into one pool of worker threads, so
 //! no core idles at the end of a small cell. The output depends only on the seeds and
 //! the selection, never on the thread count or the wall clock.
+//!
+//! [`compute`] runs a report's seeds, or one shard's slice of them, into a shard file's
+//! cells and sweep points; [`render`] writes the directory from merged cells, running a
+//! failing cell's first invalid run again when its history is not at hand (`report
+//! --from`), so a report built from shards is the unsharded one, byte for byte.
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;

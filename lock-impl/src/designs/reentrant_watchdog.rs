@@ -73,10 +73,23 @@ struct Hold {
     watchdog: Option<Watchdog>,
 }
 
-/// A handle on a running watchdog: a stop signal and whether the task still runs.
+/// A handle on a running watchdog: a stop signal, whether the task still runs, and its
+/// turn: the watchdog holds it from checking the stop signal until its renewal's reply,
+/// and a release takes it to send the stop, so no renewal is still on its way when a
+/// release returns (one could otherwise land on the next hold of the same owner and
+/// re-arm it with this hold's lease).
 struct Watchdog {
     stop: watch::Sender<bool>,
     alive: Arc<AtomicBool>,
+    turn: Arc<tokio::sync::Mutex<()>>,
+}
+
+impl Watchdog {
+    /// Stops the watchdog once no renewal of its is in flight.
+    async fn stop(self) {
+        let _turn = self.turn.lock().await;
+        let _ = self.stop.send(true);
+    }
 }
 
 impl Watchdog {
@@ -359,9 +372,11 @@ impl ReentrantWatchdog {
         }
         let (stop, stopped) = watch::channel(false);
         let alive = Arc::new(AtomicBool::new(true));
+        let turn = Arc::new(tokio::sync::Mutex::new(()));
         hold.watchdog = Some(Watchdog {
             stop,
             alive: alive.clone(),
+            turn: turn.clone(),
         });
         drop(holds);
         self.deps.spawner.spawn(Box::pin(renew_loop(
@@ -370,6 +385,7 @@ impl ReentrantWatchdog {
             owner.to_string(),
             lease_ms,
             stopped,
+            turn,
             AliveFlag(alive),
         )));
     }
@@ -377,8 +393,23 @@ impl ReentrantWatchdog {
     /// Counts a release and returns the count left. `server` is what the unlock script
     /// said: `Some(true)` the count is still above zero, `Some(false)` the hold ended
     /// (deleted, or not ours), `None` unknown. A hold whose count reaches zero is
-    /// forgotten and its watchdog stopped (`cancelExpirationRenewal`).
-    fn released(&self, key: &str, owner: &str, server: Option<bool>) -> u64 {
+    /// forgotten and its watchdog stopped (`cancelExpirationRenewal`) before this
+    /// returns.
+    async fn released(&self, key: &str, owner: &str, server: Option<bool>) -> u64 {
+        let (left, dog) = self.count_release(key, owner, server);
+        if let Some(dog) = dog {
+            dog.stop().await;
+        }
+        left
+    }
+
+    /// [`Self::released`]'s bookkeeping: the count left, and the watchdog to stop.
+    fn count_release(
+        &self,
+        key: &str,
+        owner: &str,
+        server: Option<bool>,
+    ) -> (u64, Option<Watchdog>) {
         let mut holds = self.holds();
         let id = (key.to_string(), owner.to_string());
         let left = match (holds.get_mut(&id), server) {
@@ -388,20 +419,19 @@ impl ReentrantWatchdog {
                 hold.count = hold.count.saturating_sub(1).max(1);
                 hold.count
             }
-            (None, Some(true)) => return 1,
+            (None, Some(true)) => return (1, None),
             (Some(hold), None) => {
                 hold.count = hold.count.saturating_sub(1);
                 hold.count
             }
             (None, None) => 0,
         };
-        if left == 0
-            && let Some(hold) = holds.remove(&id)
-            && let Some(dog) = hold.watchdog
-        {
-            let _ = dog.stop.send(true);
-        }
-        left
+        let dog = if left == 0 {
+            holds.remove(&id).and_then(|hold| hold.watchdog)
+        } else {
+            None
+        };
+        (left, dog)
     }
 }
 
@@ -414,6 +444,7 @@ async fn renew_loop(
     owner: String,
     lease_ms: u64,
     mut stop: watch::Receiver<bool>,
+    turn: Arc<tokio::sync::Mutex<()>>,
     _alive: AliveFlag,
 ) {
     let period = Duration::from_millis(lease_ms / 3);
@@ -429,6 +460,8 @@ async fn renew_loop(
             }
             () = deps.clock.sleep(period) => {}
         }
+        // From the check of the stop signal to the renewal's reply: a release waits.
+        let _turn = turn.lock().await;
         if *stop.borrow() {
             return;
         }
@@ -484,23 +517,23 @@ impl LockDesign for ReentrantWatchdog {
             .await;
         match reply {
             Ok(None) => {
-                self.released(&guard.key, &guard.owner, Some(false));
+                self.released(&guard.key, &guard.owner, Some(false)).await;
                 Err(LockError::NotOwner {
                     key: guard.key.clone(),
                     owner: guard.owner.clone(),
                 })
             }
             Ok(Some(0)) => Ok(Release::StillHeld {
-                count: self.released(&guard.key, &guard.owner, Some(true)),
+                count: self.released(&guard.key, &guard.owner, Some(true)).await,
             }),
             Ok(Some(_)) => {
-                self.released(&guard.key, &guard.owner, Some(false));
+                self.released(&guard.key, &guard.owner, Some(false)).await;
                 Ok(Release::Removed)
             }
             Err(e) => {
                 // Like Redisson, the release ends this acquisition's share of the
                 // watchdog whatever the reply.
-                self.released(&guard.key, &guard.owner, None);
+                self.released(&guard.key, &guard.owner, None).await;
                 classify("EVALSHA", e).map(Release::Unknown)
             }
         }
