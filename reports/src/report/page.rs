@@ -1,538 +1,20 @@
-//! `locksim report`: one self-contained HTML page (inline SVG and CSS, no scripts, no
-//! network), `summary.md` for a pull request or a README, `results.json` with
-//! everything the page shows (latency histograms in HdrHistogram's V2 deflate form, as
-//! hex), and a PNG copy of every plot.
-//!
-//! The page holds:
-//! - the comparison matrix, designs × scenarios, each cell coloured by its worst
-//!   safety class with its counts and fault-seen count, linking to the cell's section;
-//! - per design, acquire latency by percentile (ok, fail, info) and a table of
-//!   p50 / p99 / p99.9 / max in simulated ms;
-//! - sweeps: the rate of unsafe runs as a fault grows, one line per design (pause /
-//!   lease, network delay / lease, replication lag, clock drift);
-//! - per failing cell, the first invalid run: its evidence, replay and shrink commands,
-//!   a holder timeline (a row of the faults, believed holds per client, the server's
-//!   record of the key, overlaps and the violation marked) and its sequence diagram.
-//!
-//! Every run of every cell and sweep point goes into one pool of worker threads, so
-//! no core idles at the end of a small cell. The output depends only on the seeds and
-//! the selection, never on the thread count or the wall clock.
-//!
-//! [`compute`] runs a report's seeds, or one shard's slice of them, into a shard file's
-//! cells and sweep points; [`render`] writes the directory from merged cells, running a
-//! failing cell's first invalid run again when its history is not at hand (`report
-//! --from`), so a report built from shards is the unsharded one, byte for byte.
+//! The report's page and `summary.md`: the HTML sections (matrix, latency, sweeps, one
+//! per failing cell with its holder timeline and sequence diagram), drawn from
+//! [`Results`] and the first invalid runs; how the runs were made is `mod.rs`'s business.
 
-use std::collections::BTreeMap;
 use std::fmt::Write as _;
-use std::ops::Range;
-use std::path::{Path, PathBuf};
-use std::process::ExitCode;
-use std::sync::Mutex;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::path::Path;
 
 use plotters::style::RGBColor;
 use scenarios::catalog::Scenario;
 use scenarios::checkers::{self, model};
-use scenarios::params::Param;
-use scenarios::sweep::{DesignSpec, RunSummary, run_seed};
-use serde::{Deserialize, Serialize};
+use scenarios::sweep::{DesignSpec, RunSummary};
 use sim::history::{EventKind, History, ServerEvent};
 
-use crate::commands::{BadInput, cell_of, shrink_command};
-use crate::latency::LatencySummary;
+use super::Results;
+use crate::commands::shrink_command;
 use crate::plot::{self, Bar, Series};
-use crate::sweeps::SweepResult;
-use crate::table::{CellResult, matrix_mark};
-
-/// Marks `results.json` as a locksim report (so a re-run may replace the directory's
-/// files, and nothing else).
-pub const FORMAT: &str = "locksim-report/1";
-
-/// What to put in the report.
-pub struct ReportArgs {
-    /// Seeds of every matrix cell.
-    pub seeds: Range<u64>,
-    /// Seeds of every sweep point.
-    pub sweep_seeds: Range<u64>,
-    /// Designs (rows).
-    pub designs: Vec<DesignSpec>,
-    /// Scenarios (columns).
-    pub scenarios: Vec<Scenario>,
-    /// Run the sweeps.
-    pub sweeps: bool,
-    /// The output directory.
-    pub out: PathBuf,
-    /// Worker threads.
-    pub threads: usize,
-    /// Show a progress bar.
-    pub progress: bool,
-}
-
-/// One design's acquire latency over every cell it ran.
-#[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct DesignLatency {
-    /// The design.
-    pub design: String,
-    /// Its histograms.
-    pub latency: LatencySummary,
-}
-
-/// What `results.json` holds.
-#[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct Results {
-    /// [`FORMAT`].
-    pub format: String,
-    /// The matrix's seeds.
-    pub seeds: String,
-    /// The sweeps' seeds.
-    pub sweep_seeds: String,
-    /// Designs, in row order.
-    pub designs: Vec<String>,
-    /// Scenarios, in column order.
-    pub scenarios: Vec<String>,
-    /// Every matrix cell.
-    pub cells: Vec<CellResult>,
-    /// Per design, acquire latency over all its cells.
-    pub latency: Vec<DesignLatency>,
-    /// The sweeps.
-    pub sweeps: Vec<SweepResult>,
-}
-
-/// A sweep the report runs: the scenario, quantities pinned for every point, the swept
-/// parameter and its values.
-type PlannedSweep = (&'static str, Vec<(Param, u64)>, Param, Vec<u64>);
-
-/// The sweeps a report runs (durations as multiples of the lease).
-fn sweep_plan(lease_ms: u64) -> Vec<PlannedSweep> {
-    let times = |fs: &[f64]| -> Vec<u64> {
-        fs.iter()
-            .map(|f| ((lease_ms as f64) * f).round().max(1.0) as u64)
-            .collect()
-    };
-    vec![
-        (
-            "gc-pause",
-            Vec::new(),
-            Param::PauseMs,
-            times(&[0.25, 0.5, 1.0, 2.0, 5.0]),
-        ),
-        (
-            "network-delay",
-            Vec::new(),
-            Param::DelayMs,
-            times(&[0.5, 1.0, 1.5, 2.0]),
-        ),
-        ("failover", Vec::new(), Param::LagMs, vec![1, 5, 20, 50]),
-        // clock-drift's own critical sections last the whole lease and overrun it
-        // with no drift at all; at 85 % of the lease only a fast clock breaks them.
-        (
-            "clock-drift",
-            vec![(Param::WorkMs, lease_ms * 85 / 100)],
-            Param::DriftPpm,
-            vec![0, 100_000, 150_000, 200_000, 300_000],
-        ),
-    ]
-}
-
-/// Checks `--out`: a new or empty directory, or one holding an earlier locksim report
-/// (whose files are replaced); never a directory of someone else's files.
-pub fn check_out(dir: &Path) -> Result<(), BadInput> {
-    if !dir.exists() {
-        return Ok(());
-    }
-    if !dir.is_dir() {
-        return Err(BadInput(format!(
-            "--out {} exists and is not a directory; choose a new directory",
-            dir.display()
-        )));
-    }
-    let empty = std::fs::read_dir(dir)
-        .map_err(|e| BadInput(format!("cannot read --out {}: {e}", dir.display())))?
-        .next()
-        .is_none();
-    if empty {
-        return Ok(());
-    }
-    let ours = std::fs::read_to_string(dir.join("results.json"))
-        .ok()
-        .is_some_and(|t| t.contains(&format!("\"format\": \"{FORMAT}\"")));
-    if ours {
-        Ok(())
-    } else {
-        Err(BadInput(format!(
-            "--out {} holds files that are not a locksim report; choose a new or empty directory",
-            dir.display()
-        )))
-    }
-}
-
-struct Job {
-    design: usize,
-    scenario: usize,
-    seed: u64,
-    keep: Keep,
-}
-
-/// Which histories a job keeps past its judgement.
-#[derive(Clone, Copy, PartialEq, Eq)]
-enum Keep {
-    /// Always (a first violation run again for its timeline).
-    Always,
-    /// If the run is invalid (a matrix run: it may be its cell's first violation).
-    IfInvalid,
-    /// Never (a sweep point: only counted).
-    Never,
-}
-
-/// Runs every job on `threads` workers; results in job order.
-fn pool(
-    designs: &[DesignSpec],
-    scenarios: &[Scenario],
-    jobs: &[Job],
-    threads: usize,
-    bar: &indicatif::ProgressBar,
-) -> Result<Vec<(RunSummary, LatencySummary)>, String> {
-    let next = AtomicUsize::new(0);
-    type Slot = Option<Result<(RunSummary, LatencySummary), String>>;
-    let out: Mutex<Vec<Slot>> = Mutex::new((0..jobs.len()).map(|_| None).collect());
-    std::thread::scope(|s| {
-        for _ in 0..threads.max(1) {
-            s.spawn(|| {
-                loop {
-                    let i = next.fetch_add(1, Ordering::Relaxed);
-                    let Some(job) = jobs.get(i) else { break };
-                    let (d, sc) = (&designs[job.design], &scenarios[job.scenario]);
-                    let r = run_seed(d, sc, job.seed, true)
-                        .map(|mut summary| {
-                            let latency = summary
-                                .history
-                                .as_ref()
-                                .and_then(|h| LatencySummary::from_history(h).ok())
-                                .unwrap_or_default();
-                            // An invalid run's history may become its cell's
-                            // timeline; the others go at once.
-                            let keep = match job.keep {
-                                Keep::Always => true,
-                                Keep::IfInvalid => summary.is_invalid(),
-                                Keep::Never => false,
-                            };
-                            if !keep {
-                                summary.history = None;
-                            }
-                            (summary, latency)
-                        })
-                        .map_err(|e| format!("{} / {}: {e}", d.name, sc.name));
-                    bar.inc(1);
-                    out.lock().expect("poisoned")[i] = Some(r);
-                }
-            });
-        }
-    });
-    out.into_inner()
-        .expect("poisoned")
-        .into_iter()
-        .map(|r| r.expect("every job ran"))
-        .collect()
-}
-
-/// A sweep to run: its scenario, parameter and values, and per design (by index) the
-/// index of each value's scenario among the jobs' scenarios.
-type SweepSpec = (Scenario, Param, Vec<u64>, Vec<(usize, Vec<usize>)>);
-
-/// What the runs of a report, or of one shard of it, came to: the shard file's cells
-/// and sweeps, and the first invalid run (with its history) of each failing cell.
-pub struct Computed {
-    /// Cells and sweeps, as a shard file carries them.
-    pub file: crate::shard::ShardFile,
-    /// Per (design, scenario), the first invalid run with its history.
-    pub first_invalid: BTreeMap<(String, String), RunSummary>,
-}
-
-/// Runs `shard`'s slice of the report's seeds (both ranges split the same way).
-pub fn compute(args: &ReportArgs, shard: crate::shard::Shard) -> Result<Computed, String> {
-    let designs = &args.designs;
-    let seeds = shard.seeds_of(&args.seeds);
-    let sweep_seeds = shard.seeds_of(&args.sweep_seeds);
-    // Every scenario a job runs: the matrix's columns, then each sweep point's.
-    let mut scenarios: Vec<Scenario> = args.scenarios.clone();
-    let mut cells: Vec<(usize, usize)> = Vec::new();
-    for (di, d) in designs.iter().enumerate() {
-        for (si, s) in args.scenarios.iter().enumerate() {
-            if s.applies_to(d.masters) {
-                cells.push((di, si));
-            }
-        }
-    }
-    let mut sweep_specs: Vec<SweepSpec> = Vec::new();
-    if args.sweeps {
-        let lease = scenarios::catalog::find("gc-pause")
-            .map(|s| s.workload.lease_ms)
-            .unwrap_or(200);
-        for (name, pins, param, values) in sweep_plan(lease) {
-            let Ok(mut base) = scenarios::catalog::find(name) else {
-                continue;
-            };
-            for (p, v) in pins {
-                base = base.with_param(p, v)?;
-            }
-            let mut point_idx = Vec::new();
-            for &v in &values {
-                scenarios.push(base.clone().with_param(param, v)?);
-                point_idx.push(scenarios.len() - 1);
-            }
-            let lines: Vec<(usize, Vec<usize>)> = designs
-                .iter()
-                .enumerate()
-                .filter(|(_, d)| base.applies_to(d.masters))
-                .map(|(di, _)| (di, point_idx.clone()))
-                .collect();
-            if !lines.is_empty() {
-                sweep_specs.push((base, param, values, lines));
-            }
-        }
-    }
-    let mut jobs = Vec::new();
-    let mut cell_jobs: Vec<Range<usize>> = Vec::new();
-    for &(di, si) in &cells {
-        let start = jobs.len();
-        for seed in seeds.clone() {
-            jobs.push(Job {
-                design: di,
-                scenario: si,
-                seed,
-                keep: Keep::IfInvalid,
-            });
-        }
-        cell_jobs.push(start..jobs.len());
-    }
-    let mut point_jobs: BTreeMap<(usize, usize), Range<usize>> = BTreeMap::new();
-    for (_, _, _, lines) in &sweep_specs {
-        for (di, idxs) in lines {
-            for &si in idxs {
-                let start = jobs.len();
-                for seed in sweep_seeds.clone() {
-                    jobs.push(Job {
-                        design: *di,
-                        scenario: si,
-                        seed,
-                        keep: Keep::Never,
-                    });
-                }
-                point_jobs.insert((*di, si), start..jobs.len());
-            }
-        }
-    }
-    let bar = crate::commands::progress(jobs.len() as u64, args.progress);
-    bar.set_message("matrix and sweeps");
-    let mut results = pool(designs, &scenarios, &jobs, args.threads, &bar)?;
-    bar.finish_and_clear();
-
-    let part_of =
-        |results: &[(RunSummary, LatencySummary)], di: usize, si: usize, r: &Range<usize>| {
-            let mut latency = LatencySummary::default();
-            let runs: Vec<RunSummary> = results[r.clone()]
-                .iter()
-                .map(|(s, l)| {
-                    latency.merge(l);
-                    RunSummary {
-                        history: None,
-                        ..s.clone()
-                    }
-                })
-                .collect();
-            let cell = cell_of(&designs[di], &scenarios[si], &runs, &latency);
-            crate::shard::ShardCell { cell, latency }
-        };
-    let mut matrix = Vec::new();
-    for (k, &(di, si)) in cells.iter().enumerate() {
-        matrix.push(part_of(&results, di, si, &cell_jobs[k]));
-    }
-    let mut sweeps = Vec::new();
-    for (base, param, values, lines) in &sweep_specs {
-        let lines = lines
-            .iter()
-            .map(|(di, idxs)| crate::shard::SweepShardLine {
-                design: designs[*di].name.clone(),
-                points: idxs
-                    .iter()
-                    .zip(values)
-                    .map(|(si, v)| (*v, part_of(&results, *di, *si, &point_jobs[&(*di, *si)])))
-                    .collect(),
-            })
-            .collect();
-        sweeps.push(crate::shard::SweepShard {
-            scenario: base.name.to_string(),
-            param: param.name().to_string(),
-            pinned: base.param_flags(),
-            lease_ms: base.workload.lease_ms,
-            lines,
-        });
-    }
-    // The first invalid run of each failing cell, with its history (the pool kept the
-    // histories of invalid runs; the rest are dropped with `results`).
-    let mut first_invalid = BTreeMap::new();
-    for (k, (&(di, si), part)) in cells.iter().zip(&matrix).enumerate() {
-        if let Some(seed) = part.cell.first_invalid_seed
-            && let Some((r, _)) = results[cell_jobs[k].clone()]
-                .iter_mut()
-                .find(|(r, _)| r.seed == seed)
-        {
-            let history = r.history.take();
-            first_invalid.insert(
-                (designs[di].name.clone(), scenarios[si].name.to_string()),
-                RunSummary {
-                    history,
-                    ..r.clone()
-                },
-            );
-        }
-    }
-    drop(results);
-    Ok(Computed {
-        file: crate::shard::ShardFile {
-            seeds: format!("{}..{}", args.seeds.start, args.seeds.end),
-            shard: shard.to_string(),
-            cells: matrix,
-            sweep_seeds: args
-                .sweeps
-                .then(|| format!("{}..{}", args.sweep_seeds.start, args.sweep_seeds.end)),
-            sweeps,
-        },
-        first_invalid,
-    })
-}
-
-/// Builds the report; returns the results and the HTML page's path.
-pub fn build(args: &ReportArgs) -> Result<(Results, PathBuf), String> {
-    plot::init_font()?;
-    let mut computed = compute(args, crate::shard::Shard::WHOLE)?;
-    let merged = crate::shard::merge_all(&[("report".into(), computed.file.clone())])?;
-    render(
-        &merged,
-        &args.designs,
-        &args.scenarios,
-        &mut computed.first_invalid,
-        &args.out,
-        args.threads,
-        args.progress,
-    )
-}
-
-/// Writes the report of merged cells and sweeps into `out`. The first invalid run of a
-/// failing cell comes from `first_invalid`, or is run again (runs are deterministic).
-pub fn render(
-    merged: &crate::shard::Merged,
-    designs: &[DesignSpec],
-    scenarios: &[Scenario],
-    first_invalid: &mut BTreeMap<(String, String), RunSummary>,
-    out: &Path,
-    threads: usize,
-    progress: bool,
-) -> Result<(Results, PathBuf), String> {
-    plot::init_font()?;
-    let di_of = |name: &str| designs.iter().position(|d| d.name == name);
-    let si_of = |name: &str| scenarios.iter().position(|s| s.name == name);
-    let mut per_design: Vec<LatencySummary> =
-        designs.iter().map(|_| LatencySummary::default()).collect();
-    for part in &merged.cells {
-        if let Some(di) = di_of(&part.cell.design) {
-            per_design[di].merge(&part.latency);
-        }
-    }
-    // Failing cells whose first invalid run is not at hand: run it again.
-    let mut missing = Vec::new();
-    for part in &merged.cells {
-        let key = (part.cell.design.clone(), part.cell.scenario.clone());
-        if let Some(seed) = part.cell.first_invalid_seed
-            && !first_invalid.contains_key(&key)
-        {
-            let (Some(di), Some(si)) = (di_of(&key.0), si_of(&key.1)) else {
-                return Err(format!("unknown cell {} / {}", key.0, key.1));
-            };
-            missing.push(Job {
-                design: di,
-                scenario: si,
-                seed,
-                keep: Keep::Always,
-            });
-        }
-    }
-    if !missing.is_empty() {
-        let bar = crate::commands::progress(missing.len() as u64, progress);
-        bar.set_message("first violations");
-        let rerun = pool(designs, scenarios, &missing, threads, &bar)?;
-        bar.finish_and_clear();
-        for (job, (summary, _)) in missing.iter().zip(rerun) {
-            first_invalid.insert(
-                (
-                    designs[job.design].name.clone(),
-                    scenarios[job.scenario].name.to_string(),
-                ),
-                summary,
-            );
-        }
-    }
-    let results = Results {
-        format: FORMAT.into(),
-        seeds: merged.seeds.clone(),
-        sweep_seeds: merged.sweep_seeds.clone().unwrap_or_default(),
-        designs: designs.iter().map(|d| d.name.clone()).collect(),
-        scenarios: scenarios.iter().map(|s| s.name.to_string()).collect(),
-        cells: merged.cells.iter().map(|c| c.cell.clone()).collect(),
-        latency: designs
-            .iter()
-            .zip(per_design)
-            .map(|(d, latency)| DesignLatency {
-                design: d.name.clone(),
-                latency,
-            })
-            .collect(),
-        sweeps: crate::sweeps::from_shards(merged),
-    };
-    let mut failing = Vec::new();
-    for c in &results.cells {
-        if let (Some(seed), Some(di), Some(si)) =
-            (c.first_invalid_seed, di_of(&c.design), si_of(&c.scenario))
-            && let Some(summary) = first_invalid.get(&(c.design.clone(), c.scenario.clone()))
-        {
-            failing.push((di, si, seed, summary));
-        }
-    }
-
-    std::fs::create_dir_all(out.join("png"))
-        .map_err(|e| format!("cannot create {}: {e}", out.display()))?;
-    // An earlier report's plots (`check_out` let only a report's directory through):
-    // a cell that no longer fails must not leave its timeline behind.
-    if let Ok(entries) = std::fs::read_dir(out.join("png")) {
-        for e in entries.flatten() {
-            if e.path().extension().is_some_and(|x| x == "png") {
-                let _ = std::fs::remove_file(e.path());
-            }
-        }
-    }
-    let mut page = Page::default();
-    page.header(&results);
-    page.matrix(&results);
-    page.latency(&results, out)?;
-    page.sweeps(&results, out)?;
-    let mut cell_sections = Vec::new();
-    for (di, si, seed, summary) in failing {
-        let (d, s) = (&designs[di], &scenarios[si]);
-        let history = summary.history.as_ref().ok_or("a re-run kept no history")?;
-        cell_sections.push(page.cell(d, s, seed, summary, history, out)?);
-    }
-    page.footer();
-    let html_path = out.join("index.html");
-    std::fs::write(&html_path, &page.html)
-        .map_err(|e| format!("cannot write {}: {e}", html_path.display()))?;
-    let json = serde_json::to_string_pretty(&results).expect("serializable");
-    std::fs::write(out.join("results.json"), json + "\n")
-        .map_err(|e| format!("cannot write results.json: {e}"))?;
-    std::fs::write(out.join("summary.md"), summary_md(&results, &cell_sections))
-        .map_err(|e| format!("cannot write summary.md: {e}"))?;
-    Ok((results, html_path))
-}
+use crate::table::matrix_mark;
 
 /// One row of the latency table: design, outcome, count, p50, p99, p99.9, max (ms).
 type LatencyRow<'a> = (&'a str, &'static str, u64, f64, f64, f64, f64);
@@ -626,12 +108,12 @@ code,pre{font-family:ui-monospace,Menlo,Consolas,monospace;font-size:12px}pre{ba
 ";
 
 #[derive(Default)]
-struct Page {
-    html: String,
+pub(super) struct Page {
+    pub(super) html: String,
 }
 
 /// What a failing cell contributed (for `summary.md`).
-struct CellNote {
+pub(super) struct CellNote {
     design: String,
     scenario: String,
     checker: String,
@@ -640,7 +122,7 @@ struct CellNote {
 }
 
 impl Page {
-    fn header(&mut self, r: &Results) {
+    pub(super) fn header(&mut self, r: &Results) {
         let _ = write!(
             self.html,
             "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\
@@ -663,7 +145,7 @@ impl Page {
         );
     }
 
-    fn matrix(&mut self, r: &Results) {
+    pub(super) fn matrix(&mut self, r: &Results) {
         self.html.push_str(
             "<h2 id=\"matrix\">Comparison matrix</h2>\n<p class=\"legend\">\
              <span class=\"m-unsafe\">U unsafe: harm at the storage or server</span>\
@@ -748,7 +230,7 @@ impl Page {
         Ok(())
     }
 
-    fn latency(&mut self, r: &Results, out: &Path) -> Result<(), String> {
+    pub(super) fn latency(&mut self, r: &Results, out: &Path) -> Result<(), String> {
         self.html.push_str(
             "<h2 id=\"latency\">Acquire latency</h2>\n<p class=\"small\">Per design, over every \
              cell it ran: time from invoking an acquire to its outcome, by percentile \
@@ -793,7 +275,7 @@ impl Page {
         Ok(())
     }
 
-    fn sweeps(&mut self, r: &Results, out: &Path) -> Result<(), String> {
+    pub(super) fn sweeps(&mut self, r: &Results, out: &Path) -> Result<(), String> {
         if r.sweeps.is_empty() {
             return Ok(());
         }
@@ -865,7 +347,7 @@ impl Page {
         Ok(())
     }
 
-    fn cell(
+    pub(super) fn cell(
         &mut self,
         d: &DesignSpec,
         s: &Scenario,
@@ -943,7 +425,7 @@ impl Page {
         })
     }
 
-    fn footer(&mut self) {
+    pub(super) fn footer(&mut self) {
         self.html.push_str(
             "<p class=\"small\">Generated by locksim. results.json holds every figure on this page; \
              summary.md the matrix in Markdown.</p>\n</body></html>\n",
@@ -951,10 +433,11 @@ impl Page {
     }
 }
 
-/// The holder timeline of a run around its first violation: a row per client the
-/// diagram shows (bars: believed holds), a row per server (bars: who the key's value
-/// belonged to, by the server's own record), faults shaded on their host's row, every
-/// overlap of two clients' holds in red, and the violation as a line.
+/// The holder timeline of a run around its first violation: a row of the faults in the
+/// window (named with their host), a row per client the diagram shows (bars: believed
+/// holds), a row per server (bars: who the key's value belonged to, by the server's own
+/// record), every overlap of two shown clients' holds in red, and the violation as a
+/// line.
 fn holder_timeline(
     h: &History,
     d: &crate::diagram::Diagram,
@@ -1126,7 +609,7 @@ fn evidence_key(h: &History) -> Option<String> {
 }
 
 /// `summary.md`: the matrix, the latency table, the sweeps and the first violations.
-fn summary_md(r: &Results, cells: &[CellNote]) -> String {
+pub(super) fn summary_md(r: &Results, cells: &[CellNote]) -> String {
     let mut o = String::new();
     let _ = writeln!(
         o,
@@ -1216,66 +699,4 @@ fn summary_md(r: &Results, cells: &[CellNote]) -> String {
         }
     }
     o
-}
-
-/// `locksim report --shard I/N --out FILE`: runs the slice and writes the shard file.
-pub fn write_shard(args: &ReportArgs, shard: crate::shard::Shard) -> Result<ExitCode, BadInput> {
-    if args.out.exists() {
-        return Err(BadInput(format!(
-            "{} exists; locksim does not overwrite it (remove it or pick another --out)",
-            args.out.display()
-        )));
-    }
-    let computed = compute(args, shard).map_err(BadInput)?;
-    crate::shard::write_file(&args.out, &computed.file)?;
-    println!(
-        "locksim report: shard {shard} written to {} (build the report with `locksim report --from` and every shard's file)",
-        args.out.display()
-    );
-    Ok(ExitCode::SUCCESS)
-}
-
-/// `locksim report --from FILES… --out DIR`: merges the shards and writes the report,
-/// running each failing cell's first invalid run again for its timeline.
-pub fn from_shards(paths: &[PathBuf], out: &Path, threads: usize) -> Result<ExitCode, BadInput> {
-    let files = crate::shard::read_files(paths)?;
-    let merged = crate::shard::merge_all(&files).map_err(BadInput)?;
-    let mut designs: Vec<DesignSpec> = Vec::new();
-    let mut scenarios: Vec<Scenario> = Vec::new();
-    for c in &merged.cells {
-        if !designs.iter().any(|d| d.name == c.cell.design) {
-            designs.push(crate::commands::design(&c.cell.design)?);
-        }
-        if !scenarios.iter().any(|s| s.name == c.cell.scenario) {
-            scenarios.push(crate::commands::scenario(&c.cell.scenario)?);
-        }
-    }
-    let order: Vec<&str> = scenarios::catalog::catalog()
-        .iter()
-        .map(|s| s.name)
-        .collect();
-    scenarios.sort_by_key(|s| order.iter().position(|o| *o == s.name));
-    match render(
-        &merged,
-        &designs,
-        &scenarios,
-        &mut BTreeMap::new(),
-        out,
-        threads,
-        true,
-    ) {
-        Ok((results, page)) => {
-            println!(
-                "locksim report: merged {} shard files; wrote {} ({} cells)",
-                files.len(),
-                page.display(),
-                results.cells.len()
-            );
-            Ok(ExitCode::SUCCESS)
-        }
-        Err(e) => {
-            eprintln!("locksim report: {e}");
-            Ok(ExitCode::from(crate::commands::EXIT_UNKNOWN))
-        }
-    }
 }
