@@ -98,6 +98,7 @@ pub fn config(design: &DesignSpec, scenario: &Scenario, seed: u64) -> RunConfig 
         client_clocks: Vec::new(),
         redis_clock: Default::default(),
         plan: scenario.plan(seed),
+        stepping: Default::default(),
     }
 }
 

@@ -8,6 +8,7 @@ fn main() {
         client_clocks: vec![],
         redis_clock: Default::default(),
         plan: Default::default(),
+        stepping: Default::default(),
     };
     let t = std::time::Instant::now();
     let h = sim::world::run(&cfg).unwrap();

@@ -219,7 +219,7 @@ impl lock_impl::Clock for SimClock {
                 let Some(left) = until.checked_sub(now).filter(|d| !d.is_zero()) else {
                     return;
                 };
-                tokio::time::sleep(clock.true_duration(left)).await;
+                turmoil::time::sleep(clock.true_duration(left)).await;
             }
         })
     }

@@ -102,6 +102,7 @@ impl NetFaults {
             queue: VecDeque::new(),
             end: None,
             timer: None,
+            replies_within: None,
         }
     }
 
@@ -248,6 +249,20 @@ pub struct FaultyStream<S> {
     /// End of stream (or error) and its arrival time.
     end: Option<(Duration, Option<io::ErrorKind>)>,
     timer: Option<Pin<Box<tokio::time::Sleep>>>,
+    /// The reply timeout of the library writing to this end (see
+    /// [`FaultyStream::replies_within`]).
+    replies_within: Option<Duration>,
+}
+
+impl<S> FaultyStream<S> {
+    /// Tells the simulation, at every write, that a timer may fire `timeout` later:
+    /// the `redis` crate arms its own tokio timer for each request's reply, which the
+    /// simulation cannot see (see `turmoil::time`). A request is written in the instant
+    /// it is sent, so the hint matches the library's deadline.
+    pub fn replies_within(mut self, timeout: Duration) -> Self {
+        self.replies_within = Some(timeout);
+        self
+    }
 }
 
 impl<S> Drop for FaultyStream<S> {
@@ -311,8 +326,9 @@ impl<S: AsyncRead + Unpin> AsyncRead for FaultyStream<S> {
             let deadline = tokio::time::Instant::now() + (due - now);
             let timer = this
                 .timer
-                .get_or_insert_with(|| Box::pin(tokio::time::sleep_until(deadline)));
+                .get_or_insert_with(|| Box::pin(turmoil::time::sleep_until(deadline)));
             if timer.deadline() != deadline {
+                turmoil::time::hint_wake(deadline);
                 timer.as_mut().reset(deadline);
             }
             if timer.as_mut().poll(cx).is_pending() {
@@ -354,7 +370,13 @@ impl<S: AsyncWrite + Unpin> AsyncWrite for FaultyStream<S> {
         if self.net.is_reset(self.id) {
             return Poll::Ready(Err(reset_error()));
         }
-        Pin::new(&mut self.inner).poll_write(cx, buf)
+        let written = Pin::new(&mut self.inner).poll_write(cx, buf);
+        if let (Some(timeout), Poll::Ready(Ok(n))) = (self.replies_within, &written)
+            && *n > 0
+        {
+            turmoil::time::hint_wake(tokio::time::Instant::now() + timeout);
+        }
+        written
     }
 
     fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
@@ -374,6 +396,6 @@ impl<S: AsyncWrite + Unpin> AsyncWrite for FaultyStream<S> {
 /// until it heals or the dialler's own timeout gives up.
 pub async fn until_reachable(net: &NetFaults, from: &str, to: &str) {
     while !net.reachable(from, to) {
-        tokio::time::sleep(Duration::from_millis(1)).await;
+        turmoil::time::sleep(Duration::from_millis(1)).await;
     }
 }

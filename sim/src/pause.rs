@@ -78,8 +78,9 @@ impl PauseGate {
         if let Some(end) = self.paused_until() {
             let remaining = end.saturating_sub(true_now());
             let deadline = tokio::time::Instant::now() + remaining;
-            let sleep = wake_at.get_or_insert_with(|| Box::pin(tokio::time::sleep(remaining)));
+            let sleep = wake_at.get_or_insert_with(|| Box::pin(turmoil::time::sleep(remaining)));
             if sleep.deadline() != deadline {
+                turmoil::time::hint_wake(deadline);
                 sleep.as_mut().reset(deadline);
             }
             if sleep.as_mut().poll(cx).is_pending() {

@@ -24,6 +24,7 @@ fn replicated(design: &str, faults: Vec<Fault>) -> RunConfig {
         client_clocks: vec![],
         redis_clock: Default::default(),
         plan: FaultPlan { faults },
+        stepping: Default::default(),
     }
 }
 

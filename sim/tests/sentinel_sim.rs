@@ -29,6 +29,7 @@ fn watched(design: &str, seed: u64, faults: Vec<Fault>) -> RunConfig {
         client_clocks: vec![],
         redis_clock: Default::default(),
         plan: FaultPlan { faults },
+        stepping: Default::default(),
     }
 }
 

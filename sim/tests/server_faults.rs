@@ -17,6 +17,7 @@ fn config(workload: Workload, faults: Vec<Fault>) -> RunConfig {
         client_clocks: vec![],
         redis_clock: Default::default(),
         plan: FaultPlan { faults },
+        stepping: Default::default(),
     }
 }
 

@@ -30,6 +30,7 @@ fn config(kind: FaultKind) -> RunConfig {
         plan: FaultPlan {
             faults: vec![Fault { at_ms: 1_000, kind }],
         },
+        stepping: Default::default(),
     }
 }
 

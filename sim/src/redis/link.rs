@@ -255,7 +255,7 @@ where
                 r.buf.extend_from_slice(&r.chunk[..n]);
                 silent = Duration::ZERO;
             }
-            () = tokio::time::sleep(tick) => {
+            () = turmoil::time::sleep(tick) => {
                 since_ack += tick;
                 silent += tick;
                 if !current(shared, generation) {
@@ -287,7 +287,7 @@ where
 {
     let mut tick: u64 = 0;
     loop {
-        tokio::time::sleep(Duration::from_millis(REPL_CRON_MS)).await;
+        turmoil::time::sleep(Duration::from_millis(REPL_CRON_MS)).await;
         tick += 1;
         shared.with_engine_at(|e, now| e.engine().replication_cron(now, tick));
         let target = shared.with_engine_at(|e, now| {

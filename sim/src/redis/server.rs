@@ -298,7 +298,7 @@ where
                 return std::future::pending::<()>().await;
             }
             match shared.serve_waiters() {
-                Some(d) => tokio::time::sleep(d).await,
+                Some(d) => turmoil::time::sleep(d).await,
                 None => std::future::pending::<()>().await,
             }
         };
@@ -373,7 +373,7 @@ pub async fn serve_tokio<E: CommandEngine>(
                 let _ = stream.set_nodelay(true);
                 tokio::spawn(serve_connection(shared.clone(), stream, addr.to_string()));
             }
-            Err(_) => tokio::time::sleep(Duration::from_millis(10)).await,
+            Err(_) => turmoil::time::sleep(Duration::from_millis(10)).await,
         }
     }
 }
@@ -382,7 +382,7 @@ pub async fn serve_tokio<E: CommandEngine>(
 /// time, which is simulated time under turmoil.
 pub async fn active_expiry_loop<E: CommandEngine>(shared: SharedEngine<E>, period: Duration) {
     loop {
-        tokio::time::sleep(period).await;
+        turmoil::time::sleep(period).await;
         shared.active_expire();
     }
 }

@@ -141,7 +141,7 @@ impl Driver {
         let this = self.clone();
         (self.spawn)(Box::pin(async move {
             let dial = (this.dial)(addr.host.clone(), addr.port);
-            let result = tokio::time::timeout(DIAL_TIMEOUT, async {
+            let result = turmoil::time::timeout(DIAL_TIMEOUT, async {
                 let stream = dial.await?;
                 let config = redis::AsyncConnectionConfig::new();
                 MultiplexedConnection::new_with_config(&LINK_INFO, stream, config)
@@ -244,7 +244,7 @@ pub async fn run(shared: SharedEngine<SentinelEngine>, dial: DialFn, spawn: Spaw
     };
     loop {
         let period = shared.with_engine(|e| e.sentinel.next_period_ms());
-        tokio::time::sleep(Duration::from_millis(period)).await;
+        turmoil::time::sleep(Duration::from_millis(period)).await;
         let now = driver.now_ms();
         let actions = shared.with_engine(|e| {
             let mut a = e.sentinel.take_actions();

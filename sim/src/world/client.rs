@@ -86,7 +86,11 @@ impl TurmoilDialer {
     {
         until_reachable(&self.net, &self.client, host).await;
         let stream = turmoil::net::TcpStream::connect((host, port)).await?;
-        Ok(self.gate.wrap_io(self.net.wrap(stream, &self.client, host)))
+        let stream = self
+            .net
+            .wrap(stream, &self.client, host)
+            .replies_within(self.response_timeout);
+        Ok(self.gate.wrap_io(stream))
     }
 
     /// A multiplexed connection to `host:port`; a dial of a Redis server (not of a

@@ -352,6 +352,38 @@ pub struct RunConfig {
     pub redis_clock: ClockSpec,
     /// The faults.
     pub plan: FaultPlan,
+    /// How the world advances through time (the same history either way).
+    pub stepping: Stepping,
+}
+
+/// How a run advances simulated time. Both give the same history; `Jump` costs what
+/// happens in the world, `Tick` what time passes in it (kept to measure and to check
+/// the other against).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum Stepping {
+    /// Straight to the next moment anything can happen: a message's delivery, a timer
+    /// (hinted through `turmoil::time`), a fault's start or end.
+    #[default]
+    Jump,
+    /// One millisecond at a time, every host on every tick (turmoil's own stepping).
+    Tick,
+}
+
+impl Stepping {
+    /// The names `--stepping` takes.
+    pub const NAMES: [&'static str; 2] = ["jump", "tick"];
+
+    /// The stepping named `name` (see [`Stepping::NAMES`]).
+    pub fn parse(name: &str) -> Result<Self, String> {
+        match name {
+            "jump" => Ok(Self::Jump),
+            "tick" => Ok(Self::Tick),
+            other => Err(format!(
+                "unknown stepping {other:?}: expected one of {}",
+                Self::NAMES.join(", ")
+            )),
+        }
+    }
 }
 
 /// Why a run could not complete.

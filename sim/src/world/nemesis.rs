@@ -344,12 +344,36 @@ impl Nemesis {
         }
     }
 
+    /// When the nemesis must be asked again, if nothing else happens first: the next
+    /// fault start or end; every tick while a fault waits for its moment (whether it
+    /// came is judged on each tick's state).
+    pub fn next_due(&self, now: Duration) -> Duration {
+        if !self.armed.is_empty() {
+            return now;
+        }
+        let start = self
+            .order
+            .get(self.next)
+            .map(|&i| Duration::from_millis(self.plan.faults[i].at_ms));
+        let end = self.pending.iter().map(|(at, _)| *at).min();
+        start.into_iter().chain(end).min().unwrap_or(Duration::MAX)
+    }
+
     /// Applies every fault end and start due at `now`: ends first, in due order.
-    pub fn apply_due(&mut self, sim: &mut turmoil::Sim<'_>, world: &mut WorldCtl, now: Duration) {
+    /// Returns whether it started or ended anything (and so may have woken a host's
+    /// task from outside the simulation).
+    pub fn apply_due(
+        &mut self,
+        sim: &mut turmoil::Sim<'_>,
+        world: &mut WorldCtl,
+        now: Duration,
+    ) -> bool {
+        let mut acted = false;
         self.pending.sort_by_key(|(at, _)| *at);
         while self.pending.first().is_some_and(|(at, _)| *at <= now) {
             let (_, p) = self.pending.remove(0);
             self.end(sim, world, now, p);
+            acted = true;
         }
         while self.next < self.order.len()
             && Duration::from_millis(self.plan.faults[self.order[self.next]].at_ms) <= now
@@ -365,10 +389,11 @@ impl Nemesis {
                 });
             } else {
                 self.start(sim, world, now, index);
+                acted = true;
             }
         }
         if self.armed.is_empty() {
-            return;
+            return acted;
         }
         // The moment: a lock write made after the fault was armed, whose reply has had
         // time to reach its client (the master acknowledged it), and (for the
@@ -401,10 +426,12 @@ impl Nemesis {
             }
             if ripe {
                 self.start(sim, world, now, a.fault);
+                acted = true;
             } else {
                 self.armed.push(a);
             }
         }
+        acted
     }
 
     fn end(&mut self, sim: &mut turmoil::Sim<'_>, world: &mut WorldCtl, now: Duration, p: Pending) {

@@ -283,7 +283,7 @@ pub(crate) async fn accept_loop<E: CommandEngine>(
 ) -> turmoil::Result {
     loop {
         let Ok((stream, addr)) = gate.wrap(listener.accept()).await else {
-            tokio::time::sleep(Duration::from_millis(1)).await;
+            turmoil::time::sleep(Duration::from_millis(1)).await;
             continue;
         };
         let peer = turmoil::reverse_lookup(addr.ip()).unwrap_or_else(|| addr.to_string());

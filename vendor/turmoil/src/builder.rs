@@ -169,6 +169,18 @@ impl Builder {
         self
     }
 
+    /// Runs a host in a step only if it has something to do then: software
+    /// (re)started or woken by [`Sim::wake_all`], a message delivered, or a
+    /// hinted timer due (PATCH: wake hints; see [`crate::time`]). A skipped
+    /// host's clock catches up when it next runs. The outcome is the same as
+    /// running every host on every step as long as every timer the hosts
+    /// arm is hinted and nothing outside the simulation wakes a host's task
+    /// without [`Sim::wake_all`].
+    pub fn skip_idle_hosts(&mut self, value: bool) -> &mut Self {
+        self.config.skip_idle_hosts = value;
+        self
+    }
+
     /// Access the filesystem configuration.
     ///
     /// Use builder-style methods to configure filesystem behavior:

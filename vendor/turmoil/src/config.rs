@@ -47,6 +47,9 @@ pub(crate) struct Config {
     /// simulation step
     pub(crate) random_node_order: bool,
 
+    /// Skips the hosts with nothing to do in a step (PATCH: wake hints).
+    pub(crate) skip_idle_hosts: bool,
+
     /// Filesystem configuration
     #[cfg(feature = "unstable-fs")]
     pub(crate) fs: FsConfig,
@@ -103,6 +106,7 @@ impl Default for Config {
             udp_capacity: 64,
             enable_tokio_io: false,
             random_node_order: false,
+            skip_idle_hosts: false,
             #[cfg(feature = "unstable-fs")]
             fs: FsConfig::default(),
         }

@@ -37,6 +37,11 @@ pub enum Segment {
 #[derive(Debug)]
 pub struct Syn {
     pub(crate) ack: oneshot::Sender<()>,
+    /// Marks the connecting host to be run at the next step once this SYN is
+    /// answered or dropped, which wakes its `connect` from another host's
+    /// software or from the network (PATCH: wake hints).
+    #[allow(dead_code, reason = "held for what its drop does")]
+    pub(crate) wake: crate::world::WakeOnDrop,
 }
 
 impl Display for Protocol {

@@ -7,7 +7,8 @@ use crate::{Envelope, TRACING_TARGET};
 
 use bytes::Bytes;
 use indexmap::IndexMap;
-use std::collections::VecDeque;
+use std::cmp::Reverse;
+use std::collections::{BinaryHeap, VecDeque};
 use std::fmt::Display;
 use std::io;
 use std::net::{IpAddr, SocketAddr};
@@ -48,6 +49,12 @@ pub(crate) struct Host {
 
     next_ephemeral_port: u16,
     ephemeral_ports: RangeInclusive<u16>,
+
+    /// Deadlines of the timers the software armed through [`crate::time`]
+    /// (PATCH: wake hints), in the host runtime's own clock. A deadline stays
+    /// until it has passed, even if its timer was dropped first: a stale hint
+    /// only costs [`crate::Sim::idle_until`] an early stop, never a late one.
+    pub(crate) wakes: BinaryHeap<Reverse<Instant>>,
 }
 
 impl Host {
@@ -70,6 +77,7 @@ impl Host {
             timer,
             next_ephemeral_port: *ephemeral_ports.start(),
             ephemeral_ports,
+            wakes: BinaryHeap::new(),
         }
     }
 
@@ -90,7 +98,23 @@ impl Host {
             timer,
             next_ephemeral_port: *ephemeral_ports.start(),
             ephemeral_ports,
+            wakes: BinaryHeap::new(),
         }
+    }
+
+    /// The earliest wake hint whose timer has not fired before `now` (the host
+    /// runtime's clock). Tokio fires a timer at its deadline rounded up to the
+    /// millisecond, so a hint less than a millisecond before `now` fired at
+    /// `now` itself, at the end of the last step, and the task it woke has yet
+    /// to run: it is returned. Older hints are dropped.
+    pub(crate) fn next_wake(&mut self, now: Instant) -> Option<Instant> {
+        while let Some(Reverse(at)) = self.wakes.peek() {
+            if *at + Duration::from_millis(1) > now {
+                return Some(*at);
+            }
+            self.wakes.pop();
+        }
+        None
     }
 
     pub(crate) fn assign_ephemeral_port(&mut self) -> u16 {

@@ -213,6 +213,8 @@ pub mod barriers;
 pub mod net;
 
 mod rt;
+
+pub mod time;
 use rt::Rt;
 
 mod sim;

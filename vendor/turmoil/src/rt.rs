@@ -23,10 +23,6 @@ pub enum Kind<'a> {
 
     /// A runtime that is running simulated host software.
     Host { software: Software<'a> },
-
-    /// A runtime without any software. The network topology uses this for
-    /// time tracking and message delivery.
-    NoSoftware,
 }
 
 /// Runtime configuration.
@@ -66,6 +62,22 @@ pub struct Rt<'a> {
 
     /// Runtime configuration.
     config: Config,
+
+    /// The runtime's clock, as last read (PATCH: wake hints).
+    clock: Instant,
+
+    /// How many instants strictly inside a watched tick a timer woke one of
+    /// the host's tasks (PATCH: wake hints; see [`Rt::tick`]).
+    unhinted: u64,
+
+    /// Whether the host must run at the next step whatever its hints and
+    /// messages say: its software was (re)started and has not run since, or
+    /// [`crate::Sim::wake_all`] said so (PATCH: wake hints).
+    pub(crate) must_run: bool,
+
+    /// How far this runtime's clock is behind the simulation's: the steps it
+    /// was not run in, having nothing to do (PATCH: wake hints).
+    pub(crate) lag: Duration,
 }
 
 impl<'a> Rt<'a> {
@@ -74,6 +86,7 @@ impl<'a> Rt<'a> {
         F: Future<Output = Result> + 'static,
     {
         let (tokio, local) = init(&mut config);
+        let clock = Self::read_clock(&tokio);
 
         let handle = with(&tokio, &local, || tokio::task::spawn_local(client));
 
@@ -84,6 +97,10 @@ impl<'a> Rt<'a> {
             nodename,
             handle: Some(handle),
             config,
+            clock,
+            unhinted: 0,
+            must_run: true,
+            lag: Duration::ZERO,
         }
     }
 
@@ -93,6 +110,7 @@ impl<'a> Rt<'a> {
         Fut: Future<Output = Result> + 'static,
     {
         let (tokio, local) = init(&mut config);
+        let clock = Self::read_clock(&tokio);
 
         let software: Software = Box::new(move || Box::pin(software()));
         let handle = with(&tokio, &local, || tokio::task::spawn_local(software()));
@@ -104,20 +122,10 @@ impl<'a> Rt<'a> {
             nodename,
             handle: Some(handle),
             config,
-        }
-    }
-
-    pub(crate) fn no_software() -> Self {
-        let mut config = Config::default();
-        let (tokio, local) = init(&mut config);
-
-        Self {
-            kind: Kind::NoSoftware,
-            tokio,
-            local,
-            nodename: String::new().into(),
-            handle: None,
-            config,
+            clock,
+            unhinted: 0,
+            must_run: true,
+            lag: Duration::ZERO,
         }
     }
 
@@ -134,7 +142,13 @@ impl<'a> Rt<'a> {
     }
 
     pub(crate) fn now(&self) -> Instant {
-        let _guard = self.tokio.enter();
+        self.clock
+    }
+
+    /// Reads the runtime's clock (PATCH: wake hints; [`Rt::now`] keeps what
+    /// it last read, as the clock moves only while the runtime runs).
+    fn read_clock(tokio: &Runtime) -> Instant {
+        let _guard = tokio.enter();
         Instant::now()
     }
 
@@ -160,14 +174,44 @@ impl<'a> Rt<'a> {
     // Returns whether the software has finished successfully or the error
     // that caused failure. Subsequent calls do not return the error as it is
     // expected to fail the simulation.
-    pub(crate) fn tick(&mut self, duration: Duration) -> Result<bool> {
+    //
+    // With `watch` (PATCH: wake hints), the instants strictly inside the tick
+    // at which a timer woke one of the host's local tasks are counted: in a
+    // tick that jumps to `Sim::idle_until`, such a timer was not hinted.
+    pub(crate) fn tick(&mut self, duration: Duration, watch: bool) -> Result<bool> {
+        let window = watch.then(|| {
+            let start = self.now();
+            (start, start + duration)
+        });
+        let mut last = None;
+        let unhinted = &mut self.unhinted;
+        let local = &self.local;
         self.tokio.block_on(async {
-            self.local
+            local
                 .run_until(async {
-                    sleep(duration).await;
+                    let sleep = sleep(duration);
+                    tokio::pin!(sleep);
+                    // The `run_until` future is polled first whenever the
+                    // runtime wakes with a local task woken, before that task
+                    // runs, so it sees the clock at each instant a timer woke
+                    // one (the runtime also wakes, with no task woken, as its
+                    // timer wheel cascades: those instants are not seen).
+                    std::future::poll_fn(|cx| {
+                        if let Some((start, end)) = window {
+                            let now = Instant::now();
+                            if now > start && now < end && last != Some(now) {
+                                last = Some(now);
+                                *unhinted += 1;
+                            }
+                        }
+                        sleep.as_mut().poll(cx)
+                    })
+                    .await
                 })
                 .await
         });
+        self.must_run = false;
+        self.clock = Self::read_clock(&self.tokio);
 
         // pull for software completion
         match &self.handle {
@@ -186,6 +230,12 @@ impl<'a> Rt<'a> {
             Some(_) => Ok(false),
             None => Ok(true),
         }
+    }
+
+    /// How many instants inside watched ticks a timer woke this host's
+    /// runtime (PATCH: wake hints).
+    pub(crate) fn unhinted_wakes(&self) -> u64 {
+        self.unhinted
     }
 
     pub(crate) fn crash(&mut self) {
@@ -210,6 +260,7 @@ impl<'a> Rt<'a> {
                 tokio::task::spawn_local(software())
             });
             self.handle.replace(handle);
+            self.must_run = true;
         };
     }
 
@@ -224,6 +275,7 @@ impl<'a> Rt<'a> {
     fn cancel_tasks(&mut self) {
         let (tokio, local) = init(&mut self.config);
 
+        self.clock = Self::read_clock(&tokio);
         _ = mem::replace(&mut self.tokio, tokio);
         drop(mem::replace(&mut self.local, local));
     }

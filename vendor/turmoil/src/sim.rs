@@ -167,6 +167,16 @@ impl<'a> Sim<'a> {
 
             self.world.borrow_mut().current = Some(h);
 
+            // Its runtime goes, and with it the clock its wake hints were in;
+            // the host's own clock catches up with the time it was not run.
+            {
+                let mut world = self.world.borrow_mut();
+                world.tick(h, std::mem::take(&mut rt.lag));
+                if let Some(host) = world.hosts.get_mut(&h) {
+                    host.wakes.clear();
+                }
+            }
+
             World::enter(&self.world, || {
                 rt.crash();
 
@@ -189,6 +199,12 @@ impl<'a> Sim<'a> {
     /// Bounces the resolved hosts. The software is restarted.
     pub fn bounce(&mut self, addrs: impl ToIpAddrs) {
         self.run_with_hosts(addrs, |addr, rt| {
+            World::current(|world| {
+                world.tick(addr, std::mem::take(&mut rt.lag));
+                if let Some(host) = world.hosts.get_mut(&addr) {
+                    host.wakes.clear();
+                }
+            });
             rt.bounce();
 
             tracing::trace!(target: TRACING_TARGET, addr = ?addr, "Bounce");
@@ -401,6 +417,80 @@ impl<'a> Sim<'a> {
         }
     }
 
+    /// The latest time (as [`Sim::elapsed`] counts it) that a single
+    /// [`Sim::step_by`] can reach with the same outcome as stepping there tick
+    /// by tick (PATCH: wake hints): the step before an in-flight message is
+    /// delivered, or the end of the tick in which a hinted timer fires
+    /// (see [`crate::time`]), whichever comes first. `Duration::MAX` when
+    /// nothing is in flight and no timer is hinted.
+    ///
+    /// It knows only what the simulation holds: the caller adds its own
+    /// events, and must not jump right after it woke a host's task itself
+    /// (say, by sending on a channel from outside the simulation).
+    pub fn idle_until(&mut self) -> Duration {
+        let tick = self.config.tick;
+        let now = self.elapsed;
+        // A whole number of ticks that ends no later than `due` from now.
+        let ticks_within = |due: Duration| -> Duration {
+            tick * (due.as_nanos() / tick.as_nanos()).min(u32::MAX as u128) as u32
+        };
+        let mut until = Duration::MAX;
+        let mut world = self.world.borrow_mut();
+        let World {
+            topology,
+            hosts,
+            woken,
+            ..
+        } = &mut *world;
+        let running = |addr: IpAddr| {
+            self.rts
+                .get(&addr)
+                .is_some_and(|rt| rt.is_software_running())
+        };
+        if woken.any(running) {
+            return now;
+        }
+        if let Some(due) = topology.next_delivery(running) {
+            // Delivered at the start of the step whose network tick reaches
+            // it: the step that starts one tick before it is due.
+            let steps = due.as_nanos().div_ceil(tick.as_nanos()).max(1);
+            until = until.min(now + tick * (steps - 1).min(u32::MAX as u128) as u32);
+        }
+        for (addr, rt) in &self.rts {
+            if !rt.is_software_running() {
+                continue;
+            }
+            if rt.must_run {
+                return now;
+            }
+            let Some(fires) = next_fire(rt, hosts.get_mut(addr).expect("missing host")) else {
+                continue;
+            };
+            until = until.min(now + ticks_within(fires));
+        }
+        until
+    }
+
+    /// Runs every host at the next step, whatever its hints and messages say:
+    /// for a caller that woke a host's task from outside the simulation, say
+    /// by sending on a channel (PATCH: wake hints). Until that step,
+    /// [`Sim::idle_until`] is now.
+    pub fn wake_all(&mut self) {
+        for rt in self.rts.values_mut() {
+            rt.must_run = true;
+        }
+    }
+
+    /// How many times a timer fired inside a step longer than the tick,
+    /// over all hosts (PATCH: wake hints). Each is a timer that was not hinted
+    /// (see [`crate::time`]); what its task did happened at its own time on
+    /// its own host, but what it sent left at the end of the step. A
+    /// simulation that jumps only to [`Sim::idle_until`] and counts none here
+    /// ran exactly as it would have tick by tick.
+    pub fn unhinted_wakes(&self) -> u64 {
+        self.rts.values().map(|rt| rt.unhinted_wakes()).sum()
+    }
+
     /// Step the simulation.
     ///
     /// Runs each host in the simulation a fixed duration configured by
@@ -411,9 +501,21 @@ impl<'a> Sim<'a> {
     ///
     /// Returns whether or not all clients have completed.
     pub fn step(&mut self) -> Result<bool> {
+        self.step_by(self.config.tick)
+    }
+
+    /// Step the simulation by `duration` instead of the configured tick
+    /// (PATCH: wake hints).
+    ///
+    /// Stepping straight to [`Sim::idle_until`] has the same outcome as
+    /// stepping there tick by tick: nothing happens in between. A step longer
+    /// than the tick is watched: timers that fire inside it were not hinted
+    /// (see [`crate::time`]) and are counted by [`Sim::unhinted_wakes`].
+    pub fn step_by(&mut self, duration: Duration) -> Result<bool> {
         tracing::trace!(target: TRACING_TARGET, "step {}", self.steps);
 
-        let tick = self.config.tick;
+        let tick = duration;
+        let watch = duration > self.config.tick;
         let mut is_finished = true;
 
         // Tick the networking, processing messages. This is done before
@@ -435,6 +537,38 @@ impl<'a> Sim<'a> {
 
         for (&addr, rt) in running {
             let _span_guard = tracing::span!(Level::INFO, "node", name = &*rt.nodename,).entered();
+            if self.config.skip_idle_hosts {
+                // PATCH (wake hints): a host with nothing to do this step is
+                // not run: its runtime falls behind, and catches up (running
+                // nothing, since no hinted timer falls in between) the next
+                // time it has something to do.
+                let mut world = self.world.borrow_mut();
+                let World {
+                    topology,
+                    hosts,
+                    woken,
+                    ..
+                } = world.deref_mut();
+                let host = hosts.get_mut(&addr).expect("missing host");
+                let idle = !woken.take(addr)
+                    && !rt.must_run
+                    && !topology.has_deliverable(addr)
+                    && next_fire(rt, host).is_none_or(|fires| !fires.is_zero());
+                if idle {
+                    rt.lag += tick;
+                    continue;
+                }
+                if !rt.lag.is_zero() {
+                    let lag = std::mem::take(&mut rt.lag);
+                    world.current = Some(addr);
+                    world.current_host_mut().timer.now(rt.now());
+                    drop(world);
+                    World::enter(&self.world, || rt.tick(lag, true))?;
+                    let mut world = self.world.borrow_mut();
+                    world.current = None;
+                    world.tick(addr, lag);
+                }
+            }
             {
                 let mut world = self.world.borrow_mut();
                 // We need to move deliverable messages off the network and
@@ -453,7 +587,7 @@ impl<'a> Sim<'a> {
                 world.current_host_mut().timer.now(rt.now());
             }
 
-            let is_software_finished = World::enter(&self.world, || rt.tick(tick))?;
+            let is_software_finished = World::enter(&self.world, || rt.tick(tick, watch))?;
 
             if rt.is_client() {
                 is_finished = is_finished && is_software_finished;
@@ -485,6 +619,20 @@ impl<'a> Sim<'a> {
 
         Ok(is_finished)
     }
+}
+
+/// How long after the simulation's now the earliest hinted timer of `host`
+/// fires, in whole milliseconds (zero: it fired at the end of the last step
+/// and its task has yet to run), counting the time `rt` has fallen behind
+/// (PATCH: wake hints).
+fn next_fire(rt: &Rt, host: &mut crate::host::Host) -> Option<Duration> {
+    let host_now = rt.now();
+    let at = host.next_wake(host_now)?;
+    // Tokio fires a timer at its deadline rounded up to the millisecond of its
+    // runtime's clock (whose `now` is on that grid).
+    let due = at.saturating_duration_since(host_now);
+    let fires = Duration::from_millis(due.as_nanos().div_ceil(1_000_000) as u64);
+    Some(fires.saturating_sub(rt.lag))
 }
 
 #[cfg(test)]

@@ -1,6 +1,5 @@
 use crate::envelope::{Envelope, Protocol};
 use crate::host::Host;
-use crate::rt::Rt;
 use crate::{config, TRACING_TARGET};
 
 use indexmap::IndexMap;
@@ -19,10 +18,15 @@ pub(crate) struct Topology {
     /// Specific configuration overrides between specific hosts.
     links: IndexMap<Pair, Link>,
 
-    /// We don't use a Rt for async. Right now, we just use it to tick time
-    /// forward in the same way we do it elsewhere. We'd like to represent
-    /// network state with async in the future.
-    rt: Rt<'static>,
+    /// The indexes in `links` of each host's links, in the order they were
+    /// registered (PATCH: delivery looks at a host's own links, not at all).
+    by_host: IndexMap<IpAddr, Vec<usize>>,
+
+    /// The network's time, moved on by [`Topology::tick_by`] (PATCH: wake
+    /// hints: it was a runtime without software, ticked like a host's, and
+    /// each of its ticks cost a whole `block_on` for nothing to run; only the
+    /// differences between its instants matter).
+    now: Instant,
 }
 
 /// This type is used as the key in the [`Topology::links`] map. See [`new`]
@@ -177,14 +181,55 @@ impl Topology {
         Topology {
             config,
             links: IndexMap::new(),
-            rt: Rt::no_software(),
+            by_host: IndexMap::new(),
+            now: Instant::now(),
         }
     }
 
     /// Register a link between two hosts
     pub(crate) fn register(&mut self, a: IpAddr, b: IpAddr) {
         let pair = Pair::new(a, b);
-        assert!(self.links.insert(pair, Link::new(self.rt.now())).is_none());
+        let (index, old) = self.links.insert_full(pair, Link::new(self.now));
+        assert!(old.is_none());
+        self.by_host.entry(a).or_default().push(index);
+        self.by_host.entry(b).or_default().push(index);
+    }
+
+    /// Whether a message waits to be delivered to `addr` (PATCH: wake hints).
+    pub(crate) fn has_deliverable(&self, addr: IpAddr) -> bool {
+        self.by_host.get(&addr).is_some_and(|indexes| {
+            indexes.iter().any(|&index| {
+                // A link has two ends: a scan beats hashing.
+                self.links[index]
+                    .deliverable
+                    .iter()
+                    .any(|(dst, queue)| *dst == addr && !queue.is_empty())
+            })
+        })
+    }
+
+    /// How long until the next message in flight to a host for which
+    /// `running` holds can be delivered: zero if one is deliverable already;
+    /// `None` if there is none (PATCH: wake hints). Held messages wait for
+    /// their link's release and do not count.
+    pub(crate) fn next_delivery(&self, running: impl Fn(IpAddr) -> bool) -> Option<Duration> {
+        let mut next: Option<Duration> = None;
+        for link in self.links.values() {
+            for (dst, queue) in &link.deliverable {
+                if !queue.is_empty() && running(*dst) {
+                    return Some(Duration::ZERO);
+                }
+            }
+            for sent in &link.sent {
+                if let DeliveryStatus::DeliverAfter(at) = sent.status {
+                    if running(sent.dst.ip()) {
+                        let due = at.saturating_duration_since(link.now);
+                        next = Some(next.map_or(due, |n| n.min(due)));
+                    }
+                }
+            }
+        }
+        next
     }
 
     pub(crate) fn set_max_message_latency(&mut self, value: Duration) {
@@ -250,10 +295,12 @@ impl Topology {
 
     // Move messages from any network links to the `dst` host.
     pub(crate) fn deliver_messages(&mut self, rand: &mut dyn RngCore, dst: &mut Host) {
-        for (pair, link) in &mut self.links {
-            if pair.0 == dst.addr || pair.1 == dst.addr {
-                link.deliver_messages(&self.config, rand, dst);
-            }
+        let Some(indexes) = self.by_host.get(&dst.addr) else {
+            return;
+        };
+        for &index in indexes {
+            let (_, link) = self.links.get_index_mut(index).expect("registered link");
+            link.deliver_messages(&self.config, rand, dst);
         }
     }
 
@@ -284,9 +331,9 @@ impl Topology {
     }
 
     pub(crate) fn tick_by(&mut self, duration: Duration) {
-        let _ = self.rt.tick(duration);
+        self.now += duration;
         for link in self.links.values_mut() {
-            link.tick(self.rt.now());
+            link.tick(self.now);
         }
     }
 
@@ -446,12 +493,13 @@ impl Link {
         rand: &mut dyn RngCore,
         host: &mut Host,
     ) {
-        let deliverable = self
-            .deliverable
-            .entry(host.addr)
-            .or_default()
-            .drain(..)
-            .collect::<Vec<Envelope>>();
+        let Some(queue) = self.deliverable.get_mut(&host.addr) else {
+            return;
+        };
+        if queue.is_empty() {
+            return;
+        }
+        let deliverable = queue.drain(..).collect::<Vec<Envelope>>();
 
         for message in deliverable {
             let (src, dst) = (message.src, message.dst);

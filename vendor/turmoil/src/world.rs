@@ -9,11 +9,13 @@ use crate::{
 };
 
 use indexmap::IndexMap;
+use indexmap::IndexSet;
 use rand::RngCore;
 use scoped_tls::scoped_thread_local;
 use std::cell::RefCell;
 use std::io::Result;
 use std::net::{IpAddr, SocketAddr};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 /// Tracks all the state for the simulated world.
@@ -37,12 +39,52 @@ pub(crate) struct World {
     /// deterministic, reuse the same seed.
     pub(crate) rng: Box<dyn RngCore>,
 
+    /// Hosts woken without a message (PATCH: wake hints).
+    pub(crate) woken: Woken,
+
     /// Run duration for each host on every step.
     // TODO: Remove this once we've cleaned up the loopback implementation hacks
     pub(crate) tick_duration: Duration,
 }
 
 scoped_thread_local!(static CURRENT: RefCell<World>);
+
+/// Hosts whose tasks were woken by another host's software or by the network
+/// without a message to them, to be run at the next step (PATCH: wake hints).
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Woken(Arc<Mutex<IndexSet<IpAddr>>>);
+
+impl Woken {
+    pub(crate) fn on_drop(&self, host: IpAddr) -> WakeOnDrop {
+        WakeOnDrop {
+            host,
+            woken: self.clone(),
+        }
+    }
+
+    /// Whether `host` was woken; it is not any more.
+    pub(crate) fn take(&self, host: IpAddr) -> bool {
+        let mut woken = self.0.lock().unwrap();
+        !woken.is_empty() && woken.swap_remove(&host)
+    }
+
+    pub(crate) fn any(&self, running: impl Fn(IpAddr) -> bool) -> bool {
+        self.0.lock().unwrap().iter().any(|h| running(*h))
+    }
+}
+
+/// Adds its host to [`Woken`] when dropped (PATCH: wake hints).
+#[derive(Debug)]
+pub(crate) struct WakeOnDrop {
+    host: IpAddr,
+    woken: Woken,
+}
+
+impl Drop for WakeOnDrop {
+    fn drop(&mut self) {
+        self.woken.0.lock().unwrap().insert(self.host);
+    }
+}
 
 impl World {
     /// Initialize a new world.
@@ -59,6 +101,7 @@ impl World {
             multicast_groups: MulticastGroups::default(),
             current: None,
             rng,
+            woken: Woken::default(),
             tick_duration,
         }
     }
@@ -78,6 +121,22 @@ impl World {
     pub(crate) fn current_if_set(f: impl FnOnce(&mut World)) {
         if CURRENT.is_set() {
             Self::current(f);
+        }
+    }
+
+    /// Run `f` on the host currently executing, if there is one and the world
+    /// is not borrowed already (PATCH: wake hints).
+    pub(crate) fn with_current_host_if_set(f: impl FnOnce(&mut Host)) {
+        if CURRENT.is_set() {
+            CURRENT.with(|current| {
+                if let Ok(mut world) = current.try_borrow_mut() {
+                    if let Some(addr) = world.current {
+                        if let Some(host) = world.hosts.get_mut(&addr) {
+                            f(host);
+                        }
+                    }
+                }
+            });
         }
     }
 

@@ -1,9 +1,9 @@
 use bytes::Bytes;
 use indexmap::{IndexMap, IndexSet};
-use tokio::{
-    sync::{mpsc, Mutex},
-    time::sleep,
-};
+use tokio::sync::{mpsc, Mutex};
+
+// PATCH (wake hints): the loopback's one-tick delay is hinted.
+use crate::time::sleep;
 
 use crate::{
     envelope::{Datagram, Envelope, Protocol},

@@ -15,8 +15,10 @@ use tokio::{
     io::{AsyncRead, AsyncWrite, ReadBuf},
     runtime::Handle,
     sync::{mpsc, oneshot},
-    time::sleep,
 };
+
+// PATCH (wake hints): the loopback's one-tick delay is hinted.
+use crate::time::sleep;
 
 use crate::{
     envelope::{Envelope, Protocol, Segment, Syn},
@@ -85,7 +87,8 @@ impl TcpStream {
                 (pair, rx, bidi)
             };
 
-            let syn = Protocol::Tcp(Segment::Syn(Syn { ack }));
+            let wake = world.woken.on_drop(pair.local.ip());
+            let syn = Protocol::Tcp(Segment::Syn(Syn { ack, wake }));
             if !is_same(pair.local, pair.remote) {
                 world.send_message(pair.local, pair.remote, syn)?;
             } else {
