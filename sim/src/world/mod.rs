@@ -43,7 +43,23 @@ use sentinels::SentinelCtl;
 use servers::ServerCtl;
 
 /// Runs one simulation and returns its history.
+///
+/// A run that jumps (see [`Stepping`]) and finds that a timer fired inside a jump
+/// without a hint (a design that arms tokio timers itself instead of sleeping on
+/// `Deps::clock`) is run again tick by tick, whose history is returned: the jump may
+/// have sent that timer's messages late. Its `stats.unhinted_wakes` says how many the
+/// jump saw.
 pub fn run(cfg: &RunConfig) -> Result<History, RunError> {
+    let history = run_stepping(cfg, cfg.stepping)?;
+    if history.stats.unhinted_wakes == 0 {
+        return Ok(history);
+    }
+    let mut again = run_stepping(cfg, Stepping::Tick)?;
+    again.stats.unhinted_wakes = history.stats.unhinted_wakes;
+    Ok(again)
+}
+
+fn run_stepping(cfg: &RunConfig, stepping: Stepping) -> Result<History, RunError> {
     let w = &cfg.workload;
     w.validate()?;
     let end = Duration::from_millis(w.duration_ms + w.drain_ms);
@@ -54,7 +70,10 @@ pub fn run(cfg: &RunConfig) -> Result<History, RunError> {
         .min_message_latency(Duration::from_millis(w.latency_ms_min))
         .max_message_latency(Duration::from_millis(w.latency_ms_max))
         .tcp_capacity(1 << 16)
-        .skip_idle_hosts(cfg.stepping == Stepping::Jump)
+        // Not yet: with idle hosts skipped, a host woken by another's software without
+        // a message still escapes the hints (seen: `client-crash` histories 1 ms
+        // apart), so every host runs in every step taken; the steps themselves jump.
+        .skip_idle_hosts(false)
         .build();
     let recorder = Recorder::new();
     let net = NetFaults::new();
@@ -183,7 +202,7 @@ pub fn run(cfg: &RunConfig) -> Result<History, RunError> {
         // then every host runs and there is no jump. The jump lands on the tick before
         // the next event, so that tick runs as it would have, and every history is the
         // one tick-by-tick stepping gives.
-        let until = match cfg.stepping {
+        let until = match stepping {
             Stepping::Jump if !acted => sim.idle_until().min(nemesis.next_due(now)).min(end),
             _ => now,
         };
