@@ -191,20 +191,20 @@ fn run_stepping(cfg: &RunConfig, stepping: Stepping) -> Result<History, RunError
         if now >= end {
             break;
         }
+        // A fault that changed something may have woken a host's task from outside the
+        // simulation (a pause gate, a link): every host runs in the next step, and
+        // `idle_until` is now until then.
         if acted {
             sim.wake_all();
         }
         // Jump over the ticks in which nothing can happen: no message is delivered, no
         // timer fires, no fault starts or ends (turmoil's `idle_until` knows the first
-        // two, the nemesis the last), and in each step run only the hosts with
-        // something to do (`skip_idle_hosts`). A fault that changed something may have
-        // woken a host's task from outside the simulation (a pause gate, a link), so
-        // then every host runs and there is no jump. The jump lands on the tick before
-        // the next event, so that tick runs as it would have, and every history is the
-        // one tick-by-tick stepping gives.
+        // two, the nemesis the last). The jump lands on the tick before the next event,
+        // so that tick runs as it would have, and every history is the one tick-by-tick
+        // stepping gives.
         let until = match stepping {
-            Stepping::Jump if !acted => sim.idle_until().min(nemesis.next_due(now)).min(end),
-            _ => now,
+            Stepping::Jump => sim.idle_until().min(nemesis.next_due(now)).min(end),
+            Stepping::Tick => now,
         };
         let step = if until > now + tick {
             sim.step_by(until - now)
