@@ -37,6 +37,10 @@ pub type SpawnFn = Rc<dyn Fn(LocalTask)>;
 
 /// A dial that has not connected by then is given up (and retried a second later).
 const DIAL_TIMEOUT: Duration = Duration::from_millis(1_000);
+/// How long a link waits for a reply before it counts as broken: the `redis` crate's
+/// default, named so that the dialler can tell the simulation about it (a link's
+/// stream hints it at every write; see `turmoil::time`).
+pub const LINK_RESPONSE_TIMEOUT: Duration = Duration::from_millis(500);
 
 /// A Sentinel as a [`CommandEngine`], so the model's connection loop serves it.
 pub struct SentinelEngine {
@@ -143,7 +147,8 @@ impl Driver {
             let dial = (this.dial)(addr.host.clone(), addr.port);
             let result = turmoil::time::timeout(DIAL_TIMEOUT, async {
                 let stream = dial.await?;
-                let config = redis::AsyncConnectionConfig::new();
+                let config = redis::AsyncConnectionConfig::new()
+                    .set_response_timeout(Some(LINK_RESPONSE_TIMEOUT));
                 MultiplexedConnection::new_with_config(&LINK_INFO, stream, config)
                     .await
                     .map_err(io::Error::other)

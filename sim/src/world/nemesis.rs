@@ -361,19 +361,30 @@ impl Nemesis {
 
     /// Applies every fault end and start due at `now`: ends first, in due order.
     /// Returns whether it started or ended anything (and so may have woken a host's
-    /// task from outside the simulation).
+    /// task from outside the simulation: the caller then runs every host in the next
+    /// step, [`turmoil::Sim::wake_all`]). Before the first action, every host skipped
+    /// as idle is run up to now ([`turmoil::Sim::catch_up`]), so that a task the fault
+    /// wakes runs in the next step after its messages, as tick-by-tick stepping runs
+    /// it, not in its host's catch-up before them. An error is the software's, from
+    /// that catch-up.
     pub fn apply_due(
         &mut self,
         sim: &mut turmoil::Sim<'_>,
         world: &mut WorldCtl,
         now: Duration,
-    ) -> bool {
+    ) -> Result<bool, String> {
         let mut acted = false;
+        let settle = |sim: &mut turmoil::Sim<'_>, acted: &mut bool| {
+            if !std::mem::replace(acted, true) {
+                sim.catch_up().map_err(|e| e.to_string())?;
+            }
+            Ok::<(), String>(())
+        };
         self.pending.sort_by_key(|(at, _)| *at);
         while self.pending.first().is_some_and(|(at, _)| *at <= now) {
+            settle(sim, &mut acted)?;
             let (_, p) = self.pending.remove(0);
             self.end(sim, world, now, p);
-            acted = true;
         }
         while self.next < self.order.len()
             && Duration::from_millis(self.plan.faults[self.order[self.next]].at_ms) <= now
@@ -388,12 +399,12 @@ impl Nemesis {
                     moment,
                 });
             } else {
+                settle(sim, &mut acted)?;
                 self.start(sim, world, now, index);
-                acted = true;
             }
         }
         if self.armed.is_empty() {
-            return acted;
+            return Ok(acted);
         }
         // The moment: a lock write made after the fault was armed, whose reply has had
         // time to reach its client (the master acknowledged it), and (for the
@@ -425,13 +436,13 @@ impl Nemesis {
                 continue;
             }
             if ripe {
+                settle(sim, &mut acted)?;
                 self.start(sim, world, now, a.fault);
-                acted = true;
             } else {
                 self.armed.push(a);
             }
         }
-        acted
+        Ok(acted)
     }
 
     fn end(&mut self, sim: &mut turmoil::Sim<'_>, world: &mut WorldCtl, now: Duration, p: Pending) {

@@ -122,7 +122,9 @@ impl SentinelCtl {
                     std::rc::Rc::new(move |host: String, port: u16| {
                         let (net, me, gate) = (net.clone(), me.clone(), gate.clone());
                         Box::pin(async move {
-                            let (stream, _) = dial_host(&net, &me, &gate, &host, port).await?;
+                            let timeout = Some(crate::sentinel::driver::LINK_RESPONSE_TIMEOUT);
+                            let (stream, _) =
+                                dial_host(&net, &me, &gate, &host, port, timeout).await?;
                             let stream: Box<dyn LinkStream> = Box::new(stream);
                             Ok(stream)
                         })

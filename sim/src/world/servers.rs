@@ -233,7 +233,8 @@ impl ServerCtl {
                     let (net, me, gate) = (net.clone(), ctl.name.clone(), ctl.gate.clone());
                     move |host: String, port: u16| {
                         let (net, me, gate) = (net.clone(), me.clone(), gate.clone());
-                        async move { dial_host(&net, &me, &gate, &host, port).await }
+                        // The replication link arms its timers through turmoil::time.
+                        async move { dial_host(&net, &me, &gate, &host, port, None).await }
                     }
                 };
                 let gate = ctl.gate.clone();
@@ -261,6 +262,7 @@ pub(crate) async fn dial_host(
     gate: &PauseGate,
     host: &str,
     port: u16,
+    replies_within: Option<Duration>,
 ) -> std::io::Result<(GatedIo<FaultyStream<turmoil::net::TcpStream>>, String)> {
     until_reachable(net, me, host).await;
     let stream = turmoil::net::TcpStream::connect((host, port)).await?;
@@ -269,7 +271,11 @@ pub(crate) async fn dial_host(
         .ok()
         .and_then(|a| turmoil::reverse_lookup(a.ip()))
         .unwrap_or_else(|| host.to_string());
-    Ok((gate.wrap_io(net.wrap(stream, me, &peer)), peer))
+    let mut stream = net.wrap(stream, me, &peer);
+    if let Some(timeout) = replies_within {
+        stream = stream.replies_within(timeout);
+    }
+    Ok((gate.wrap_io(stream), peer))
 }
 
 /// Serves `shared` on `listener` for good: every accepted connection wrapped by the

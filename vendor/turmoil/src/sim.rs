@@ -481,6 +481,22 @@ impl<'a> Sim<'a> {
         }
     }
 
+    /// Brings every host that was skipped as idle (see
+    /// [`crate::Builder::skip_idle_hosts`]) up to now, as if it had run every
+    /// step (PATCH: wake hints). A caller that is about to wake a host's task
+    /// from outside the simulation calls it first: otherwise the woken task
+    /// would run in the host's catch-up, at the time the host fell behind and
+    /// before the messages of its next step are delivered, where stepping tick
+    /// by tick runs it after them. Then [`Sim::wake_all`].
+    pub fn catch_up(&mut self) -> Result {
+        for (&addr, rt) in self.rts.iter_mut() {
+            if rt.is_software_running() {
+                catch_up(&self.world, addr, rt)?;
+            }
+        }
+        Ok(())
+    }
+
     /// How many times a timer fired inside a step longer than the tick,
     /// over all hosts (PATCH: wake hints). Each is a timer that was not hinted
     /// (see [`crate::time`]); what its task did happened at its own time on
@@ -551,6 +567,7 @@ impl<'a> Sim<'a> {
                 } = world.deref_mut();
                 let host = hosts.get_mut(&addr).expect("missing host");
                 let idle = !woken.take(addr)
+                    && !woken.waiting(addr)
                     && !rt.must_run
                     && !topology.has_deliverable(addr)
                     && next_fire(rt, host).is_none_or(|fires| !fires.is_zero());
@@ -558,16 +575,8 @@ impl<'a> Sim<'a> {
                     rt.lag += tick;
                     continue;
                 }
-                if !rt.lag.is_zero() {
-                    let lag = std::mem::take(&mut rt.lag);
-                    world.current = Some(addr);
-                    world.current_host_mut().timer.now(rt.now());
-                    drop(world);
-                    World::enter(&self.world, || rt.tick(lag, true))?;
-                    let mut world = self.world.borrow_mut();
-                    world.current = None;
-                    world.tick(addr, lag);
-                }
+                drop(world);
+                catch_up(&self.world, addr, rt)?;
             }
             {
                 let mut world = self.world.borrow_mut();
@@ -619,6 +628,27 @@ impl<'a> Sim<'a> {
 
         Ok(is_finished)
     }
+}
+
+/// Runs a host that fell behind (`rt.lag`) up to the simulation's now. No
+/// hinted timer fires and no message is delivered in between, so nothing runs
+/// unless a task was woken from outside (see [`Sim::catch_up`]) or an
+/// unhinted timer fires, which the watch counts (PATCH: wake hints).
+fn catch_up(world: &RefCell<World>, addr: IpAddr, rt: &mut Rt) -> Result {
+    if rt.lag.is_zero() {
+        return Ok(());
+    }
+    let lag = std::mem::take(&mut rt.lag);
+    {
+        let mut world = world.borrow_mut();
+        world.current = Some(addr);
+        world.current_host_mut().timer.now(rt.now());
+    }
+    World::enter(world, || rt.tick(lag, true))?;
+    let mut world = world.borrow_mut();
+    world.current = None;
+    world.tick(addr, lag);
+    Ok(())
 }
 
 /// How long after the simulation's now the earliest hinted timer of `host`

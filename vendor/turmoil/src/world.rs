@@ -51,11 +51,24 @@ scoped_thread_local!(static CURRENT: RefCell<World>);
 
 /// Hosts whose tasks were woken by another host's software or by the network
 /// without a message to them, to be run at the next step (PATCH: wake hints).
+///
+/// It also counts, per host, the wakes still to come ([`WakeOnDrop`]s alive): a
+/// host that waits for one is run at every step, never skipped as idle. Such a
+/// wake lands in the middle of another host's turn; had the waiting host fallen
+/// behind, its catch-up would run the woken task before its own turn, at the
+/// time it fell behind, where stepping tick by tick runs it in its turn.
 #[derive(Debug, Clone, Default)]
-pub(crate) struct Woken(Arc<Mutex<IndexSet<IpAddr>>>);
+pub(crate) struct Woken(Arc<Mutex<WokenHosts>>);
+
+#[derive(Debug, Default)]
+struct WokenHosts {
+    woken: IndexSet<IpAddr>,
+    waiting: IndexMap<IpAddr, usize>,
+}
 
 impl Woken {
     pub(crate) fn on_drop(&self, host: IpAddr) -> WakeOnDrop {
+        *self.0.lock().unwrap().waiting.entry(host).or_default() += 1;
         WakeOnDrop {
             host,
             woken: self.clone(),
@@ -64,12 +77,17 @@ impl Woken {
 
     /// Whether `host` was woken; it is not any more.
     pub(crate) fn take(&self, host: IpAddr) -> bool {
-        let mut woken = self.0.lock().unwrap();
-        !woken.is_empty() && woken.swap_remove(&host)
+        let mut hosts = self.0.lock().unwrap();
+        !hosts.woken.is_empty() && hosts.woken.swap_remove(&host)
+    }
+
+    /// Whether a wake of `host` is still to come.
+    pub(crate) fn waiting(&self, host: IpAddr) -> bool {
+        self.0.lock().unwrap().waiting.contains_key(&host)
     }
 
     pub(crate) fn any(&self, running: impl Fn(IpAddr) -> bool) -> bool {
-        self.0.lock().unwrap().iter().any(|h| running(*h))
+        self.0.lock().unwrap().woken.iter().any(|h| running(*h))
     }
 }
 
@@ -82,7 +100,14 @@ pub(crate) struct WakeOnDrop {
 
 impl Drop for WakeOnDrop {
     fn drop(&mut self) {
-        self.woken.0.lock().unwrap().insert(self.host);
+        let mut hosts = self.woken.0.lock().unwrap();
+        if let Some(n) = hosts.waiting.get_mut(&self.host) {
+            *n -= 1;
+            if *n == 0 {
+                hosts.waiting.swap_remove(&self.host);
+            }
+        }
+        hosts.woken.insert(self.host);
     }
 }
 
