@@ -471,6 +471,31 @@ pub fn catalog() -> Vec<Scenario> {
             kind: Kind::RedlockGcPause,
             params: Vec::new(),
         },
+        Scenario {
+            name: "flash-sale",
+            description: "seed 000's flash sale: 100 buyers each try once for the lock on one product (lease 10 s, stock 100), again and again; nothing goes wrong",
+            fault_about: "none (the lock must be contended)",
+            // The world whose cost is its hosts: a hundred clients, most of them
+            // thinking at any moment. The seed's numbers: `kill:123`, a 10 s lease,
+            // `setIfAbsent` once (no waiting), stock 100. Each purchase takes one unit
+            // (the seed's random 1..9 changes nothing a checker sees), and buyers keep
+            // buying after the stock runs out (the storage is not the point here).
+            workload: Workload {
+                clients: 100,
+                key: "kill:123".into(),
+                lease_ms: 10_000,
+                wait_ms: 0,
+                work_ms: 5,
+                think_ms_max: 50,
+                duration_ms: 2_000,
+                drain_ms: 500,
+                initial_stock: 100,
+                ..base.clone()
+            },
+            fixed_plan: None,
+            kind: Kind::NoFaults,
+            params: Vec::new(),
+        },
     ]
 }
 

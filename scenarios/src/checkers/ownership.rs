@@ -13,7 +13,7 @@
 //! (same host name, new incarnation: counted by the crashes recorded on it) does not
 //! own what its previous life wrote.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 use sim::history::{EventKind, History, OpF, Phase, ServerEvent};
 
@@ -76,6 +76,7 @@ struct Judgement {
 
 fn judge(h: &History) -> Judgement {
     let believed = believed_writers(h);
+    let servers = servers(h);
     let mut record: Record = BTreeMap::new();
     let mut lives = model::Lives::default();
     let mut out = Judgement {
@@ -104,7 +105,7 @@ fn judge(h: &History) -> Judgement {
                 let Some(held) = record.get(&(e.host.clone(), key.clone())) else {
                     continue;
                 };
-                if is_server(h, by) {
+                if servers.contains(by.as_str()) {
                     continue;
                 }
                 out.attributed += 1;
@@ -174,12 +175,15 @@ fn judge(h: &History) -> Judgement {
     out
 }
 
-/// Whether `host` is a Redis server (its own record's host), e.g. a restarted server
-/// restoring its keys.
-fn is_server(h: &History, host: &str) -> bool {
+/// The Redis servers (the hosts of their own records): a server re-arming a key is a
+/// restarted server restoring its keys, not a client. Found once per history: asked
+/// for each re-arm, a scan of the whole history made the check quadratic.
+fn servers(h: &History) -> BTreeSet<&str> {
     h.events
         .iter()
-        .any(|e| e.host == host && matches!(e.kind, EventKind::Server(_)))
+        .filter(|e| matches!(e.kind, EventKind::Server(_)))
+        .map(|e| e.host.as_str())
+        .collect()
 }
 
 /// Indices of removals by command whose value no known host wrote (the checker

@@ -45,7 +45,7 @@ fn waiters_at<'a>(
 ) -> Vec<&'a OpPair> {
     acquires
         .iter()
-        .filter(|p| p.host != by && p.invoke < i && p.completion.is_none_or(|c| c > i))
+        .filter(|p| p.invoke < i && p.completion.is_none_or(|c| c > i) && p.host != by)
         .filter(|p| {
             p.completion.is_some()
                 || !crashes
@@ -119,7 +119,8 @@ impl Checker for WaiterLiveness {
             }
             let t = e.at_us;
             let deadline = t + bound_us;
-            let retaken = taken.iter().find(|(ev, _, _)| *ev > i);
+            // `taken` is sorted by event: the first after `i`.
+            let retaken = taken.get(taken.partition_point(|(ev, _, _)| *ev <= i));
             if let Some((_, at, _)) = retaken
                 && *at <= deadline
             {

@@ -1,12 +1,12 @@
 use crate::envelope::{hex, Datagram, Protocol, Segment, Syn};
 #[cfg(feature = "unstable-fs")]
 use crate::fs::{Fs, FsConfig};
+use crate::fxmap::FxIndexMap;
 use crate::net::tcp::stream::BidiFlowControl;
 use crate::net::{SocketPair, TcpListener, UdpSocket};
 use crate::{Envelope, TRACING_TARGET};
 
 use bytes::Bytes;
-use indexmap::IndexMap;
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, VecDeque};
 use std::fmt::Display;
@@ -228,7 +228,7 @@ impl HostTimer {
 /// Simulated UDP host software.
 pub(crate) struct Udp {
     /// Bound udp sockets
-    binds: IndexMap<u16, UdpBind>,
+    binds: FxIndexMap<u16, UdpBind>,
 
     /// UdpSocket channel capacity
     capacity: usize,
@@ -245,7 +245,7 @@ struct UdpBind {
 impl Udp {
     fn new(capacity: usize) -> Self {
         Self {
-            binds: IndexMap::new(),
+            binds: FxIndexMap::default(),
             capacity,
         }
     }
@@ -347,13 +347,13 @@ impl Udp {
 
 pub(crate) struct Tcp {
     /// Bound server sockets
-    binds: IndexMap<u16, ServerSocket>,
+    binds: FxIndexMap<u16, ServerSocket>,
 
     /// TcpListener channel capacity
     server_socket_capacity: usize,
 
     /// Active stream sockets
-    sockets: IndexMap<SocketPair, StreamSocket>,
+    sockets: FxIndexMap<SocketPair, StreamSocket>,
 
     /// TcpStream channel capacity
     socket_capacity: usize,
@@ -370,7 +370,7 @@ struct ServerSocket {
 }
 
 struct StreamSocket {
-    buf: IndexMap<u64, SequencedSegment>,
+    buf: FxIndexMap<u64, SequencedSegment>,
     next_send_seq: u64,
     recv_seq: u64,
     sender: mpsc::Sender<SequencedSegment>,
@@ -402,7 +402,7 @@ impl StreamSocket {
         let (tx, rx) = mpsc::channel(capacity);
         let flow_control = BidiFlowControl::new(capacity);
         let sock = Self {
-            buf: IndexMap::new(),
+            buf: FxIndexMap::default(),
             next_send_seq: 1,
             recv_seq: 0,
             sender: tx,
@@ -451,8 +451,8 @@ impl StreamSocket {
 impl Tcp {
     fn new(capacity: usize) -> Self {
         Self {
-            binds: IndexMap::new(),
-            sockets: IndexMap::new(),
+            binds: FxIndexMap::default(),
+            sockets: FxIndexMap::default(),
             server_socket_capacity: capacity,
             socket_capacity: capacity,
         }

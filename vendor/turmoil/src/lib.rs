@@ -221,6 +221,9 @@ mod sim;
 pub use sim::Sim;
 
 mod top;
+
+// PATCH (wake hints): a fast hasher for the simulation's maps.
+mod fxmap;
 use top::Topology;
 pub use top::{LinkIter, LinksIter, SentRef};
 

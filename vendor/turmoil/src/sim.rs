@@ -1,4 +1,5 @@
 use rand::{rngs::SmallRng, seq::SliceRandom, Rng, SeedableRng};
+use crate::fxmap::FxIndexMap;
 use std::cell::RefCell;
 use std::future::Future;
 use std::net::IpAddr;
@@ -6,7 +7,6 @@ use std::ops::DerefMut;
 use std::sync::Arc;
 use std::time::UNIX_EPOCH;
 
-use indexmap::IndexMap;
 use tokio::time::Duration;
 use tracing::Level;
 
@@ -26,7 +26,7 @@ pub struct Sim<'a> {
     world: RefCell<World>,
 
     /// Per simulated host runtimes
-    rts: IndexMap<IpAddr, Rt<'a>>,
+    rts: FxIndexMap<IpAddr, Rt<'a>>,
 
     /// Simulation duration since unix epoch. Set when the simulation is
     /// created.
@@ -48,7 +48,7 @@ impl<'a> Sim<'a> {
         Self {
             config,
             world: RefCell::new(world),
-            rts: IndexMap::new(),
+            rts: FxIndexMap::default(),
             since_epoch,
             elapsed: Duration::ZERO,
             steps: 1, // bumped after each step

@@ -1,11 +1,11 @@
 use crate::envelope::{Envelope, Protocol};
+use crate::fxmap::FxIndexMap;
 use crate::host::Host;
 use crate::{config, TRACING_TARGET};
 
-use indexmap::IndexMap;
 use rand::{Rng, RngCore};
 use rand_distr::{Distribution, Exp};
-use std::collections::VecDeque;
+use std::collections::{BTreeSet, VecDeque};
 use std::io::{Error, ErrorKind, Result};
 use std::net::{IpAddr, SocketAddr};
 use std::time::Duration;
@@ -16,17 +16,26 @@ pub(crate) struct Topology {
     config: config::Link,
 
     /// Specific configuration overrides between specific hosts.
-    links: IndexMap<Pair, Link>,
+    links: FxIndexMap<Pair, Link>,
 
     /// The indexes in `links` of each host's links, in the order they were
     /// registered (PATCH: delivery looks at a host's own links, not at all).
-    by_host: IndexMap<IpAddr, Vec<usize>>,
+    by_host: FxIndexMap<IpAddr, Vec<usize>>,
 
     /// The network's time, moved on by [`Topology::tick_by`] (PATCH: wake
     /// hints: it was a runtime without software, ticked like a host's, and
     /// each of its ticks cost a whole `block_on` for nothing to run; only the
     /// differences between its instants matter).
     now: Instant,
+
+    /// The indexes in `links` of the links with messages in flight: a superset
+    /// (a link leaves it at the first tick that finds it empty). Ticks look
+    /// only at these (PATCH: wake hints: every link was scanned on every tick).
+    busy: BTreeSet<usize>,
+
+    /// The hosts with a message at the network's edge, waiting for the host's
+    /// turn to take it (PATCH: wake hints).
+    ready: BTreeSet<IpAddr>,
 }
 
 /// This type is used as the key in the [`Topology::links`] map. See [`new`]
@@ -154,7 +163,7 @@ struct Link {
     sent: VecDeque<Sent>,
 
     /// Messages that are ready to be delivered.
-    deliverable: IndexMap<IpAddr, VecDeque<Envelope>>,
+    deliverable: FxIndexMap<IpAddr, VecDeque<Envelope>>,
 
     /// The current network time, moved forward with [`Link::tick`].
     now: Instant,
@@ -180,9 +189,11 @@ impl Topology {
     pub(crate) fn new(config: config::Link) -> Topology {
         Topology {
             config,
-            links: IndexMap::new(),
-            by_host: IndexMap::new(),
+            links: FxIndexMap::default(),
+            by_host: FxIndexMap::default(),
             now: Instant::now(),
+            busy: BTreeSet::new(),
+            ready: BTreeSet::new(),
         }
     }
 
@@ -197,15 +208,7 @@ impl Topology {
 
     /// Whether a message waits to be delivered to `addr` (PATCH: wake hints).
     pub(crate) fn has_deliverable(&self, addr: IpAddr) -> bool {
-        self.by_host.get(&addr).is_some_and(|indexes| {
-            indexes.iter().any(|&index| {
-                // A link has two ends: a scan beats hashing.
-                self.links[index]
-                    .deliverable
-                    .iter()
-                    .any(|(dst, queue)| *dst == addr && !queue.is_empty())
-            })
-        })
+        self.ready.contains(&addr)
     }
 
     /// How long until the next message in flight to a host for which
@@ -213,13 +216,12 @@ impl Topology {
     /// `None` if there is none (PATCH: wake hints). Held messages wait for
     /// their link's release and do not count.
     pub(crate) fn next_delivery(&self, running: impl Fn(IpAddr) -> bool) -> Option<Duration> {
+        if self.ready.iter().any(|&addr| running(addr)) {
+            return Some(Duration::ZERO);
+        }
         let mut next: Option<Duration> = None;
-        for link in self.links.values() {
-            for (dst, queue) in &link.deliverable {
-                if !queue.is_empty() && running(*dst) {
-                    return Some(Duration::ZERO);
-                }
-            }
+        for &index in &self.busy {
+            let link = &self.links[index];
             for sent in &link.sent {
                 if let DeliveryStatus::DeliverAfter(at) = sent.status {
                     if running(sent.dst.ip()) {
@@ -283,8 +285,13 @@ impl Topology {
         dst: SocketAddr,
         message: Protocol,
     ) -> Result<()> {
-        if let Some(link) = self.links.get_mut(&Pair::new(src.ip(), dst.ip())) {
-            link.enqueue_message(&self.config, rand, src, dst, message)
+        if let Some((index, _, link)) = self.links.get_full_mut(&Pair::new(src.ip(), dst.ip())) {
+            link.now = self.now;
+            let result = link.enqueue_message(&self.config, rand, src, dst, message, &mut self.ready);
+            if !link.sent.is_empty() {
+                self.busy.insert(index);
+            }
+            result
         } else {
             Err(Error::new(
                 ErrorKind::ConnectionRefused,
@@ -298,9 +305,16 @@ impl Topology {
         let Some(indexes) = self.by_host.get(&dst.addr) else {
             return;
         };
+        if !self.ready.remove(&dst.addr) {
+            return;
+        }
         for &index in indexes {
             let (_, link) = self.links.get_index_mut(index).expect("registered link");
-            link.deliver_messages(&self.config, rand, dst);
+            link.now = self.now;
+            link.deliver_messages(&self.config, rand, dst, &mut self.ready);
+            if !link.sent.is_empty() {
+                self.busy.insert(index);
+            }
         }
     }
 
@@ -332,12 +346,20 @@ impl Topology {
 
     pub(crate) fn tick_by(&mut self, duration: Duration) {
         self.now += duration;
-        for link in self.links.values_mut() {
-            link.tick(self.now);
-        }
+        let (now, links, ready) = (self.now, &mut self.links, &mut self.ready);
+        self.busy.retain(|&index| {
+            let link = &mut links[index];
+            link.tick(now, ready);
+            !link.sent.is_empty()
+        });
     }
 
     pub(crate) fn iter_mut(&mut self) -> LinksIter<'_> {
+        // A link only ticks while busy (PATCH: wake hints): its time is brought
+        // up to date wherever it is used.
+        for link in self.links.values_mut() {
+            link.now = self.now;
+        }
         LinksIter {
             iter: self.links.iter_mut(),
         }
@@ -345,9 +367,12 @@ impl Topology {
 
     #[inline]
     fn get_link_mut(&mut self, pair: &Pair) -> &mut Link {
-        self.links
+        let link = self
+            .links
             .get_mut(pair)
-            .unwrap_or_else(|| panic!("unable to find link between {pair:?}"))
+            .unwrap_or_else(|| panic!("unable to find link between {pair:?}"));
+        link.now = self.now;
+        link
     }
 }
 
@@ -377,7 +402,7 @@ impl Link {
             state_b_a: State::Healthy,
             config: config::Link::default(),
             sent: VecDeque::new(),
-            deliverable: IndexMap::new(),
+            deliverable: FxIndexMap::default(),
             now,
         }
     }
@@ -389,12 +414,13 @@ impl Link {
         src: SocketAddr,
         dst: SocketAddr,
         message: Protocol,
+        ready: &mut BTreeSet<IpAddr>,
     ) -> Result<()> {
         tracing::trace!(target: TRACING_TARGET, ?src, ?dst, protocol = %message, "Send");
 
         self.rand_partition_or_repair(global_config, rand);
         let result = self.enqueue(global_config, rand, src, dst, message);
-        self.process_deliverables();
+        self.process_deliverables(ready);
         result
     }
 
@@ -454,12 +480,14 @@ impl Link {
         Ok(())
     }
 
-    fn tick(&mut self, now: Instant) {
+    fn tick(&mut self, now: Instant, ready: &mut BTreeSet<IpAddr>) {
         self.now = now;
-        self.process_deliverables();
+        self.process_deliverables(ready);
     }
 
-    fn process_deliverables(&mut self) {
+    /// Moves the messages due by now to the network's edge, and notes their
+    /// hosts in `ready` (PATCH: wake hints).
+    fn process_deliverables(&mut self, ready: &mut BTreeSet<IpAddr>) {
         // TODO: `drain_filter` is not yet stable, and so we have a low quality
         // implementation here that avoids clones.
         let mut deliverable = 0;
@@ -474,6 +502,7 @@ impl Link {
                         dst: sent.dst,
                         message: sent.protocol,
                     };
+                    ready.insert(sent.dst.ip());
                     self.deliverable
                         .entry(sent.dst.ip())
                         .or_default()
@@ -492,6 +521,7 @@ impl Link {
         global_config: &config::Link,
         rand: &mut dyn RngCore,
         host: &mut Host,
+        ready: &mut BTreeSet<IpAddr>,
     ) {
         let Some(queue) = self.deliverable.get_mut(&host.addr) else {
             return;
@@ -504,7 +534,7 @@ impl Link {
         for message in deliverable {
             let (src, dst) = (message.src, message.dst);
             if let Err(message) = host.receive_from_network(message) {
-                let _ = self.enqueue_message(global_config, rand, dst, src, message);
+                let _ = self.enqueue_message(global_config, rand, dst, src, message, ready);
             }
         }
     }

@@ -1,4 +1,5 @@
 use crate::config::Config;
+use crate::fxmap::{FxIndexMap, FxIndexSet};
 use crate::envelope::Protocol;
 use crate::host::HostTimer;
 use crate::ip::IpVersionAddrIter;
@@ -8,8 +9,6 @@ use crate::{
     TRACING_TARGET,
 };
 
-use indexmap::IndexMap;
-use indexmap::IndexSet;
 use rand::RngCore;
 use scoped_tls::scoped_thread_local;
 use std::cell::RefCell;
@@ -21,7 +20,7 @@ use std::time::Duration;
 /// Tracks all the state for the simulated world.
 pub(crate) struct World {
     /// Tracks all individual hosts
-    pub(crate) hosts: IndexMap<IpAddr, Host>,
+    pub(crate) hosts: FxIndexMap<IpAddr, Host>,
 
     /// Tracks how each host is connected to each other.
     pub(crate) topology: Topology,
@@ -62,8 +61,8 @@ pub(crate) struct Woken(Arc<Mutex<WokenHosts>>);
 
 #[derive(Debug, Default)]
 struct WokenHosts {
-    woken: IndexSet<IpAddr>,
-    waiting: IndexMap<IpAddr, usize>,
+    woken: FxIndexSet<IpAddr>,
+    waiting: FxIndexMap<IpAddr, usize>,
 }
 
 impl Woken {
@@ -120,7 +119,7 @@ impl World {
         tick_duration: Duration,
     ) -> World {
         World {
-            hosts: IndexMap::new(),
+            hosts: FxIndexMap::default(),
             topology: Topology::new(link),
             dns: Dns::new(addrs),
             multicast_groups: MulticastGroups::default(),
