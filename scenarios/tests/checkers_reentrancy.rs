@@ -753,6 +753,14 @@ fn an_unknown_safety_verdict_is_unknown_unless_something_is_invalid() {
         ("mutual-exclusion", invalid_verdict()),
     ];
     assert_eq!(checkers::safety(&fenced, true), Safety::Fenced);
+    // Overlapping holders and no refusal: unsafe, whatever could not be judged (issue
+    // 23, item 6: this was `unknown`).
+    let overlapped = [
+        ("lost-update", unknown()),
+        ("ownership", unknown()),
+        ("mutual-exclusion", invalid_verdict()),
+    ];
+    assert_eq!(checkers::safety(&overlapped, false), Safety::Unsafe);
     for effect in checkers::EFFECT_CHECKERS {
         let v = [("mutual-exclusion", unknown()), (effect, invalid_verdict())];
         assert_eq!(checkers::safety(&v, true), Safety::Unsafe, "{effect}");

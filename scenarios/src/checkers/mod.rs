@@ -252,13 +252,16 @@ impl std::fmt::Display for Safety {
 /// whether the storage refused anyone ([`storage_refused`]):
 ///
 /// - [`Safety::Unsafe`] if any effect checker ([`EFFECT_CHECKERS`]) is invalid;
+/// - else [`Safety::Unsafe`] if `mutual-exclusion` (belief) is invalid and the storage
+///   refused nobody: two clients held the lock at once and nothing stood between them
+///   and the data, so that nothing was lost was luck. A proven violation decides the
+///   class, whatever another checker could not judge (a run whose overlapping holders
+///   never got to write leaves `lost-update` nothing to judge);
 /// - else [`Safety::Unknown`] if any verdict other than a liveness checker's
 ///   ([`LIVENESS_CHECKERS`]) is unknown (a checker that panicked is unknown too): an
-///   unjudged run proves nothing, whatever else held;
-/// - else, if `mutual-exclusion` (belief) is invalid: [`Safety::Fenced`] only if the
-///   storage refused a stale holder (the fence did its work, and nothing was lost),
-///   otherwise [`Safety::Unsafe`]: two clients held the lock at once and nothing stood
-///   between them and the data, so that nothing was lost was luck;
+///   unjudged run proves nothing, and "fenced" needs every effect judged;
+/// - else [`Safety::Fenced`] if `mutual-exclusion` is invalid (the storage refused a
+///   stale holder: the fence did its work, and nothing was lost);
 /// - else [`Safety::Safe`].
 ///
 /// Liveness verdicts never change the class; invalid verdicts of checkers this
@@ -269,19 +272,16 @@ pub fn safety<S: AsRef<str>>(verdicts: &[(S, Verdict)], storage_refused: bool) -
             .iter()
             .any(|(n, v)| want(n.as_ref()) && v.is_invalid())
     };
-    if invalid(&|n| EFFECT_CHECKERS.contains(&n)) {
+    let overlapped = invalid(&|n| n == BELIEF_CHECKER);
+    if invalid(&|n| EFFECT_CHECKERS.contains(&n)) || (overlapped && !storage_refused) {
         Safety::Unsafe
     } else if verdicts
         .iter()
         .any(|(n, v)| !LIVENESS_CHECKERS.contains(&n.as_ref()) && v.is_unknown())
     {
         Safety::Unknown
-    } else if invalid(&|n| n == BELIEF_CHECKER) {
-        if storage_refused {
-            Safety::Fenced
-        } else {
-            Safety::Unsafe
-        }
+    } else if overlapped {
+        Safety::Fenced
     } else {
         Safety::Safe
     }
