@@ -685,3 +685,71 @@ fn a_model_replica_answers_like_a_real_replica() {
     );
     drop(real_replica);
 }
+
+/// The `lag=` a master's `INFO replication` gives its first replica: seconds since
+/// that replica's last `REPLCONF ACK`.
+fn first_replica_lag(info: &str) -> Option<u64> {
+    info_field(info, "slave0")?
+        .split(',')
+        .find_map(|kv| kv.strip_prefix("lag="))?
+        .parse()
+        .ok()
+}
+
+/// A replica acknowledges once a second however busy its stream is, as Redis's
+/// `replicationCron` does: under a steady 100+ writes a second, a master with
+/// `min-replicas-to-write 1` and a 2 s lag bound never refuses a write, and its replica's
+/// `lag` stays at a second or less. (The model's replica acknowledged only after 100 ms
+/// without stream bytes: under such traffic, never; issue 23, item 5.)
+#[test]
+fn a_busy_replica_still_acknowledges_every_second() {
+    let Some(real_master) = real_master() else {
+        return;
+    };
+    let port = real_master.addr().port().to_string();
+    let Some(real_replica) = RealRedis::start_with(&["--replicaof", "127.0.0.1", &port]) else {
+        return;
+    };
+    let runtime = model_runtime();
+    let (model_master, _) = runtime
+        .block_on(sim::redis::server::spawn_tokio_model_with(None, true))
+        .expect("start the model master");
+    let (model_replica, _) = runtime
+        .block_on(sim::redis::server::spawn_tokio_model_with(
+            Some(model_master),
+            true,
+        ))
+        .expect("start the model replica");
+    wait_linked(real_replica.addr());
+    wait_linked(model_replica);
+    for (name, master) in [("redis", real_master.addr()), ("model", model_master)] {
+        let mut c = Conn::open(master);
+        assert_eq!(
+            c.text(&["CONFIG", "SET", "min-replicas-max-lag", "2"]),
+            "+OK\r\n"
+        );
+        assert_eq!(
+            c.text(&["CONFIG", "SET", "min-replicas-to-write", "1"]),
+            "+OK\r\n"
+        );
+        let started = Instant::now();
+        let (mut writes, mut refused, mut worst_lag) = (0u64, 0u64, 0u64);
+        while started.elapsed() < Duration::from_millis(4_000) {
+            let reply = c.text(&["SET", "busy", &writes.to_string()]);
+            writes += 1;
+            if reply.starts_with("-NOREPLICAS") {
+                refused += 1;
+            }
+            if writes % 50 == 0 {
+                let info = c.text(&["INFO", "replication"]);
+                worst_lag = worst_lag.max(first_replica_lag(&info).expect(&info));
+            }
+            std::thread::sleep(Duration::from_millis(4));
+        }
+        let rate = writes as f64 / started.elapsed().as_secs_f64();
+        assert!(rate >= 100.0, "{name}: only {rate:.0} writes a second");
+        assert_eq!(refused, 0, "{name}: {refused} of {writes} writes refused");
+        assert!(worst_lag <= 1, "{name}: replica lag reached {worst_lag} s");
+    }
+    drop(real_replica);
+}

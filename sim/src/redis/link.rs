@@ -202,9 +202,16 @@ where
     E: Replicating,
     S: AsyncRead + AsyncWrite + Unpin,
 {
-    let tick = Duration::from_millis(100);
-    let mut since_ack = Duration::ZERO;
-    let mut silent = Duration::ZERO;
+    // Deadlines on the host's clock, not counters advanced when a sleep wins the
+    // `select!`: with stream bytes arriving more often than the sleep, a counter never
+    // moved, and a busy replica never acknowledged (Redis's `replicationCron` sends
+    // `REPLCONF ACK` every second whatever the traffic).
+    let check = Duration::from_millis(100);
+    let ack_every = Duration::from_millis(REPL_CRON_MS);
+    let start = tokio::time::Instant::now();
+    let mut next_ack = start + ack_every;
+    let mut next_check = start + check;
+    let mut last_read = start;
     loop {
         // Apply every complete command received.
         let mut used = 0;
@@ -231,15 +238,22 @@ where
         for offset in acks {
             send_ack(r, offset).await?;
         }
-        if since_ack >= Duration::from_millis(REPL_CRON_MS) {
-            since_ack = Duration::ZERO;
+        let now = tokio::time::Instant::now();
+        if now >= next_check {
+            next_check = now + check;
+            if !current(shared, generation) {
+                return Err(LinkEnd::Stale);
+            }
+        }
+        if now >= next_ack {
+            next_ack = now + ack_every;
             if !current(shared, generation) {
                 return Err(LinkEnd::Stale);
             }
             let offset = shared.with_engine(|e| e.engine().replica_offset());
             send_ack(r, offset).await?;
         }
-        if silent >= Duration::from_secs(REPL_TIMEOUT_S) {
+        if now.duration_since(last_read) >= Duration::from_secs(REPL_TIMEOUT_S) {
             return Err(LinkEnd::Timeout);
         }
         tokio::select! {
@@ -253,15 +267,9 @@ where
                     )));
                 }
                 r.buf.extend_from_slice(&r.chunk[..n]);
-                silent = Duration::ZERO;
+                last_read = tokio::time::Instant::now();
             }
-            () = turmoil::time::sleep(tick) => {
-                since_ack += tick;
-                silent += tick;
-                if !current(shared, generation) {
-                    return Err(LinkEnd::Stale);
-                }
-            }
+            () = turmoil::time::sleep_until(next_ack.min(next_check)) => {}
         }
     }
 }
