@@ -17,7 +17,7 @@ use std::time::{Duration, Instant};
 
 use scenarios::catalog::{self, Scenario};
 use scenarios::sweep::{DesignSpec, config, run_seed, sweep};
-use sim::world::{RunConfig, Workload, run};
+use sim::world::{RunConfig, Stepping, Workload, run};
 
 fn median(mut xs: Vec<Duration>) -> Duration {
     xs.sort();
@@ -67,6 +67,73 @@ fn reference_config(seed: u64, replicas: usize, sentinels: u32, design: &str) ->
     )
 }
 
+/// The worlds whose throughput the bench reports, each on both steppings.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum World {
+    /// The reference: `set-nx-px-lua`, one Redis, 8 clients, storage, 60 s.
+    Reference,
+    /// The reference plus 2 replicas following the master.
+    Replicated,
+    /// The replicated reference plus 3 Sentinels (clients ask them for the master).
+    Sentinels,
+    /// `redlock` on 5 independent masters, 8 clients, 60 s.
+    FiveMasters,
+    /// The catalog's `flash-sale` (100 clients), `set-nx-px-lua`, run for 20 s.
+    FlashSale,
+}
+
+impl World {
+    /// Every world, in the order the bench prints them.
+    pub const ALL: [World; 5] = [
+        World::Reference,
+        World::Replicated,
+        World::Sentinels,
+        World::FiveMasters,
+        World::FlashSale,
+    ];
+
+    /// What the line says.
+    pub fn describe(self) -> &'static str {
+        match self {
+            World::Reference => "reference (set-nx-px-lua, 1 Redis, 8 clients, storage)",
+            World::Replicated => "+ replicas (the same, 2 replicas following the master)",
+            World::Sentinels => "+ Sentinels (the same, 3 Sentinels; clients ask them)",
+            World::FiveMasters => "five masters (redlock on 5 independent masters)",
+            World::FlashSale => "flash sale (set-nx-px-lua, 100 clients, try once)",
+        }
+    }
+
+    /// The world's run for `seed` on `stepping`.
+    pub fn config(self, seed: u64, stepping: Stepping) -> RunConfig {
+        let mut cfg = match self {
+            World::Reference => reference_config(seed, 0, 0, "set-nx-px-lua"),
+            World::Replicated => reference_config(seed, 2, 0, "set-nx-px-lua"),
+            World::Sentinels => reference_config(seed, 2, 3, "set-nx-px-lua"),
+            World::FiveMasters => reference_config(seed, 0, 0, "redlock"),
+            World::FlashSale => {
+                let mut scenario = catalog::find("flash-sale").expect("catalog scenario");
+                scenario.workload.duration_ms = 20_000;
+                scenario.workload.drain_ms = 0;
+                config(
+                    &DesignSpec::builtin("set-nx-px-lua").expect("built-in"),
+                    &scenario,
+                    seed,
+                )
+            }
+        };
+        cfg.stepping = stepping;
+        cfg
+    }
+
+    /// The figure it must reach, in simulated seconds per wall second (issue 22).
+    pub fn target(self) -> f64 {
+        match self {
+            World::Reference => 1_000.0,
+            _ => 300.0,
+        }
+    }
+}
+
 /// Runs the reference scenario `repeats` times (seeds 0..repeats), with `replicas`
 /// replicas following the master and `sentinels` Sentinels watching it (clients then
 /// find the master through them), for `design` (`set-nx-px-lua` for the reference; a
@@ -74,9 +141,17 @@ fn reference_config(seed: u64, replicas: usize, sentinels: u32, design: &str) ->
 ///
 /// Every figure comes from the same run: the one whose wall time is the median.
 pub fn reference(repeats: u64, replicas: usize, sentinels: u32, design: &str) -> Throughput {
+    throughput(repeats, |seed| {
+        reference_config(seed, replicas, sentinels, design)
+    })
+}
+
+/// Runs `config(seed)` for seeds `0..repeats` and returns the figures of the run whose
+/// wall time is the median.
+pub fn throughput(repeats: u64, config: impl Fn(u64) -> RunConfig) -> Throughput {
     let mut runs: Vec<Throughput> = Vec::new();
     for seed in 0..repeats.max(1) {
-        let cfg = reference_config(seed, replicas, sentinels, design);
+        let cfg = config(seed);
         let start = Instant::now();
         let h = run(&cfg).expect("reference run");
         let wall = start.elapsed();
@@ -193,6 +268,32 @@ pub fn time_to_first_invalid(
     found
 }
 
+/// [`time_to_first_invalid`] for every cell, the cells shared among `threads` workers
+/// (each cell searched by one worker, so its time is its own); in cell order.
+pub fn first_invalid_per_cell(
+    cells: &[(DesignSpec, Scenario)],
+    bound: u64,
+    threads: usize,
+) -> Vec<Vec<(String, u64, Duration)>> {
+    let next = std::sync::atomic::AtomicUsize::new(0);
+    let results = std::sync::Mutex::new(vec![Vec::new(); cells.len()]);
+    std::thread::scope(|scope| {
+        for _ in 0..threads.max(1) {
+            scope.spawn(|| {
+                loop {
+                    let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                    let Some((design, scenario)) = cells.get(i) else {
+                        break;
+                    };
+                    let found = time_to_first_invalid(design, scenario, bound);
+                    results.lock().expect("bench results")[i] = found;
+                }
+            });
+        }
+    });
+    results.into_inner().expect("bench results")
+}
+
 fn peak_rss_kib() -> Option<u64> {
     let status = std::fs::read_to_string("/proc/self/status").ok()?;
     status
@@ -207,10 +308,18 @@ fn peak_rss_kib() -> Option<u64> {
 /// Runs every benchmark and prints the figures.
 pub fn run_all(repeats: u64, memory_seeds: u64, threads: usize, search_bound: u64) {
     println!("locksim bench: repeats={repeats} memory_seeds={memory_seeds} threads={threads}");
-    let r = reference(repeats, 0, 0, "set-nx-px-lua");
-    let replicated = reference(repeats, 2, 0, "set-nx-px-lua");
-    let watched = reference(repeats, 2, 3, "set-nx-px-lua");
-    let five = reference(repeats, 0, 0, "redlock");
+    // Each world on both steppings, in this one process: jumping (what every command
+    // runs) against tick-by-tick stepping (turmoil's own, what ran before; the same
+    // histories, proven by scenarios/tests/stepping.rs).
+    let worlds: Vec<(World, Throughput, Throughput)> = World::ALL
+        .iter()
+        .map(|&w| {
+            let jump = throughput(repeats, |seed| w.config(seed, Stepping::Jump));
+            let tick = throughput(repeats, |seed| w.config(seed, Stepping::Tick));
+            (w, jump, tick)
+        })
+        .collect();
+    let r = worlds[0].1;
     let (base, base_simulated) = baseline(&r, repeats);
     let sim_rate = r.simulated.as_secs_f64() / r.wall.as_secs_f64();
     let harness_msgs = r.messages as f64 / r.wall.as_secs_f64();
@@ -239,49 +348,66 @@ pub fn run_all(repeats: u64, memory_seeds: u64, threads: usize, search_bound: u6
         "   harness / baseline throughput: {:.2} (target ≥ 0.5)",
         harness_msgs / base_msgs
     );
-    for (what, t) in [
-        (
-            "replicated (the same, plus 2 replicas following the master)",
-            &replicated,
-        ),
-        (
-            "with Sentinel (the same, plus 3 Sentinels; clients ask them for the master)",
-            &watched,
-        ),
-        (
-            "five masters (redlock on 5 independent masters, storage, 8 clients)",
-            &five,
-        ),
-    ] {
-        let rate = t.simulated.as_secs_f64() / t.wall.as_secs_f64();
+    println!(
+        "\n   simulated s per wall s, median of {repeats}: jumping to the next event (the default) against tick-by-tick stepping, in this run:"
+    );
+    println!(
+        "   {:<56} {:>6} {:>9} {:>9} {:>9} {:>6} {:>7}",
+        "world", "sim s", "jump ms", "jump x", "tick x", "ratio", "target"
+    );
+    for (w, jump, tick) in &worlds {
+        let rate = |t: &Throughput| t.simulated.as_secs_f64() / t.wall.as_secs_f64();
         println!(
-            "   {what}: {:>8.1} ms wall, {:>6.1} simulated s per wall s ({:.2} of the single-master rate)",
-            t.wall.as_secs_f64() * 1e3,
-            rate,
-            rate / sim_rate
+            "   {:<56} {:>6.0} {:>9.1} {:>9.0} {:>9.0} {:>6.2} {:>7}",
+            w.describe(),
+            jump.simulated.as_secs_f64(),
+            jump.wall.as_secs_f64() * 1e3,
+            rate(jump),
+            rate(tick),
+            rate(jump) / rate(tick),
+            format!(
+                "{}{:.0}",
+                if rate(jump) >= w.target() { "ok " } else { "<" },
+                w.target()
+            )
         );
     }
 
     println!(
-        "\n2. wall time to the first Invalid run of each checker, searching seeds 0..{search_bound} in order:"
+        "\n2. wall time to the first Invalid run of each checker, searching seeds 0..{search_bound} in order (cells on {threads} threads, each searched by one):"
     );
-    for d in lock_impl::DESIGNS {
-        let design = DesignSpec::builtin(d.name).expect("built-in");
-        for s in catalog::catalog()
-            .into_iter()
-            .filter(|s| s.applies_to(design.masters))
-        {
-            for (c, seed, wall) in time_to_first_invalid(&design, &s, search_bound) {
-                println!(
-                    "   {:<20} {:<20} {:<17} seed {:>3}  {:>7.1} ms",
-                    d.name,
-                    s.name,
-                    c,
-                    seed,
-                    wall.as_secs_f64() * 1e3
-                );
+    let cells: Vec<(DesignSpec, Scenario)> = lock_impl::DESIGNS
+        .iter()
+        .flat_map(|d| {
+            let design = DesignSpec::builtin(d.name).expect("built-in");
+            catalog::catalog()
+                .into_iter()
+                .filter(move |s| s.applies_to(design.masters))
+                .map(move |s| (DesignSpec::builtin(d.name).expect("built-in"), s))
+        })
+        .collect();
+    let found = first_invalid_per_cell(&cells, search_bound, threads);
+    let mut slowest: Option<(String, Duration)> = None;
+    for ((design, scenario), found) in cells.iter().zip(&found) {
+        for (c, seed, wall) in found {
+            println!(
+                "   {:<20} {:<22} {:<17} seed {:>3}  {:>7.1} ms",
+                design.name,
+                scenario.name,
+                c,
+                seed,
+                wall.as_secs_f64() * 1e3
+            );
+            if slowest.as_ref().is_none_or(|(_, w)| wall > w) {
+                slowest = Some((format!("{} × {} ({c})", design.name, scenario.name), *wall));
             }
         }
+    }
+    if let Some((cell, wall)) = slowest {
+        println!(
+            "   slowest first violation: {cell}, {:.1} ms (target < 1000 ms)",
+            wall.as_secs_f64() * 1e3
+        );
     }
 
     // The sweep's own peak: reset the process's high-water mark first (Linux:

@@ -487,7 +487,8 @@ pub fn catalog() -> Vec<Scenario> {
                 wait_ms: 0,
                 work_ms: 5,
                 think_ms_max: 50,
-                duration_ms: 2_000,
+                // A second of buying: about 2,000 tries, a hundred of them at once.
+                duration_ms: 1_000,
                 drain_ms: 500,
                 initial_stock: 100,
                 ..base.clone()
