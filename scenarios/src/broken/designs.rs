@@ -810,6 +810,34 @@ impl LockDesign for XxForNx {
     }
 }
 
+/// `ex-truncated`: `SET key owner NX EX lease_ms / 1000`, the unit converted by integer
+/// division. A lease under a second becomes `EX 0`, which Redis refuses (`ERR invalid
+/// expire time in 'set' command`): every acquire ends in an error reply, and a free,
+/// wanted lock is never granted.
+pub struct ExTruncated(pub(super) Deps);
+
+#[async_trait]
+impl LockDesign for ExTruncated {
+    fn name(&self) -> &str {
+        "broken/ex-truncated"
+    }
+    async fn acquire(&self, key: &str, o: AcquireOptions) -> Result<Acquire, LockError> {
+        set_acquire(
+            self.name(),
+            &self.0,
+            key,
+            o,
+            None,
+            &["NX", "EX"],
+            o.lease_ms / 1000,
+        )
+        .await
+    }
+    async fn release(&self, g: &Guard) -> Result<Release, LockError> {
+        compare_and_delete(&self.0, &g.key, &g.owner).await
+    }
+}
+
 /// `release-falls-back-to-del`: a compare-and-delete, and when it removed nothing a
 /// plain `DEL` "to make sure the lock is gone". When the lease ran out and someone
 /// else took the lock, that `DEL` removes their lock.

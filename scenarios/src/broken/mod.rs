@@ -185,6 +185,15 @@ pub fn catalog() -> Vec<Broken> {
             build: |d| Arc::new(XxForNx(d)),
         },
         Broken {
+            name: "ex-truncated",
+            bug: "the lease in milliseconds becomes whole seconds for EX by integer division: a sub-second lease is EX 0, which Redis refuses with an error, so nobody ever gets the lock",
+            parent: "set-nx-px-lua",
+            scenario: "no-faults",
+            checker: "liveness",
+            seeds: 10,
+            build: |d| Arc::new(ExTruncated(d)),
+        },
+        Broken {
             name: "release-falls-back-to-del",
             bug: "when the compare-and-delete removes nothing, release \"makes sure\" with a plain DEL, deleting the next holder's lock",
             parent: "set-nx-px-lua",

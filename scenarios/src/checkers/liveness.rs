@@ -13,8 +13,11 @@
 //! absent on every server from its invocation to its refusal (nobody held it, yet it
 //! was refused: an acquire that can never succeed), or absent on every server for at
 //! least the bound before its refusal (a waiter that slept through the release or the
-//! expiry and gave up). A run in which no holder crashed and no acquire completed has
-//! nothing to judge and is `Unknown`.
+//! expiry and gave up). And a lock that nobody ever acquired (no acquire `ok`, no
+//! server ever recorded the key) while clients tried with no fault active is a
+//! violation whatever the refusals looked like: an error reply (recorded `info`,
+//! since the client cannot tell) refuses as surely as a `fail`. A run in which no
+//! holder crashed and no acquire completed has nothing to judge and is `Unknown`.
 
 use sim::history::{EventKind, History, OpF, Phase, ServerEvent};
 
@@ -130,6 +133,9 @@ impl Checker for Liveness {
         if let Some(v) = refused {
             return v;
         }
+        if let Some(v) = never_granted(h, &acquires) {
+            return v;
+        }
         if judged + completed == 0 && skipped.is_empty() {
             return Verdict::Unknown {
                 reason:
@@ -148,6 +154,59 @@ impl Checker for Liveness {
         }
         Verdict::Valid
     }
+}
+
+/// The never-granted rule (see the module docs): no acquire ever succeeded and no
+/// server ever recorded the key, so the lock was free throughout, yet clients tried
+/// with no fault active. Whatever form the refusals took (a `fail`, or an error reply
+/// the client could only record as `info`), a lock nobody can get has failed.
+fn never_granted(h: &History, acquires: &[&OpPair]) -> Option<Verdict> {
+    let key = h.params.key.as_str();
+    if acquires.iter().any(|p| p.outcome == Phase::Ok)
+        || h.events.iter().any(|e| {
+            matches!(&e.kind, EventKind::Server(ServerEvent::Written { key: k, .. }) if k == key)
+        })
+    {
+        return None;
+    }
+    let windows = model::fault_windows(h);
+    let tries: Vec<&&OpPair> = acquires
+        .iter()
+        .filter(|p| {
+            p.completion_us
+                .is_some_and(|done| !windows.iter().any(|w| w.overlaps(p.invoke_us, done)))
+        })
+        .collect();
+    let first = tries.first()?;
+    let done = first.completion?;
+    let refused = tries.iter().filter(|p| p.outcome == Phase::Fail).count();
+    let clients: std::collections::BTreeSet<&str> = tries.iter().map(|p| p.host.as_str()).collect();
+    let detail = match &h.events[done].kind {
+        EventKind::Op(op) => op.detail.clone(),
+        _ => None,
+    }
+    .map(|d| format!(": {d}"))
+    .unwrap_or_default();
+    Some(Verdict::Invalid(Evidence {
+        summary: format!(
+            "nobody ever acquired lock {key}, free throughout the run: {} acquires by {} clients completed with no fault active ({refused} refused, {} with an unknown outcome); the first, {}'s at {}, ended {}{detail}",
+            tries.len(),
+            clients.len(),
+            tries.len() - refused,
+            first.host,
+            fmt_s(first.invoke_us),
+            if first.outcome == Phase::Fail {
+                "refused"
+            } else {
+                "unknown"
+            },
+        ),
+        at_us: first.invoke_us,
+        hosts: clients.iter().map(|c| c.to_string()).collect(),
+        owners: Vec::new(),
+        first_event: first.invoke,
+        events: vec![first.invoke, done],
+    }))
 }
 
 /// The free-and-wanted rule (see the module docs): returns how many acquires it judged

@@ -126,7 +126,8 @@ pub fn acquire_reply_later_than_lease(h: &History) -> Option<String> {
 }
 
 /// Contention: an acquire failed, or an acquire was in flight while another host
-/// believed it held the same key.
+/// believed it held the same key or was acquiring it too (two clients wanted the lock
+/// at once, whether or not anyone got it).
 pub fn contended(h: &History) -> Option<String> {
     let pairs = model::op_pairs(h).ok()?;
     let acquires = || pairs.iter().filter(|p| p.f == OpF::Acquire);
@@ -139,7 +140,7 @@ pub fn contended(h: &History) -> Option<String> {
         ));
     }
     let holds = model::holds(h).ok()?;
-    acquires().find_map(|p| {
+    let held = acquires().find_map(|p| {
         let done_us = p.completion_us.unwrap_or(h.end_us);
         let o = holds.iter().find(|o| {
             o.host != p.host && o.key == p.key && o.start_us < done_us && p.invoke_us < o.end_us
@@ -152,6 +153,28 @@ pub fn contended(h: &History) -> Option<String> {
             o.host,
             o.owner
         ))
+    });
+    held.or_else(|| {
+        // Acquires in invocation order: each overlaps an earlier one of another host
+        // that was still in flight when it began.
+        let mut in_flight: Vec<&model::OpPair> = Vec::new();
+        acquires().find_map(|p| {
+            in_flight.retain(|q| q.completion_us.unwrap_or(h.end_us) > p.invoke_us);
+            let other = in_flight
+                .iter()
+                .find(|q| q.host != p.host && q.key == p.key)
+                .map(|q| {
+                    format!(
+                        "{} and {} both acquiring {} at {}",
+                        q.host,
+                        p.host,
+                        p.key,
+                        fmt_s(p.invoke_us)
+                    )
+                });
+            in_flight.push(p);
+            other
+        })
     })
 }
 
