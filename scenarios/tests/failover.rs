@@ -124,3 +124,37 @@ fn a_failover_replays_byte_for_byte() {
     assert!(ha.events.len() > 100);
     assert_eq!(ha.digest(), hb.digest());
 }
+
+/// A holder that crashes for good in a replicated world leaves `setnx-del`'s lock
+/// stuck: nobody takes it again, and waiters past the bound are refused. The replica's
+/// late copy of the holder's write (recorded as written by the master) is nobody taking
+/// the lock; it was counted as one, and liveness said valid (issue 23, item 1).
+#[test]
+fn a_replicas_copy_of_a_dead_holders_lock_is_not_the_lock_taken_again() {
+    use sim::faults::{Fault, FaultKind, FaultPlan, Target};
+    let plan = FaultPlan {
+        faults: vec![Fault {
+            at_ms: 1_000,
+            kind: FaultKind::Crash {
+                target: Target::Holder,
+                restart_after_ms: None,
+            },
+        }],
+    };
+    let mut s = scenarios::explore::with_plan(&scenario("failover"), plan, "crash-for-good");
+    // Long enough for waiters to be refused past the bound (8.5 s after the crash).
+    s.workload.duration_ms = 14_000;
+    let r = run_seed(&design("setnx-del"), &s, 0, true).expect("run");
+    let h = r.history.as_ref().expect("kept");
+    let servers = scenarios::checkers::model::server_hosts(h);
+    assert!(
+        h.events.iter().any(|e| matches!(
+            &e.kind,
+            sim::history::EventKind::Server(sim::history::ServerEvent::Written { by, .. })
+                if servers.contains(by.as_str())
+        )),
+        "the replica copied the lock write: the case this test is about"
+    );
+    let liveness = &r.verdicts.iter().find(|(n, _)| n == "liveness").unwrap().1;
+    assert!(liveness.is_invalid(), "{liveness:?}");
+}

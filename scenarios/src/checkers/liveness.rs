@@ -43,14 +43,16 @@ impl Checker for Liveness {
             .filter(|p| p.f == OpF::Acquire && p.key == h.params.key)
             .collect();
         let bound_us = h.params.liveness_bound_ms * 1_000;
+        let servers = model::server_hosts(h);
         let mut judged = 0usize;
         let mut skipped: Vec<String> = Vec::new();
         for c in model::crashes_while_holding(h) {
             let deadline_us = c.at_us + bound_us;
             // The first time the lock was taken again after the crash (in event order,
             // so a tie in time recorded after the crash counts): an acquire's ok, or
-            // the server's record of another host writing the key (a grant whose
-            // grantee crashed before its ok arrived was still a grant).
+            // the server's record of another client writing the key (a grant whose
+            // grantee crashed before its ok arrived was still a grant; a replica's copy,
+            // written "by" its master, is nobody taking the lock).
             let first_ok = acquires
                 .iter()
                 .filter(|p| p.outcome == Phase::Ok)
@@ -61,7 +63,9 @@ impl Checker for Liveness {
                         .enumerate()
                         .filter_map(|(i, e)| match &e.kind {
                             EventKind::Server(ServerEvent::Written { by, key, .. })
-                                if *key == h.params.key && *by != c.host =>
+                                if *key == h.params.key
+                                    && *by != c.host
+                                    && !servers.contains(by.as_str()) =>
                             {
                                 Some((i, e.at_us))
                             }

@@ -5,7 +5,7 @@
 //! malformed history, which checkers turn into `Unknown`: a history we cannot read
 //! must not be judged valid.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 use sim::faults::FaultKind;
 use sim::history::{Event, EventKind, FaultPhase, History, Op, OpF, Phase, ServerEvent};
@@ -318,29 +318,54 @@ pub struct CrashWhileHolding {
     pub written_event: usize,
 }
 
-/// Every crash start on a host whose value the lock key (`params.key`) held on the
-/// server at that moment. Server events are the truth here, not the client's belief:
-/// a client that believes it holds an expired lock blocks nobody.
+/// The Redis servers of a history (the hosts of its servers' own records). A `Written`
+/// whose `by` is a server is a replica's copy of its master's write (or a restarted
+/// server restoring its keys), not a client taking the lock.
+pub fn server_hosts(h: &History) -> BTreeSet<&str> {
+    h.events
+        .iter()
+        .filter(|e| matches!(e.kind, EventKind::Server(_)))
+        .map(|e| e.host.as_str())
+        .collect()
+}
+
+/// Every crash start on a host whose value the lock key (`params.key`) held, at that
+/// moment, on some server's own record. Server events are the truth here, not the
+/// client's belief: a client that believes it holds an expired lock blocks nobody.
+///
+/// Each server's record is judged on its own, and a replica's copy is attributed to
+/// the client that wrote the value on the master (the replica records the master as
+/// the writer): mixing the records let a copy replace the real holder.
 pub fn crashes_while_holding(h: &History) -> Vec<CrashWhileHolding> {
-    // (writer, value, written event) of the key's current value.
-    let mut holder: Option<(String, String, usize)> = None;
+    let servers = server_hosts(h);
+    // Per server: (writer, value, written event) of the key's current value.
+    let mut holders: BTreeMap<&str, (String, String, usize)> = BTreeMap::new();
     let mut out = Vec::new();
     for (i, e) in h.events.iter().enumerate() {
         match &e.kind {
             EventKind::Server(ServerEvent::Written { by, key, value }) if *key == h.params.key => {
-                holder = Some((by.clone(), value.clone(), i));
+                // A copy: the writer on the server it came from, if that server holds
+                // the same value; else the server itself (a restore).
+                let writer = if servers.contains(by.as_str()) {
+                    holders
+                        .get(by.as_str())
+                        .filter(|(_, v, _)| v == value)
+                        .map(|(w, _, ev)| (w.clone(), *ev))
+                } else {
+                    None
+                };
+                let (writer, event) = writer.unwrap_or_else(|| (by.clone(), i));
+                holders.insert(e.host.as_str(), (writer, value.clone(), event));
             }
             EventKind::Server(ServerEvent::Removed { key, .. }) if *key == h.params.key => {
-                holder = None;
+                holders.remove(e.host.as_str());
             }
             EventKind::Fault {
                 fault,
                 phase: FaultPhase::Start,
                 ..
             } if is_crash(h, *fault) => {
-                if let Some((by, value, w)) = &holder
-                    && *by == e.host
-                {
+                if let Some((_, value, w)) = holders.values().find(|(by, _, _)| *by == e.host) {
                     out.push(CrashWhileHolding {
                         crash_event: i,
                         at_us: e.at_us,

@@ -13,7 +13,7 @@
 //! (same host name, new incarnation: counted by the crashes recorded on it) does not
 //! own what its previous life wrote.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeMap;
 
 use sim::history::{EventKind, History, OpF, Phase, ServerEvent};
 
@@ -76,7 +76,7 @@ struct Judgement {
 
 fn judge(h: &History) -> Judgement {
     let believed = believed_writers(h);
-    let servers = servers(h);
+    let servers = model::server_hosts(h);
     let mut record: Record = BTreeMap::new();
     let mut lives = model::Lives::default();
     let mut out = Judgement {
@@ -173,17 +173,6 @@ fn judge(h: &History) -> Judgement {
         }
     }
     out
-}
-
-/// The Redis servers (the hosts of their own records): a server re-arming a key is a
-/// restarted server restoring its keys, not a client. Found once per history: asked
-/// for each re-arm, a scan of the whole history made the check quadratic.
-fn servers(h: &History) -> BTreeSet<&str> {
-    h.events
-        .iter()
-        .filter(|e| matches!(e.kind, EventKind::Server(_)))
-        .map(|e| e.host.as_str())
-        .collect()
 }
 
 /// Indices of removals by command whose value no known host wrote (the checker

@@ -77,12 +77,16 @@ impl Checker for WaiterLiveness {
             .filter(|p| p.outcome == Phase::Ok)
             .filter_map(|p| Some((p.completion?, p.completion_us?, p.host.clone())))
             .collect();
+        // A replica's copy (written "by" its master) is nobody taking the lock.
+        let servers = model::server_hosts(h);
         taken.extend(
             h.events
                 .iter()
                 .enumerate()
                 .filter_map(|(i, e)| match &e.kind {
-                    EventKind::Server(ServerEvent::Written { by, key: k, .. }) if k == key => {
+                    EventKind::Server(ServerEvent::Written { by, key: k, .. })
+                        if k == key && !servers.contains(by.as_str()) =>
+                    {
                         Some((i, e.at_us, by.clone()))
                     }
                     _ => None,
