@@ -104,12 +104,21 @@ pub fn binary_available(binary: &str, package: &str) -> bool {
         if std::env::var_os("LOCKSIM_REQUIRE_REDIS").is_some() {
             panic!("LOCKSIM_REQUIRE_REDIS is set but {binary} is not on PATH");
         }
-        eprintln!(
-            "SKIPPED: {binary} is not on PATH; install it with \
-             `apt-get install -y {package}` (CI does) to run the real-Redis tests"
-        );
+        skipped(&format!(
+            "{binary} is not on PATH; install it with `apt-get install -y {package}` \
+             (CI does) to run the real-Redis tests"
+        ));
     }
     found
+}
+
+/// Says that a test skipped, and why, where the person running `cargo test` sees it:
+/// straight to the process's standard error, which the test harness does not capture
+/// (it captures `eprintln!`, and shows it only for a failing test, so a skip read as a
+/// pass).
+pub fn skipped(why: &str) {
+    use std::io::Write;
+    let _ = writeln!(std::io::stderr(), "SKIPPED: {why}");
 }
 
 /// Starts `redis-server` (no persistence, loopback only) on `addr` and waits until it

@@ -84,7 +84,9 @@ fn report_loads_in_chromium_with_every_plot_drawn() {
             std::env::var("LOCKSIM_REQUIRE_BROWSER").as_deref() != Ok("1"),
             "LOCKSIM_REQUIRE_BROWSER=1 but {CHROMIUM} is missing (apt-get install chromium)"
         );
-        eprintln!("skipped: {CHROMIUM} is not installed (apt-get install chromium)");
+        lock_impl::testing::skipped(&format!(
+            "{CHROMIUM} is not installed (apt-get install chromium): the report's browser test did not run"
+        ));
         return;
     }
     let out = tmp("report");
