@@ -128,3 +128,58 @@ fn a_sentinel_that_restarted_after_the_failover_keeps_the_new_master() {
         "the restarted Sentinel caught up: {events:#?}"
     );
 }
+
+/// A promoted replica that restarts comes back a master: Sentinel promoted it with
+/// `SLAVEOF NO ONE` and `CONFIG REWRITE`, and a server starts with the role its config
+/// file holds (it came back following the dead old master, its configured role at
+/// deployment; issue 23, item 8).
+#[test]
+fn a_promoted_replica_restarts_as_the_master_its_config_file_says() {
+    let cfg = watched(
+        "set-nx-px-lua",
+        3,
+        vec![
+            Fault {
+                at_ms: 2_000,
+                kind: FaultKind::Crash {
+                    target: Target::Host("redis".into()),
+                    restart_after_ms: None,
+                },
+            },
+            Fault {
+                at_ms: 6_000,
+                kind: FaultKind::Crash {
+                    target: Target::Host("redis-2".into()),
+                    restart_after_ms: Some(100),
+                },
+            },
+        ],
+    );
+    let h = run(&cfg).expect("run completes");
+    let roles: Vec<(u64, String)> = h
+        .events
+        .iter()
+        .filter(|e| e.host == "redis-2")
+        .filter_map(|e| match &e.kind {
+            EventKind::Server(ServerEvent::Role { role }) => Some((e.at_us / 1000, role.clone())),
+            _ => None,
+        })
+        .collect();
+    assert!(
+        roles.iter().any(|(t, r)| *t < 6_000 && r == "master"),
+        "redis-2 was promoted before its crash: {roles:?}"
+    );
+    assert!(
+        roles.iter().all(|(t, r)| *t < 6_000 || r == "master"),
+        "redis-2 came back as something else than a master: {roles:?}"
+    );
+    let written_after = h.events.iter().any(|e| {
+        e.host == "redis-2"
+            && e.at_us > 6_200_000
+            && matches!(&e.kind, EventKind::Server(ServerEvent::Written { by, .. }) if by.starts_with("client-"))
+    });
+    assert!(
+        written_after,
+        "clients write to redis-2 again after its restart"
+    );
+}

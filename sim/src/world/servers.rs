@@ -14,6 +14,7 @@ use crate::net::FaultyStream;
 use crate::net::NetFaults;
 use crate::net::until_reachable;
 use crate::pause::{GatedIo, PauseGate};
+use crate::redis::engine::{ConfigFile, Rewritten};
 use crate::redis::link::replication_cron;
 use crate::redis::persistence::DurableStore;
 use crate::redis::reply::Reply;
@@ -115,6 +116,10 @@ pub(crate) struct ServerCtl {
     starts: Arc<Mutex<u64>>,
     /// Trace client commands (`Workload::trace_commands`).
     trace_commands: bool,
+    /// Its config file, which outlives every engine: a start takes its role and
+    /// replication settings from the last `CONFIG REWRITE`, if there was one, else
+    /// from `spec` (the file as deployed).
+    config_file: ConfigFile,
 }
 
 impl ServerCtl {
@@ -127,6 +132,7 @@ impl ServerCtl {
             reloaded: Arc::default(),
             gate: PauseGate::new(),
             drop_pushes: Arc::default(),
+            config_file: ConfigFile::default(),
             starts: Arc::default(),
             trace_commands,
         }
@@ -196,18 +202,22 @@ impl ServerCtl {
                 engine.set_drop_pushes(ctl.drop_pushes.load(Ordering::Relaxed));
                 engine.set_tracing(ctl.trace_commands);
                 engine.set_tcp_port(REDIS_PORT);
+                engine.set_config_file(ctl.config_file.clone());
+                // The config file as deployed, or as Sentinel last rewrote it.
+                let file = ctl.config_file.read().unwrap_or_else(|| Rewritten {
+                    replica_of: ctl.spec.replica_of.clone().map(|m| (m, REDIS_PORT)),
+                    min_replicas_to_write: ctl.spec.min_replicas_to_write,
+                    min_replicas_max_lag_s: ctl.spec.min_replicas_max_lag_s,
+                    priority: ctl.spec.replica_priority,
+                });
                 {
                     let repl = engine.replication_mut();
-                    repl.priority = ctl.spec.replica_priority;
-                    repl.min_replicas_to_write = ctl.spec.min_replicas_to_write;
-                    repl.min_replicas_max_lag_s = ctl.spec.min_replicas_max_lag_s;
+                    repl.priority = file.priority;
+                    repl.min_replicas_to_write = file.min_replicas_to_write;
+                    repl.min_replicas_max_lag_s = file.min_replicas_max_lag_s;
                 }
-                if let Some(master) = &ctl.spec.replica_of {
-                    engine.follow(
-                        master.clone(),
-                        REDIS_PORT,
-                        crate::redis::ServerClock::now_us(&clock),
-                    );
+                if let Some((master, port)) = file.replica_of {
+                    engine.follow(master, port, crate::redis::ServerClock::now_us(&clock));
                 }
                 if start > 1 && ctl.persists() {
                     let surviving = ctl

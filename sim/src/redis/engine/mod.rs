@@ -51,6 +51,7 @@ use std::collections::BTreeMap;
 use super::commands::{self, Core, Ctx, Lookup};
 use super::keyspace::{DATABASES, ExpiryMode};
 use super::lua::LuaVm;
+use super::replication::Role;
 use super::reply::Reply;
 
 /// Per-connection state the engine reads and changes (`HELLO`, `SELECT`, `CLIENT
@@ -205,6 +206,43 @@ pub struct Engine {
     master_session: Option<Session>,
     /// Running the commands of an `EXEC`.
     in_exec: bool,
+    /// The server's config file, if it was started with one (`CONFIG REWRITE`
+    /// writes to it); `None`: started without, as a bare `redis-server --port N`.
+    config_file: Option<ConfigFile>,
+}
+
+/// A server's config file, as far as a restart is concerned: the role and the
+/// replication settings that `CONFIG REWRITE` writes and the next start reads. Real
+/// Sentinel rewrites it with every role change it makes (`SLAVEOF NO ONE` or
+/// `SLAVEOF host port`, then `CONFIG REWRITE`), so a promoted replica comes back from a
+/// restart as a master, and a converted old master as a replica. Shared with whoever
+/// restarts the server (the file outlives the process); empty until the first rewrite
+/// (the start's own settings are the file's first contents).
+#[derive(Debug, Clone, Default)]
+pub struct ConfigFile(std::sync::Arc<std::sync::Mutex<Option<Rewritten>>>);
+
+/// What a `CONFIG REWRITE` wrote.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Rewritten {
+    /// `replicaof host port`; `None`: a master.
+    pub replica_of: Option<(String, u16)>,
+    /// `min-replicas-to-write`.
+    pub min_replicas_to_write: u64,
+    /// `min-replicas-max-lag`.
+    pub min_replicas_max_lag_s: u64,
+    /// `replica-priority`.
+    pub priority: u64,
+}
+
+impl ConfigFile {
+    /// What the last rewrite wrote, if any.
+    pub fn read(&self) -> Option<Rewritten> {
+        self.0.lock().unwrap_or_else(|e| e.into_inner()).clone()
+    }
+
+    fn write(&self, r: Rewritten) {
+        *self.0.lock().unwrap_or_else(|e| e.into_inner()) = Some(r);
+    }
 }
 
 /// A script that spent its instruction budget. In Redis it would still be running;
@@ -273,7 +311,32 @@ impl Engine {
             sessions: BTreeMap::new(),
             master_session: None,
             in_exec: false,
+            config_file: None,
         }
+    }
+
+    /// Starts this server with `file` as its config file: `CONFIG REWRITE` writes the
+    /// role and replication settings to it (see [`ConfigFile`]).
+    pub fn set_config_file(&mut self, file: ConfigFile) {
+        self.config_file = Some(file);
+    }
+
+    /// `CONFIG REWRITE`.
+    fn config_rewrite(&mut self) -> Reply {
+        let Some(file) = &self.config_file else {
+            return Reply::err("The server is running without a config file");
+        };
+        let repl = &self.core.repl;
+        file.write(Rewritten {
+            replica_of: match &repl.role {
+                Role::Master => None,
+                Role::Replica { host, port, .. } => Some((host.clone(), *port)),
+            },
+            min_replicas_to_write: repl.min_replicas_to_write,
+            min_replicas_max_lag_s: repl.min_replicas_max_lag_s,
+            priority: repl.priority,
+        });
+        Reply::ok()
     }
 
     /// Sets the port `INFO server` reports as `tcp_port` (default 6379).
@@ -555,7 +618,7 @@ impl Engine {
             "psync" | "sync" => self.sync(session, spec.name == "psync", now_us),
             "config|get" => self.config_get(&argv[2..]),
             "config|set" => self.config_set(&argv[2..], now_us),
-            "config|rewrite" => Reply::err("The server is running without a config file"),
+            "config|rewrite" => self.config_rewrite(),
             name => {
                 let reply = self.core.exec(&mut ctx, name, argv);
                 if name == "select" && ctx.db < DATABASES {
