@@ -226,6 +226,10 @@ impl Engine {
                 ack_ms: now_us / 1000,
             },
         );
+        // `putSlaveOnline`: a replica that just synced counts as good at once, not at
+        // the next cron (a master with `min-replicas-to-write` refused writes for up
+        // to a second after its replica had synced).
+        repl.refresh_good_replicas(now_us / 1000);
         session.kind = SessionKind::Replica;
         self.sessions
             .insert(session.id, (SessionKind::Replica, false));
