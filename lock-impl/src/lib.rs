@@ -92,8 +92,8 @@ pub use connector::{ClientConnector, Conn, Connector, Dial, ReconnectPolicy};
 pub use entropy::{Entropy, OsEntropy, SeededEntropy};
 pub use error::LockError;
 pub use lock::{
-    Acquire, AcquireOptions, Attempt, Deps, Guard, LockDesign, PubSubConnector, Release, Spawner,
-    Task, TokioSpawner, Wait, retry_acquire,
+    Acquire, AcquireOptions, Attempt, Deps, Guard, LockDesign, Observer, PubSubConnector, Release,
+    Spawner, Task, TokioSpawner, Wait, retry_acquire,
 };
 pub use sentinel::{AddrConnector, ClientAddrConnector, SentinelConnector};
 
@@ -335,5 +335,6 @@ pub async fn production_deps_multi(
         clock,
         entropy: Arc::new(OsEntropy),
         spawner: Arc::new(TokioSpawner),
+        observer: None,
     })
 }

@@ -60,6 +60,19 @@ pub struct Deps {
     /// Subscriber connections, for designs whose waiters listen for unlock messages;
     /// `None` makes such designs poll instead.
     pub pubsub: Option<Arc<dyn PubSubConnector>>,
+    /// Told what a design does on its own between the calls it answers (a watchdog's
+    /// renewals); `None`: nobody listens.
+    pub observer: Option<Arc<dyn Observer>>,
+}
+
+/// What a design does on its own, between the calls it answers: a watchdog extends the
+/// validity its holder believes in, and a test harness (or a service's metrics) wants
+/// to know.
+pub trait Observer: Send + Sync {
+    /// A watchdog re-armed `key` for `owner`: the holder's validity now runs to
+    /// `valid_until` on its clock ([`Clock::now`] when the renewal was sent, plus the
+    /// lease), as [`Guard::valid_until`] does for the acquisition.
+    fn renewed(&self, key: &str, owner: &str, valid_until: Duration);
 }
 
 impl std::fmt::Debug for Deps {

@@ -143,6 +143,14 @@ pub fn describe(h: &History, e: &Event) -> String {
             format!("ran {command} from {by}")
         }
         EventKind::Sentinel { event, detail } => format!("sentinel {event} {detail}"),
+        EventKind::Renewed {
+            key,
+            owner,
+            valid_until_us,
+        } => format!(
+            "watchdog renewed {key} (owner={owner}): valid until {}",
+            scenarios::checkers::fmt_s(*valid_until_us)
+        ),
         EventKind::Clock {
             wall_offset_us,
             drift_ppm,

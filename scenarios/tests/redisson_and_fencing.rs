@@ -115,3 +115,37 @@ fn without_a_fencing_storage_the_fenced_lock_loses_updates_and_token_order_says_
         evidence.summary
     );
 }
+
+/// A watchdog's renewals extend the validity its holder believes in, and the history
+/// says so: in `long-work` (every critical section ten leases long, no fault) the
+/// Redisson lock renews, and neither `overrun` nor `validity` flags the long holds.
+/// They did, judging every hold by its first lease (issue 23, item 4).
+#[test]
+fn a_watchdogs_renewals_extend_the_validity_the_checkers_judge() {
+    let s = common::scenario("long-work");
+    for seed in 0..3 {
+        let r = scenarios::sweep::run_seed(&common::design("reentrant-watchdog"), &s, seed, true)
+            .expect("run");
+        let h = r.history.as_ref().expect("kept");
+        let renewals = h
+            .events
+            .iter()
+            .filter(|e| matches!(e.kind, sim::history::EventKind::Renewed { .. }))
+            .count();
+        assert!(
+            renewals > 5,
+            "seed {seed}: the watchdog renewed ({renewals})"
+        );
+        let holds = scenarios::checkers::model::holds(h).expect("holds");
+        let extended = holds.iter().any(|hold| {
+            let first = scenarios::checkers::model::op_at(h, hold.acquire_event)
+                .and_then(|op| op.valid_until_us);
+            scenarios::checkers::model::believed_validity(h, hold) > first
+        });
+        assert!(extended, "seed {seed}: a hold's validity was extended");
+        for checker in ["overrun", "validity"] {
+            let v = &r.verdicts.iter().find(|(n, _)| n == checker).unwrap().1;
+            assert!(v.is_valid(), "seed {seed}: {checker}: {v:?}");
+        }
+    }
+}

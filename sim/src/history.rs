@@ -140,6 +140,17 @@ pub enum EventKind {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         detail: Option<String>,
     },
+    /// A client's watchdog renewed its lock (`lock_impl::Observer::renewed`): from
+    /// now on the client believes its validity runs to `valid_until_us` (true time,
+    /// converted with the client's clock as an acquisition's `valid_until_us` is).
+    Renewed {
+        /// The lock key.
+        key: String,
+        /// The holder's owner value.
+        owner: String,
+        /// The believed validity's new end, in true µs.
+        valid_until_us: u64,
+    },
 }
 
 /// A client operation event.

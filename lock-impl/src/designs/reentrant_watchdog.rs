@@ -465,6 +465,7 @@ async fn renew_loop(
         if *stop.borrow() {
             return;
         }
+        let sent_at = deps.clock.now();
         let renewed: redis::RedisResult<i64> = RENEW
             .key(&key)
             .arg(lease_ms)
@@ -473,6 +474,11 @@ async fn renew_loop(
             .await;
         if !matches!(renewed, Ok(1)) {
             return;
+        }
+        // The holder's validity now runs a lease from the renewal's sending, as an
+        // acquisition's does from its request.
+        if let Some(observer) = &deps.observer {
+            observer.renewed(&key, &owner, sent_at + Duration::from_millis(lease_ms));
         }
     }
 }

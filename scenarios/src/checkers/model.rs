@@ -303,6 +303,33 @@ fn close(
     }));
 }
 
+/// The end of the validity the holder of `hold` believed it had: its acquisition's
+/// `valid_until_us`, extended by each renewal of its watchdog (`Renewed` events of its
+/// host, key and owner during the hold) that came while the validity still ran. A
+/// renewal after the validity had lapsed does not mend the lapse: the validity ends
+/// there. `None`: a lock that never expires.
+pub fn believed_validity(h: &History, hold: &Hold) -> Option<u64> {
+    let mut until = op_at(h, hold.acquire_event)?.valid_until_us?;
+    let end = hold.end_event.unwrap_or(h.events.len());
+    for e in &h.events[hold.acquire_event + 1..end.min(h.events.len())] {
+        if let EventKind::Renewed {
+            key,
+            owner,
+            valid_until_us,
+        } = &e.kind
+            && e.host == hold.host
+            && *key == hold.key
+            && *owner == hold.owner
+        {
+            if e.at_us > until {
+                break;
+            }
+            until = until.max(*valid_until_us);
+        }
+    }
+    Some(until)
+}
+
 /// A crash of a host that, per the Redis server's own record, held the lock key.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct CrashWhileHolding {

@@ -4,7 +4,8 @@
 //! at once (`mutual-exclusion` judges that); it promises that two clients are never
 //! both *within their validity* at once: the time each acquisition told its client it
 //! may act, converted to true time with that client's own clock when the acquire
-//! returned (`Op.valid_until_us`).
+//! returned (`Op.valid_until_us`), and extended by every renewal of its watchdog that
+//! came while it still ran (`Renewed` events; see [`model::believed_validity`]).
 //!
 //! - `validity` is Invalid when two clients were within their believed validity at
 //!   the same true time: **the algorithm broke its promise** (a server's clock jumped,
@@ -54,7 +55,7 @@ fn with_validity<'a>(h: &History, holds: &'a [Hold]) -> Vec<Valid<'a>> {
         .iter()
         .map(|hold| Valid {
             hold,
-            until_us: model::op_at(h, hold.acquire_event).and_then(|op| op.valid_until_us),
+            until_us: model::believed_validity(h, hold),
         })
         .collect()
 }

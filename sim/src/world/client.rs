@@ -287,6 +287,11 @@ impl Client {
                 self.name.clone(),
             )),
             spawner: Arc::new(HostSpawner(self.gate.clone())),
+            observer: Some(Arc::new(RenewalRecorder {
+                recorder: self.recorder.clone(),
+                host: self.name.clone(),
+                clock: self.clock.clone(),
+            })),
         };
         let design = (self.factory)(deps);
         let mut rng = ChaCha8Rng::seed_from_u64(sub_seed(self.seed, 3 + 2 * stream_id));
@@ -478,6 +483,28 @@ impl Client {
 }
 
 /// Sleeps `local` on the host's own clock (rate changes during the sleep included).
+/// Records a watchdog's renewals in the history, so that the validity checkers judge
+/// the validity the client believed, not the first lease's.
+struct RenewalRecorder {
+    recorder: Recorder,
+    host: String,
+    clock: HostClock,
+}
+
+impl lock_impl::Observer for RenewalRecorder {
+    fn renewed(&self, key: &str, owner: &str, valid_until: Duration) {
+        let t = self.clock.true_time_of(true_now(), valid_until);
+        self.recorder.record(
+            &self.host,
+            EventKind::Renewed {
+                key: key.to_string(),
+                owner: owner.to_string(),
+                valid_until_us: u64::try_from(t.as_micros()).unwrap_or(u64::MAX),
+            },
+        );
+    }
+}
+
 fn clock_sleep(clock: &HostClock, local: Duration) -> lock_impl::Sleep {
     lock_impl::Clock::sleep(&SimClock::new(clock.clone()), local)
 }
