@@ -200,10 +200,12 @@ pub enum Release {
     /// Nothing was deleted, and the design's reply cannot say whether the lock was
     /// absent or someone else's (the Lua compare-and-delete returns `0` for both).
     NotRemoved,
-    /// A reentrant lock's hold count went down but is still above zero: the lock stays
-    /// held by this owner.
+    /// A reentrant lock's hold count went down but the server's is still above zero:
+    /// the lock stays held by this owner.
     StillHeld {
-        /// The hold count left.
+        /// The holder's own count left. 0: the holder is done, yet the server still
+        /// holds the lock under its name (its count went astray, e.g. an unlock whose
+        /// reply was lost, then a re-entry); the lock is freed only by its expiry.
         count: u64,
     },
     /// The outcome is unknown (a reply timed out or the connection dropped).

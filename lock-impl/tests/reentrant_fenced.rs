@@ -405,3 +405,37 @@ async fn a_fenced_lock_taken_after_expiry_gets_a_higher_token_than_the_stale_hol
     assert_eq!(a.release(&ga).await.unwrap(), Release::NotRemoved);
     assert_eq!(b.release(&gb).await.unwrap(), Release::Removed);
 }
+
+/// A server count gone astray (an unlock whose reply was lost, then a re-entry): the
+/// holder's outermost release finds the server still holding the lock. Like Redisson
+/// 3.20's `unlockAsync`, whose `cancelExpirationRenewal` runs on any reply, the client
+/// counts its own hold down and stops its watchdog, so the lock expires a lease later
+/// (it was renewed for ever; issue 23, item 2).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_still_held_outermost_release_stops_the_watchdog_and_the_lock_expires() {
+    let Some(s) = server().await else { return };
+    let key = fresh_key("astray");
+    let a = s.reentrant().await;
+    let g = acquired(a.acquire(&key, opts(300, 0)).await, "holder");
+    assert!(a.watchdog_running(&key, 1));
+    // The server's count one above the client's.
+    let _: i64 = redis::cmd("HINCRBY")
+        .arg(&key)
+        .arg(&g.owner)
+        .arg(1)
+        .query_async(&mut s.inspect.clone())
+        .await
+        .unwrap();
+    assert_eq!(
+        a.release(&g).await.unwrap(),
+        Release::StillHeld { count: 0 },
+        "the server still holds it; the client is done"
+    );
+    assert!(
+        !a.watchdog_running(&key, 1),
+        "no renewal once the client is done"
+    );
+    assert_eq!(s.hget(&key, &g.owner).await, Some(1));
+    tokio::time::sleep(Duration::from_millis(600)).await;
+    assert!(!s.exists(&key).await, "expired a lease after the release");
+}

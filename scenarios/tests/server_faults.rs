@@ -154,3 +154,32 @@ fn compare_and_delete_survives_a_partitioned_holder() {
         12,
     );
 }
+
+/// The Redisson lock after a server crash under AOF: an unlock's reply lost in the
+/// crash, the next acquire re-enters the client's own hash, and its outermost release
+/// finds the lock still held. Nobody's data is harmed, so no run is unsafe; the lock is
+/// kept from the others after its holder was done, which `liveness` reports (it was
+/// `reentrancy`, an effect checker, and the class read unsafe; issue 23, item 2).
+#[test]
+fn a_lock_kept_after_its_holder_is_done_is_a_liveness_failure_not_harm() {
+    let s = common::scenario("server-restart-aof");
+    let design = common::design("reentrant-watchdog");
+    let mut kept = 0;
+    for seed in 0..5 {
+        let r = scenarios::sweep::run_seed(&design, &s, seed, false).expect("run");
+        let class = scenarios::checkers::safety(&r.verdicts, r.storage_refused);
+        assert_ne!(
+            class,
+            scenarios::checkers::Safety::Unsafe,
+            "seed {seed}: {:?}",
+            r.verdicts
+        );
+        let liveness = &r.verdicts.iter().find(|(n, _)| n == "liveness").unwrap().1;
+        if let scenarios::checkers::Verdict::Invalid(e) = liveness
+            && e.summary.contains("was done with lock")
+        {
+            kept += 1;
+        }
+    }
+    assert!(kept > 0, "no run kept the lock after its holder was done");
+}

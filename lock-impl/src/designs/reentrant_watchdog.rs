@@ -414,9 +414,14 @@ impl ReentrantWatchdog {
         let id = (key.to_string(), owner.to_string());
         let left = match (holds.get_mut(&id), server) {
             (_, Some(false)) => 0,
-            // The server says the count is still above zero; it does not say how far.
+            // The server says its count is still above zero. The client counts its own
+            // holds down whatever the server says, as Redisson's `unlockAsync` does
+            // (`cancelExpirationRenewal` in a `handle` that runs on any reply): once the
+            // client is done, its watchdog stops, and a lock whose server count went
+            // astray (a lost unlock reply, then a re-entry) expires a lease later
+            // instead of being renewed for ever.
             (Some(hold), Some(true)) => {
-                hold.count = hold.count.saturating_sub(1).max(1);
+                hold.count = hold.count.saturating_sub(1);
                 hold.count
             }
             (None, Some(true)) => return (1, None),

@@ -13,7 +13,10 @@
 //! absent on every server from its invocation to its refusal (nobody held it, yet it
 //! was refused: an acquire that can never succeed), or absent on every server for at
 //! least the bound before its refusal (a waiter that slept through the release or the
-//! expiry and gave up). And a lock that nobody ever acquired (no acquire `ok`, no
+//! expiry and gave up). A lock its holder is done with (the server answered its
+//! outermost release `still-held`) must be freed within the bound: kept past it while
+//! another host was refused, it is a violation (a reentrant count gone astray, then a
+//! watchdog or a monopolising re-entry keeping it). And a lock that nobody ever acquired (no acquire `ok`, no
 //! server ever recorded the key) while clients tried with no fault active is a
 //! violation whatever the refusals looked like: an error reply (recorded `info`,
 //! since the client cannot tell) refuses as surely as a `fail`. A run in which no
@@ -140,6 +143,11 @@ impl Checker for Liveness {
         if let Some(v) = never_granted(h, &acquires) {
             return v;
         }
+        let (kept_judged, kept) = kept_after_done(h, &pairs, &acquires);
+        if let Some(v) = kept {
+            return v;
+        }
+        judged += kept_judged;
         if judged + completed == 0 && skipped.is_empty() {
             return Verdict::Unknown {
                 reason:
@@ -158,6 +166,83 @@ impl Checker for Liveness {
         }
         Verdict::Valid
     }
+}
+
+/// The kept-after-done rule (see the module docs): a holder's outermost release (hold
+/// count 1) to which the server answered that the lock is still held (`still-held`):
+/// the holder is done, yet the lock stays under its name. If no server removed or
+/// expired the key within the bound after that release, while another host's acquire
+/// was refused past the bound, the lock was kept from those who wanted it. Returns how
+/// many such releases it judged (the run reached their bound) and the first violation.
+fn kept_after_done(
+    h: &History,
+    pairs: &[OpPair],
+    acquires: &[&OpPair],
+) -> (usize, Option<Verdict>) {
+    let key = h.params.key.as_str();
+    let bound_us = h.params.liveness_bound_ms * 1_000;
+    let mut judged = 0;
+    for r in pairs.iter().filter(|p| p.f == OpF::Release && p.key == key) {
+        let (Some(done), Some(done_us)) = (r.completion, r.completion_us) else {
+            continue;
+        };
+        let kept = model::op_at(h, r.invoke).is_some_and(|op| model::depth(op) == 1)
+            && r.outcome == Phase::Ok
+            && model::op_at(h, done)
+                .and_then(|op| op.detail.as_deref())
+                .is_some_and(|d| d.starts_with("still-held"));
+        if !kept {
+            continue;
+        }
+        let deadline_us = done_us + bound_us;
+        if h.end_us < deadline_us {
+            continue;
+        }
+        judged += 1;
+        // The lock was freed (removed, or expired) on some server after the release.
+        let freed = h.events[done + 1..].iter().position(|e| {
+            matches!(&e.kind, EventKind::Server(ServerEvent::Removed { key: k, .. }) if k == key)
+        });
+        let freed_at = freed.map(|i| (done + 1 + i, h.events[done + 1 + i].at_us));
+        if freed_at.is_some_and(|(_, at)| at <= deadline_us) {
+            continue;
+        }
+        let before_free = |ev: usize| freed_at.is_none_or(|(f, _)| ev < f);
+        let Some(w) = acquires.iter().find(|p| {
+            p.host != r.host
+                && p.outcome == Phase::Fail
+                && p.completion_us.is_some_and(|c| c > deadline_us)
+                && p.completion.is_some_and(before_free)
+        }) else {
+            continue;
+        };
+        let until = freed_at.map_or("until the end of the run".to_string(), |(_, at)| {
+            format!("for {} until {}", fmt_ms(at - done_us), fmt_s(at))
+        });
+        let mut events = vec![r.invoke, done, w.invoke];
+        events.extend(w.completion);
+        events.sort_unstable();
+        return (
+            judged,
+            Some(Verdict::Invalid(Evidence {
+                summary: format!(
+                    "{} was done with lock {key} at {} (its outermost release), but the server still held it under its name (owner={}) {until}, although {} wanted it (acquire refused at {}), bound {} ms",
+                    r.host,
+                    fmt_s(done_us),
+                    r.owner.as_deref().unwrap_or("?"),
+                    w.host,
+                    fmt_s(w.completion_us.unwrap_or(h.end_us)),
+                    h.params.liveness_bound_ms
+                ),
+                at_us: done_us,
+                hosts: vec![r.host.clone(), w.host.clone()],
+                owners: r.owner.iter().cloned().collect(),
+                first_event: done,
+                events,
+            })),
+        );
+    }
+    (judged, None)
 }
 
 /// The never-granted rule (see the module docs): no acquire ever succeeded and no

@@ -9,7 +9,12 @@
 //! - a release invoked at count 2 or more completes `ok` with detail `removed`;
 //! - the server records a removal of the key by the releasing host's command while a
 //!   release at count 2 or more is in flight (whatever the client was told);
-//! - a release reports `still-held count=N` with `N` not one less than its count.
+//! - a nested release (count 2 or more) reports `still-held count=N` with `N` not one
+//!   less than its count.
+//!
+//! A lock the server keeps after its holder's outermost release (`still-held` at count
+//! 1) harms nobody's data: it is held too long, which `liveness` judges (a lock kept
+//! after its owner was done).
 //!
 //! A run without nested acquisitions has nothing to judge and is `Valid`; the
 //! [`super::probes::nested_acquisition`] probe tells whether the check had teeth.
@@ -82,7 +87,8 @@ impl Checker for Reentrancy {
                     });
                 }
             }
-            if p.outcome == Phase::Ok
+            if depth >= 2
+                && p.outcome == Phase::Ok
                 && let Some(n) = detail.and_then(still_held_count)
                 && n != depth - 1
                 && let Some(c) = p.completion
