@@ -12,9 +12,9 @@
 //! - a nested release (count 2 or more) reports `still-held count=N` with `N` not one
 //!   less than its count.
 //!
-//! A lock the server keeps after its holder's outermost release (`still-held` at count
-//! 1) harms nobody's data: it is held too long, which `liveness` judges (a lock kept
-//! after its owner was done).
+//! A lock the server keeps after its holder's outermost release (a `still-held` reply
+//! at count one) harms nobody's data: it is held too long, which `liveness` judges (a
+//! lock kept after its owner was done).
 //!
 //! A run without nested acquisitions has nothing to judge and is `Valid`; the
 //! [`super::probes::nested_acquisition`] probe tells whether the check had teeth.
