@@ -253,7 +253,8 @@ pub fn cells_from_json(json: &str) -> Result<Vec<CellResult>, serde_json::Error>
 /// One cell of the compact matrix: the worst class's mark, and the number of runs in
 /// it when that is not every run (`U`, `U2`; `U+` for 100 or more).
 ///
-/// Marks: `U` unsafe, `F` fenced, `?` unknown, `L` no safety harm but a liveness
+/// Marks: `U` unsafe, `F` fenced, `P` a promise broken without harm (a fencing token
+/// issued twice), `?` unknown, `L` no safety harm but a liveness
 /// checker failed (a stuck lock, a stranded waiter), `S` safe, `n` nothing broke but
 /// the fault never happened (no evidence), `-` no runs.
 pub fn matrix_mark(c: &CellResult) -> (char, String) {
@@ -267,6 +268,7 @@ pub fn matrix_mark(c: &CellResult) -> (char, String) {
     let (mark, n) = match c.worst_class() {
         Some(Safety::Unsafe) => ('U', count("unsafe")),
         Some(Safety::Fenced) => ('F', count("fenced")),
+        Some(Safety::Promise) => ('P', count("promise")),
         Some(Safety::Unknown) => ('?', count("unknown")),
         _ if liveness > 0 => ('L', liveness),
         Some(Safety::Safe) => ('S', count("safe")),
@@ -308,6 +310,7 @@ pub fn render_matrix(
         let code = match mark {
             'U' => "31;1",
             'F' => "33",
+            'P' => "34",
             '?' => "35",
             'L' => "36",
             'S' => "32",
@@ -335,7 +338,7 @@ pub fn render_matrix(
     }
     let _ = writeln!(
         out,
-        "\nU unsafe  F fenced (the storage refused the stale holder)  ? unknown  L safe, but a lock got stuck or a waiter\nstranded  S safe  n nothing broke, but the fault never happened (no evidence)  . world does not fit the design\nA number after a mark: runs in that class, when not all of them."
+        "\nU unsafe  F fenced (the storage refused the stale holder)  P a promise broken without harm (a token reissued)\n? unknown  L safe, but a lock got stuck or a waiter stranded  S safe  n nothing broke, but the fault never happened\n(no evidence)  . world does not fit the design  A number after a mark: runs in that class, when not all of them."
     );
     // Scenario numbers, packed into lines of at most 120 columns.
     let mut line = String::new();

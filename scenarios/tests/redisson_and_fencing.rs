@@ -149,3 +149,44 @@ fn a_watchdogs_renewals_extend_the_validity_the_checkers_judge() {
         }
     }
 }
+
+/// A fencing token issued twice to holds that never overlapped, with nothing lost: the
+/// token promise is broken and reported, but the class says what happened, `promise`,
+/// not `unsafe` (issue 23, item 3). A reused token that let a stale write through
+/// would show as lost-update harm, and be unsafe.
+#[test]
+fn a_reissued_token_without_harm_is_a_broken_promise_not_unsafe() {
+    let s = scenario("server-restart-delayed");
+    let mut promise = 0;
+    for seed in 0..5 {
+        let r = scenarios::sweep::run_seed(&design("fenced"), &s, seed, false).expect("run");
+        let verdict = |name: &str| &r.verdicts.iter().find(|(n, _)| n == name).unwrap().1;
+        let class = scenarios::checkers::safety(&r.verdicts, r.storage_refused);
+        if verdict("token-order").is_invalid()
+            && !verdict("mutual-exclusion").is_invalid()
+            && !verdict("lost-update").is_invalid()
+        {
+            assert_eq!(class, Safety::Promise, "seed {seed}: {:?}", r.verdicts);
+            promise += 1;
+        }
+    }
+    assert!(promise > 0, "no run reissued a token without harm");
+    // The rule itself.
+    let invalid = || {
+        scenarios::checkers::Verdict::Invalid(scenarios::checkers::Evidence {
+            summary: "x".into(),
+            at_us: 0,
+            hosts: vec![],
+            owners: vec![],
+            first_event: 0,
+            events: vec![],
+        })
+    };
+    let valid = scenarios::checkers::Verdict::Valid;
+    let v = [("token-order", invalid()), ("lost-update", valid.clone())];
+    assert_eq!(scenarios::checkers::safety(&v, false), Safety::Promise);
+    let v = [("token-order", invalid()), ("lost-update", invalid())];
+    assert_eq!(scenarios::checkers::safety(&v, false), Safety::Unsafe);
+    let v = [("token-order", invalid()), ("mutual-exclusion", invalid())];
+    assert_eq!(scenarios::checkers::safety(&v, false), Safety::Unsafe);
+}

@@ -184,7 +184,13 @@ pub fn check_with(checkers: &[Box<dyn Checker>], h: &History) -> Vec<(&'static s
 
 /// Checkers that judge effects at the storage or the server: one of them invalid
 /// makes a run [`Safety::Unsafe`].
-pub const EFFECT_CHECKERS: [&str; 4] = ["lost-update", "token-order", "ownership", "reentrancy"];
+pub const EFFECT_CHECKERS: [&str; 3] = ["lost-update", "ownership", "reentrancy"];
+
+/// Checkers that judge a promise the lock makes beyond exclusion (fencing tokens that
+/// only grow): invalid without harm or overlap makes a run [`Safety::Promise`]. A
+/// token issued twice harms only if a stale holder uses it, and then `lost-update`
+/// or `mutual-exclusion` sees the harm.
+pub const PROMISE_CHECKERS: [&str; 1] = ["token-order"];
 
 /// The checker that judges exclusion in belief (overlapping believed holds): invalid
 /// alone makes a run [`Safety::Fenced`].
@@ -204,30 +210,35 @@ pub enum Safety {
     Fenced,
     /// An effect checker found harm at the storage or the server.
     Unsafe,
+    /// A promise broken without harm or overlapping holders (a fencing token issued
+    /// twice, to holds that never overlapped): the algorithm failed, the data did not.
+    Promise,
     /// No harm found, but some safety checker could not judge the run.
     Unknown,
 }
 
 impl Safety {
     /// Every class, worst first: the order reports list them in.
-    pub const WORST_FIRST: [Safety; 4] = [
+    pub const WORST_FIRST: [Safety; 5] = [
         Safety::Unsafe,
         Safety::Fenced,
+        Safety::Promise,
         Safety::Unknown,
         Safety::Safe,
     ];
 
-    /// The class's lower-case name: `safe`, `fenced`, `unsafe`, `unknown`.
+    /// The class's lower-case name: `safe`, `fenced`, `promise`, `unsafe`, `unknown`.
     pub fn name(self) -> &'static str {
         match self {
             Safety::Safe => "safe",
             Safety::Fenced => "fenced",
             Safety::Unsafe => "unsafe",
+            Safety::Promise => "promise",
             Safety::Unknown => "unknown",
         }
     }
 
-    /// Severity: 0 for the worst class ([`Safety::Unsafe`]), 3 for [`Safety::Safe`].
+    /// Severity: 0 for the worst class ([`Safety::Unsafe`]), 4 for [`Safety::Safe`].
     pub fn rank(self) -> usize {
         Self::WORST_FIRST
             .iter()
@@ -257,11 +268,15 @@ impl std::fmt::Display for Safety {
 ///   and the data, so that nothing was lost was luck. A proven violation decides the
 ///   class, whatever another checker could not judge (a run whose overlapping holders
 ///   never got to write leaves `lost-update` nothing to judge);
-/// - else [`Safety::Unknown`] if any verdict other than a liveness checker's
-///   ([`LIVENESS_CHECKERS`]) is unknown (a checker that panicked is unknown too): an
-///   unjudged run proves nothing, and "fenced" needs every effect judged;
+/// - else, if any verdict other than a liveness checker's ([`LIVENESS_CHECKERS`]) is
+///   unknown (a checker that panicked is unknown too): [`Safety::Promise`] if a
+///   promise checker ([`PROMISE_CHECKERS`]) is invalid (proven, whatever else could
+///   not be judged), else [`Safety::Unknown`]: an unjudged run proves nothing, and
+///   "fenced" needs every effect judged;
 /// - else [`Safety::Fenced`] if `mutual-exclusion` is invalid (the storage refused a
 ///   stale holder: the fence did its work, and nothing was lost);
+/// - else [`Safety::Promise`] if a promise checker is invalid (a promise broken
+///   without harm or overlap: its own class, not `unsafe`);
 /// - else [`Safety::Safe`].
 ///
 /// Liveness verdicts never change the class; invalid verdicts of checkers this
@@ -279,9 +294,15 @@ pub fn safety<S: AsRef<str>>(verdicts: &[(S, Verdict)], storage_refused: bool) -
         .iter()
         .any(|(n, v)| !LIVENESS_CHECKERS.contains(&n.as_ref()) && v.is_unknown())
     {
-        Safety::Unknown
+        if invalid(&|n| PROMISE_CHECKERS.contains(&n)) {
+            Safety::Promise
+        } else {
+            Safety::Unknown
+        }
     } else if overlapped {
         Safety::Fenced
+    } else if invalid(&|n| PROMISE_CHECKERS.contains(&n)) {
+        Safety::Promise
     } else {
         Safety::Safe
     }
