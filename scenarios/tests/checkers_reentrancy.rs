@@ -1,6 +1,9 @@
 //! The reentrancy, waiter-liveness and token-order checkers, nested holds in the
 //! model, safety classes and their probes, on small hand-built histories.
 
+mod common;
+
+use common::invalid_verdict;
 use scenarios::checkers::{
     self, Checker, LostUpdate, MutualExclusion, Reentrancy, Safety, TokenOrder, Verdict,
     WaiterLiveness, model, probes,
@@ -718,17 +721,6 @@ fn a_clean_run_is_safe_and_liveness_does_not_change_the_class() {
         ("waiter-liveness", invalid_verdict()),
     ];
     assert_eq!(checkers::safety(&verdicts, false), Safety::Safe);
-}
-
-fn invalid_verdict() -> Verdict {
-    Verdict::Invalid(checkers::Evidence {
-        summary: "x".into(),
-        at_us: 0,
-        hosts: vec![],
-        owners: vec![],
-        first_event: 0,
-        events: vec![],
-    })
 }
 
 #[test]

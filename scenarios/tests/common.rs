@@ -145,3 +145,15 @@ pub fn assert_designs_valid(
         }
     }
 }
+
+/// An Invalid verdict with placeholder evidence, for tests of the class rules.
+pub fn invalid_verdict() -> scenarios::checkers::Verdict {
+    scenarios::checkers::Verdict::Invalid(scenarios::checkers::Evidence {
+        summary: "x".into(),
+        at_us: 0,
+        hosts: vec![],
+        owners: vec![],
+        first_event: 0,
+        events: vec![],
+    })
+}

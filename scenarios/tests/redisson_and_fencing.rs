@@ -172,16 +172,7 @@ fn a_reissued_token_without_harm_is_a_broken_promise_not_unsafe() {
     }
     assert!(promise > 0, "no run reissued a token without harm");
     // The rule itself.
-    let invalid = || {
-        scenarios::checkers::Verdict::Invalid(scenarios::checkers::Evidence {
-            summary: "x".into(),
-            at_us: 0,
-            hosts: vec![],
-            owners: vec![],
-            first_event: 0,
-            events: vec![],
-        })
-    };
+    let invalid = common::invalid_verdict;
     let valid = scenarios::checkers::Verdict::Valid;
     let v = [("token-order", invalid()), ("lost-update", valid.clone())];
     assert_eq!(scenarios::checkers::safety(&v, false), Safety::Promise);

@@ -546,16 +546,19 @@ fn wait_linked(replica: SocketAddr) {
     }
 }
 
-#[test]
-fn a_model_replica_answers_like_a_real_replica() {
-    let Some(real_master) = real_master() else {
-        return;
-    };
+/// A real master and replica, and a model master and replica (on `runtime`, which
+/// must outlive them), both replicas linked; `None` without `redis-server`.
+struct Replicated {
+    real_master: RealRedis,
+    real_replica: RealRedis,
+    model_master: SocketAddr,
+    model_replica: SocketAddr,
+}
+
+fn replicated(runtime: &tokio::runtime::Runtime) -> Option<Replicated> {
+    let real_master = real_master()?;
     let port = real_master.addr().port().to_string();
-    let Some(real_replica) = RealRedis::start_with(&["--replicaof", "127.0.0.1", &port]) else {
-        return;
-    };
-    let runtime = model_runtime();
+    let real_replica = RealRedis::start_with(&["--replicaof", "127.0.0.1", &port])?;
     let (model_master, _) = runtime
         .block_on(sim::redis::server::spawn_tokio_model_with(None, true))
         .expect("start the model master");
@@ -567,6 +570,26 @@ fn a_model_replica_answers_like_a_real_replica() {
         .expect("start the model replica");
     wait_linked(real_replica.addr());
     wait_linked(model_replica);
+    Some(Replicated {
+        real_master,
+        real_replica,
+        model_master,
+        model_replica,
+    })
+}
+
+#[test]
+fn a_model_replica_answers_like_a_real_replica() {
+    let runtime = model_runtime();
+    let Some(Replicated {
+        real_master,
+        real_replica,
+        model_master,
+        model_replica,
+    }) = replicated(&runtime)
+    else {
+        return;
+    };
     let (mut rm, mut rr) = (
         Conn::open(real_master.addr()),
         Conn::open(real_replica.addr()),
@@ -703,25 +726,16 @@ fn first_replica_lag(info: &str) -> Option<u64> {
 /// without stream bytes: under such traffic, never; issue 23, item 5.)
 #[test]
 fn a_busy_replica_still_acknowledges_every_second() {
-    let Some(real_master) = real_master() else {
-        return;
-    };
-    let port = real_master.addr().port().to_string();
-    let Some(real_replica) = RealRedis::start_with(&["--replicaof", "127.0.0.1", &port]) else {
-        return;
-    };
     let runtime = model_runtime();
-    let (model_master, _) = runtime
-        .block_on(sim::redis::server::spawn_tokio_model_with(None, true))
-        .expect("start the model master");
-    let (model_replica, _) = runtime
-        .block_on(sim::redis::server::spawn_tokio_model_with(
-            Some(model_master),
-            true,
-        ))
-        .expect("start the model replica");
-    wait_linked(real_replica.addr());
-    wait_linked(model_replica);
+    let Some(Replicated {
+        real_master,
+        real_replica,
+        model_master,
+        ..
+    }) = replicated(&runtime)
+    else {
+        return;
+    };
     for (name, master) in [("redis", real_master.addr()), ("model", model_master)] {
         let mut c = Conn::open(master);
         assert_eq!(
