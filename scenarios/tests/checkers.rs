@@ -463,6 +463,23 @@ fn an_acquire_ok_attributes_a_value_the_server_did_not_record() {
     );
 }
 
+/// A grant whose acquire timed out (`info`): its client never believed it held the
+/// lock, so another client's late `DEL` of it harms nobody (it was flagged as harm).
+#[test]
+fn removing_a_grant_nobody_believed_in_is_not_foreign() {
+    let mut b = B::new();
+    b.acquire_outcome("client-1", 100, 600, Phase::Info);
+    b.written(105, "client-1", "o1");
+    b.acquire("client-2", 50, 60, "o2");
+    b.removed(700, "client-2", "o1", "command");
+    assert!(!Ownership.check(&b.build()).is_invalid());
+    // Had client-1's acquire come back ok with that value, the removal is foreign.
+    let mut b = B::new();
+    b.acquire("client-1", 100, 105, "o1");
+    b.removed(700, "client-2", "o1", "command");
+    assert!(Ownership.check(&b.build()).is_invalid());
+}
+
 #[test]
 fn removals_of_values_no_known_host_wrote_are_unknown() {
     let h = B::new()

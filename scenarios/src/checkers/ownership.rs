@@ -12,6 +12,10 @@
 //! store the same value (`SETNX key 1`) are still told apart, and a restarted client
 //! (same host name, new incarnation: counted by the crashes recorded on it) does not
 //! own what its previous life wrote.
+//!
+//! A grant its own client never believed in (the acquire that wrote it timed out, or
+//! its client died before the `ok`) is nobody's lock: removing or re-arming it takes
+//! nothing from anyone, and is not judged foreign.
 
 use std::collections::BTreeMap;
 
@@ -72,6 +76,18 @@ struct Judgement {
     foreign: Option<(usize, String, Writer, String, String, &'static str)>,
     attributed: usize,
     unattributed: Vec<usize>,
+    /// Acts on a grant its own client never believed in (its acquire ended without an
+    /// `ok` carrying that value: timed out, failed, or cut short by a crash): nobody
+    /// held that lock, so removing or re-arming it took nothing from anyone.
+    orphans: Vec<usize>,
+}
+
+/// (host, owner value) of every acquisition a client believed: an acquire `ok`.
+fn believed_grants(h: &History) -> std::collections::BTreeSet<(String, String)> {
+    h.ops()
+        .filter(|(_, op)| op.f == OpF::Acquire && op.phase == Phase::Ok)
+        .filter_map(|(e, op)| Some((e.host.clone(), op.owner.clone()?)))
+        .collect()
 }
 
 fn judge(h: &History) -> Judgement {
@@ -79,10 +95,14 @@ fn judge(h: &History) -> Judgement {
     let servers = model::server_hosts(h);
     let mut record: Record = BTreeMap::new();
     let mut lives = model::Lives::default();
+    let believed_by = believed_grants(h);
+    let orphan =
+        |w: &Writer, value: &str| !believed_by.contains(&(w.host.clone(), value.to_string()));
     let mut out = Judgement {
         foreign: None,
         attributed: 0,
         unattributed: Vec::new(),
+        orphans: Vec::new(),
     };
     for (i, e) in h.events.iter().enumerate() {
         lives.observe(h, e);
@@ -117,6 +137,10 @@ fn judge(h: &History) -> Judgement {
                         .values()
                         .any(|w| (w.host.as_str(), w.incarnation) == me)
                 {
+                    if orphan(w, value) {
+                        out.orphans.push(i);
+                        continue;
+                    }
                     out.foreign.get_or_insert((
                         i,
                         by.clone(),
@@ -165,8 +189,12 @@ fn judge(h: &History) -> Judgement {
                     .into_iter()
                     .find(|(_, w)| (w.host.as_str(), w.incarnation) != me)
                 {
-                    out.foreign
-                        .get_or_insert((i, by.clone(), w, key.clone(), value, verb));
+                    if orphan(&w, &value) {
+                        out.orphans.push(i);
+                    } else {
+                        out.foreign
+                            .get_or_insert((i, by.clone(), w, key.clone(), value, verb));
+                    }
                 }
             }
             _ => {}
