@@ -78,7 +78,7 @@ pub enum World {
     Sentinels,
     /// `redlock` on 5 independent masters, 8 clients, 60 s.
     FiveMasters,
-    /// The catalog's `flash-sale` (100 clients), `set-nx-px-lua`, run for 20 s.
+    /// The catalog's `flash-sale` (100 clients), `set-nx-px-lua`, run for 10 s.
     FlashSale,
 }
 
@@ -112,7 +112,7 @@ impl World {
             World::FiveMasters => reference_config(seed, 0, 0, "redlock"),
             World::FlashSale => {
                 let mut scenario = catalog::find("flash-sale").expect("catalog scenario");
-                scenario.workload.duration_ms = 20_000;
+                scenario.workload.duration_ms = 10_000;
                 scenario.workload.drain_ms = 0;
                 config(
                     &DesignSpec::builtin("set-nx-px-lua").expect("built-in"),

@@ -17,9 +17,10 @@ struct Cli {
     #[command(subcommand)]
     command: Option<Command>,
     /// Seeds for the catalog table (A..B or N). The default keeps the whole catalog
-    /// (11 designs, 26 scenarios) under two minutes on two cores; `locksim run` and
-    /// `--seeds 0..50` give a cell or the table more evidence.
-    #[arg(long, default_value = "0..3", allow_hyphen_values = true)]
+    /// (11 designs, 27 scenarios, 245 cells) under a minute on two cores (about 50 s
+    /// after the build); `locksim run` and `--seeds 0..100` give a cell or the table
+    /// more evidence.
+    #[arg(long, default_value = "0..10", allow_hyphen_values = true)]
     seeds: String,
     /// Worker threads (default: all cores).
     #[arg(long)]
@@ -343,7 +344,7 @@ struct ShrinkArgs {
 #[derive(Debug, Args)]
 struct BenchArgs {
     /// Runs per throughput figure (the median is reported).
-    #[arg(long, default_value_t = 5)]
+    #[arg(long, default_value_t = 3)]
     repeats: u64,
     /// Seeds in the memory sweep.
     #[arg(long, default_value_t = 1000)]
