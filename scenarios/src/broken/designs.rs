@@ -166,57 +166,42 @@ impl LockDesign for ConstantOwner {
     }
 }
 
-/// `ex-for-px`: `SET key owner NX EX lease_ms`. The number is right, the unit is not:
-/// the server keeps the lock a thousand times longer than the client believes, so a
-/// holder that dies leaves it stuck for minutes.
-pub struct ExForPx(pub(super) Deps);
-
-#[async_trait]
-impl LockDesign for ExForPx {
-    fn name(&self) -> &str {
-        "broken/ex-for-px"
-    }
-    async fn acquire(&self, key: &str, o: AcquireOptions) -> Result<Acquire, LockError> {
-        set_acquire(
-            self.name(),
-            &self.0,
-            key,
-            o,
-            None,
-            &["NX", "EX"],
-            o.lease_ms,
-        )
-        .await
-    }
-    async fn release(&self, g: &Guard) -> Result<Release, LockError> {
-        compare_and_delete(&self.0, &g.key, &g.owner).await
-    }
+/// A lock that differs from `set-nx-px-lua` in one slip of its `SET`: the options it
+/// passes and the number it gives as the time to live, computed from the lease in
+/// milliseconds. Four of the catalog's bugs are such a slip:
+///
+/// - `ex-for-px`: `NX EX lease_ms`. The number is right, the unit is not: the server
+///   keeps the lock a thousand times longer than the client believes, so a holder
+///   that dies leaves it stuck for minutes.
+/// - `px-given-seconds`: `NX PX ceil(lease_ms / 1000)`. The lease is kept in seconds
+///   in the configuration and handed to `PX`: the server expires the lock after a
+///   millisecond or so while the client believes the whole lease.
+/// - `xx-for-nx`: `XX PX lease_ms`, a one-letter slip. `XX` sets only an existing key,
+///   so a free lock is never taken and every acquire is refused.
+/// - `ex-truncated`: `NX EX lease_ms / 1000`, the unit converted by integer division.
+///   A lease under a second becomes `EX 0`, which Redis refuses (`ERR invalid expire
+///   time in 'set' command`): every acquire ends in an error reply, and a free, wanted
+///   lock is never granted.
+///
+/// Release is `set-nx-px-lua`'s compare-and-delete.
+pub struct SetSlip {
+    pub(super) name: &'static str,
+    pub(super) deps: Deps,
+    pub(super) options: &'static [&'static str],
+    pub(super) ttl: fn(u64) -> u64,
 }
 
-/// `px-given-seconds`: the lease is kept in seconds in the configuration and handed to
-/// `PX`, so the server expires the lock after a millisecond or so while the client
-/// believes the whole lease.
-pub struct PxGivenSeconds(pub(super) Deps);
-
 #[async_trait]
-impl LockDesign for PxGivenSeconds {
+impl LockDesign for SetSlip {
     fn name(&self) -> &str {
-        "broken/px-given-seconds"
+        self.name
     }
     async fn acquire(&self, key: &str, o: AcquireOptions) -> Result<Acquire, LockError> {
-        set_acquire(
-            self.name(),
-            &self.0,
-            key,
-            o,
-            None,
-            &["NX", "PX"],
-            o.lease_ms.div_ceil(1000),
-        )
-        .await
+        let ttl = (self.ttl)(o.lease_ms);
+        set_acquire(self.name, &self.deps, key, o, None, self.options, ttl).await
     }
     async fn release(&self, g: &Guard) -> Result<Release, LockError> {
-        compare_and_delete(&self.0, &g.key, &g.owner).await
+        compare_and_delete(&self.deps, &g.key, &g.owner).await
     }
 }
 
@@ -781,60 +766,6 @@ impl LockDesign for SharedReentrantId {
             Ok(n) => Ok(Release::StillHeld { count: n as u64 }),
             Err(e) => unknown_or(e, "EVALSHA", Release::Unknown),
         }
-    }
-}
-
-/// `xx-for-nx`: `SET key owner XX PX`, a one-letter slip. `XX` sets only an existing
-/// key, so a free lock is never taken and every acquire is refused.
-pub struct XxForNx(pub(super) Deps);
-
-#[async_trait]
-impl LockDesign for XxForNx {
-    fn name(&self) -> &str {
-        "broken/xx-for-nx"
-    }
-    async fn acquire(&self, key: &str, o: AcquireOptions) -> Result<Acquire, LockError> {
-        set_acquire(
-            self.name(),
-            &self.0,
-            key,
-            o,
-            None,
-            &["XX", "PX"],
-            o.lease_ms,
-        )
-        .await
-    }
-    async fn release(&self, g: &Guard) -> Result<Release, LockError> {
-        compare_and_delete(&self.0, &g.key, &g.owner).await
-    }
-}
-
-/// `ex-truncated`: `SET key owner NX EX lease_ms / 1000`, the unit converted by integer
-/// division. A lease under a second becomes `EX 0`, which Redis refuses (`ERR invalid
-/// expire time in 'set' command`): every acquire ends in an error reply, and a free,
-/// wanted lock is never granted.
-pub struct ExTruncated(pub(super) Deps);
-
-#[async_trait]
-impl LockDesign for ExTruncated {
-    fn name(&self) -> &str {
-        "broken/ex-truncated"
-    }
-    async fn acquire(&self, key: &str, o: AcquireOptions) -> Result<Acquire, LockError> {
-        set_acquire(
-            self.name(),
-            &self.0,
-            key,
-            o,
-            None,
-            &["NX", "EX"],
-            o.lease_ms / 1000,
-        )
-        .await
-    }
-    async fn release(&self, g: &Guard) -> Result<Release, LockError> {
-        compare_and_delete(&self.0, &g.key, &g.owner).await
     }
 }
 

@@ -83,7 +83,14 @@ pub fn catalog() -> Vec<Broken> {
             scenario: "client-crash",
             checker: "liveness",
             seeds: 10,
-            build: |d| Arc::new(ExForPx(d)),
+            build: |deps| {
+                Arc::new(SetSlip {
+                    name: "broken/ex-for-px",
+                    deps,
+                    options: &["NX", "EX"],
+                    ttl: |lease_ms| lease_ms,
+                })
+            },
         },
         Broken {
             name: "px-given-seconds",
@@ -92,7 +99,14 @@ pub fn catalog() -> Vec<Broken> {
             scenario: "no-faults",
             checker: "mutual-exclusion",
             seeds: 10,
-            build: |d| Arc::new(PxGivenSeconds(d)),
+            build: |deps| {
+                Arc::new(SetSlip {
+                    name: "broken/px-given-seconds",
+                    deps,
+                    options: &["NX", "PX"],
+                    ttl: |lease_ms| lease_ms.div_ceil(1000),
+                })
+            },
         },
         Broken {
             name: "blind-renewal",
@@ -182,7 +196,14 @@ pub fn catalog() -> Vec<Broken> {
             scenario: "no-faults",
             checker: "liveness",
             seeds: 10,
-            build: |d| Arc::new(XxForNx(d)),
+            build: |deps| {
+                Arc::new(SetSlip {
+                    name: "broken/xx-for-nx",
+                    deps,
+                    options: &["XX", "PX"],
+                    ttl: |lease_ms| lease_ms,
+                })
+            },
         },
         Broken {
             name: "ex-truncated",
@@ -191,7 +212,14 @@ pub fn catalog() -> Vec<Broken> {
             scenario: "no-faults",
             checker: "liveness",
             seeds: 10,
-            build: |d| Arc::new(ExTruncated(d)),
+            build: |deps| {
+                Arc::new(SetSlip {
+                    name: "broken/ex-truncated",
+                    deps,
+                    options: &["NX", "EX"],
+                    ttl: |lease_ms| lease_ms / 1000,
+                })
+            },
         },
         Broken {
             name: "release-falls-back-to-del",
