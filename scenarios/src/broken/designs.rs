@@ -191,6 +191,23 @@ pub struct SetSlip {
     pub(super) ttl: fn(u64) -> u64,
 }
 
+impl SetSlip {
+    /// The design `name`, slipping with `options` and `ttl`, as the catalog builds it.
+    pub fn boxed(
+        name: &'static str,
+        deps: Deps,
+        options: &'static [&'static str],
+        ttl: fn(u64) -> u64,
+    ) -> Arc<dyn LockDesign> {
+        Arc::new(SetSlip {
+            name,
+            deps,
+            options,
+            ttl,
+        })
+    }
+}
+
 #[async_trait]
 impl LockDesign for SetSlip {
     fn name(&self) -> &str {

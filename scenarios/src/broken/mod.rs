@@ -84,12 +84,7 @@ pub fn catalog() -> Vec<Broken> {
             checker: "liveness",
             seeds: 10,
             build: |deps| {
-                Arc::new(SetSlip {
-                    name: "broken/ex-for-px",
-                    deps,
-                    options: &["NX", "EX"],
-                    ttl: |lease_ms| lease_ms,
-                })
+                SetSlip::boxed("broken/ex-for-px", deps, &["NX", "EX"], |lease_ms| lease_ms)
             },
         },
         Broken {
@@ -100,11 +95,8 @@ pub fn catalog() -> Vec<Broken> {
             checker: "mutual-exclusion",
             seeds: 10,
             build: |deps| {
-                Arc::new(SetSlip {
-                    name: "broken/px-given-seconds",
-                    deps,
-                    options: &["NX", "PX"],
-                    ttl: |lease_ms| lease_ms.div_ceil(1000),
+                SetSlip::boxed("broken/px-given-seconds", deps, &["NX", "PX"], |lease_ms| {
+                    lease_ms.div_ceil(1000)
                 })
             },
         },
@@ -197,12 +189,7 @@ pub fn catalog() -> Vec<Broken> {
             checker: "liveness",
             seeds: 10,
             build: |deps| {
-                Arc::new(SetSlip {
-                    name: "broken/xx-for-nx",
-                    deps,
-                    options: &["XX", "PX"],
-                    ttl: |lease_ms| lease_ms,
-                })
+                SetSlip::boxed("broken/xx-for-nx", deps, &["XX", "PX"], |lease_ms| lease_ms)
             },
         },
         Broken {
@@ -213,11 +200,8 @@ pub fn catalog() -> Vec<Broken> {
             checker: "liveness",
             seeds: 10,
             build: |deps| {
-                Arc::new(SetSlip {
-                    name: "broken/ex-truncated",
-                    deps,
-                    options: &["NX", "EX"],
-                    ttl: |lease_ms| lease_ms / 1000,
+                SetSlip::boxed("broken/ex-truncated", deps, &["NX", "EX"], |lease_ms| {
+                    lease_ms / 1000
                 })
             },
         },
