@@ -573,6 +573,10 @@ impl<'a> Sim<'a> {
                     && next_fire(rt, host).is_none_or(|fires| !fires.is_zero());
                 if idle {
                     rt.lag += tick;
+                    // Its software runs on: a client skipped is not finished.
+                    if rt.is_client() {
+                        is_finished = false;
+                    }
                     continue;
                 }
                 drop(world);
@@ -691,6 +695,79 @@ mod test {
         net::{TcpListener, TcpStream},
         sim_elapsed, since_epoch, Builder, Result, Sim, World,
     };
+
+    /// PATCH (wake hints): a world of hinted timers and TCP, stepped to
+    /// `idle_until` with idle hosts skipped, records what stepping tick by tick
+    /// records, and skips work.
+    #[test]
+    fn jumping_with_idle_hosts_skipped_gives_the_tick_by_tick_run() -> Result {
+        fn world(skip: bool) -> (Vec<(String, Duration)>, u64) {
+            let log = Rc::new(std::cell::RefCell::new(Vec::new()));
+            let mut sim = Builder::new()
+                .rng_seed(7)
+                .tick_duration(Duration::from_millis(1))
+                .min_message_latency(Duration::from_millis(1))
+                .max_message_latency(Duration::from_millis(3))
+                .skip_idle_hosts(skip)
+                .build();
+            sim.host("server", || async {
+                let listener = TcpListener::bind(("0.0.0.0", 1234)).await?;
+                loop {
+                    let (mut s, _) = listener.accept().await?;
+                    tokio::task::spawn_local(async move {
+                        let mut buf = [0u8; 1];
+                        while s.read_exact(&mut buf).await.is_ok() {
+                            crate::time::sleep(Duration::from_millis(buf[0] as u64)).await;
+                            if s.write_all(&buf).await.is_err() {
+                                break;
+                            }
+                        }
+                    });
+                }
+            });
+            for c in 0..3u8 {
+                let log = log.clone();
+                sim.client(format!("client-{c}"), async move {
+                    crate::time::sleep(Duration::from_millis(5 * c as u64)).await;
+                    let mut s = TcpStream::connect(("server", 1234)).await?;
+                    for i in 0..20u8 {
+                        let think = (i * 7 + c * 3) % 13;
+                        crate::time::sleep(Duration::from_millis(think as u64)).await;
+                        s.write_all(&[i % 5]).await?;
+                        let mut buf = [0u8; 1];
+                        s.read_exact(&mut buf).await?;
+                        log.borrow_mut()
+                            .push((format!("client-{c} {i}"), sim_elapsed().unwrap()));
+                    }
+                    Ok(())
+                });
+            }
+            let mut steps = 0;
+            loop {
+                let until = if skip { sim.idle_until() } else { sim.elapsed() };
+                let now = sim.elapsed();
+                let done = if until > now + Duration::from_millis(1) {
+                    sim.step_by(until - now)
+                } else {
+                    sim.step()
+                }
+                .unwrap();
+                steps += 1;
+                if done {
+                    break;
+                }
+            }
+            assert_eq!(sim.unhinted_wakes(), 0);
+            let log = log.borrow().clone();
+            (log, steps)
+        }
+        let (ticked, tick_steps) = world(false);
+        let (jumped, jump_steps) = world(true);
+        assert_eq!(ticked.len(), 60);
+        assert_eq!(jumped, ticked);
+        assert!(jump_steps < tick_steps, "{jump_steps} steps, {tick_steps} ticks");
+        Ok(())
+    }
 
     #[test]
     fn client_error() {
