@@ -134,18 +134,6 @@ impl World {
     }
 }
 
-/// Runs the reference scenario `repeats` times (seeds 0..repeats), with `replicas`
-/// replicas following the master and `sentinels` Sentinels watching it (clients then
-/// find the master through them), for `design` (`set-nx-px-lua` for the reference; a
-/// Redlock design runs against five masters).
-///
-/// Every figure comes from the same run: the one whose wall time is the median.
-pub fn reference(repeats: u64, replicas: usize, sentinels: u32, design: &str) -> Throughput {
-    throughput(repeats, |seed| {
-        reference_config(seed, replicas, sentinels, design)
-    })
-}
-
 /// Runs `config(seed)` for seeds `0..repeats` and returns the figures of the run whose
 /// wall time is the median.
 pub fn throughput(repeats: u64, config: impl Fn(u64) -> RunConfig) -> Throughput {

@@ -40,8 +40,9 @@ struct Writer {
 /// value; a hash key (a reentrant lock) one entry per field.
 type Record = BTreeMap<(String, String), BTreeMap<String, Writer>>;
 
-/// Values written by acquires the server record never showed (a client's belief): the
-/// fallback attribution for a removal of such a value.
+/// Every value an acquire `ok` gave its client, by (key, value): what the clients
+/// believed they held. The fallback attribution for a removal of a value the server
+/// record never showed, and the test of whether a grant was anyone's lock at all.
 fn believed_writers(h: &History) -> BTreeMap<(String, String), (String, usize)> {
     let mut map = BTreeMap::new();
     let mut invoke_key: BTreeMap<u64, Option<String>> = BTreeMap::new();
@@ -76,18 +77,6 @@ struct Judgement {
     foreign: Option<(usize, String, Writer, String, String, &'static str)>,
     attributed: usize,
     unattributed: Vec<usize>,
-    /// Acts on a grant its own client never believed in (its acquire ended without an
-    /// `ok` carrying that value: timed out, failed, or cut short by a crash): nobody
-    /// held that lock, so removing or re-arming it took nothing from anyone.
-    orphans: Vec<usize>,
-}
-
-/// (host, owner value) of every acquisition a client believed: an acquire `ok`.
-fn believed_grants(h: &History) -> std::collections::BTreeSet<(String, String)> {
-    h.ops()
-        .filter(|(_, op)| op.f == OpF::Acquire && op.phase == Phase::Ok)
-        .filter_map(|(e, op)| Some((e.host.clone(), op.owner.clone()?)))
-        .collect()
 }
 
 fn judge(h: &History) -> Judgement {
@@ -95,14 +84,18 @@ fn judge(h: &History) -> Judgement {
     let servers = model::server_hosts(h);
     let mut record: Record = BTreeMap::new();
     let mut lives = model::Lives::default();
-    let believed_by = believed_grants(h);
-    let orphan =
-        |w: &Writer, value: &str| !believed_by.contains(&(w.host.clone(), value.to_string()));
+    // A grant its own client never believed in (its acquire ended without an `ok`
+    // carrying that value: timed out, or cut short by a crash): nobody held that lock,
+    // so removing or re-arming it takes nothing from anyone.
+    let orphan = |w: &Writer, key: &str, value: &str| {
+        believed
+            .get(&(key.to_string(), value.to_string()))
+            .is_none_or(|(host, _)| *host != w.host)
+    };
     let mut out = Judgement {
         foreign: None,
         attributed: 0,
         unattributed: Vec::new(),
-        orphans: Vec::new(),
     };
     for (i, e) in h.events.iter().enumerate() {
         lives.observe(h, e);
@@ -137,8 +130,7 @@ fn judge(h: &History) -> Judgement {
                         .values()
                         .any(|w| (w.host.as_str(), w.incarnation) == me)
                 {
-                    if orphan(w, value) {
-                        out.orphans.push(i);
+                    if orphan(w, key, value) {
                         continue;
                     }
                     out.foreign.get_or_insert((
@@ -188,13 +180,10 @@ fn judge(h: &History) -> Judgement {
                 if let Some((value, w)) = writers
                     .into_iter()
                     .find(|(_, w)| (w.host.as_str(), w.incarnation) != me)
+                    && !orphan(&w, key, &value)
                 {
-                    if orphan(&w, &value) {
-                        out.orphans.push(i);
-                    } else {
-                        out.foreign
-                            .get_or_insert((i, by.clone(), w, key.clone(), value, verb));
-                    }
+                    out.foreign
+                        .get_or_insert((i, by.clone(), w, key.clone(), value, verb));
                 }
             }
             _ => {}

@@ -167,15 +167,10 @@ impl<'a> Sim<'a> {
 
             self.world.borrow_mut().current = Some(h);
 
-            // Its runtime goes, and with it the clock its wake hints were in;
-            // the host's own clock catches up with the time it was not run.
-            {
-                let mut world = self.world.borrow_mut();
-                world.tick(h, std::mem::take(&mut rt.lag));
-                if let Some(host) = world.hosts.get_mut(&h) {
-                    host.wakes.clear();
-                }
-            }
+            // Its runtime goes, and with it the clock its wake hints were in.
+            self.world
+                .borrow_mut()
+                .restart_clock(h, std::mem::take(&mut rt.lag));
 
             World::enter(&self.world, || {
                 rt.crash();
@@ -199,12 +194,7 @@ impl<'a> Sim<'a> {
     /// Bounces the resolved hosts. The software is restarted.
     pub fn bounce(&mut self, addrs: impl ToIpAddrs) {
         self.run_with_hosts(addrs, |addr, rt| {
-            World::current(|world| {
-                world.tick(addr, std::mem::take(&mut rt.lag));
-                if let Some(host) = world.hosts.get_mut(&addr) {
-                    host.wakes.clear();
-                }
-            });
+            World::current(|world| world.restart_clock(addr, std::mem::take(&mut rt.lag)));
             rt.bounce();
 
             tracing::trace!(target: TRACING_TARGET, addr = ?addr, "Bounce");

@@ -111,6 +111,16 @@ impl Drop for WakeOnDrop {
 }
 
 impl World {
+    /// A host's runtime is replaced (crash, bounce): its own clock catches up with
+    /// the `lag` it was not run, and the wake hints, which were on the old
+    /// runtime's clock, go (PATCH: wake hints).
+    pub(crate) fn restart_clock(&mut self, addr: IpAddr, lag: Duration) {
+        self.tick(addr, lag);
+        if let Some(host) = self.hosts.get_mut(&addr) {
+            host.wakes.clear();
+        }
+    }
+
     /// Initialize a new world.
     pub(crate) fn new(
         link: config::Link,
