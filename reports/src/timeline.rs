@@ -117,6 +117,7 @@ pub fn describe(h: &History, e: &Event) -> String {
             fault,
             phase,
             detail,
+            ..
         } => fault_text(h, e, *fault, *phase, detail),
         EventKind::Connect { server, ok, detail } => match (ok, detail) {
             (true, _) => format!("connected to {server}"),

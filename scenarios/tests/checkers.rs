@@ -161,12 +161,59 @@ impl B {
             fault,
             phase,
             detail: format!("fault {fault} on {host}"),
+            peers: Vec::new(),
         };
         self.push(start_ms, host, ev(FaultPhase::Start));
         if let Some(end) = end_ms {
             self.push(end, host, ev(FaultPhase::End));
         }
         self
+    }
+
+    /// A partition from `start_ms` to `end_ms`: `side` cut off from `peers`, recorded
+    /// on each host of `side` as the nemesis records it.
+    fn partition(
+        &mut self,
+        side: &[&str],
+        peers: &[&str],
+        start_ms: u64,
+        end_ms: u64,
+    ) -> &mut Self {
+        let fault = self.h.plan.faults.len();
+        let hosts = |h: &[&str]| h.iter().map(|h| Target::Host(h.to_string())).collect();
+        self.h.plan.faults.push(Fault {
+            at_ms: start_ms,
+            kind: FaultKind::Partition {
+                a: hosts(side),
+                b: hosts(peers),
+                one_way: false,
+                duration_ms: end_ms - start_ms,
+            },
+        });
+        for host in side {
+            for (ms, phase) in [(start_ms, FaultPhase::Start), (end_ms, FaultPhase::End)] {
+                self.push(
+                    ms,
+                    host,
+                    EventKind::Fault {
+                        fault,
+                        phase,
+                        detail: format!("partition {side:?} from {peers:?}"),
+                        peers: peers.iter().map(|p| p.to_string()).collect(),
+                    },
+                );
+            }
+        }
+        self
+    }
+
+    /// A server's recorded role (`master` or `replica of X`) from `ms`.
+    fn role(&mut self, ms: u64, server: &str, role: &str) -> &mut Self {
+        self.push(
+            ms,
+            server,
+            EventKind::Server(ServerEvent::Role { role: role.into() }),
+        )
     }
 
     fn crash(&mut self, host: &str, ms: u64) -> &mut Self {
@@ -874,6 +921,119 @@ fn a_refusal_during_a_fault_is_not_judged_and_nothing_judged_is_unknown() {
     b.pause("client-1", 50, 600)
         .acquire_outcome("client-1", 100, 400, Phase::Fail);
     unknown(Liveness.check(&b.build()));
+}
+
+// ---- what a fault explains (`checkers::excuse`) ----
+
+/// One master `redis` and a replica `redis-2`, as the world records their roles at the
+/// start.
+fn replicated() -> B {
+    let mut b = B::new();
+    b.role(0, "redis", "master")
+        .role(0, "redis-2", "replica of redis");
+    b
+}
+
+#[test]
+fn a_fault_on_another_client_does_not_excuse_a_refusal_of_a_free_lock() {
+    // client-2 is paused for the whole run; client-1, untouched, is refused a free lock.
+    let mut b = B::new();
+    b.pause("client-2", 0, 10_000)
+        .acquire_outcome("client-1", 100, 400, Phase::Fail);
+    let e = invalid(Liveness.check(&b.build()));
+    assert!(e.summary.contains("no fault explains it"), "{}", e.summary);
+}
+
+#[test]
+fn a_lagging_replica_does_not_excuse_a_refusal_but_a_crashed_master_does() {
+    let lag = FaultKind::Delay {
+        target: Target::Host("redis-2".into()),
+        latency_ms: 20,
+        duration_ms: 10_000,
+    };
+    // The replica lags the whole run: the master client-1 needs is fine.
+    let mut b = replicated();
+    b.fault(lag.clone(), "redis-2", 0, Some(10_000))
+        .acquire_outcome("client-1", 100, 400, Phase::Fail);
+    invalid(Liveness.check(&b.build()));
+    // The master is down while client-1 is refused: explained, nothing else to judge.
+    let mut b = replicated();
+    b.fault(lag, "redis-2", 0, Some(10_000))
+        .crash("redis", 50)
+        .acquire_outcome("client-1", 100, 400, Phase::Fail);
+    unknown(Liveness.check(&b.build()));
+}
+
+#[test]
+fn once_a_replica_is_promoted_the_crashed_master_no_longer_excuses_a_refusal() {
+    let mut b = replicated();
+    b.crash("redis", 50)
+        .acquire_outcome("client-1", 100, 400, Phase::Fail)
+        .role(1_000, "redis-2", "master")
+        .acquire_outcome("client-2", 1_500, 1_600, Phase::Fail);
+    let e = invalid(Liveness.check(&b.build()));
+    assert_eq!(e.hosts, vec!["client-2".to_string()], "{}", e.summary);
+}
+
+/// Five independent masters, each recorded as master at the start.
+fn five_masters() -> B {
+    let mut b = B::new();
+    b.h.params.masters = 5;
+    for i in 1..=5 {
+        b.role(0, &format!("redis-{i}"), "master");
+    }
+    b
+}
+
+#[test]
+fn a_minority_of_masters_out_of_reach_does_not_excuse_a_refusal_but_a_majority_does() {
+    // client-1 never reaches redis-4 and redis-5 (Redlock tolerates that).
+    let mut b = five_masters();
+    b.partition(&["client-1"], &["redis-4", "redis-5"], 0, 10_000)
+        .acquire_outcome("client-1", 100, 400, Phase::Fail);
+    invalid(Liveness.check(&b.build()));
+    // One of its three also crashes: no majority left for client-1, but client-2
+    // still reaches four masters.
+    let mut b = five_masters();
+    b.partition(&["client-1"], &["redis-4", "redis-5"], 0, 10_000)
+        .crash("redis-1", 50)
+        .acquire_outcome("client-1", 100, 400, Phase::Fail);
+    unknown(Liveness.check(&b.build()));
+    b.acquire_outcome("client-2", 500, 600, Phase::Fail);
+    let e = invalid(Liveness.check(&b.build()));
+    assert_eq!(e.hosts, vec!["client-2".to_string()], "{}", e.summary);
+}
+
+#[test]
+fn a_master_cut_off_from_the_client_excuses_the_refusal_whichever_side_records_it() {
+    // The partition is recorded on the master's side; client-1 is among its peers.
+    let mut b = replicated();
+    b.partition(&["redis"], &["client-1", "redis-2"], 0, 10_000)
+        .acquire_outcome("client-1", 100, 400, Phase::Fail);
+    unknown(Liveness.check(&b.build()));
+    // A client on the master's own side still reaches it.
+    let mut b = replicated();
+    b.partition(&["redis", "client-1"], &["redis-2"], 0, 10_000)
+        .acquire_outcome("client-1", 100, 400, Phase::Fail);
+    invalid(Liveness.check(&b.build()));
+}
+
+#[test]
+fn lost_unlock_messages_do_not_excuse_a_waiter_that_slept_through_a_free_lock() {
+    let mut b = B::new();
+    b.fault(
+        FaultKind::DropPushes {
+            duration_ms: 10_000,
+        },
+        "redis",
+        0,
+        Some(10_000),
+    )
+    .acquire("client-1", 100, 110, "o1")
+    .acquire_outcome("client-2", 120, 3_000, Phase::Fail)
+    .release("client-1", 500, "o1");
+    let e = invalid(Liveness.check(&b.build()));
+    assert!(e.summary.contains("had been absent"), "{}", e.summary);
 }
 
 #[test]

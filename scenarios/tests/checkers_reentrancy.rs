@@ -236,6 +236,7 @@ impl B {
             fault,
             phase,
             detail: format!("fault {fault} on {host}"),
+            peers: Vec::new(),
         };
         self.push(start_ms, host, ev(FaultPhase::Start));
         self.push(end_ms, host, ev(FaultPhase::End))
@@ -592,6 +593,39 @@ fn a_waiter_paused_through_the_bound_does_not_count() {
         .release("client-1", 500, "o1")
         .pause("client-2", 400, 3_900);
     assert_eq!(WaiterLiveness.check(&b.build()), Verdict::Valid);
+}
+
+#[test]
+fn a_waiter_whose_master_was_down_does_not_count_but_a_lagging_replica_excuses_nothing() {
+    let delay = |host: &str| FaultKind::Delay {
+        target: Target::Host(host.into()),
+        latency_ms: 20,
+        duration_ms: 4_000,
+    };
+    let run = |delayed: &str| {
+        let mut b = B::new();
+        b.push(
+            0,
+            "redis",
+            EventKind::Server(ServerEvent::Role {
+                role: "master".into(),
+            }),
+        )
+        .push(
+            0,
+            "redis-2",
+            EventKind::Server(ServerEvent::Role {
+                role: "replica of redis".into(),
+            }),
+        )
+        .fault(delay(delayed), delayed, 0, 4_000)
+        .acquire("client-1", 100, 110, "o1")
+        .acquire("client-2", 150, 4_000, "o2")
+        .release("client-1", 500, "o1");
+        WaiterLiveness.check(&b.build())
+    };
+    assert_eq!(run("redis"), Verdict::Valid);
+    invalid(run("redis-2"));
 }
 
 #[test]

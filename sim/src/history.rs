@@ -103,6 +103,11 @@ pub enum EventKind {
         phase: FaultPhase,
         /// Human-readable description with the resolved target.
         detail: String,
+        /// A partition's other side: the hosts the event's host was cut off from
+        /// (resolved at the fault's start; empty for every other fault). A checker
+        /// needs both sides to tell which servers a client could still reach.
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        peers: Vec<String>,
     },
     /// The storage served a read or applied (or rejected) a write.
     Storage(StorageEvent),
@@ -311,8 +316,9 @@ pub enum ServerEvent {
         /// Time to live it set, in milliseconds.
         ttl_ms: i64,
     },
-    /// The server's replication role changed (`master`, or `replica of <host>`):
-    /// a promotion, a `REPLICAOF`, a restart into its configured role.
+    /// The server's replication role (`master`, or `replica of <host>`): recorded
+    /// once when the world first sees the server (its role at the start), then at
+    /// every change: a promotion, a `REPLICAOF`, a restart into its configured role.
     Role {
         /// `master` or `replica of <host>`.
         role: String,

@@ -52,6 +52,7 @@ pub fn history() -> History {
                 fault: 0,
                 phase: FaultPhase::Start,
                 detail: "pause holder".into(),
+                peers: Vec::new(),
             },
         ),
         op(
@@ -69,6 +70,7 @@ pub fn history() -> History {
                 fault: 0,
                 phase: FaultPhase::End,
                 detail: "pause holder".into(),
+                peers: Vec::new(),
             },
         ),
         ev(

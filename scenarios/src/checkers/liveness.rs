@@ -9,7 +9,8 @@
 //! `info` outcomes prove nothing either way and are ignored.
 //!
 //! And without any crash: a lock that is free and wanted must be granted. An acquire
-//! that completed `fail` while no fault was active is a violation when the key was
+//! that completed `fail` with no fault to explain it (see [`super::excuse`]: its own
+//! host stalled, or the masters it needs were out of reach) is a violation when the key was
 //! absent on every server from its invocation to its refusal (nobody held it, yet it
 //! was refused: an acquire that can never succeed), or absent on every server for at
 //! least the bound before its refusal (a waiter that slept through the release or the
@@ -17,13 +18,14 @@
 //! outermost release `still-held`) must be freed within the bound: kept past it while
 //! another host was refused, it is a violation (a reentrant count gone astray, then a
 //! watchdog or a monopolising re-entry keeping it). And a lock that nobody ever acquired (no acquire `ok`, no
-//! server ever recorded the key) while clients tried with no fault active is a
+//! server ever recorded the key) while clients tried with no fault to explain it is a
 //! violation whatever the refusals looked like: an error reply (recorded `info`,
 //! since the client cannot tell) refuses as surely as a `fail`. A run in which no
 //! holder crashed and no acquire completed has nothing to judge and is `Unknown`.
 
 use sim::history::{EventKind, History, OpF, Phase, ServerEvent};
 
+use super::excuse::Excuses;
 use super::model::{self, OpPair};
 use super::{Checker, Evidence, Verdict, fmt_ms, fmt_s};
 
@@ -151,7 +153,7 @@ impl Checker for Liveness {
         if judged + completed == 0 && skipped.is_empty() {
             return Verdict::Unknown {
                 reason:
-                    "nothing to judge: no holder crashed and no acquire completed outside a fault"
+                    "nothing to judge: no holder crashed and every acquire that completed had a fault to explain it"
                         .into(),
             };
         }
@@ -247,7 +249,7 @@ fn kept_after_done(
 
 /// The never-granted rule (see the module docs): no acquire ever succeeded and no
 /// server ever recorded the key, so the lock was free throughout, yet clients tried
-/// with no fault active. Whatever form the refusals took (a `fail`, or an error reply
+/// with no fault to explain their refusals. Whatever form the refusals took (a `fail`, or an error reply
 /// the client could only record as `info`), a lock nobody can get has failed.
 fn never_granted(h: &History, acquires: &[&OpPair]) -> Option<Verdict> {
     let key = h.params.key.as_str();
@@ -258,12 +260,12 @@ fn never_granted(h: &History, acquires: &[&OpPair]) -> Option<Verdict> {
     {
         return None;
     }
-    let windows = model::fault_windows(h);
+    let excuses = Excuses::new(h);
     let tries: Vec<&&OpPair> = acquires
         .iter()
         .filter(|p| {
             p.completion_us
-                .is_some_and(|done| !windows.iter().any(|w| w.overlaps(p.invoke_us, done)))
+                .is_some_and(|done| excuses.explains(&p.host, p.invoke_us, done).is_none())
         })
         .collect();
     let first = tries.first()?;
@@ -278,7 +280,7 @@ fn never_granted(h: &History, acquires: &[&OpPair]) -> Option<Verdict> {
     .unwrap_or_default();
     Some(Verdict::Invalid(Evidence {
         summary: format!(
-            "nobody ever acquired lock {key}, free throughout the run: {} acquires by {} clients completed with no fault active ({refused} refused, {} with an unknown outcome); the first, {}'s at {}, ended {}{detail}",
+            "nobody ever acquired lock {key}, free throughout the run: {} acquires by {} clients completed with no fault to explain them ({refused} refused, {} with an unknown outcome); the first, {}'s at {}, ended {}{detail}",
             tries.len(),
             clients.len(),
             tries.len() - refused,
@@ -299,7 +301,7 @@ fn never_granted(h: &History, acquires: &[&OpPair]) -> Option<Verdict> {
 }
 
 /// The free-and-wanted rule (see the module docs): returns how many acquires it judged
-/// (completed `ok` or `fail` with no fault active) and the first violation.
+/// (completed `ok` or `fail` with no fault to explain them) and the first violation.
 fn refused_while_free(h: &History, acquires: &[&OpPair]) -> (usize, Option<Verdict>) {
     let key = h.params.key.as_str();
     // After each event: on how many servers the key is present, and the event at which
@@ -323,7 +325,7 @@ fn refused_while_free(h: &History, acquires: &[&OpPair]) -> (usize, Option<Verdi
         }
         free_since.push(since);
     }
-    let windows = model::fault_windows(h);
+    let excuses = Excuses::new(h);
     let bound_us = h.params.liveness_bound_ms * 1_000;
     let mut judged = 0;
     for p in acquires {
@@ -331,7 +333,7 @@ fn refused_while_free(h: &History, acquires: &[&OpPair]) -> (usize, Option<Verdi
             continue;
         };
         if !matches!(p.outcome, Phase::Ok | Phase::Fail)
-            || windows.iter().any(|w| w.overlaps(p.invoke_us, done_us))
+            || excuses.explains(&p.host, p.invoke_us, done_us).is_some()
         {
             continue;
         }
@@ -373,7 +375,7 @@ fn refused_while_free(h: &History, acquires: &[&OpPair]) -> (usize, Option<Verdi
             judged,
             Some(Verdict::Invalid(Evidence {
                 summary: format!(
-                    "{}'s acquire of {key} was refused at {} although nobody held the lock: {why}, and no fault was active",
+                    "{}'s acquire of {key} was refused at {} although nobody held the lock: {why}, and no fault explains it",
                     p.host,
                     fmt_s(done_us),
                 ),

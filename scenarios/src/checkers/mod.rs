@@ -34,6 +34,7 @@
 
 pub mod belief;
 pub mod clock_probes;
+pub mod excuse;
 mod liveness;
 mod lost_update;
 pub mod model;

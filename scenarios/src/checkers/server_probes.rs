@@ -196,6 +196,7 @@ pub fn holder_partitioned_past_the_lease(h: &History) -> Option<String> {
             fault,
             phase: FaultPhase::Start,
             detail,
+            ..
         } = &e.kind
         else {
             return None;

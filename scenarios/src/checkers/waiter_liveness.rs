@@ -10,29 +10,21 @@
 //!
 //! It is a violation only if a waiter was still waiting past the bound: its acquire
 //! completed (with any outcome) after `t + bound`, or never completed and the run went
-//! on past `t + bound`. A waiter whose host was crashed, paused or had its replies
-//! delayed at some point in `[t, t + bound]` does not count: its wait is the fault's
-//! doing. Removals less than the bound before the run's end whose lock was not taken
+//! on past `t + bound`. A waiter with a fault to explain its wait at some point in
+//! `[t, t + bound]` does not count (see [`super::excuse`]: its host was crashed,
+//! paused or had its replies delayed, or the masters it needs were out of reach). Removals less than the bound before the run's end whose lock was not taken
 //! again cannot be judged; if every removal with a waiter was like that, the verdict
 //! is `Unknown`.
 
-use sim::faults::FaultKind;
 use sim::history::{EventKind, History, OpF, Phase, ServerEvent};
 
-use super::model::{self, FaultWindow, OpPair};
+use super::excuse::Excuses;
+use super::model::{self, OpPair};
 use super::{Checker, Evidence, Verdict, fmt_ms, fmt_s};
 
 /// The waiter-liveness checker.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct WaiterLiveness;
-
-/// Whether a fault of this window stalls its host's own progress.
-fn stalls_host(h: &History, w: &FaultWindow) -> bool {
-    matches!(
-        h.plan.faults.get(w.fault).map(|f| &f.kind),
-        Some(FaultKind::Crash { .. } | FaultKind::Pause { .. } | FaultKind::Delay { .. })
-    )
-}
 
 /// Acquires of `key` in flight across event `i` on hosts other than `by`. An acquire
 /// that never completed because its host crashed is over at the crash: a dead client
@@ -93,10 +85,7 @@ impl Checker for WaiterLiveness {
                 }),
         );
         taken.sort_unstable();
-        let windows: Vec<FaultWindow> = model::fault_windows(h)
-            .into_iter()
-            .filter(|w| stalls_host(h, w))
-            .collect();
+        let excuses = Excuses::new(h);
         let crashes: Vec<(usize, &str)> = model::crash_starts(h)
             .into_iter()
             .map(|c| (c, h.events[c].host.as_str()))
@@ -139,11 +128,7 @@ impl Checker for WaiterLiveness {
             let stuck: Vec<&OpPair> = waiters
                 .into_iter()
                 .filter(|w| w.completion_us.unwrap_or(h.end_us) > deadline)
-                .filter(|w| {
-                    !windows
-                        .iter()
-                        .any(|f| f.host == w.host && f.overlaps(t, deadline))
-                })
+                .filter(|w| excuses.explains(&w.host, t, deadline).is_none())
                 .collect();
             if stuck.is_empty() {
                 continue;

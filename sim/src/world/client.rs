@@ -450,6 +450,7 @@ impl Client {
                 fault,
                 phase,
                 detail,
+                peers: Vec::new(),
             };
             rec.record(
                 host,

@@ -299,6 +299,19 @@ fn fault_event(
     phase: FaultPhase,
     detail: String,
 ) {
+    partition_event(recorder, now, host, fault, phase, detail, Vec::new());
+}
+
+/// A fault event naming the hosts `host` is cut off from (a partition's other side).
+fn partition_event(
+    recorder: &Recorder,
+    now: Duration,
+    host: &str,
+    fault: usize,
+    phase: FaultPhase,
+    detail: String,
+    peers: Vec<String>,
+) {
     recorder.record_at(
         now.as_micros() as u64,
         host,
@@ -306,6 +319,7 @@ fn fault_event(
             fault,
             phase,
             detail,
+            peers,
         },
     );
 }
@@ -671,13 +685,14 @@ impl Nemesis {
                 // Recorded on every host of side `a`: the side a fault is aimed at (the
                 // holder cut off from the servers).
                 for host in &side_a {
-                    fault_event(
+                    partition_event(
                         &world.recorder,
                         now,
                         host,
                         index,
                         FaultPhase::Start,
                         format!("partition {detail} for {duration_ms} ms{moment}"),
+                        side_b.clone(),
                     );
                 }
                 self.pending.push((

@@ -61,8 +61,11 @@ impl Observer {
                     EventKind::Server(ServerEvent::MessageDropped { channel }),
                 );
             }
+            // Each server's role is recorded when first seen (its role at the start)
+            // and at every change, so a checker knows at every moment which servers
+            // are masters (who a client needs).
             let before = self.roles.insert(server.name.clone(), role.clone());
-            if before.is_some_and(|b| b != role) {
+            if before.is_none_or(|b| b != role) {
                 recorder.record_at(
                     now.as_micros() as u64,
                     &server.name,
