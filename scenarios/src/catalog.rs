@@ -113,10 +113,15 @@ fn replicated(base: &Workload, replicas: usize, min_replicas: u64) -> Workload {
         min_replicas_max_lag_s: 3,
         ..ServerSpec::named("redis")
     }];
+    // Every server gets the same `min-replicas-*` lines, as one config file deployed
+    // to all of them would: a replica ignores them until it is promoted, and then
+    // refuses writes while it has no replica of its own (real Redis does the same).
+    let master = servers[0].clone();
     for i in 0..replicas {
         servers.push(ServerSpec {
+            name: format!("redis-{}", i + 2),
             replica_of: Some("redis".into()),
-            ..ServerSpec::named(format!("redis-{}", i + 2))
+            ..master.clone()
         });
     }
     Workload {
@@ -373,7 +378,7 @@ pub fn catalog() -> Vec<Scenario> {
         },
         Scenario {
             name: "split-brain-min-replicas",
-            description: "split-brain with min-replicas-to-write 1 (max lag 3 s): the old master refuses writes once its replica's acknowledgement is older than the lag bound",
+            description: "split-brain with min-replicas-to-write 1 (max lag 3 s) on every server, as one config file sets it: the old master refuses writes once its replica's acknowledgement is older than the lag bound, and the promoted replica, with no replica of its own, refuses them too",
             fault_about: "the master was partitioned away and another server was promoted",
             workload: Workload {
                 duration_ms: 9_000,
@@ -796,8 +801,16 @@ impl Scenario {
                 });
             }
             Kind::SplitBrain | Kind::SplitBrainMinReplicas => {
+                // With min-replicas on every server, no server accepts a write before
+                // its replica's first sync (a replica connects from its once-a-second
+                // cron, as Redis's does): the partition comes after the first grant.
+                let start = if self.kind == Kind::SplitBrain {
+                    1_000..=3_000
+                } else {
+                    1_500..=3_500
+                };
                 faults.push(Fault {
-                    at_ms: rng.random_range(1_000..=3_000),
+                    at_ms: rng.random_range(start),
                     kind: FaultKind::Partition {
                         a: vec![Target::Holder, Target::Host("redis".into())],
                         b: vec![Target::Rest],

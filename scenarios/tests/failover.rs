@@ -114,6 +114,65 @@ fn min_replicas_to_write_shortens_the_time_both_masters_accept_writes() {
     assert!(with.iter().all(|w| *w < 4_000_000), "{with:?}");
 }
 
+/// One config file sets `min-replicas-to-write` on every server (issue 23: it was set on
+/// the first master only). So the promoted replica, whose only would-be replica is the
+/// old master on the other side of the partition, refuses lock writes as Redis does:
+/// no write lands on it while the old master is cut off.
+#[test]
+fn with_min_replicas_on_every_server_the_promoted_replica_refuses_writes_too() {
+    let s = scenario("split-brain-min-replicas");
+    assert!(
+        s.workload
+            .servers
+            .iter()
+            .all(|server| server.min_replicas_to_write == 1),
+        "{:?}",
+        s.workload.servers
+    );
+    let mut refused = 0;
+    for seed in 0..4 {
+        let run = run_seed(&design("set-nx-px-lua"), &s, seed, true).expect("run");
+        let h = run.history.expect("kept");
+        let (split, _) = split_brain(&h).expect("the split happened");
+        let heal = h
+            .events
+            .iter()
+            .find(|e| {
+                matches!(
+                    e.kind,
+                    sim::history::EventKind::Fault {
+                        phase: sim::history::FaultPhase::End,
+                        ..
+                    }
+                )
+            })
+            .map_or(h.end_us, |e| e.at_us);
+        let written_on_new_master = h.events.iter().any(|e| {
+            e.host == "redis-2"
+                && e.at_us < heal
+                && matches!(
+                    &e.kind,
+                    sim::history::EventKind::Server(sim::history::ServerEvent::Written { by, .. })
+                        if by.starts_with("client-")
+                )
+        });
+        assert!(
+            !written_on_new_master,
+            "seed {seed}: the promoted replica accepted a lock write ({split})"
+        );
+        refused += h
+            .events
+            .iter()
+            .filter(|e| {
+                e.at_us < heal
+                    && matches!(&e.kind, sim::history::EventKind::Op(op)
+                        if op.detail.as_deref().is_some_and(|d| d.contains("NOREPLICAS")))
+            })
+            .count();
+    }
+    assert!(refused > 0, "nobody was refused for want of replicas");
+}
+
 #[test]
 fn a_failover_replays_byte_for_byte() {
     let s = scenario("failover");
