@@ -26,7 +26,12 @@ impl Rand48 {
 
 /// C's `printf("%.17g")`, which Redis uses to turn a Lua number argument into a string.
 pub fn fmt_g17(v: f64) -> String {
-    const PREC: i32 = 17;
+    fmt_g(v, 17)
+}
+
+/// C's `printf("%.<prec>g")` (glibc's output for NaN and infinities); `prec` >= 1.
+pub fn fmt_g(v: f64, prec: usize) -> String {
+    let prec = prec.max(1) as i32;
     if v.is_nan() {
         return if v.is_sign_negative() { "-nan" } else { "nan" }.into();
     }
@@ -43,10 +48,10 @@ pub fn fmt_g17(v: f64) -> String {
             s.to_string()
         }
     }
-    let sci = format!("{:.*e}", (PREC - 1) as usize, v);
+    let sci = format!("{:.*e}", (prec - 1) as usize, v);
     let (mant, exp) = sci.split_once('e').unwrap_or((&sci, "0"));
     let exp: i32 = exp.parse().unwrap_or(0);
-    if !(-4..PREC).contains(&exp) {
+    if !(-4..prec).contains(&exp) {
         format!(
             "{}e{}{:02}",
             strip(mant),
@@ -54,7 +59,7 @@ pub fn fmt_g17(v: f64) -> String {
             exp.abs()
         )
     } else {
-        strip(&format!("{:.*}", (PREC - 1 - exp) as usize, v))
+        strip(&format!("{:.*}", (prec - 1 - exp) as usize, v))
     }
 }
 
@@ -64,7 +69,7 @@ pub fn sha1hex(bytes: &[u8]) -> String {
 }
 
 const PRELUDE: &str = r#"
-local rawsha1, rawrand, rawseed, take_pending, rawlog = ...
+local rawsha1, rawrand, rawseed, take_pending, rawlog, libs = ...
 local rawset, rawget = rawset, rawget
 local G = _G
 local getinfo, setfenv, loadstring = debug.getinfo, setfenv, loadstring
@@ -152,8 +157,11 @@ for _, name in ipairs({'os', 'io', 'loadfile', 'dofile', 'print', 'debug', 'setf
                        'require', 'module', 'package', 'newproxy'}) do
   G[name] = nil
 end
+local proxies = {}
 local function protect(t)
-  return setmetatable({}, {__index = t, __newindex = readonly, __metatable = false})
+  local p = setmetatable({}, {__index = t, __newindex = readonly, __metatable = false})
+  proxies[p] = true
+  return p
 end
 -- pcall sees the error table redis.call raised (Rust raises it as userdata).
 local rawpcall = pcall
@@ -173,12 +181,16 @@ local function fix(ok, ...)
   return false, e
 end
 G.rawset = function(t, k, v)
-  if t == G then error('Attempt to modify a readonly table', 0) end
+  if t == G or proxies[t] then error('Attempt to modify a readonly table', 0) end
   return rawset(t, k, v)
 end
 G.pcall = function(f, ...) return fix(rawpcall(f, ...)) end
 G.redis = protect(redis)
-for _, name in ipairs({'math', 'string', 'table', 'coroutine'}) do
+-- Redis's extra libraries (lua_libs.rs), read-only like the others.
+for _, name in ipairs({'cjson', 'struct', 'cmsgpack', 'bit'}) do
+  G[name] = libs[name]
+end
+for _, name in ipairs({'math', 'string', 'table', 'coroutine', 'cjson', 'struct', 'cmsgpack', 'bit'}) do
   G[name] = protect(G[name])
 end
 setmetatable(G, {
@@ -211,7 +223,7 @@ return compile, run
 "#;
 
 /// Registry slot for the error table `redis.call` raises.
-const PENDING: &str = "locksim.redis.pending_error";
+pub(super) const PENDING: &str = "locksim.redis.pending_error";
 
 /// The engine's Lua VM and script cache.
 pub struct LuaVm {
@@ -219,6 +231,8 @@ pub struct LuaVm {
     compile: Function,
     run: Function,
     scripts: BTreeMap<String, Function>,
+    /// `cjson`'s settings, which scripts can change and `SCRIPT FLUSH` resets.
+    json_config: std::sync::Arc<std::sync::Mutex<super::lua_libs::JsonConfig>>,
     /// Set when the running script spent its instruction budget.
     budget_spent: std::sync::Arc<std::sync::atomic::AtomicBool>,
 }
@@ -327,15 +341,17 @@ impl LuaVm {
             }
             Ok(())
         })?;
+        let libs = super::lua_libs::create(&lua)?;
         let (compile, run): (Function, Function) = lua
             .load(PRELUDE)
             .set_name("=prelude")
-            .call((rawsha1, rawrand, rawseed, take_pending, rawlog))?;
+            .call((rawsha1, rawrand, rawseed, take_pending, rawlog, libs.tables))?;
         Ok(Self {
             lua,
             compile,
             run,
             scripts: BTreeMap::new(),
+            json_config: libs.json,
             budget_spent: Default::default(),
         })
     }
@@ -363,9 +379,11 @@ impl LuaVm {
         self.scripts.contains_key(sha)
     }
 
-    /// Forgets every cached script.
+    /// Forgets every cached script and, as Redis's new Lua state does, resets `cjson`'s
+    /// settings.
     pub fn flush(&mut self) {
         let _ = self.lua.set_named_registry_value(PENDING, Value::Nil);
+        *self.json_config.lock().unwrap_or_else(|e| e.into_inner()) = Default::default();
         self.scripts.clear();
     }
 

@@ -19,5 +19,6 @@ pub mod commands;
 pub mod keyspace;
 pub mod link;
 pub mod lua;
+mod lua_libs;
 pub mod persistence;
 pub mod replication;

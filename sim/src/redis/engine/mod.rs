@@ -20,8 +20,15 @@
 //! - Only the commands in `commands.rs` exist; any other is answered as an unknown
 //!   command (or unknown `CLIENT`/`SCRIPT` subcommand). No pattern subscriptions.
 //!   `CLIENT SETINFO` is unknown, as in 7.0.15 (it arrived in 7.2).
-//! - Lua: no `cjson`, `bit`, `struct`, `cmsgpack`, no `redis.setresp`; library
-//!   tables are read-only through proxies. See `lua.rs` for the conversion limit.
+//! - Lua: no `redis.setresp`. `cjson`, `cmsgpack`, `bit` and `struct` are there
+//!   (`lua_libs.rs`, checked against 7.0.15 by `tests/lua_libs_real.rs`). Library
+//!   tables are read-only through proxies: assigning or `rawset` fails as in Redis,
+//!   but `pairs`/`next` see them empty (so `cjson.encode(math)` gives `{}`),
+//!   `getmetatable` gives `false` and `setmetatable` fails with Lua's own message.
+//!   `cjson` nests at most 1000 deep even with a raised `encode_max_depth` /
+//!   `decode_max_depth`, and a library call returning within a slot of Lua's
+//!   8000-slot C stack limit fails in the model (mlua needs a spare slot) where Redis
+//!   succeeds. See `lua.rs` for the conversion limit.
 //! - A long script: Redis lets it run and, past `lua-time-limit` (5 s), answers other
 //!   clients `BUSY` until `SCRIPT KILL` (or, once it wrote, `UNKILLABLE` until
 //!   `SHUTDOWN NOSAVE`). The model counts Lua instructions instead of time
