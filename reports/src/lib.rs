@@ -5,10 +5,13 @@
 //! knows how runs are executed.
 
 pub mod bench;
+pub mod cells;
 pub mod commands;
 pub mod diagram;
+pub mod exit;
 pub mod explore;
 pub mod gate;
+pub mod input;
 pub mod latency;
 pub mod plot;
 pub mod report;

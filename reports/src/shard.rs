@@ -11,7 +11,9 @@ use serde::{Deserialize, Serialize};
 
 use std::process::ExitCode;
 
-use crate::commands::{BadInput, code_of, print_cells};
+use crate::commands::print_cells;
+use crate::exit::code_of;
+use crate::input::BadInput;
 use crate::latency::LatencySummary;
 use crate::table::CellResult;
 
