@@ -22,7 +22,7 @@ use crate::table::{CellResult, render_text};
 
 /// Prints cells as the catalog command does: the 120-column matrix, the detailed
 /// table (`detail`) or JSON.
-pub(crate) fn print_cells(cells: &[CellResult], json: bool, detail: bool, title: &str) {
+fn print_cells(cells: &[CellResult], json: bool, detail: bool, title: &str) {
     if json {
         println!("{}", crate::table::render_json(cells));
         return;
@@ -740,4 +740,42 @@ pub fn report(args: &crate::report::ReportArgs) -> ExitCode {
             ExitCode::from(EXIT_UNKNOWN)
         }
     }
+}
+
+/// `locksim merge FILES…`: the shards' cells added back together, printed as the
+/// unsharded run prints them (matrix, `--detail` table or `--json`), with its exit
+/// code.
+pub fn merge_files(
+    paths: &[std::path::PathBuf],
+    json: bool,
+    detail: bool,
+) -> Result<ExitCode, BadInput> {
+    let files = crate::shard::read_files(paths)?;
+    let m = crate::shard::merge_all(&files).map_err(BadInput)?;
+    let (seeds, cells): (String, Vec<CellResult>) = (
+        m.seeds.clone(),
+        m.cells.iter().map(|c| c.cell.clone()).collect(),
+    );
+    let sweeps = crate::sweeps::from_shards(&m);
+    if !cells.is_empty() || sweeps.is_empty() {
+        print_cells(
+            &cells,
+            json,
+            detail,
+            &format!("merged {} shard files, seeds {seeds}", files.len()),
+        );
+    }
+    for s in &sweeps {
+        if json {
+            println!("{}", serde_json::to_string_pretty(s).expect("serializable"));
+        } else {
+            println!("\nsweep {} × {} (seeds {}):", s.scenario, s.param, s.seeds);
+            print!("{}", s.render_text());
+        }
+    }
+    let points = sweeps.iter().flat_map(|s| &s.lines).flat_map(|l| &l.points);
+    Ok(ExitCode::from(code_of(
+        cells.iter().any(|c| c.invalid() > 0) || points.clone().any(|p| p.cell.invalid() > 0),
+        cells.iter().any(|c| c.unknown > 0) || points.clone().any(|p| p.cell.unknown > 0),
+    )))
 }

@@ -625,7 +625,7 @@ fn main() -> ExitCode {
                 None => Ok(commands::report(&args)),
             }
         })(),
-        Some(Command::Merge(a)) => reports::shard::merge_files(&a.files, a.json, a.detail),
+        Some(Command::Merge(a)) => commands::merge_files(&a.files, a.json, a.detail),
         Some(Command::Gate(a)) => (|| {
             let seeds = a.seeds.as_deref().map(input::parse_seeds).transpose()?;
             reports::gate::gate(&reports::gate::GateArgs {
