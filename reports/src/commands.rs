@@ -1,239 +1,28 @@
-//! What the `locksim` subcommands do; `main.rs` only parses arguments.
+//! What the `locksim` subcommands do: one front end per subcommand (the catalog
+//! matrix, `list`, `run`, `replay`, `shrink`, `sweep`, `report`, `merge`); `main.rs`
+//! only parses arguments, and `gate` and `explore` have modules of their own.
 //!
-//! Exit codes follow one rule everywhere: 0 every verdict Valid, 1 some Invalid,
-//! 2 bad input, 3 some Unknown (and none Invalid).
+//! The front ends sit on top: they call `report`, `shard` and `sweeps`, which with
+//! them build on the core ([`crate::cells`], [`crate::input`], [`crate::exit`]), and
+//! nothing below imports a front end back.
 
 use std::ops::Range;
 use std::process::ExitCode;
-use std::sync::Mutex;
 
 use indicatif::{ProgressBar, ProgressStyle};
 use scenarios::catalog::{self, Scenario};
 use scenarios::checkers::{self, Verdict};
-use scenarios::sweep::{DesignSpec, RunSummary, replay_command, sweep};
+use scenarios::sweep::{DesignSpec, replay_command};
 use serde::Serialize;
 
-use crate::latency::LatencySummary;
+use crate::cells::{progress, replay_for, run_cell_with_latency, shrink_command};
+use crate::exit::{EXIT_BAD_INPUT, EXIT_INVALID, EXIT_UNKNOWN, code_of, exit_code};
+use crate::input::BadInput;
 use crate::table::{CellResult, render_text};
-
-/// Every verdict Valid.
-pub const EXIT_VALID: u8 = 0;
-/// Some verdict Invalid.
-pub const EXIT_INVALID: u8 = 1;
-/// Bad input.
-pub const EXIT_BAD_INPUT: u8 = 2;
-/// Some verdict Unknown, none Invalid.
-pub const EXIT_UNKNOWN: u8 = 3;
-
-/// A bad-input error: the message names the field and what is allowed.
-#[derive(Debug)]
-pub struct BadInput(pub String);
-
-/// Parses `A..B` (half-open, `A < B`) or a single seed `N` (meaning `N..N+1`).
-pub fn parse_seeds(text: &str) -> Result<Range<u64>, BadInput> {
-    let bad = || {
-        BadInput(format!(
-            "invalid --seeds '{text}': expected a range A..B with A < B (e.g. 0..100) or one seed N"
-        ))
-    };
-    match text.split_once("..") {
-        Some((a, b)) => {
-            let (a, b) = (
-                a.trim().parse::<u64>().map_err(|_| bad())?,
-                b.trim().parse::<u64>().map_err(|_| bad())?,
-            );
-            if a >= b {
-                return Err(bad());
-            }
-            Ok(a..b)
-        }
-        None => {
-            let n = text.trim().parse::<u64>().map_err(|_| bad())?;
-            Ok(n..n.checked_add(1).ok_or_else(bad)?)
-        }
-    }
-}
-
-/// Resolves a design name (a built-in, or `broken/<name>` from the broken-design
-/// catalog), or says which are allowed.
-pub fn design(name: &str) -> Result<DesignSpec, BadInput> {
-    if name.starts_with(scenarios::broken::PREFIX) {
-        return scenarios::broken::find(name)
-            .map(|b| b.spec())
-            .ok_or_else(|| {
-                let names: Vec<String> = scenarios::broken::catalog()
-                    .iter()
-                    .map(|b| format!("{}{}", scenarios::broken::PREFIX, b.name))
-                    .collect();
-                BadInput(format!(
-                    "unknown broken design '{name}'; allowed: {}",
-                    names.join(", ")
-                ))
-            });
-    }
-    DesignSpec::builtin(name).map_err(|_| {
-        BadInput(format!(
-            "unknown design '{name}'; allowed: {}, or broken/<name> (see `locksim list`)",
-            lock_impl::design_names()
-        ))
-    })
-}
-
-/// Resolves a scenario name, or says which are allowed.
-pub fn scenario(name: &str) -> Result<Scenario, BadInput> {
-    catalog::find(name).map_err(BadInput)
-}
-
-/// Reads a plan file (hand-written, or written by `locksim shrink`: faults, and
-/// optionally the workload fields that differ) and puts it in place of the scenario's.
-pub fn with_plan(scenario: Scenario, path: Option<&std::path::Path>) -> Result<Scenario, BadInput> {
-    let Some(path) = path else {
-        return Ok(scenario);
-    };
-    let text = std::fs::read_to_string(path)
-        .map_err(|e| BadInput(format!("cannot read --plan {}: {e}", path.display())))?;
-    scenarios::planfile::apply(scenario, &text, &path.display().to_string()).map_err(BadInput)
-}
-
-/// The command that replays `seed`, with the hand-written plan if there is one.
-/// Refuses a design × scenario pair that does not run (a Redlock design in a world
-/// with replicas, a single-master design in a world of independent masters), naming
-/// the scenarios that do.
-pub fn check_pair(design: &DesignSpec, scenario: &Scenario) -> Result<(), BadInput> {
-    if scenario.applies_to(design.masters) {
-        return Ok(());
-    }
-    let fitting: Vec<&str> = catalog::catalog()
-        .into_iter()
-        .filter(|s| s.applies_to(design.masters))
-        .map(|s| s.name)
-        .collect();
-    Err(BadInput(format!(
-        "--scenario {} does not run design {} (it locks on {} master{}, and the scenario's world \
-         is {:?}); allowed for it: {}",
-        scenario.name,
-        design.name,
-        design.masters,
-        if design.masters == 1 { "" } else { "s" },
-        scenario.topology(),
-        fitting.join(", ")
-    )))
-}
-
-pub(crate) fn replay_for(design: &DesignSpec, scenario: &Scenario, seed: u64) -> String {
-    let base = format!(
-        "{}{}",
-        replay_command(&design.name, scenario.name, seed),
-        scenario.param_flags()
-    );
-    match &scenario.fixed_plan {
-        Some((_, file)) => format!("{base} --plan {file}"),
-        None => base,
-    }
-}
-
-/// Pins each `--param NAME=V` on `scenario` (before a plan file, which may override
-/// workload fields in turn).
-pub fn with_params(mut scenario: Scenario, params: &[String]) -> Result<Scenario, BadInput> {
-    for text in params {
-        let (p, v) = scenarios::params::ParamRange::parse_one(text).map_err(BadInput)?;
-        scenario = scenario.with_param(p, v).map_err(BadInput)?;
-    }
-    Ok(scenario)
-}
-
-/// The exit code for a set of summaries.
-pub fn exit_code<'a>(runs: impl IntoIterator<Item = &'a RunSummary>) -> u8 {
-    let (mut invalid, mut unknown) = (false, false);
-    for r in runs {
-        invalid |= r.verdicts.iter().any(|(_, v)| v.is_invalid());
-        unknown |= r.verdicts.iter().any(|(_, v)| v.is_unknown());
-    }
-    code_of(invalid, unknown)
-}
-
-/// The one rule: 1 if anything was invalid, else 3 if anything unknown, else 0.
-pub fn code_of(invalid: bool, unknown: bool) -> u8 {
-    if invalid {
-        EXIT_INVALID
-    } else if unknown {
-        EXIT_UNKNOWN
-    } else {
-        EXIT_VALID
-    }
-}
-
-pub(crate) fn progress(total: u64, show: bool) -> ProgressBar {
-    if !show {
-        return ProgressBar::hidden();
-    }
-    let bar = ProgressBar::new(total);
-    bar.set_style(
-        ProgressStyle::with_template("{bar:40} {pos}/{len} runs {elapsed} {msg}")
-            .expect("static template"),
-    );
-    bar
-}
-
-/// One cell: runs the seeds, fills the table cell, and returns the summaries.
-pub fn run_cell(
-    design: &DesignSpec,
-    scenario: &Scenario,
-    seeds: Range<u64>,
-    threads: usize,
-    bar: &ProgressBar,
-) -> Result<(CellResult, Vec<RunSummary>), String> {
-    run_cell_with_latency(design, scenario, seeds, threads, bar).map(|(c, r, _)| (c, r))
-}
-
-/// [`run_cell`], also returning the cell's latency histograms (what a shard file
-/// carries so that shards merge exactly).
-pub fn run_cell_with_latency(
-    design: &DesignSpec,
-    scenario: &Scenario,
-    seeds: Range<u64>,
-    threads: usize,
-    bar: &ProgressBar,
-) -> Result<(CellResult, Vec<RunSummary>, LatencySummary), String> {
-    let latency = Mutex::new(LatencySummary::default());
-    let runs = sweep(design, scenario, seeds, threads, false, &|history, _| {
-        if let Ok(l) = LatencySummary::from_history(history) {
-            latency.lock().expect("poisoned").merge(&l);
-        }
-        bar.inc(1);
-    })
-    .map_err(|e| e.to_string())?;
-    let latency = latency.into_inner().expect("poisoned");
-    let cell = cell_of(design, scenario, &runs, &latency);
-    Ok((cell, runs, latency))
-}
-
-/// The table cell of `runs` (sorted by seed) with their merged latency.
-pub fn cell_of(
-    design: &DesignSpec,
-    scenario: &Scenario,
-    runs: &[RunSummary],
-    latency: &LatencySummary,
-) -> CellResult {
-    let mut cell = CellResult::new(&design.name, scenario.name);
-    for r in runs {
-        let verdicts: Vec<(&str, Verdict)> = r
-            .verdicts
-            .iter()
-            .map(|(n, v)| (n.as_str(), v.clone()))
-            .collect();
-        cell.record(r.seed, &verdicts, r.storage_refused, r.fault_seen.is_some());
-    }
-    cell.replay = cell
-        .first_invalid_seed
-        .map(|seed| replay_for(design, scenario, seed));
-    cell.latency = latency.ok();
-    cell
-}
 
 /// Prints cells as the catalog command does: the 120-column matrix, the detailed
 /// table (`detail`) or JSON.
-pub(crate) fn print_cells(cells: &[CellResult], json: bool, detail: bool, title: &str) {
+fn print_cells(cells: &[CellResult], json: bool, detail: bool, title: &str) {
     if json {
         println!("{}", crate::table::render_json(cells));
         return;
@@ -732,19 +521,6 @@ pub fn shrink(
     Ok(ExitCode::from(EXIT_INVALID))
 }
 
-/// The command that shrinks one failing run.
-pub fn shrink_command(design: &str, scenario: &Scenario, seed: u64) -> String {
-    let base = format!(
-        "locksim shrink --design {design} --scenario {} --seed {seed}{}",
-        scenario.name,
-        scenario.param_flags()
-    );
-    match &scenario.fixed_plan {
-        Some((_, file)) => format!("{base} --plan {file}"),
-        None => base,
-    }
-}
-
 /// `locksim list`.
 pub fn list() -> ExitCode {
     println!("designs:");
@@ -964,4 +740,42 @@ pub fn report(args: &crate::report::ReportArgs) -> ExitCode {
             ExitCode::from(EXIT_UNKNOWN)
         }
     }
+}
+
+/// `locksim merge FILES…`: the shards' cells added back together, printed as the
+/// unsharded run prints them (matrix, `--detail` table or `--json`), with its exit
+/// code.
+pub fn merge_files(
+    paths: &[std::path::PathBuf],
+    json: bool,
+    detail: bool,
+) -> Result<ExitCode, BadInput> {
+    let files = crate::shard::read_files(paths)?;
+    let m = crate::shard::merge_all(&files).map_err(BadInput)?;
+    let (seeds, cells): (String, Vec<CellResult>) = (
+        m.seeds.clone(),
+        m.cells.iter().map(|c| c.cell.clone()).collect(),
+    );
+    let sweeps = crate::sweeps::from_shards(&m);
+    if !cells.is_empty() || sweeps.is_empty() {
+        print_cells(
+            &cells,
+            json,
+            detail,
+            &format!("merged {} shard files, seeds {seeds}", files.len()),
+        );
+    }
+    for s in &sweeps {
+        if json {
+            println!("{}", serde_json::to_string_pretty(s).expect("serializable"));
+        } else {
+            println!("\nsweep {} × {} (seeds {}):", s.scenario, s.param, s.seeds);
+            print!("{}", s.render_text());
+        }
+    }
+    let points = sweeps.iter().flat_map(|s| &s.lines).flat_map(|l| &l.points);
+    Ok(ExitCode::from(code_of(
+        cells.iter().any(|c| c.invalid() > 0) || points.clone().any(|p| p.cell.invalid() > 0),
+        cells.iter().any(|c| c.unknown > 0) || points.clone().any(|p| p.cell.unknown > 0),
+    )))
 }

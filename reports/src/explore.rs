@@ -11,7 +11,8 @@ use scenarios::explore::{Exploration, Params, Sort};
 use scenarios::planfile::PlanFile;
 use scenarios::sweep::DesignSpec;
 
-use crate::commands::{BadInput, EXIT_UNKNOWN, code_of};
+use crate::exit::{EXIT_UNKNOWN, code_of};
+use crate::input::BadInput;
 
 /// Marks a directory as explore's own (so a re-run may replace its plan files).
 const MARKER: &str = ".locksim-explore";
@@ -204,7 +205,7 @@ pub fn run(
     out: &Path,
     json: bool,
 ) -> Result<ExitCode, BadInput> {
-    crate::commands::check_pair(design, scenario)?;
+    crate::input::check_pair(design, scenario)?;
     check_out(out)?;
     let e = match scenarios::explore::explore(design, scenario, params) {
         Ok(e) => e,

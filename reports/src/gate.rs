@@ -23,10 +23,9 @@ use std::process::ExitCode;
 use scenarios::catalog;
 use scenarios::sweep::DesignSpec;
 
-use crate::commands::{
-    BadInput, EXIT_INVALID, EXIT_UNKNOWN, EXIT_VALID, check_pair, design, parse_seeds, progress,
-    run_cell, scenario,
-};
+use crate::cells::{progress, run_cell};
+use crate::exit::{EXIT_INVALID, EXIT_UNKNOWN, EXIT_VALID};
+use crate::input::{BadInput, check_pair, design, parse_seeds, scenario};
 use crate::table::{CellResult, NO_FAULT};
 
 /// The file the project and its users commit.

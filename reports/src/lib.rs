@@ -3,12 +3,21 @@
 //!
 //! Everything here reads histories and verdicts and never changes them; none of it
 //! knows how runs are executed.
+//!
+//! The `locksim` command's modules go one way: the front ends (`commands`, one per
+//! subcommand, and `gate`, `explore`) use `report`, `shard` and `sweeps` where they
+//! need them, and all of them stand on the core: `cells` (running cells), `input`
+//! (bad input and the argument helpers several commands share) and `exit` (exit
+//! codes). The core imports no command module.
 
 pub mod bench;
+pub mod cells;
 pub mod commands;
 pub mod diagram;
+pub mod exit;
 pub mod explore;
 pub mod gate;
+pub mod input;
 pub mod latency;
 pub mod plot;
 pub mod report;

@@ -5,7 +5,7 @@ use std::net::{IpAddr, SocketAddr};
 use std::process::ExitCode;
 
 use clap::{Args, Parser, Subcommand};
-use reports::commands;
+use reports::{commands, exit, input};
 
 /// Deterministic simulation of distributed Redis locks.
 ///
@@ -51,16 +51,16 @@ struct ShardArgs {
 impl ShardArgs {
     fn resolve(
         &self,
-    ) -> Result<Option<(reports::shard::Shard, std::path::PathBuf)>, commands::BadInput> {
+    ) -> Result<Option<(reports::shard::Shard, std::path::PathBuf)>, input::BadInput> {
         let shard = self
             .shard
             .as_deref()
             .map(reports::shard::Shard::parse)
             .transpose()
-            .map_err(commands::BadInput)?;
+            .map_err(input::BadInput)?;
         match (shard, &self.out) {
             (None, None) => Ok(None),
-            (Some(_), None) => Err(commands::BadInput(
+            (Some(_), None) => Err(input::BadInput(
                 "--shard needs --out FILE: a shard's cells are only useful merged".into(),
             )),
             (s, Some(out)) => Ok(Some((
@@ -392,9 +392,9 @@ fn threads(asked: Option<usize>) -> usize {
     asked.unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
 }
 
-fn bad_input(e: commands::BadInput) -> ExitCode {
+fn bad_input(e: input::BadInput) -> ExitCode {
     eprintln!("locksim: {}", e.0);
-    ExitCode::from(commands::EXIT_BAD_INPUT)
+    ExitCode::from(exit::EXIT_BAD_INPUT)
 }
 
 fn main() -> ExitCode {
@@ -408,7 +408,7 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
         None => (|| {
-            let seeds = commands::parse_seeds(&cli.seeds)?;
+            let seeds = input::parse_seeds(&cli.seeds)?;
             let shard = cli.shard.resolve()?;
             Ok(commands::catalog_table(
                 seeds,
@@ -420,13 +420,13 @@ fn main() -> ExitCode {
         })(),
         Some(Command::List) => Ok(commands::list()),
         Some(Command::Run(a)) => (|| {
-            let d = commands::design(&a.design)?;
-            let s = commands::with_plan(
-                commands::with_params(commands::scenario(&a.scenario)?, &a.params)?,
+            let d = input::design(&a.design)?;
+            let s = input::with_plan(
+                input::with_params(input::scenario(&a.scenario)?, &a.params)?,
                 a.plan.as_deref(),
             )?;
-            commands::check_pair(&d, &s)?;
-            let seeds = commands::parse_seeds(&a.seeds)?;
+            input::check_pair(&d, &s)?;
+            let seeds = input::parse_seeds(&a.seeds)?;
             let shard = a.shard.resolve()?;
             Ok(commands::run(
                 &d,
@@ -438,12 +438,12 @@ fn main() -> ExitCode {
             ))
         })(),
         Some(Command::Replay(a)) => (|| {
-            let d = commands::design(&a.design)?;
-            let s = commands::with_plan(
-                commands::with_params(commands::scenario(&a.scenario)?, &a.params)?,
+            let d = input::design(&a.design)?;
+            let s = input::with_plan(
+                input::with_params(input::scenario(&a.scenario)?, &a.params)?,
                 a.plan.as_deref(),
             )?;
-            commands::check_pair(&d, &s)?;
+            input::check_pair(&d, &s)?;
             let diagram = a
                 .diagram
                 .as_deref()
@@ -454,12 +454,12 @@ fn main() -> ExitCode {
             ))
         })(),
         Some(Command::Shrink(a)) => (|| {
-            let d = commands::design(&a.design)?;
-            let s = commands::with_plan(
-                commands::with_params(commands::scenario(&a.scenario)?, &a.params)?,
+            let d = input::design(&a.design)?;
+            let s = input::with_plan(
+                input::with_params(input::scenario(&a.scenario)?, &a.params)?,
                 a.plan.as_deref(),
             )?;
-            commands::check_pair(&d, &s)?;
+            input::check_pair(&d, &s)?;
             let out = a.out.clone().unwrap_or_else(|| {
                 format!("shrunk-{}-{}-{}.json", a.design, a.scenario, a.seed).into()
             });
@@ -471,12 +471,11 @@ fn main() -> ExitCode {
             commands::shrink(&d, &s, a.seed, a.checker.as_deref(), budget, &out, a.force)
         })(),
         Some(Command::Explore(a)) => (|| {
-            let d = commands::design(&a.design)?;
-            let s = commands::scenario(&a.scenario)?;
-            let sorts =
-                scenarios::explore::Sort::parse_list(&a.faults).map_err(commands::BadInput)?;
+            let d = input::design(&a.design)?;
+            let s = input::scenario(&a.scenario)?;
+            let sorts = scenarios::explore::Sort::parse_list(&a.faults).map_err(input::BadInput)?;
             if a.acquisitions == 0 || a.acquisitions > 10 {
-                return Err(commands::BadInput(format!(
+                return Err(input::BadInput(format!(
                     "invalid --acquisitions {}: give 1 to 10",
                     a.acquisitions
                 )));
@@ -506,13 +505,13 @@ fn main() -> ExitCode {
         }
         Some(Command::ServeModel(args)) => Ok(serve_model(args)),
         Some(Command::Sweep(a)) => (|| {
-            let mut scenario = commands::scenario(&a.scenario)?;
+            let mut scenario = input::scenario(&a.scenario)?;
             let ranges = a
                 .params
                 .iter()
                 .map(|p| scenarios::params::ParamRange::parse(p))
                 .collect::<Result<Vec<_>, _>>()
-                .map_err(commands::BadInput)?;
+                .map_err(input::BadInput)?;
             let swept: Vec<usize> = (0..ranges.len())
                 .filter(|i| ranges[*i].values.len() > 1)
                 .collect();
@@ -520,7 +519,7 @@ fn main() -> ExitCode {
                 [] => ranges.len() - 1,
                 [i] => i,
                 _ => {
-                    return Err(commands::BadInput(
+                    return Err(input::BadInput(
                         "--param: sweep one quantity at a time; give the others one value (NAME=V) to pin them".into(),
                     ));
                 }
@@ -529,14 +528,14 @@ fn main() -> ExitCode {
                 if i != which {
                     scenario = scenario
                         .with_param(r.param, r.values[0])
-                        .map_err(commands::BadInput)?;
+                        .map_err(input::BadInput)?;
                 }
             }
             let range = ranges[which].clone();
             let designs = if a.designs.is_empty() {
                 lock_impl::DESIGNS
                     .iter()
-                    .map(|d| commands::design(d.name))
+                    .map(|d| input::design(d.name))
                     .collect::<Result<Vec<_>, _>>()?
                     .into_iter()
                     .filter(|d| scenario.applies_to(d.masters))
@@ -544,10 +543,10 @@ fn main() -> ExitCode {
             } else {
                 a.designs
                     .iter()
-                    .map(|d| commands::design(d))
+                    .map(|d| input::design(d))
                     .collect::<Result<Vec<_>, _>>()?
             };
-            let seeds = commands::parse_seeds(&a.seeds)?;
+            let seeds = input::parse_seeds(&a.seeds)?;
             let shard = a.shard.resolve()?;
             commands::sweep_cmd(
                 &designs,
@@ -566,12 +565,12 @@ fn main() -> ExitCode {
             let designs = if a.designs.is_empty() {
                 lock_impl::DESIGNS
                     .iter()
-                    .map(|d| commands::design(d.name))
+                    .map(|d| input::design(d.name))
                     .collect::<Result<Vec<_>, _>>()?
             } else {
                 a.designs
                     .iter()
-                    .map(|d| commands::design(d))
+                    .map(|d| input::design(d))
                     .collect::<Result<Vec<_>, _>>()?
             };
             let mut scenarios = if a.scenarios.is_empty() {
@@ -579,7 +578,7 @@ fn main() -> ExitCode {
             } else {
                 a.scenarios
                     .iter()
-                    .map(|s| commands::scenario(s))
+                    .map(|s| input::scenario(s))
                     .collect::<Result<Vec<_>, _>>()?
             };
             // Columns in the catalog's order, however they were asked for (so a report
@@ -595,10 +594,10 @@ fn main() -> ExitCode {
                 .as_deref()
                 .map(reports::shard::Shard::parse)
                 .transpose()
-                .map_err(commands::BadInput)?;
+                .map_err(input::BadInput)?;
             let out = match (&shard, a.out) {
                 (Some(_), None) => {
-                    return Err(commands::BadInput(
+                    return Err(input::BadInput(
                         "--shard needs --out FILE: the shard file `report --from` reads".into(),
                     ));
                 }
@@ -612,8 +611,8 @@ fn main() -> ExitCode {
                 return reports::report::from_shards(&a.from, &out, threads(a.threads));
             }
             let args = reports::report::ReportArgs {
-                seeds: commands::parse_seeds(&a.seeds)?,
-                sweep_seeds: commands::parse_seeds(&a.sweep_seeds)?,
+                seeds: input::parse_seeds(&a.seeds)?,
+                sweep_seeds: input::parse_seeds(&a.sweep_seeds)?,
                 designs,
                 scenarios,
                 sweeps: !a.no_sweeps,
@@ -626,9 +625,9 @@ fn main() -> ExitCode {
                 None => Ok(commands::report(&args)),
             }
         })(),
-        Some(Command::Merge(a)) => reports::shard::merge_files(&a.files, a.json, a.detail),
+        Some(Command::Merge(a)) => commands::merge_files(&a.files, a.json, a.detail),
         Some(Command::Gate(a)) => (|| {
-            let seeds = a.seeds.as_deref().map(commands::parse_seeds).transpose()?;
+            let seeds = a.seeds.as_deref().map(input::parse_seeds).transpose()?;
             reports::gate::gate(&reports::gate::GateArgs {
                 baseline: a.baseline,
                 update: a.update,

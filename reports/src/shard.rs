@@ -9,9 +9,7 @@ use std::ops::Range;
 
 use serde::{Deserialize, Serialize};
 
-use std::process::ExitCode;
-
-use crate::commands::{BadInput, code_of, print_cells};
+use crate::input::BadInput;
 use crate::latency::LatencySummary;
 use crate::table::CellResult;
 
@@ -332,44 +330,6 @@ pub fn write_file(path: &std::path::Path, file: &ShardFile) -> Result<(), BadInp
         })?;
     std::io::Write::write_all(&mut f, text.as_bytes())
         .map_err(|e| BadInput(format!("{}: {e}", path.display())))
-}
-
-/// `locksim merge FILES…`: the shards' cells added back together, printed as the
-/// unsharded run prints them (matrix, `--detail` table or `--json`), with its exit
-/// code.
-pub fn merge_files(
-    paths: &[std::path::PathBuf],
-    json: bool,
-    detail: bool,
-) -> Result<ExitCode, BadInput> {
-    let files = read_files(paths)?;
-    let m = merge_all(&files).map_err(BadInput)?;
-    let (seeds, cells): (String, Vec<CellResult>) = (
-        m.seeds.clone(),
-        m.cells.iter().map(|c| c.cell.clone()).collect(),
-    );
-    let sweeps = crate::sweeps::from_shards(&m);
-    if !cells.is_empty() || sweeps.is_empty() {
-        print_cells(
-            &cells,
-            json,
-            detail,
-            &format!("merged {} shard files, seeds {seeds}", files.len()),
-        );
-    }
-    for s in &sweeps {
-        if json {
-            println!("{}", serde_json::to_string_pretty(s).expect("serializable"));
-        } else {
-            println!("\nsweep {} × {} (seeds {}):", s.scenario, s.param, s.seeds);
-            print!("{}", s.render_text());
-        }
-    }
-    let points = sweeps.iter().flat_map(|s| &s.lines).flat_map(|l| &l.points);
-    Ok(ExitCode::from(code_of(
-        cells.iter().any(|c| c.invalid() > 0) || points.clone().any(|p| p.cell.invalid() > 0),
-        cells.iter().any(|c| c.unknown > 0) || points.clone().any(|p| p.cell.unknown > 0),
-    )))
 }
 
 #[cfg(test)]

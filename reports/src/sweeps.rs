@@ -14,7 +14,8 @@ use scenarios::params::{Param, ParamRange};
 use scenarios::sweep::{DesignSpec, RunSummary};
 use serde::{Deserialize, Serialize};
 
-use crate::commands::{BadInput, run_cell_with_latency};
+use crate::cells::run_cell_with_latency;
+use crate::input::BadInput;
 use crate::plot;
 use crate::table::CellResult;
 
@@ -80,7 +81,7 @@ pub fn check(
     range: &ParamRange,
 ) -> Result<(), BadInput> {
     for d in designs {
-        crate::commands::check_pair(d, scenario)?;
+        crate::input::check_pair(d, scenario)?;
     }
     scenario
         .clone()

@@ -37,7 +37,8 @@ use scenarios::params::Param;
 use scenarios::sweep::{DesignSpec, RunSummary, run_seed};
 use serde::{Deserialize, Serialize};
 
-use crate::commands::{BadInput, cell_of};
+use crate::cells::cell_of;
+use crate::input::BadInput;
 use crate::latency::LatencySummary;
 use crate::plot;
 use crate::sweeps::SweepResult;
@@ -322,7 +323,7 @@ pub fn compute(args: &ReportArgs, shard: crate::shard::Shard) -> Result<Computed
             }
         }
     }
-    let bar = crate::commands::progress(jobs.len() as u64, args.progress);
+    let bar = crate::cells::progress(jobs.len() as u64, args.progress);
     bar.set_message("matrix and sweeps");
     let mut results = pool(designs, &scenarios, &jobs, args.threads, &bar)?;
     bar.finish_and_clear();
@@ -458,7 +459,7 @@ pub fn render(
         }
     }
     if !missing.is_empty() {
-        let bar = crate::commands::progress(missing.len() as u64, progress);
+        let bar = crate::cells::progress(missing.len() as u64, progress);
         bar.set_message("first violations");
         let rerun = pool(designs, scenarios, &missing, threads, &bar)?;
         bar.finish_and_clear();
@@ -559,10 +560,10 @@ pub fn from_shards(paths: &[PathBuf], out: &Path, threads: usize) -> Result<Exit
     let mut scenarios: Vec<Scenario> = Vec::new();
     for c in &merged.cells {
         if !designs.iter().any(|d| d.name == c.cell.design) {
-            designs.push(crate::commands::design(&c.cell.design)?);
+            designs.push(crate::input::design(&c.cell.design)?);
         }
         if !scenarios.iter().any(|s| s.name == c.cell.scenario) {
-            scenarios.push(crate::commands::scenario(&c.cell.scenario)?);
+            scenarios.push(crate::input::scenario(&c.cell.scenario)?);
         }
     }
     let order: Vec<&str> = scenarios::catalog::catalog()
@@ -590,7 +591,7 @@ pub fn from_shards(paths: &[PathBuf], out: &Path, threads: usize) -> Result<Exit
         }
         Err(e) => {
             eprintln!("locksim report: {e}");
-            Ok(ExitCode::from(crate::commands::EXIT_UNKNOWN))
+            Ok(ExitCode::from(crate::exit::EXIT_UNKNOWN))
         }
     }
 }

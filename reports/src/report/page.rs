@@ -12,7 +12,7 @@ use scenarios::sweep::{DesignSpec, RunSummary};
 use sim::history::{EventKind, History, ServerEvent};
 
 use super::Results;
-use crate::commands::shrink_command;
+use crate::cells::shrink_command;
 use crate::plot::{self, Bar, Series};
 use crate::table::matrix_mark;
 
@@ -373,7 +373,7 @@ impl Page {
             .min_by_key(|(_, e)| e.at_us)
             .ok_or("a failing cell's first invalid run has no evidence")?;
         let anchor = cell_anchor(&d.name, s.name);
-        let replay = crate::commands::replay_for(d, s, seed);
+        let replay = crate::cells::replay_for(d, s, seed);
         let _ = writeln!(
             self.html,
             "<h3 id=\"{anchor}\">{} / {} (seed {seed})</h3>\n<p><b>{}</b>: {}</p>\n\

@@ -1,0 +1,114 @@
+//! Running cells: one design × one scenario over a seed range, every run judged and
+//! gathered into a table cell with its latency histograms; the progress bar that
+//! counts the runs; and the replay and shrink commands a cell names for a failing run.
+//!
+//! This is the core that the commands build on (the catalog matrix, `run`, `sweep`,
+//! `report`, `gate`): it imports none of them, so the imports go one way (commands →
+//! report, shard, sweeps, gate, … → cells), and a new command, or a new way of running
+//! cells, touches one place.
+
+use std::ops::Range;
+use std::sync::Mutex;
+
+use indicatif::{ProgressBar, ProgressStyle};
+use scenarios::catalog::Scenario;
+use scenarios::checkers::Verdict;
+use scenarios::sweep::{DesignSpec, RunSummary, replay_command, sweep};
+
+use crate::latency::LatencySummary;
+use crate::table::CellResult;
+
+/// A bar that counts `total` runs; hidden unless `show`.
+pub(crate) fn progress(total: u64, show: bool) -> ProgressBar {
+    if !show {
+        return ProgressBar::hidden();
+    }
+    let bar = ProgressBar::new(total);
+    bar.set_style(
+        ProgressStyle::with_template("{bar:40} {pos}/{len} runs {elapsed} {msg}")
+            .expect("static template"),
+    );
+    bar
+}
+
+/// One cell: runs the seeds, fills the table cell, and returns the summaries.
+pub fn run_cell(
+    design: &DesignSpec,
+    scenario: &Scenario,
+    seeds: Range<u64>,
+    threads: usize,
+    bar: &ProgressBar,
+) -> Result<(CellResult, Vec<RunSummary>), String> {
+    run_cell_with_latency(design, scenario, seeds, threads, bar).map(|(c, r, _)| (c, r))
+}
+
+/// [`run_cell`], also returning the cell's latency histograms (what a shard file
+/// carries so that shards merge exactly).
+pub fn run_cell_with_latency(
+    design: &DesignSpec,
+    scenario: &Scenario,
+    seeds: Range<u64>,
+    threads: usize,
+    bar: &ProgressBar,
+) -> Result<(CellResult, Vec<RunSummary>, LatencySummary), String> {
+    let latency = Mutex::new(LatencySummary::default());
+    let runs = sweep(design, scenario, seeds, threads, false, &|history, _| {
+        if let Ok(l) = LatencySummary::from_history(history) {
+            latency.lock().expect("poisoned").merge(&l);
+        }
+        bar.inc(1);
+    })
+    .map_err(|e| e.to_string())?;
+    let latency = latency.into_inner().expect("poisoned");
+    let cell = cell_of(design, scenario, &runs, &latency);
+    Ok((cell, runs, latency))
+}
+
+/// The table cell of `runs` (sorted by seed) with their merged latency.
+pub fn cell_of(
+    design: &DesignSpec,
+    scenario: &Scenario,
+    runs: &[RunSummary],
+    latency: &LatencySummary,
+) -> CellResult {
+    let mut cell = CellResult::new(&design.name, scenario.name);
+    for r in runs {
+        let verdicts: Vec<(&str, Verdict)> = r
+            .verdicts
+            .iter()
+            .map(|(n, v)| (n.as_str(), v.clone()))
+            .collect();
+        cell.record(r.seed, &verdicts, r.storage_refused, r.fault_seen.is_some());
+    }
+    cell.replay = cell
+        .first_invalid_seed
+        .map(|seed| replay_for(design, scenario, seed));
+    cell.latency = latency.ok();
+    cell
+}
+
+/// The command that replays `seed`, with the hand-written plan if there is one.
+pub(crate) fn replay_for(design: &DesignSpec, scenario: &Scenario, seed: u64) -> String {
+    let base = format!(
+        "{}{}",
+        replay_command(&design.name, scenario.name, seed),
+        scenario.param_flags()
+    );
+    match &scenario.fixed_plan {
+        Some((_, file)) => format!("{base} --plan {file}"),
+        None => base,
+    }
+}
+
+/// The command that shrinks one failing run.
+pub fn shrink_command(design: &str, scenario: &Scenario, seed: u64) -> String {
+    let base = format!(
+        "locksim shrink --design {design} --scenario {} --seed {seed}{}",
+        scenario.name,
+        scenario.param_flags()
+    );
+    match &scenario.fixed_plan {
+        Some((_, file)) => format!("{base} --plan {file}"),
+        None => base,
+    }
+}
