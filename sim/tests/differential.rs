@@ -19,7 +19,7 @@ use std::net::SocketAddr;
 
 mod common;
 
-use common::Conn;
+use common::{Conn, servers};
 use lock_impl::testing::RealRedis;
 use proptest::prelude::*;
 use proptest::test_runner::{Config, TestCaseError, TestError, TestRunner};
@@ -374,34 +374,8 @@ fn run_case(real: SocketAddr, model: SocketAddr, case: &Case) -> Result<(), Stri
 // ---------------------------------------------------------------------------------
 // Fixture
 
-struct Servers {
-    real: RealRedis,
-    model: SocketAddr,
-    _runtime: tokio::runtime::Runtime,
-}
-
-fn servers() -> Option<Servers> {
-    let real = RealRedis::start()?;
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(1)
-        .enable_all()
-        .build()
-        .unwrap();
-    let (model, _) = runtime
-        .block_on(sim::redis::server::spawn_tokio_model())
-        .expect("start the model");
-    Some(Servers {
-        real,
-        model,
-        _runtime: runtime,
-    })
-}
-
 fn cases() -> u32 {
-    std::env::var("LOCKSIM_DIFF_CASES")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(1000)
+    common::cases_from_env("LOCKSIM_DIFF_CASES", 1000)
 }
 
 #[test]

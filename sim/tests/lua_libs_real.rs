@@ -16,7 +16,7 @@ use std::net::SocketAddr;
 
 mod common;
 
-use common::Conn;
+use common::{Conn, runtime_and_model, servers};
 use lock_impl::testing::RealRedis;
 use proptest::prelude::*;
 use proptest::test_runner::{Config, TestCaseError, TestError, TestRunner};
@@ -24,41 +24,8 @@ use proptest::test_runner::{Config, TestCaseError, TestError, TestRunner};
 // ---------------------------------------------------------------------------------
 // Fixture and comparison
 
-struct Servers {
-    real: RealRedis,
-    model: SocketAddr,
-    _runtime: tokio::runtime::Runtime,
-}
-
-fn runtime_and_model() -> (tokio::runtime::Runtime, SocketAddr) {
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(1)
-        .enable_all()
-        .build()
-        .unwrap();
-    let (model, _) = runtime
-        .block_on(sim::redis::server::spawn_tokio_model())
-        .expect("start the model");
-    (runtime, model)
-}
-
-/// Both servers, or `None` (after a `SKIPPED:` line, or a panic under
-/// `LOCKSIM_REQUIRE_REDIS`) when `redis-server` is missing.
-fn servers() -> Option<Servers> {
-    let real = RealRedis::start()?;
-    let (runtime, model) = runtime_and_model();
-    Some(Servers {
-        real,
-        model,
-        _runtime: runtime,
-    })
-}
-
 fn cases() -> u32 {
-    std::env::var("LOCKSIM_LUA_LIBS_CASES")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(300)
+    common::cases_from_env("LOCKSIM_LUA_LIBS_CASES", 300)
 }
 
 fn lossy(b: &[u8]) -> String {

@@ -29,36 +29,17 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use sim::faults::FaultKind;
-use sim::history::{EventKind, FaultPhase, History, ServerEvent};
+use sim::history::{EventKind, History, ServerEvent};
 
-/// One fault window on one host, with the fault's index in the plan.
-#[derive(Debug, Clone)]
-struct Window {
-    fault: usize,
-    host: String,
-    start_us: u64,
-    end_us: u64,
-    /// For a partition: the other side (`host` is on one side).
-    peers: Vec<String>,
-}
-
-impl Window {
-    fn overlaps(&self, from_us: u64, to_us: u64) -> bool {
-        self.start_us <= to_us && from_us <= self.end_us
-    }
-
-    fn active_at(&self, t: u64) -> bool {
-        self.start_us <= t && t <= self.end_us
-    }
-}
+use super::model::{self, FaultWindow};
 
 /// The faults of one history, sorted by what they can explain.
 #[derive(Debug, Clone)]
 pub struct Excuses {
     /// Windows that stall their own host (on a client: excuses its acquires).
-    stalls: Vec<Window>,
+    stalls: Vec<FaultWindow>,
     /// Partition windows, with both sides.
-    partitions: Vec<Window>,
+    partitions: Vec<FaultWindow>,
     /// Per server: its role changes as (time, is master), in time order.
     roles: BTreeMap<String, Vec<(u64, bool)>>,
     /// Independent masters: a majority of them is needed (`params.masters` ≥ 2).
@@ -68,33 +49,9 @@ pub struct Excuses {
 impl Excuses {
     /// Reads the fault windows and the servers' roles of `h`.
     pub fn new(h: &History) -> Self {
-        let mut windows: Vec<Window> = Vec::new();
-        let mut open: BTreeMap<(usize, &str), usize> = BTreeMap::new();
         let mut roles: BTreeMap<String, Vec<(u64, bool)>> = BTreeMap::new();
         for e in &h.events {
             match &e.kind {
-                EventKind::Fault {
-                    fault,
-                    phase,
-                    peers,
-                    ..
-                } => match phase {
-                    FaultPhase::Start => {
-                        open.insert((*fault, e.host.as_str()), windows.len());
-                        windows.push(Window {
-                            fault: *fault,
-                            host: e.host.clone(),
-                            start_us: e.at_us,
-                            end_us: h.end_us,
-                            peers: peers.clone(),
-                        });
-                    }
-                    FaultPhase::End => {
-                        if let Some(w) = open.remove(&(*fault, e.host.as_str())) {
-                            windows[w].end_us = e.at_us;
-                        }
-                    }
-                },
                 EventKind::Server(ServerEvent::Role { role }) => {
                     roles
                         .entry(e.host.clone())
@@ -107,8 +64,8 @@ impl Excuses {
                 _ => {}
             }
         }
-        let kind = |w: &Window| h.plan.faults.get(w.fault).map(|f| &f.kind);
-        let (partitions, rest): (Vec<Window>, Vec<Window>) = windows
+        let kind = |w: &FaultWindow| h.plan.faults.get(w.fault).map(|f| &f.kind);
+        let (partitions, rest): (Vec<FaultWindow>, Vec<FaultWindow>) = model::fault_windows(h)
             .into_iter()
             .partition(|w| matches!(kind(w), Some(FaultKind::Partition { .. })));
         let stalls = rest

@@ -422,6 +422,8 @@ pub struct FaultWindow {
     pub start_us: u64,
     /// End time (the run's end if the fault never ended).
     pub end_us: u64,
+    /// For a partition: the hosts on the other side from `host`.
+    pub peers: Vec<String>,
 }
 
 impl FaultWindow {
@@ -429,30 +431,44 @@ impl FaultWindow {
     pub fn overlaps(&self, from_us: u64, to_us: u64) -> bool {
         self.start_us <= to_us && from_us <= self.end_us
     }
+
+    /// Whether the window holds instant `t`.
+    pub fn active_at(&self, t: u64) -> bool {
+        self.overlaps(t, t)
+    }
 }
 
-/// Every fault start with its window, in event order. A crash's window runs to the
-/// host's restart (its end event) or the run's end.
+/// Every fault start with its window, one per host it hit, in event order. A crash's
+/// window runs to the host's restart (its end event) or the run's end. A fault that hit
+/// several hosts (a partition's side, every client) ends on each host by that host's
+/// own end event.
 pub fn fault_windows(h: &History) -> Vec<FaultWindow> {
     let mut out: Vec<FaultWindow> = Vec::new();
-    let mut open: BTreeMap<usize, usize> = BTreeMap::new();
+    let mut open: BTreeMap<(usize, &str), usize> = BTreeMap::new();
     for (i, e) in h.events.iter().enumerate() {
-        let EventKind::Fault { fault, phase, .. } = &e.kind else {
+        let EventKind::Fault {
+            fault,
+            phase,
+            peers,
+            ..
+        } = &e.kind
+        else {
             continue;
         };
         match phase {
             FaultPhase::Start => {
-                open.insert(*fault, out.len());
+                open.insert((*fault, e.host.as_str()), out.len());
                 out.push(FaultWindow {
                     fault: *fault,
                     host: e.host.clone(),
                     start_event: i,
                     start_us: e.at_us,
                     end_us: h.end_us,
+                    peers: peers.clone(),
                 });
             }
             FaultPhase::End => {
-                if let Some(w) = open.remove(fault) {
+                if let Some(w) = open.remove(&(*fault, e.host.as_str())) {
                     out[w].end_us = e.at_us;
                 }
             }

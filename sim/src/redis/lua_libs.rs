@@ -1435,41 +1435,19 @@ fn mp_decode_one(lua: &Lua, c: &mut Cursor, slots: usize) -> Result<MpItem, MpEr
     )?;
     let b0 = c.data[c.pos];
     let v = match b0 {
-        0xcc => {
-            c.need(2)?;
-            let v = c.be(1, 1);
-            c.pos += 2;
-            num(v as f64)
-        }
-        0xd0 => {
-            c.need(2)?;
-            let v = c.be(1, 1) as u8 as i8;
-            c.pos += 2;
-            num(f64::from(v))
-        }
-        0xcd => {
-            c.need(3)?;
-            let v = c.be(1, 2);
-            c.pos += 3;
-            num(v as f64)
-        }
-        0xd1 => {
-            c.need(3)?;
-            let v = c.be(1, 2) as u16 as i16;
-            c.pos += 3;
-            num(f64::from(v))
-        }
-        0xce => {
-            c.need(5)?;
-            let v = c.be(1, 4);
-            c.pos += 5;
-            num(v as f64)
-        }
-        0xd2 => {
-            c.need(5)?;
-            let v = c.be(1, 4) as u32 as i32;
-            c.pos += 5;
-            num(f64::from(v))
+        // uint 8/16/32 (0xcc..=0xce) and int 8/16/32 (0xd0..=0xd2): 1 << (b0 & 3) bytes.
+        0xcc..=0xce | 0xd0..=0xd2 => {
+            let n = 1usize << (b0 & 3);
+            c.need(1 + n)?;
+            let raw = c.be(1, n);
+            c.pos += 1 + n;
+            if b0 >= 0xd0 {
+                // Sign-extend the n-byte value.
+                let shift = 64 - 8 * n as u32;
+                num((((raw << shift) as i64) >> shift) as f64)
+            } else {
+                num(raw as f64)
+            }
         }
         // lua_pushunsigned is lua_pushinteger on 64 bits: above i64::MAX wraps.
         0xcf | 0xd3 => {

@@ -96,3 +96,44 @@ impl Conn {
         rest
     }
 }
+
+/// A real `redis-server` and the model on a loopback port, side by side.
+pub struct Servers {
+    pub real: lock_impl::testing::RealRedis,
+    pub model: SocketAddr,
+    _runtime: tokio::runtime::Runtime,
+}
+
+/// The model served on a loopback port by a one-worker tokio runtime (kept alive by
+/// the caller).
+pub fn runtime_and_model() -> (tokio::runtime::Runtime, SocketAddr) {
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .enable_all()
+        .build()
+        .unwrap();
+    let (model, _) = runtime
+        .block_on(sim::redis::server::spawn_tokio_model())
+        .expect("start the model");
+    (runtime, model)
+}
+
+/// Both servers, or `None` (after a `SKIPPED:` line, or a panic under
+/// `LOCKSIM_REQUIRE_REDIS`) when `redis-server` is missing.
+pub fn servers() -> Option<Servers> {
+    let real = lock_impl::testing::RealRedis::start()?;
+    let (runtime, model) = runtime_and_model();
+    Some(Servers {
+        real,
+        model,
+        _runtime: runtime,
+    })
+}
+
+/// A generated-case count from the environment variable `var`, else `default`.
+pub fn cases_from_env(var: &str, default: u32) -> u32 {
+    std::env::var(var)
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(default)
+}
