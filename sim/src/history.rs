@@ -51,6 +51,10 @@ pub struct RunStats {
     /// timers itself instead of sleeping on `Deps::clock` shows up here.
     #[serde(skip)]
     pub unhinted_wakes: u64,
+    /// Times a host's runtime ran (catch-ups included): the unit a run's cost is
+    /// made of (not part of the history's form, like `steps`).
+    #[serde(skip)]
+    pub host_runs: u64,
 }
 
 /// The knobs of a run that checkers need to judge it.

@@ -102,7 +102,7 @@ impl NetFaults {
             queue: VecDeque::new(),
             end: None,
             timer: None,
-            replies_within: None,
+            awaiting: None,
         }
     }
 
@@ -248,19 +248,114 @@ pub struct FaultyStream<S> {
     queue: VecDeque<(Duration, Vec<u8>)>,
     /// End of stream (or error) and its arrival time.
     end: Option<(Duration, Option<io::ErrorKind>)>,
-    timer: Option<Pin<Box<tokio::time::Sleep>>>,
-    /// The reply timeout of the library writing to this end (see
-    /// [`FaultyStream::replies_within`]).
-    replies_within: Option<Duration>,
+    timer: Option<Pin<Box<turmoil::time::Sleep>>>,
+    /// The requests awaiting their replies, for the reply timeout of the library
+    /// writing to this end (see [`FaultyStream::replies_within`]).
+    awaiting: Option<Awaiting>,
+}
+
+/// The reply timers a request/reply library (the `redis` crate) armed for the requests
+/// it wrote to a [`FaultyStream`], as the simulation sees them: one wake hint per
+/// request still unanswered. The library arms its own tokio timer per request, which
+/// the simulation cannot see (see `turmoil::time`); the stream can, from the bytes:
+/// each RESP frame written is a request whose timer starts then, and each reply frame
+/// handed back answers the oldest (RESP replies come in order; pushes and attributes
+/// answer nothing). A hint held past its answer would wake the host for nothing
+/// `timeout` later: one in five of all host runs, before the hints were counted.
+///
+/// If the bytes stop being RESP, the stream falls back to hinting every write until
+/// the timeout has passed (never too few hints: a missed one would let a jump pass the
+/// timer).
+#[derive(Debug)]
+struct Awaiting {
+    timeout: Duration,
+    /// Bytes written and not yet scanned into whole requests.
+    written: Vec<u8>,
+    /// Bytes handed to the reader and not yet scanned into whole replies.
+    read: Vec<u8>,
+    /// One hint per unanswered request, oldest first.
+    hints: VecDeque<turmoil::time::WakeHint>,
+    /// The stream stopped being RESP: every write is hinted until it passes.
+    lost: bool,
+}
+
+impl Awaiting {
+    fn new(timeout: Duration) -> Self {
+        Self {
+            timeout,
+            written: Vec::new(),
+            read: Vec::new(),
+            hints: VecDeque::new(),
+            lost: false,
+        }
+    }
+
+    fn wrote(&mut self, bytes: &[u8]) {
+        let deadline = tokio::time::Instant::now() + self.timeout;
+        if self.lost {
+            turmoil::time::hint_wake(deadline);
+            return;
+        }
+        self.written.extend_from_slice(bytes);
+        let mut used = 0;
+        loop {
+            match crate::redis::resp::scan_frame(&self.written[used..]) {
+                crate::redis::resp::Frame::Reply(n) | crate::redis::resp::Frame::Aside(n) => {
+                    used += n;
+                    self.hints.push_back(turmoil::time::WakeHint::new(deadline));
+                }
+                crate::redis::resp::Frame::Incomplete => break,
+                crate::redis::resp::Frame::Invalid => {
+                    self.lose();
+                    turmoil::time::hint_wake(deadline);
+                    return;
+                }
+            }
+        }
+        self.written.drain(..used);
+    }
+
+    fn handed(&mut self, bytes: &[u8]) {
+        if self.lost {
+            return;
+        }
+        self.read.extend_from_slice(bytes);
+        let mut used = 0;
+        loop {
+            match crate::redis::resp::scan_frame(&self.read[used..]) {
+                crate::redis::resp::Frame::Reply(n) => {
+                    used += n;
+                    self.hints.pop_front();
+                }
+                crate::redis::resp::Frame::Aside(n) => used += n,
+                crate::redis::resp::Frame::Incomplete => break,
+                crate::redis::resp::Frame::Invalid => return self.lose(),
+            }
+        }
+        self.read.drain(..used);
+    }
+
+    /// Turns every held hint into one that stays until it passes.
+    fn lose(&mut self) {
+        self.lost = true;
+        self.written = Vec::new();
+        self.read = Vec::new();
+        for hint in self.hints.drain(..) {
+            if let Some(at) = hint.deadline() {
+                turmoil::time::hint_wake(at);
+            }
+        }
+    }
 }
 
 impl<S> FaultyStream<S> {
-    /// Tells the simulation, at every write, that a timer may fire `timeout` later:
-    /// the `redis` crate arms its own tokio timer for each request's reply, which the
-    /// simulation cannot see (see `turmoil::time`). A request is written in the instant
-    /// it is sent, so the hint matches the library's deadline.
+    /// Tells the simulation that a timer may fire `timeout` after each request
+    /// written, until its reply is handed back: the `redis` crate arms its own tokio
+    /// timer for each request's reply, which the simulation cannot see (see
+    /// `turmoil::time` and [`Awaiting`]). A request is written in the instant it is
+    /// sent, so the hint matches the library's deadline.
     pub fn replies_within(mut self, timeout: Duration) -> Self {
-        self.replies_within = Some(timeout);
+        self.awaiting = Some(Awaiting::new(timeout));
         self
     }
 }
@@ -330,7 +425,6 @@ impl<S: AsyncRead + Unpin> AsyncRead for FaultyStream<S> {
                 .timer
                 .get_or_insert_with(|| Box::pin(turmoil::time::sleep_until(deadline)));
             if timer.deadline() != deadline {
-                turmoil::time::hint_wake(deadline);
                 timer.as_mut().reset(deadline);
             }
             if timer.as_mut().poll(cx).is_pending() {
@@ -345,6 +439,9 @@ impl<S: AsyncRead + Unpin> AsyncRead for FaultyStream<S> {
             }
             let n = bytes.len().min(out.remaining());
             out.put_slice(&bytes[..n]);
+            if let Some(awaiting) = &mut this.awaiting {
+                awaiting.handed(&bytes[..n]);
+            }
             handed = true;
             if n == bytes.len() {
                 this.queue.pop_front();
@@ -373,10 +470,10 @@ impl<S: AsyncWrite + Unpin> AsyncWrite for FaultyStream<S> {
             return Poll::Ready(Err(reset_error()));
         }
         let written = Pin::new(&mut self.inner).poll_write(cx, buf);
-        if let (Some(timeout), Poll::Ready(Ok(n))) = (self.replies_within, &written)
+        if let (Some(awaiting), Poll::Ready(Ok(n))) = (&mut self.awaiting, &written)
             && *n > 0
         {
-            turmoil::time::hint_wake(tokio::time::Instant::now() + timeout);
+            awaiting.wrote(&buf[..*n]);
         }
         written
     }

@@ -72,7 +72,7 @@ impl PauseGate {
     /// `Pending` (with a timer armed for the pause's end) while paused.
     fn poll_open(
         &self,
-        wake_at: &mut Option<Pin<Box<tokio::time::Sleep>>>,
+        wake_at: &mut Option<Pin<Box<turmoil::time::Sleep>>>,
         cx: &mut Context<'_>,
     ) -> Poll<()> {
         if let Some(end) = self.paused_until() {
@@ -80,7 +80,6 @@ impl PauseGate {
             let deadline = tokio::time::Instant::now() + remaining;
             let sleep = wake_at.get_or_insert_with(|| Box::pin(turmoil::time::sleep(remaining)));
             if sleep.deadline() != deadline {
-                turmoil::time::hint_wake(deadline);
                 sleep.as_mut().reset(deadline);
             }
             if sleep.as_mut().poll(cx).is_pending() {
@@ -96,7 +95,7 @@ impl PauseGate {
 pub struct GatedIo<S> {
     inner: S,
     gate: PauseGate,
-    wake_at: Option<Pin<Box<tokio::time::Sleep>>>,
+    wake_at: Option<Pin<Box<turmoil::time::Sleep>>>,
 }
 
 impl<S: tokio::io::AsyncRead + Unpin> tokio::io::AsyncRead for GatedIo<S> {
@@ -143,7 +142,7 @@ impl<S: tokio::io::AsyncWrite + Unpin> tokio::io::AsyncWrite for GatedIo<S> {
 pub struct Pausable<F> {
     inner: Pin<Box<F>>,
     gate: PauseGate,
-    wake_at: Option<Pin<Box<tokio::time::Sleep>>>,
+    wake_at: Option<Pin<Box<turmoil::time::Sleep>>>,
 }
 
 impl<F: Future> Future for Pausable<F> {

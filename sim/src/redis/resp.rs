@@ -583,3 +583,117 @@ mod tests {
         assert_eq!(complete(&bytes), (a, bytes.len()));
     }
 }
+
+/// What [`scan_frame`] found at the start of a buffer of RESP2/RESP3 frames (a
+/// client's view of a server's stream, or a server's of a client's requests).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Frame {
+    /// A whole frame of `len` bytes that answers a request (any type but a push or
+    /// an attribute).
+    Reply(usize),
+    /// A whole frame of `len` bytes that answers nothing: a RESP3 push (`>`), or an
+    /// attribute (`|`), which decorates the reply after it.
+    Aside(usize),
+    /// More bytes are needed.
+    Incomplete,
+    /// Not RESP: the reader cannot tell frames apart from here on.
+    Invalid,
+}
+
+/// The length and kind of the frame at the start of `buf`, without decoding it.
+pub fn scan_frame(buf: &[u8]) -> Frame {
+    let (kind, len) = match scan_at(buf, 0, 0) {
+        Scan::Done(end) => (buf[0], end),
+        Scan::Incomplete => return Frame::Incomplete,
+        Scan::Invalid => return Frame::Invalid,
+    };
+    match kind {
+        b'>' | b'|' => Frame::Aside(len),
+        _ => Frame::Reply(len),
+    }
+}
+
+enum Scan {
+    Done(usize),
+    Incomplete,
+    Invalid,
+}
+
+/// The end of the frame that starts at `buf[at]`.
+fn scan_at(buf: &[u8], at: usize, depth: u32) -> Scan {
+    // Deeper than any reply a client decodes (the `redis` crate stops far earlier).
+    if depth > 1000 {
+        return Scan::Invalid;
+    }
+    let Some(&kind) = buf.get(at) else {
+        return Scan::Incomplete;
+    };
+    let Some(lf) = buf[at..].iter().position(|&b| b == b'\n') else {
+        return Scan::Incomplete;
+    };
+    let line_end = at + lf + 1;
+    if lf < 2 || buf[at + lf - 1] != b'\r' {
+        return Scan::Invalid;
+    }
+    let line = &buf[at + 1..at + lf - 1];
+    let number = || std::str::from_utf8(line).ok()?.parse::<i64>().ok();
+    match kind {
+        b'+' | b'-' | b':' | b'_' | b'#' | b',' | b'(' => Scan::Done(line_end),
+        b'$' | b'!' | b'=' => match number() {
+            Some(n) if n < 0 => Scan::Done(line_end),
+            Some(n) => {
+                let end = line_end + n as usize + 2;
+                if buf.len() < end {
+                    Scan::Incomplete
+                } else {
+                    Scan::Done(end)
+                }
+            }
+            None => Scan::Invalid,
+        },
+        b'*' | b'~' | b'>' | b'%' | b'|' => {
+            let Some(n) = number() else {
+                return Scan::Invalid;
+            };
+            let items = if matches!(kind, b'%' | b'|') {
+                n.saturating_mul(2)
+            } else {
+                n
+            };
+            let mut end = line_end;
+            for _ in 0..items.max(0) {
+                match scan_at(buf, end, depth + 1) {
+                    Scan::Done(next) => end = next,
+                    other => return other,
+                }
+            }
+            Scan::Done(end)
+        }
+        _ => Scan::Invalid,
+    }
+}
+
+#[cfg(test)]
+mod frame_tests {
+    use super::*;
+
+    #[test]
+    fn frames_are_measured_whole_and_pushes_set_aside() {
+        assert_eq!(scan_frame(b"+OK\r\n:1\r\n"), Frame::Reply(5));
+        assert_eq!(scan_frame(b"$3\r\nfoo\r\n"), Frame::Reply(9));
+        assert_eq!(scan_frame(b"$-1\r\n"), Frame::Reply(5));
+        assert_eq!(scan_frame(b"*2\r\n$1\r\na\r\n:2\r\n"), Frame::Reply(15));
+        assert_eq!(scan_frame(b"%1\r\n+k\r\n+v\r\n"), Frame::Reply(12));
+        assert_eq!(
+            scan_frame(b">3\r\n$7\r\nmessage\r\n$1\r\nc\r\n$1\r\nm\r\n"),
+            Frame::Aside(33)
+        );
+        assert_eq!(scan_frame(b"|1\r\n+k\r\n+v\r\n+OK\r\n"), Frame::Aside(12));
+        assert_eq!(scan_frame(b"*2\r\n$1\r\na\r\n"), Frame::Incomplete);
+        assert_eq!(scan_frame(b"$3\r\nfo"), Frame::Incomplete);
+        assert_eq!(scan_frame(b"+OK"), Frame::Incomplete);
+        assert_eq!(scan_frame(b""), Frame::Incomplete);
+        assert_eq!(scan_frame(b"?x\r\n"), Frame::Invalid);
+        assert_eq!(scan_frame(b"$x\r\n"), Frame::Invalid);
+    }
+}

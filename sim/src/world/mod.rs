@@ -238,6 +238,7 @@ fn run_stepping(cfg: &RunConfig, stepping: Stepping) -> Result<History, RunError
     );
 
     let unhinted_wakes = sim.unhinted_wakes();
+    let host_runs = sim.host_runs();
     let redis_commands = world.observer.commands_of_dead_engines
         + world
             .servers
@@ -264,6 +265,7 @@ fn run_stepping(cfg: &RunConfig, stepping: Stepping) -> Result<History, RunError
         storage_requests,
         steps,
         unhinted_wakes,
+        host_runs,
     };
     Ok(History {
         seed: cfg.seed,

@@ -7,8 +7,7 @@ use crate::net::{SocketPair, TcpListener, UdpSocket};
 use crate::{Envelope, TRACING_TARGET};
 
 use bytes::Bytes;
-use std::cmp::Reverse;
-use std::collections::{BinaryHeap, VecDeque};
+use std::collections::{BTreeMap, VecDeque};
 use std::fmt::Display;
 use std::io;
 use std::net::{IpAddr, SocketAddr};
@@ -51,10 +50,50 @@ pub(crate) struct Host {
     ephemeral_ports: RangeInclusive<u16>,
 
     /// Deadlines of the timers the software armed through [`crate::time`]
-    /// (PATCH: wake hints), in the host runtime's own clock. A deadline stays
-    /// until it has passed, even if its timer was dropped first: a stale hint
-    /// only costs [`crate::Sim::idle_until`] an early stop, never a late one.
-    pub(crate) wakes: BinaryHeap<Reverse<Instant>>,
+    /// (PATCH: wake hints), in the host runtime's own clock.
+    pub(crate) wakes: Wakes,
+}
+
+/// A host's wake hints (PATCH: wake hints): a multiset of deadlines. A hint
+/// held by a guard ([`crate::time::Sleep`], [`crate::time::WakeHint`]) goes
+/// when its timer is dropped, fired or not, so a timer cancelled early (a
+/// timeout whose future won) costs no step; a bare [`crate::time::hint_wake`]
+/// stays until it has passed. Guards carry the epoch they were hinted in:
+/// replacing the runtime (crash, bounce) clears the hints and starts a new
+/// epoch, so a guard of the old runtime dropped later removes nothing of the
+/// new one's.
+#[derive(Debug, Default)]
+pub(crate) struct Wakes {
+    at: BTreeMap<Instant, u32>,
+    epoch: u64,
+}
+
+impl Wakes {
+    /// Adds a hint at `at`; returns the epoch to remove it in.
+    pub(crate) fn add(&mut self, at: Instant) -> u64 {
+        *self.at.entry(at).or_insert(0) += 1;
+        self.epoch
+    }
+
+    /// Removes one hint at `at` added in `epoch` (if it has not passed and
+    /// been dropped already, or been cleared).
+    pub(crate) fn remove(&mut self, at: Instant, epoch: u64) {
+        if epoch != self.epoch {
+            return;
+        }
+        if let Some(n) = self.at.get_mut(&at) {
+            *n -= 1;
+            if *n == 0 {
+                self.at.remove(&at);
+            }
+        }
+    }
+
+    /// Drops every hint (the runtime they were on is gone).
+    pub(crate) fn clear(&mut self) {
+        self.at.clear();
+        self.epoch += 1;
+    }
 }
 
 impl Host {
@@ -77,7 +116,7 @@ impl Host {
             timer,
             next_ephemeral_port: *ephemeral_ports.start(),
             ephemeral_ports,
-            wakes: BinaryHeap::new(),
+            wakes: Wakes::default(),
         }
     }
 
@@ -98,7 +137,7 @@ impl Host {
             timer,
             next_ephemeral_port: *ephemeral_ports.start(),
             ephemeral_ports,
-            wakes: BinaryHeap::new(),
+            wakes: Wakes::default(),
         }
     }
 
@@ -108,11 +147,11 @@ impl Host {
     /// `now` itself, at the end of the last step, and the task it woke has yet
     /// to run: it is returned. Older hints are dropped.
     pub(crate) fn next_wake(&mut self, now: Instant) -> Option<Instant> {
-        while let Some(Reverse(at)) = self.wakes.peek() {
-            if *at + Duration::from_millis(1) > now {
-                return Some(*at);
+        while let Some((&at, _)) = self.wakes.at.first_key_value() {
+            if at + Duration::from_millis(1) > now {
+                return Some(at);
             }
-            self.wakes.pop();
+            self.wakes.at.pop_first();
         }
         None
     }

@@ -36,6 +36,9 @@ pub struct Sim<'a> {
     elapsed: Duration,
 
     steps: usize,
+
+    /// Host runtimes run so far, catch-ups included (PATCH: wake hints).
+    host_runs: u64,
 }
 
 impl<'a> Sim<'a> {
@@ -52,6 +55,7 @@ impl<'a> Sim<'a> {
             since_epoch,
             elapsed: Duration::ZERO,
             steps: 1, // bumped after each step
+            host_runs: 0,
         }
     }
 
@@ -481,6 +485,9 @@ impl<'a> Sim<'a> {
     pub fn catch_up(&mut self) -> Result {
         for (&addr, rt) in self.rts.iter_mut() {
             if rt.is_software_running() {
+                if !rt.lag.is_zero() {
+                    self.host_runs += 1;
+                }
                 catch_up(&self.world, addr, rt)?;
             }
         }
@@ -495,6 +502,13 @@ impl<'a> Sim<'a> {
     /// ran exactly as it would have tick by tick.
     pub fn unhinted_wakes(&self) -> u64 {
         self.rts.values().map(|rt| rt.unhinted_wakes()).sum()
+    }
+
+    /// How many times a host's runtime has run so far, catch-ups included
+    /// (PATCH: wake hints): what a simulation cost, in the unit that dominates
+    /// it.
+    pub fn host_runs(&self) -> u64 {
+        self.host_runs
     }
 
     /// Step the simulation.
@@ -570,6 +584,9 @@ impl<'a> Sim<'a> {
                     continue;
                 }
                 drop(world);
+                if !rt.lag.is_zero() {
+                    self.host_runs += 1;
+                }
                 catch_up(&self.world, addr, rt)?;
             }
             {
@@ -590,6 +607,7 @@ impl<'a> Sim<'a> {
                 world.current_host_mut().timer.now(rt.now());
             }
 
+            self.host_runs += 1;
             let is_software_finished = World::enter(&self.world, || rt.tick(tick, watch))?;
 
             if rt.is_client() {
@@ -685,6 +703,49 @@ mod test {
         net::{TcpListener, TcpStream},
         sim_elapsed, since_epoch, Builder, Result, Sim, World,
     };
+
+    /// PATCH (wake hints): a hinted timer dropped before it fires takes its
+    /// hint back, so the simulation does not stop for it; one that is reset
+    /// moves its hint; a bare `hint_wake` stays until it passes.
+    #[test]
+    fn a_dropped_timer_takes_its_hint_back() -> Result {
+        let mut sim = Builder::new()
+            .tick_duration(Duration::from_millis(1))
+            .skip_idle_hosts(true)
+            .build();
+        sim.client("c", async {
+            // A timeout that loses its race: its 50 ms hint must go with it.
+            let won = crate::time::timeout(
+                Duration::from_millis(50),
+                crate::time::sleep(Duration::from_millis(5)),
+            )
+            .await;
+            assert!(won.is_ok());
+            let sleep = crate::time::sleep(Duration::from_millis(30));
+            tokio::pin!(sleep);
+            sleep.as_mut().reset(Instant::now() + Duration::from_millis(200));
+            sleep.await;
+            crate::time::hint_wake(Instant::now() + Duration::from_millis(10));
+            crate::time::sleep(Duration::from_millis(100)).await;
+            Ok(())
+        });
+        // Run until the first sleep is done (5 ms), then look ahead.
+        while sim.elapsed() < Duration::from_millis(6) {
+            sim.step()?;
+        }
+        // Not 50 ms (the dropped timeout), nor 36 (the reset sleep's old
+        // deadline): the reset one's 206, less the tick in which it fires.
+        assert_eq!(sim.idle_until(), Duration::from_millis(205));
+        let jump = sim.idle_until() - sim.elapsed();
+        sim.step_by(jump)?;
+        while sim.elapsed() < Duration::from_millis(207) {
+            sim.step()?;
+        }
+        // The bare hint (10 ms) stays although nothing sleeps on it.
+        assert_eq!(sim.idle_until(), Duration::from_millis(215));
+        assert_eq!(sim.unhinted_wakes(), 0);
+        Ok(())
+    }
 
     /// PATCH (wake hints): a world of hinted timers and TCP, stepped to
     /// `idle_until` with idle hosts skipped, records what stepping tick by tick

@@ -174,6 +174,21 @@ impl World {
         }
     }
 
+    /// Runs `f` on the host at `addr` if the world is set and not borrowed
+    /// (PATCH: wake hints): for a drop path that may run while the simulation
+    /// itself holds the world (a runtime torn down in a crash).
+    pub(crate) fn with_host_if_set(addr: IpAddr, f: impl FnOnce(&mut Host)) {
+        if CURRENT.is_set() {
+            CURRENT.with(|current| {
+                if let Ok(mut world) = current.try_borrow_mut() {
+                    if let Some(host) = world.hosts.get_mut(&addr) {
+                        f(host);
+                    }
+                }
+            });
+        }
+    }
+
     pub(crate) fn try_current<R>(f: impl FnOnce(&World) -> R) -> TurmoilResult<R> {
         if CURRENT.is_set() {
             CURRENT.with(|current| match current.try_borrow() {
