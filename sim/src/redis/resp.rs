@@ -686,7 +686,7 @@ mod frame_tests {
         assert_eq!(scan_frame(b"%1\r\n+k\r\n+v\r\n"), Frame::Reply(12));
         assert_eq!(
             scan_frame(b">3\r\n$7\r\nmessage\r\n$1\r\nc\r\n$1\r\nm\r\n"),
-            Frame::Aside(33)
+            Frame::Aside(31)
         );
         assert_eq!(scan_frame(b"|1\r\n+k\r\n+v\r\n+OK\r\n"), Frame::Aside(12));
         assert_eq!(scan_frame(b"*2\r\n$1\r\na\r\n"), Frame::Incomplete);
