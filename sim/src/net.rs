@@ -191,10 +191,13 @@ impl NetFaults {
         if conn.reset {
             return Passage::Reset;
         }
+        // (Holds are few and this runs at every read: a scan, not a lookup that
+        // would clone both names.)
         if st.black_holes.contains(&conn.peer)
             || st
                 .holds
-                .contains_key(&(conn.peer.clone(), conn.local.clone()))
+                .keys()
+                .any(|(from, to)| *from == conn.peer && *to == conn.local)
         {
             return Passage::Held;
         }

@@ -37,11 +37,22 @@ impl Observer {
             let Some(engine) = server.engine() else {
                 continue;
             };
+            // The role's name is built only when it may have changed (this runs at
+            // every step of every world).
+            let known = self.roles.get(&server.name);
             let (commands, events, role, dropped) = engine.with_engine(|e| {
+                let role = &e.engine.replication().role;
+                let changed = match role {
+                    crate::redis::replication::Role::Master => known.is_none_or(|k| k != "master"),
+                    crate::redis::replication::Role::Replica { host, .. } => known
+                        .and_then(|k| k.strip_prefix("replica of "))
+                        .is_none_or(|k| k != host.as_str()),
+                };
+                let role = changed.then(|| role_name(role));
                 (
                     e.engine.take_commands(),
                     e.engine.take_key_events(),
-                    role_name(&e.engine.replication().role),
+                    role,
                     e.engine.take_dropped(),
                 )
             });
@@ -64,8 +75,10 @@ impl Observer {
             // Each server's role is recorded when first seen (its role at the start)
             // and at every change, so a checker knows at every moment which servers
             // are masters (who a client needs).
-            let before = self.roles.insert(server.name.clone(), role.clone());
-            if before.is_none_or(|b| b != role) {
+            if let Some(role) = role
+                && self.roles.get(&server.name) != Some(&role)
+            {
+                self.roles.insert(server.name.clone(), role.clone());
                 recorder.record_at(
                     now.as_micros() as u64,
                     &server.name,
@@ -80,6 +93,9 @@ impl Observer {
     }
 
     fn record(&mut self, server: &str, events: Vec<KeyEvent>, recorder: &Recorder, now: Duration) {
+        if events.is_empty() {
+            return;
+        }
         let at_us = now.as_micros() as u64;
         let held = self.keys.entry(server.to_string()).or_default();
         for event in events {

@@ -78,6 +78,10 @@ pub struct Rt<'a> {
     /// How far this runtime's clock is behind the simulation's: the steps it
     /// was not run in, having nothing to do (PATCH: wake hints).
     pub(crate) lag: Duration,
+
+    /// When its earliest hinted timer fires, as of its last run (PATCH: wake
+    /// hints; see `sim::fire_at`).
+    pub(crate) fire_at: Option<Duration>,
 }
 
 impl<'a> Rt<'a> {
@@ -101,6 +105,7 @@ impl<'a> Rt<'a> {
             unhinted: 0,
             must_run: true,
             lag: Duration::ZERO,
+            fire_at: None,
         }
     }
 
@@ -126,6 +131,7 @@ impl<'a> Rt<'a> {
             unhinted: 0,
             must_run: true,
             lag: Duration::ZERO,
+            fire_at: None,
         }
     }
 
@@ -274,6 +280,7 @@ impl<'a> Rt<'a> {
     /// Both the [`Runtime`] and [`LocalSet`] are replaced with new instances.
     fn cancel_tasks(&mut self) {
         let (tokio, local) = init(&mut self.config);
+        self.fire_at = None;
 
         self.clock = Self::read_clock(&tokio);
         _ = mem::replace(&mut self.tokio, tokio);

@@ -429,13 +429,10 @@ impl<'a> Sim<'a> {
             tick * (due.as_nanos() / tick.as_nanos()).min(u32::MAX as u128) as u32
         };
         let mut until = Duration::MAX;
-        let mut world = self.world.borrow_mut();
+        let world = self.world.borrow();
         let World {
-            topology,
-            hosts,
-            woken,
-            ..
-        } = &mut *world;
+            topology, woken, ..
+        } = &*world;
         let running = |addr: IpAddr| {
             self.rts
                 .get(&addr)
@@ -450,17 +447,17 @@ impl<'a> Sim<'a> {
             let steps = due.as_nanos().div_ceil(tick.as_nanos()).max(1);
             until = until.min(now + tick * (steps - 1).min(u32::MAX as u128) as u32);
         }
-        for (addr, rt) in &self.rts {
+        for rt in self.rts.values() {
             if !rt.is_software_running() {
                 continue;
             }
             if rt.must_run {
                 return now;
             }
-            let Some(fires) = next_fire(rt, hosts.get_mut(addr).expect("missing host")) else {
+            let Some(at) = rt.fire_at else {
                 continue;
             };
-            until = until.min(now + ticks_within(fires));
+            until = until.min(now + ticks_within(at.saturating_sub(now)));
         }
         until
     }
@@ -483,12 +480,13 @@ impl<'a> Sim<'a> {
     /// before the messages of its next step are delivered, where stepping tick
     /// by tick runs it after them. Then [`Sim::wake_all`].
     pub fn catch_up(&mut self) -> Result {
+        let now = self.elapsed;
         for (&addr, rt) in self.rts.iter_mut() {
             if rt.is_software_running() {
                 if !rt.lag.is_zero() {
                     self.host_runs += 1;
                 }
-                catch_up(&self.world, addr, rt)?;
+                catch_up(&self.world, addr, rt, now)?;
             }
         }
         Ok(())
@@ -547,34 +545,45 @@ impl<'a> Sim<'a> {
         // completes, extract the result and return early if an error is
         // encountered.
 
-        let (mut running, stopped): (Vec<_>, Vec<_>) = self
-            .rts
-            .iter_mut()
-            .partition(|(_, rt)| rt.is_software_running());
+        // PATCH (wake hints): the hosts in turn without collecting them first
+        // (a step is the hot loop of a jumping simulation), unless their order
+        // is shuffled.
+        let mut order: Vec<IpAddr> = Vec::new();
         if self.config.random_node_order {
-            running.shuffle(&mut self.world.borrow_mut().rng);
+            order = self
+                .rts
+                .iter()
+                .filter(|(_, rt)| rt.is_software_running())
+                .map(|(addr, _)| *addr)
+                .collect();
+            order.shuffle(&mut self.world.borrow_mut().rng);
         }
-
-        for (&addr, rt) in running {
-            let _span_guard = tracing::span!(Level::INFO, "node", name = &*rt.nodename,).entered();
+        let now = self.elapsed;
+        for i in 0.. {
+            let (addr, rt) = if self.config.random_node_order {
+                let Some(&addr) = order.get(i) else { break };
+                (addr, self.rts.get_mut(&addr).expect("missing runtime"))
+            } else {
+                let Some((&addr, rt)) = self.rts.get_index_mut(i) else {
+                    break;
+                };
+                if !rt.is_software_running() {
+                    continue;
+                }
+                (addr, rt)
+            };
             if self.config.skip_idle_hosts {
                 // PATCH (wake hints): a host with nothing to do this step is
                 // not run: its runtime falls behind, and catches up (running
                 // nothing, since no hinted timer falls in between) the next
                 // time it has something to do.
-                let mut world = self.world.borrow_mut();
-                let World {
-                    topology,
-                    hosts,
-                    woken,
-                    ..
-                } = world.deref_mut();
-                let host = hosts.get_mut(&addr).expect("missing host");
-                let idle = !woken.take(addr)
-                    && !woken.waiting(addr)
+                let world = self.world.borrow();
+                // (`wants_run` first: it also takes the host's wake.)
+                let idle = !world.woken.wants_run(addr)
                     && !rt.must_run
-                    && !topology.has_deliverable(addr)
-                    && next_fire(rt, host).is_none_or(|fires| !fires.is_zero());
+                    && rt.fire_at.is_none_or(|at| at > now)
+                    && !world.topology.has_deliverable(addr);
+                drop(world);
                 if idle {
                     rt.lag += tick;
                     // Its software runs on: a client skipped is not finished.
@@ -583,12 +592,12 @@ impl<'a> Sim<'a> {
                     }
                     continue;
                 }
-                drop(world);
                 if !rt.lag.is_zero() {
                     self.host_runs += 1;
                 }
-                catch_up(&self.world, addr, rt)?;
+                catch_up(&self.world, addr, rt, now)?;
             }
+            let _span_guard = tracing::span!(Level::INFO, "node", name = &*rt.nodename,).entered();
             {
                 let mut world = self.world.borrow_mut();
                 // We need to move deliverable messages off the network and
@@ -619,13 +628,16 @@ impl<'a> Sim<'a> {
             world.current = None;
 
             world.tick(addr, tick);
+            rt.fire_at = fire_at(rt, world.hosts.get_mut(&addr), now + tick);
         }
 
         // Tick the nodes that are not actively running (i.e., crashed) to ensure their clock keeps up
         // with the rest of the simulation when they are restarted (bounced).
-        for (&addr, _rt) in stopped {
-            let mut world = self.world.borrow_mut();
-            world.tick(addr, tick);
+        for (&addr, rt) in self.rts.iter() {
+            if !rt.is_software_running() {
+                let mut world = self.world.borrow_mut();
+                world.tick(addr, tick);
+            }
         }
 
         self.elapsed += tick;
@@ -646,7 +658,7 @@ impl<'a> Sim<'a> {
 /// hinted timer fires and no message is delivered in between, so nothing runs
 /// unless a task was woken from outside (see [`Sim::catch_up`]) or an
 /// unhinted timer fires, which the watch counts (PATCH: wake hints).
-fn catch_up(world: &RefCell<World>, addr: IpAddr, rt: &mut Rt) -> Result {
+fn catch_up(world: &RefCell<World>, addr: IpAddr, rt: &mut Rt, now: Duration) -> Result {
     if rt.lag.is_zero() {
         return Ok(());
     }
@@ -660,22 +672,27 @@ fn catch_up(world: &RefCell<World>, addr: IpAddr, rt: &mut Rt) -> Result {
     let mut world = world.borrow_mut();
     world.current = None;
     world.tick(addr, lag);
+    rt.fire_at = fire_at(rt, world.hosts.get_mut(&addr), now);
     Ok(())
 }
 
-/// How long after the simulation's now the earliest hinted timer of `host`
-/// fires, in whole milliseconds (zero: it fired at the end of the last step
-/// and its task has yet to run), counting the time `rt` has fallen behind
-/// (PATCH: wake hints).
-fn next_fire(rt: &Rt, host: &mut crate::host::Host) -> Option<Duration> {
+/// When (in the simulation's elapsed time) the earliest hinted timer of a
+/// host that has just run up to `now` fires: the end of the tick in which
+/// tokio fires it (at its deadline rounded up to the millisecond of the
+/// runtime's clock, whose `now` is on that grid); `now` itself if it fired at
+/// the end of the run and its task has yet to run (PATCH: wake hints).
+///
+/// Kept in `Rt::fire_at` until the host runs again: only its own software
+/// adds hints, and a hint dropped in between (a timer cancelled from outside
+/// the host) can only make the host run early, which stepping tick by tick
+/// does anyway.
+fn fire_at(rt: &Rt, host: Option<&mut crate::host::Host>, now: Duration) -> Option<Duration> {
     let host_now = rt.now();
-    let at = host.next_wake(host_now)?;
-    // Tokio fires a timer at its deadline rounded up to the millisecond of its
-    // runtime's clock (whose `now` is on that grid).
+    let at = host?.next_wake(host_now)?;
     let due = at.saturating_duration_since(host_now);
-    let fires = Duration::from_millis(due.as_nanos().div_ceil(1_000_000) as u64);
-    Some(fires.saturating_sub(rt.lag))
+    Some(now + Duration::from_millis(due.as_nanos().div_ceil(1_000_000) as u64))
 }
+
 
 #[cfg(test)]
 mod test {

@@ -14,6 +14,7 @@ use scoped_tls::scoped_thread_local;
 use std::cell::RefCell;
 use std::io::Result;
 use std::net::{IpAddr, SocketAddr};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -57,7 +58,7 @@ scoped_thread_local!(static CURRENT: RefCell<World>);
 /// behind, its catch-up would run the woken task before its own turn, at the
 /// time it fell behind, where stepping tick by tick runs it in its turn.
 #[derive(Debug, Clone, Default)]
-pub(crate) struct Woken(Arc<Mutex<WokenHosts>>);
+pub(crate) struct Woken(Arc<Mutex<WokenHosts>>, Arc<AtomicUsize>);
 
 #[derive(Debug, Default)]
 struct WokenHosts {
@@ -66,26 +67,40 @@ struct WokenHosts {
 }
 
 impl Woken {
+    /// Keeps the count of hosts woken or waiting, read without the lock by
+    /// [`Woken::wants_run`] (asked for every host at every step).
+    fn count(&self, hosts: &WokenHosts) {
+        self.1
+            .store(hosts.woken.len() + hosts.waiting.len(), Ordering::Release);
+    }
+
     pub(crate) fn on_drop(&self, host: IpAddr) -> WakeOnDrop {
-        *self.0.lock().unwrap().waiting.entry(host).or_default() += 1;
+        let mut hosts = self.0.lock().unwrap();
+        *hosts.waiting.entry(host).or_default() += 1;
+        self.count(&hosts);
+        drop(hosts);
         WakeOnDrop {
             host,
             woken: self.clone(),
         }
     }
 
-    /// Whether `host` was woken; it is not any more.
-    pub(crate) fn take(&self, host: IpAddr) -> bool {
+    /// Whether `host` must run: it was woken (it is not any more), or a wake
+    /// of it is still to come.
+    pub(crate) fn wants_run(&self, host: IpAddr) -> bool {
+        if self.1.load(Ordering::Acquire) == 0 {
+            return false;
+        }
         let mut hosts = self.0.lock().unwrap();
-        !hosts.woken.is_empty() && hosts.woken.swap_remove(&host)
-    }
-
-    /// Whether a wake of `host` is still to come.
-    pub(crate) fn waiting(&self, host: IpAddr) -> bool {
-        self.0.lock().unwrap().waiting.contains_key(&host)
+        let woken = hosts.woken.swap_remove(&host);
+        self.count(&hosts);
+        woken || hosts.waiting.contains_key(&host)
     }
 
     pub(crate) fn any(&self, running: impl Fn(IpAddr) -> bool) -> bool {
+        if self.1.load(Ordering::Acquire) == 0 {
+            return false;
+        }
         self.0.lock().unwrap().woken.iter().any(|h| running(*h))
     }
 }
@@ -107,6 +122,7 @@ impl Drop for WakeOnDrop {
             }
         }
         hosts.woken.insert(self.host);
+        self.woken.count(&hosts);
     }
 }
 
