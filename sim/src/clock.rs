@@ -213,13 +213,15 @@ impl lock_impl::Clock for SimClock {
         // still has to go.
         let clock = self.clock.clone();
         Box::pin(async move {
-            let until = clock.local_elapsed(true_now()) + duration;
+            let start = clock.local_elapsed(true_now());
+            let until = start + duration;
+            let mut now = start;
             loop {
-                let now = clock.local_elapsed(true_now());
                 let Some(left) = until.checked_sub(now).filter(|d| !d.is_zero()) else {
                     return;
                 };
                 turmoil::time::sleep(clock.true_duration(left)).await;
+                now = clock.local_elapsed(true_now());
             }
         })
     }

@@ -375,7 +375,7 @@ fn reset_error() -> io::Error {
 
 impl<S: AsyncRead + Unpin> FaultyStream<S> {
     /// Moves whatever the socket has into the queue, stamped with the time now.
-    fn pull(&mut self, cx: &mut Context<'_>) {
+    fn pull(&mut self, cx: &mut Context<'_>, now: Duration) {
         // Uninitialised: a zeroed 8 KiB array per call was a third of a world's
         // instructions (a memset on every poll of every stream).
         let mut chunk = [std::mem::MaybeUninit::<u8>::uninit(); 8192];
@@ -383,10 +383,10 @@ impl<S: AsyncRead + Unpin> FaultyStream<S> {
             let mut buf = ReadBuf::uninit(&mut chunk);
             match Pin::new(&mut self.inner).poll_read(cx, &mut buf) {
                 Poll::Ready(Ok(())) if buf.filled().is_empty() => {
-                    self.end = Some((true_now(), None));
+                    self.end = Some((now, None));
                 }
-                Poll::Ready(Ok(())) => self.queue.push_back((true_now(), buf.filled().to_vec())),
-                Poll::Ready(Err(e)) => self.end = Some((true_now(), Some(e.kind()))),
+                Poll::Ready(Ok(())) => self.queue.push_back((now, buf.filled().to_vec())),
+                Poll::Ready(Err(e)) => self.end = Some((now, Some(e.kind()))),
                 Poll::Pending => break,
             }
         }
@@ -400,7 +400,9 @@ impl<S: AsyncRead + Unpin> AsyncRead for FaultyStream<S> {
         out: &mut ReadBuf<'_>,
     ) -> Poll<io::Result<()>> {
         let this = &mut *self;
-        this.pull(cx);
+        // Time does not move within a poll: read it once.
+        let now = true_now();
+        this.pull(cx, now);
         let latency = match this.net.passage(this.id) {
             Passage::Reset => return Poll::Ready(Err(reset_error())),
             Passage::Held => {
@@ -409,7 +411,6 @@ impl<S: AsyncRead + Unpin> AsyncRead for FaultyStream<S> {
             }
             Passage::Open(latency) => latency,
         };
-        let now = true_now();
         let head = this
             .queue
             .front()

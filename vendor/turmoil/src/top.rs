@@ -5,7 +5,7 @@ use crate::{config, TRACING_TARGET};
 
 use rand::{Rng, RngCore};
 use rand_distr::{Distribution, Exp};
-use std::collections::{BTreeSet, VecDeque};
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::io::{Error, ErrorKind, Result};
 use std::net::{IpAddr, SocketAddr};
 use std::time::Duration;
@@ -18,9 +18,6 @@ pub(crate) struct Topology {
     /// Specific configuration overrides between specific hosts.
     links: FxIndexMap<Pair, Link>,
 
-    /// The indexes in `links` of each host's links, in the order they were
-    /// registered (PATCH: delivery looks at a host's own links, not at all).
-    by_host: FxIndexMap<IpAddr, Vec<usize>>,
 
     /// The network's time, moved on by [`Topology::tick_by`] (PATCH: wake
     /// hints: it was a runtime without software, ticked like a host's, and
@@ -34,9 +31,13 @@ pub(crate) struct Topology {
     busy: BTreeSet<usize>,
 
     /// The hosts with a message at the network's edge, waiting for the host's
-    /// turn to take it (PATCH: wake hints).
-    ready: BTreeSet<IpAddr>,
+    /// turn to take it, and the links it waits on (PATCH: wake hints).
+    ready: Ready,
 }
+
+/// Per host with a message at the network's edge, the indexes of the links
+/// its messages wait on (PATCH: wake hints).
+type Ready = BTreeMap<IpAddr, BTreeSet<usize>>;
 
 /// This type is used as the key in the [`Topology::links`] map. See [`new`]
 /// which orders the addrs, such that this type uniquely identifies the link
@@ -190,25 +191,22 @@ impl Topology {
         Topology {
             config,
             links: FxIndexMap::default(),
-            by_host: FxIndexMap::default(),
             now: Instant::now(),
             busy: BTreeSet::new(),
-            ready: BTreeSet::new(),
+            ready: BTreeMap::new(),
         }
     }
 
     /// Register a link between two hosts
     pub(crate) fn register(&mut self, a: IpAddr, b: IpAddr) {
         let pair = Pair::new(a, b);
-        let (index, old) = self.links.insert_full(pair, Link::new(self.now));
+        let (_, old) = self.links.insert_full(pair, Link::new(self.now));
         assert!(old.is_none());
-        self.by_host.entry(a).or_default().push(index);
-        self.by_host.entry(b).or_default().push(index);
     }
 
     /// Whether a message waits to be delivered to `addr` (PATCH: wake hints).
     pub(crate) fn has_deliverable(&self, addr: IpAddr) -> bool {
-        self.ready.contains(&addr)
+        self.ready.contains_key(&addr)
     }
 
     /// How long until the next message in flight to a host for which
@@ -216,7 +214,7 @@ impl Topology {
     /// `None` if there is none (PATCH: wake hints). Held messages wait for
     /// their link's release and do not count.
     pub(crate) fn next_delivery(&self, running: impl Fn(IpAddr) -> bool) -> Option<Duration> {
-        if self.ready.iter().any(|&addr| running(addr)) {
+        if self.ready.keys().any(|&addr| running(addr)) {
             return Some(Duration::ZERO);
         }
         let mut next: Option<Duration> = None;
@@ -287,7 +285,8 @@ impl Topology {
     ) -> Result<()> {
         if let Some((index, _, link)) = self.links.get_full_mut(&Pair::new(src.ip(), dst.ip())) {
             link.now = self.now;
-            let result = link.enqueue_message(&self.config, rand, src, dst, message, &mut self.ready);
+            let result =
+                link.enqueue_message(&self.config, rand, src, dst, message, index, &mut self.ready);
             if !link.sent.is_empty() {
                 self.busy.insert(index);
             }
@@ -302,16 +301,16 @@ impl Topology {
 
     // Move messages from any network links to the `dst` host.
     pub(crate) fn deliver_messages(&mut self, rand: &mut dyn RngCore, dst: &mut Host) {
-        let Some(indexes) = self.by_host.get(&dst.addr) else {
+        // Only the links with messages at the edge for `dst`, in registration
+        // order as before (PATCH: wake hints): a busy server has a link per
+        // client, and most have nothing for it.
+        let Some(indexes) = self.ready.remove(&dst.addr) else {
             return;
         };
-        if !self.ready.remove(&dst.addr) {
-            return;
-        }
-        for &index in indexes {
+        for index in indexes {
             let (_, link) = self.links.get_index_mut(index).expect("registered link");
             link.now = self.now;
-            link.deliver_messages(&self.config, rand, dst, &mut self.ready);
+            link.deliver_messages(&self.config, rand, dst, index, &mut self.ready);
             if !link.sent.is_empty() {
                 self.busy.insert(index);
             }
@@ -349,7 +348,7 @@ impl Topology {
         let (now, links, ready) = (self.now, &mut self.links, &mut self.ready);
         self.busy.retain(|&index| {
             let link = &mut links[index];
-            link.tick(now, ready);
+            link.tick(now, index, ready);
             !link.sent.is_empty()
         });
     }
@@ -414,13 +413,14 @@ impl Link {
         src: SocketAddr,
         dst: SocketAddr,
         message: Protocol,
-        ready: &mut BTreeSet<IpAddr>,
+        index: usize,
+        ready: &mut Ready,
     ) -> Result<()> {
         tracing::trace!(target: TRACING_TARGET, ?src, ?dst, protocol = %message, "Send");
 
         self.rand_partition_or_repair(global_config, rand);
         let result = self.enqueue(global_config, rand, src, dst, message);
-        self.process_deliverables(ready);
+        self.process_deliverables(index, ready);
         result
     }
 
@@ -480,29 +480,29 @@ impl Link {
         Ok(())
     }
 
-    fn tick(&mut self, now: Instant, ready: &mut BTreeSet<IpAddr>) {
+    fn tick(&mut self, now: Instant, index: usize, ready: &mut Ready) {
         self.now = now;
-        self.process_deliverables(ready);
+        self.process_deliverables(index, ready);
     }
 
     /// Moves the messages due by now to the network's edge, and notes their
     /// hosts in `ready` (PATCH: wake hints).
-    fn process_deliverables(&mut self, ready: &mut BTreeSet<IpAddr>) {
+    fn process_deliverables(&mut self, index: usize, ready: &mut Ready) {
         // TODO: `drain_filter` is not yet stable, and so we have a low quality
         // implementation here that avoids clones.
         let mut deliverable = 0;
         for i in 0..self.sent.len() {
-            let index = i - deliverable;
-            let sent = &self.sent[index];
+            let at = i - deliverable;
+            let sent = &self.sent[at];
             if let DeliveryStatus::DeliverAfter(time) = sent.status {
                 if time <= self.now {
-                    let sent = self.sent.remove(index).unwrap();
+                    let sent = self.sent.remove(at).unwrap();
                     let envelope = Envelope {
                         src: sent.src,
                         dst: sent.dst,
                         message: sent.protocol,
                     };
-                    ready.insert(sent.dst.ip());
+                    ready.entry(sent.dst.ip()).or_default().insert(index);
                     self.deliverable
                         .entry(sent.dst.ip())
                         .or_default()
@@ -521,7 +521,8 @@ impl Link {
         global_config: &config::Link,
         rand: &mut dyn RngCore,
         host: &mut Host,
-        ready: &mut BTreeSet<IpAddr>,
+        index: usize,
+        ready: &mut Ready,
     ) {
         let Some(queue) = self.deliverable.get_mut(&host.addr) else {
             return;
@@ -534,7 +535,7 @@ impl Link {
         for message in deliverable {
             let (src, dst) = (message.src, message.dst);
             if let Err(message) = host.receive_from_network(message) {
-                let _ = self.enqueue_message(global_config, rand, dst, src, message, ready);
+                let _ = self.enqueue_message(global_config, rand, dst, src, message, index, ready);
             }
         }
     }
