@@ -78,6 +78,26 @@ pub enum LockError {
         /// The owner value the release was made with.
         owner: String,
     },
+    /// A ZooKeeper design was built over dependencies without an ensemble.
+    #[error("design {design} needs a ZooKeeper ensemble (Deps::zookeeper is None)")]
+    NoZooKeeper {
+        /// The design.
+        design: &'static str,
+    },
+    /// A ZooKeeper server address is not `host:port`.
+    #[error("invalid ZooKeeper address '{addr}': expected host:port")]
+    BadZooKeeperAddress {
+        /// What was given.
+        addr: String,
+    },
+    /// ZooKeeper answered an operation with an error the design does not expect.
+    #[error("ZooKeeper {op} failed: {source}")]
+    ZooKeeper {
+        /// The operation.
+        op: &'static str,
+        /// What the client reported.
+        source: crate::zk::ZkError,
+    },
     /// A watchdog renews every lease/3 milliseconds, so a lease below `min_ms` would
     /// renew every 0 ms.
     #[error(
@@ -106,10 +126,13 @@ impl LockError {
             | LockError::UnknownDesign { .. }
             | LockError::NoServers
             | LockError::ForeignGuard { .. }
-            | LockError::LeaseTooShortForWatchdog { .. } => true,
-            LockError::Connect { .. } | LockError::Redis { .. } | LockError::NotOwner { .. } => {
-                false
-            }
+            | LockError::LeaseTooShortForWatchdog { .. }
+            | LockError::NoZooKeeper { .. }
+            | LockError::BadZooKeeperAddress { .. } => true,
+            LockError::Connect { .. }
+            | LockError::Redis { .. }
+            | LockError::NotOwner { .. }
+            | LockError::ZooKeeper { .. } => false,
         }
     }
 }

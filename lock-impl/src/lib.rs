@@ -83,6 +83,7 @@ mod lock;
 mod sentinel;
 #[cfg(feature = "testing")]
 pub mod testing;
+pub mod zk;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -234,6 +235,33 @@ pub const DESIGNS: &[DesignInfo] = &[
     },
 ];
 
+/// The ZooKeeper designs. Kept apart from [`DESIGNS`] (which the catalog, the main job
+/// and the gate list) until locksim's world can give a client a ZooKeeper ensemble;
+/// [`build`] builds them by name over [`Deps::zookeeper`].
+pub const ZK_DESIGNS: &[DesignInfo] = &[
+    DesignInfo {
+        name: designs::ZkCurator::NAME,
+        summary: "Curator InterProcessMutex: protected-mode ephemeral sequential node, \
+                  lowest sequence holds, others watch their predecessor; delete to release",
+        seeds: "002, 004",
+        known_failure: "the lock lives as long as the session: a holder paused past its \
+                        session timeout keeps working after its node is gone",
+        expires: false,
+        release_checks_owner: true,
+        masters: 1,
+    },
+    DesignInfo {
+        name: designs::ZkCurator::FENCED_NAME,
+        summary: "zk-curator with the lock node's czxid as fencing token",
+        seeds: "002, 004",
+        known_failure: "two holders in belief after a session expiry; a fencing storage \
+                        refuses the stale one",
+        expires: false,
+        release_checks_owner: true,
+        masters: 1,
+    },
+];
+
 /// The names of [`DESIGNS`], comma separated, for error messages.
 pub fn design_names() -> String {
     DESIGNS
@@ -257,6 +285,8 @@ pub fn build(name: &str, deps: Deps) -> Result<Arc<dyn LockDesign>, LockError> {
         designs::Redlock::NAME => Arc::new(designs::Redlock::new(deps)),
         designs::Redlock::UNSIGNED_NAME => Arc::new(designs::Redlock::unsigned_validity(deps)),
         designs::RedissonRedlock::NAME => Arc::new(designs::RedissonRedlock::new(deps)),
+        designs::ZkCurator::NAME => Arc::new(designs::ZkCurator::new(deps)),
+        designs::ZkCurator::FENCED_NAME => Arc::new(designs::ZkCurator::fenced(deps)),
         other => {
             return Err(LockError::UnknownDesign {
                 name: other.to_string(),
@@ -336,5 +366,89 @@ pub async fn production_deps_multi(
         entropy: Arc::new(OsEntropy),
         spawner: Arc::new(TokioSpawner),
         observer: None,
+        zookeeper: None,
     })
+}
+
+/// A connector for worlds without Redis (the ZooKeeper designs never use
+/// [`Deps::conn`]): every dial fails, naming why.
+struct NoRedis;
+
+impl Connector for NoRedis {
+    fn server(&self) -> &str {
+        "no-redis"
+    }
+
+    fn connect(&self) -> Dial<'_, redis::aio::MultiplexedConnection> {
+        Box::pin(async {
+            Err(redis::RedisError::from((
+                redis::ErrorKind::Client,
+                "not connected",
+                "a ZooKeeper world has no Redis server".to_string(),
+            )))
+        })
+    }
+
+    fn pubsub(&self) -> Dial<'_, redis::aio::PubSub> {
+        Box::pin(async {
+            Err(redis::RedisError::from((
+                redis::ErrorKind::Client,
+                "not connected",
+                "a ZooKeeper world has no Redis server".to_string(),
+            )))
+        })
+    }
+}
+
+/// Dependencies for the ZooKeeper designs: the ensemble, and `clock`, `entropy` and
+/// `spawner` as given; [`Deps::conn`] reaches no Redis (its commands fail).
+pub fn zookeeper_deps(
+    ensemble: zk::ZkEnsemble,
+    clock: Arc<dyn Clock>,
+    entropy: Arc<dyn Entropy>,
+    spawner: Arc<dyn Spawner>,
+) -> Deps {
+    let conn = Conn::new(Arc::new(NoRedis), clock.clone(), ReconnectPolicy::default());
+    Deps {
+        servers: vec![conn.clone()],
+        conn,
+        clock,
+        entropy,
+        spawner,
+        pubsub: None,
+        observer: None,
+        zookeeper: Some(ensemble),
+    }
+}
+
+/// Production dependencies for the ZooKeeper designs: the servers `host:port`, asking
+/// for `session_timeout_ms`, over tokio TCP with tokio's clock and OS randomness.
+pub fn production_zk_deps(servers: &[&str], session_timeout_ms: u32) -> Result<Deps, LockError> {
+    let mut list = Vec::with_capacity(servers.len());
+    for s in servers {
+        let parsed = s
+            .rsplit_once(':')
+            .and_then(|(h, p)| p.parse::<u16>().ok().map(|p| (h.to_string(), p)));
+        match parsed {
+            Some(hp) if !hp.0.is_empty() => list.push(hp),
+            _ => {
+                return Err(LockError::BadZooKeeperAddress {
+                    addr: s.to_string(),
+                });
+            }
+        }
+    }
+    if list.is_empty() {
+        return Err(LockError::NoServers);
+    }
+    Ok(zookeeper_deps(
+        zk::ZkEnsemble {
+            servers: list,
+            dialer: Arc::new(zk::TokioDialer),
+            session_timeout_ms,
+        },
+        Arc::new(TokioClock::new()),
+        Arc::new(OsEntropy),
+        Arc::new(TokioSpawner),
+    ))
 }

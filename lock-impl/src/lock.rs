@@ -63,6 +63,10 @@ pub struct Deps {
     /// Told what a design does on its own between the calls it answers (a watchdog's
     /// renewals); `None`: nobody listens.
     pub observer: Option<Arc<dyn Observer>>,
+    /// The ZooKeeper ensemble, for the ZooKeeper designs (`zk-curator`); `None` in a
+    /// Redis-only world, where those designs refuse to run
+    /// ([`LockError::NoZooKeeper`]).
+    pub zookeeper: Option<crate::zk::ZkEnsemble>,
 }
 
 /// What a design does on its own, between the calls it answers: a watchdog extends the

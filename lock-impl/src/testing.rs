@@ -479,3 +479,39 @@ pub async fn run_all(backend: &dyn Backend, factory: &Factory, expires: bool, ch
     }
     contention_keeps_a_counter_exact(backend, factory).await;
 }
+
+/// The real ZooKeeper the tests use: `127.0.0.1:2181` (Debian's `zookeeperd`), if
+/// something listens there. If not, prints one `SKIPPED:` line saying how to get one,
+/// or panics under `LOCKSIM_REQUIRE_ZK` (CI sets it), so CI cannot pass by skipping.
+pub fn real_zookeeper() -> Option<SocketAddr> {
+    let addr: SocketAddr = ([127, 0, 0, 1], 2181).into();
+    if TcpStream::connect_timeout(&addr, Duration::from_secs(1)).is_ok() {
+        return Some(addr);
+    }
+    if std::env::var_os("LOCKSIM_REQUIRE_ZK").is_some() {
+        panic!("LOCKSIM_REQUIRE_ZK is set but no ZooKeeper listens on {addr}");
+    }
+    skipped(&format!(
+        "no ZooKeeper listens on {addr}; `apt-get install -y zookeeperd` and start it \
+         (/usr/share/zookeeper/bin/zkServer.sh start; CI does) to run the real-ZooKeeper tests"
+    ));
+    None
+}
+
+/// A backend over ZooKeeper servers (`host:port`): each client its own session.
+pub struct ZkBackend {
+    /// The servers.
+    pub servers: Vec<String>,
+    /// The session timeout each client asks for, ms.
+    pub session_timeout_ms: u32,
+}
+
+impl Backend for ZkBackend {
+    fn deps(&self) -> Pin<Box<dyn Future<Output = Deps> + Send + '_>> {
+        Box::pin(async move {
+            let servers: Vec<&str> = self.servers.iter().map(String::as_str).collect();
+            crate::production_zk_deps(&servers, self.session_timeout_ms)
+                .expect("valid ZooKeeper addresses")
+        })
+    }
+}

@@ -11,3 +11,4 @@ pub mod redis;
 pub mod sentinel;
 pub mod storage;
 pub mod world;
+pub mod zk;

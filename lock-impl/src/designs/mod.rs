@@ -10,6 +10,7 @@ mod set_nx_px_lua;
 mod setnx_del;
 mod setnx_expire;
 mod wait_synced;
+mod zk_curator;
 
 pub use fenced::{FENCED_ACQUIRE, Fenced};
 pub use redisson_redlock::RedissonRedlock;
@@ -21,6 +22,7 @@ pub use set_nx_px_lua::SetNxPxLua;
 pub use setnx_del::SetnxDel;
 pub use setnx_expire::SetnxExpire;
 pub use wait_synced::WaitSynced;
+pub use zk_curator::{ZK_LOCK_ROOT, ZkCurator};
 
 use std::time::Duration;
 

@@ -292,6 +292,7 @@ impl Client {
                 host: self.name.clone(),
                 clock: self.clock.clone(),
             })),
+            zookeeper: None,
         };
         let design = (self.factory)(deps);
         let mut rng = ChaCha8Rng::seed_from_u64(sub_seed(self.seed, 3 + 2 * stream_id));

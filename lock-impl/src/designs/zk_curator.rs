@@ -1,0 +1,574 @@
+//! `zk-curator` and `zk-curator-fenced`: Apache Curator's `InterProcessMutex` (seeds
+//! 002 and 004: "ZooKeeper ephemeral sequential nodes", "ZooKeeper as the CP
+//! alternative"), read from Curator's `InterProcessMutex`, `LockInternals` and
+//! `StandardLockInternalsDriver` (master, 5.x).
+//!
+//! Acquire (`LockInternals.attemptLock`):
+//! 1. reentrancy is counted locally: a client that holds the key already counts one
+//!    more hold and sends nothing (`InterProcessMutex.internalLock`'s `threadData`,
+//!    per client here instead of per thread);
+//! 2. create an `EPHEMERAL_SEQUENTIAL` node `<root>/<key>/_c_<uuid>-lock-` in
+//!    protected mode (`CreateBuilderImpl.withProtection`), its parents created first
+//!    if missing (`creatingParentContainersIfNeeded`); if the create's outcome is
+//!    unknown (connection loss), list the children and look for our `_c_<uuid>`
+//!    prefix before creating another (`findProtectedNodeInForeground`);
+//! 3. list the children sorted by the part after `lock-` (`getSortedChildren`): the
+//!    first holds the lock; otherwise `getData` with a watch on the immediate
+//!    predecessor and wait for any event (or the wait budget), then list again
+//!    (`internalLockLoop`); a predecessor already gone (`NONODE`) lists again at once;
+//! 4. a wait budget spent deletes our node (`deleteOurPath`) and reports not acquired.
+//!
+//! Release (`InterProcessMutex.release`): one hold less; at zero, delete our node
+//! (version -1). A delete that cannot be confirmed keeps being retried in the
+//! background until it succeeds or the session ends (Curator's `guaranteed()`).
+//!
+//! Retries follow Curator's `RetryLoop` with `ExponentialBackoffRetry(1000, 3)` (the
+//! policy of Curator's own examples): `CONNECTIONLOSS`, `OPERATIONTIMEOUT`,
+//! `SESSIONMOVED` and `SESSIONEXPIRED` are retried, each attempt first waiting for a
+//! connection; an expired session is replaced by a new one, as Curator's
+//! `ConnectionState` does.
+//!
+//! The guard carries the lock node's path as its owner value; `zk-curator-fenced` also
+//! carries the node's `czxid` as its fencing token (creating with `create2`, which
+//! returns the node's Stat): zxids only grow, and a quorum-committed create is never
+//! undone, so a later holder's token is always larger.
+//!
+//! Known failure: the lock lives as long as the holder's *session*, not its belief. A
+//! holder paused past its session timeout has lost the lock (its node deleted by the
+//! session's expiry) while it keeps working: two holders, unless the storage checks the
+//! token. Curator's recipe does not watch the connection state for the caller.
+//!
+//! Simplifications: parents are created as persistent nodes rather than containers
+//! (Curator falls back to that on servers without containers), and the lock node's
+//! data is empty rather than the client's IP address.
+
+use std::collections::BTreeMap;
+use std::sync::Mutex;
+use std::time::Duration;
+
+use async_trait::async_trait;
+
+use super::check_guard;
+use crate::zk::proto::{ErrorCode, create_mode};
+use crate::zk::{SessionState, ZkClient, ZkEnsemble, ZkError};
+use crate::{Acquire, AcquireOptions, Deps, Guard, LockDesign, LockError, Release, Wait};
+
+/// Curator's `InterProcessMutex` lock name.
+const LOCK_NAME: &str = "lock-";
+/// Curator's protected-mode prefix (`CreateBuilderImpl.PROTECTED_PREFIX`).
+const PROTECTED_PREFIX: &str = "_c_";
+/// `ExponentialBackoffRetry(1000, 3)`.
+const RETRY_BASE_MS: u64 = 1000;
+/// `ExponentialBackoffRetry(1000, 3)`.
+const MAX_RETRIES: u32 = 3;
+
+/// The parent of every lock's node directory, unless [`ZkCurator::with_root`] says
+/// otherwise.
+pub const ZK_LOCK_ROOT: &str = "/locksim";
+
+struct Hold {
+    guard: Guard,
+    count: u64,
+}
+
+/// Curator's `InterProcessMutex` (see the module doc).
+pub struct ZkCurator {
+    deps: Deps,
+    name: &'static str,
+    fenced: bool,
+    root: String,
+    session: tokio::sync::Mutex<Option<ZkClient>>,
+    holds: Mutex<BTreeMap<String, Hold>>,
+}
+
+impl ZkCurator {
+    /// The design's name.
+    pub const NAME: &'static str = "zk-curator";
+    /// The fenced variant's name.
+    pub const FENCED_NAME: &'static str = "zk-curator-fenced";
+
+    /// `zk-curator` over `deps` (which must carry [`Deps::zookeeper`]).
+    pub fn new(deps: Deps) -> Self {
+        Self::build(deps, Self::NAME, false)
+    }
+
+    /// `zk-curator-fenced`: the same, with the lock node's `czxid` as fencing token.
+    pub fn fenced(deps: Deps) -> Self {
+        Self::build(deps, Self::FENCED_NAME, true)
+    }
+
+    fn build(deps: Deps, name: &'static str, fenced: bool) -> Self {
+        Self {
+            deps,
+            name,
+            fenced,
+            root: ZK_LOCK_ROOT.to_string(),
+            session: tokio::sync::Mutex::new(None),
+            holds: Mutex::new(BTreeMap::new()),
+        }
+    }
+
+    /// Locks live under `root` (an absolute path, no trailing slash) instead of
+    /// [`ZK_LOCK_ROOT`].
+    pub fn with_root(mut self, root: impl Into<String>) -> Self {
+        self.root = root.into();
+        self
+    }
+
+    fn ensemble(&self) -> Result<&ZkEnsemble, LockError> {
+        self.deps
+            .zookeeper
+            .as_ref()
+            .ok_or(LockError::NoZooKeeper { design: self.name })
+    }
+
+    fn lock_dir(&self, key: &str) -> String {
+        format!("{}/{}", self.root, key)
+    }
+
+    fn session_timeout(&self) -> Duration {
+        let ms = self
+            .deps
+            .zookeeper
+            .as_ref()
+            .map_or(30_000, |e| e.session_timeout_ms);
+        Duration::from_millis(u64::from(ms.max(1)))
+    }
+
+    /// The live session, or a new one if there is none or it expired. Waits up to the
+    /// session timeout for a connection (Curator's `blockUntilConnectedOrTimedOut`).
+    async fn client(&self) -> Result<ZkClient, ZkError> {
+        let ensemble = self.ensemble().map_err(|_| ZkError::Closed)?;
+        let mut slot = self.session.lock().await;
+        if let Some(c) = &*slot {
+            match c.state() {
+                SessionState::Connected { .. } => return Ok(c.clone()),
+                SessionState::Connecting => {
+                    let c = c.clone();
+                    drop(slot);
+                    self.wait_connected(&c).await;
+                    return Ok(c);
+                }
+                SessionState::Expired | SessionState::Closed => {}
+            }
+        }
+        let c = ZkClient::connect(
+            ensemble,
+            self.deps.clock.clone(),
+            self.deps.entropy.clone(),
+            self.session_timeout(),
+        )
+        .await?;
+        *slot = Some(c.clone());
+        Ok(c)
+    }
+
+    async fn wait_connected(&self, c: &ZkClient) {
+        let mut changes = c.state_changes();
+        let wait = async {
+            loop {
+                if !matches!(*changes.borrow_and_update(), SessionState::Connecting) {
+                    return;
+                }
+                if changes.changed().await.is_err() {
+                    return;
+                }
+            }
+        };
+        let expiry = self.deps.clock.sleep(self.session_timeout());
+        tokio::pin!(wait);
+        tokio::select! {
+            biased;
+            () = &mut wait => {}
+            () = expiry => {}
+        }
+    }
+
+    /// `ExponentialBackoffRetry.getSleepTimeMs`.
+    async fn backoff(&self, retry: u32) {
+        let spread = 1u64 << (retry + 1);
+        let ms = RETRY_BASE_MS * (self.deps.entropy.below(spread)).max(1);
+        self.deps.clock.sleep(Duration::from_millis(ms)).await;
+    }
+
+    /// Runs `op` with Curator's retry loop.
+    async fn retrying<T, F, Fut>(&self, mut op: F) -> Result<T, ZkError>
+    where
+        F: FnMut(ZkClient) -> Fut + Send,
+        Fut: std::future::Future<Output = Result<T, ZkError>> + Send,
+        T: Send,
+    {
+        let mut retry = 0;
+        loop {
+            let result = match self.client().await {
+                Ok(c) => op(c).await,
+                Err(e) => Err(e),
+            };
+            match result {
+                Err(e) if retryable(&e) && retry < MAX_RETRIES => {
+                    self.backoff(retry).await;
+                    retry += 1;
+                }
+                other => return other,
+            }
+        }
+    }
+
+    /// A random UUID (version 4) from the design's entropy, as `UUID.randomUUID()`.
+    fn uuid(&self) -> String {
+        let e = &self.deps.entropy;
+        let mut words = [0u64; 4];
+        for w in &mut words {
+            *w = e.below(1 << 32);
+        }
+        let hi = (words[0] << 32) | words[1];
+        let lo = (words[2] << 32) | words[3];
+        let hi = (hi & !0xf000) | 0x4000;
+        let lo = (lo & !(0xc000 << 48)) | (0x8000 << 48);
+        format!(
+            "{:08x}-{:04x}-{:04x}-{:04x}-{:012x}",
+            hi >> 32,
+            (hi >> 16) & 0xffff,
+            hi & 0xffff,
+            lo >> 48,
+            lo & 0xffff_ffff_ffff
+        )
+    }
+
+    /// Creates our lock node (protected mode): its path and czxid.
+    async fn create_lock_node(&self, dir: &str, protected: &str) -> Result<(String, i64), ZkError> {
+        let path = format!("{dir}/{protected}{LOCK_NAME}");
+        let mut retry = 0;
+        let mut maybe_created = false;
+        loop {
+            let attempt = async {
+                let c = self.client().await?;
+                if maybe_created {
+                    // findProtectedNodeInForeground: did the lost create happen?
+                    let (children, _) = match c.get_children2(dir).await {
+                        Ok(r) => r,
+                        Err(ZkError::Server(ErrorCode::NO_NODE)) => {
+                            (Vec::new(), Default::default())
+                        }
+                        Err(e) => return Err(e),
+                    };
+                    if let Some(name) = children.iter().find(|n| n.starts_with(protected)) {
+                        let found = format!("{dir}/{name}");
+                        let czxid = match c.exists(&found).await? {
+                            Some(stat) => stat.czxid,
+                            None => return Err(ZkError::Server(ErrorCode::NO_NODE)),
+                        };
+                        return Ok((found, czxid));
+                    }
+                }
+                self.create_with_parents(&c, dir, &path).await
+            };
+            match attempt.await {
+                Ok(r) => return Ok(r),
+                Err(e) if retryable(&e) && retry < MAX_RETRIES => {
+                    maybe_created |= e.outcome_unknown();
+                    // A new session cannot see the old one's ephemeral node.
+                    if matches!(e, ZkError::SessionExpired) {
+                        maybe_created = false;
+                    }
+                    self.backoff(retry).await;
+                    retry += 1;
+                }
+                Err(e) => return Err(e),
+            }
+        }
+    }
+
+    async fn create_with_parents(
+        &self,
+        c: &ZkClient,
+        dir: &str,
+        path: &str,
+    ) -> Result<(String, i64), ZkError> {
+        for _ in 0..2 {
+            let created = if self.fenced {
+                c.create2(path, Some(&[]), create_mode::EPHEMERAL_SEQUENTIAL)
+                    .await
+                    .map(|(p, s)| (p, s.czxid))
+            } else {
+                c.create(path, Some(&[]), create_mode::EPHEMERAL_SEQUENTIAL)
+                    .await
+                    .map(|p| (p, 0))
+            };
+            match created {
+                Err(ZkError::Server(ErrorCode::NO_NODE)) => {
+                    // ZKPaths.mkdirs: every missing ancestor, in order.
+                    let mut at = String::new();
+                    for part in dir.split('/').filter(|p| !p.is_empty()) {
+                        at.push('/');
+                        at.push_str(part);
+                        match c.create(&at, None, create_mode::PERSISTENT).await {
+                            Ok(_) | Err(ZkError::Server(ErrorCode::NODE_EXISTS)) => {}
+                            Err(e) => return Err(e),
+                        }
+                    }
+                }
+                other => return other,
+            }
+        }
+        Err(ZkError::Server(ErrorCode::NO_NODE))
+    }
+
+    /// Deletes our node; on an unconfirmed delete, keeps trying in the background
+    /// (`guaranteed()`). `Ok(true)`: deleted; `Ok(false)`: it was gone already.
+    async fn delete_our_path(&self, path: &str) -> Result<bool, ZkError> {
+        let result = self
+            .retrying(|c| {
+                let path = path.to_string();
+                async move { c.delete(&path, -1).await }
+            })
+            .await;
+        match result {
+            Ok(()) => Ok(true),
+            Err(ZkError::Server(ErrorCode::NO_NODE)) => Ok(false),
+            Err(e) => {
+                self.guaranteed_delete(path);
+                Err(e)
+            }
+        }
+    }
+
+    fn guaranteed_delete(&self, path: &str) {
+        let Some(client) = self
+            .session
+            .try_lock()
+            .ok()
+            .and_then(|s| s.as_ref().cloned())
+        else {
+            return;
+        };
+        let (path, clock) = (path.to_string(), self.deps.clock.clone());
+        self.deps.spawner.spawn(Box::pin(async move {
+            loop {
+                match client.delete(&path, -1).await {
+                    Ok(()) | Err(ZkError::Server(_)) => return,
+                    Err(ZkError::SessionExpired | ZkError::Closed) => return,
+                    Err(_) => clock.sleep(Duration::from_millis(RETRY_BASE_MS)).await,
+                }
+            }
+        }));
+    }
+
+    /// `internalLockLoop`: `Ok(true)` once our node is first, `Ok(false)` when the
+    /// budget ran out.
+    async fn lock_loop(
+        &self,
+        dir: &str,
+        our_name: &str,
+        options: AcquireOptions,
+        start: Duration,
+    ) -> Result<bool, ZkError> {
+        loop {
+            let mut children = self
+                .retrying(|c| {
+                    let dir = dir.to_string();
+                    async move { c.get_children2(&dir).await.map(|(ch, _)| ch) }
+                })
+                .await?;
+            children.sort_by(|a, b| fix_for_sorting(a).cmp(fix_for_sorting(b)));
+            let Some(index) = children.iter().position(|c| c == our_name) else {
+                // validateOurIndex: our node is gone (the session expired).
+                return Err(ZkError::Server(ErrorCode::NO_NODE));
+            };
+            if index == 0 {
+                return Ok(true);
+            }
+            let previous = format!("{dir}/{}", children[index - 1]);
+            let watched = self
+                .retrying(|c| {
+                    let previous = previous.clone();
+                    async move { c.get_data_watch(&previous).await.map(|(_, _, w)| w) }
+                })
+                .await;
+            let watch = match watched {
+                Ok(w) => w,
+                Err(ZkError::Server(ErrorCode::NO_NODE)) => continue,
+                Err(e) => return Err(e),
+            };
+            let budget = match options.wait {
+                Wait::TryOnce => Duration::ZERO,
+                Wait::Retry { budget_ms, .. } => Duration::from_millis(budget_ms),
+            };
+            let elapsed = self.deps.clock.now().saturating_sub(start);
+            if elapsed >= budget {
+                return Ok(false);
+            }
+            let expiry = self.deps.clock.sleep(budget - elapsed);
+            tokio::pin!(watch);
+            tokio::select! {
+                biased;
+                _ = &mut watch => {}
+                () = expiry => return Ok(false),
+            }
+        }
+    }
+}
+
+/// `RetryLoop.shouldRetry`.
+fn retryable(e: &ZkError) -> bool {
+    match e {
+        ZkError::ConnectionLoss { .. } | ZkError::SessionExpired => true,
+        ZkError::Server(c) => matches!(
+            *c,
+            ErrorCode::CONNECTION_LOSS
+                | ErrorCode::OPERATION_TIMEOUT
+                | ErrorCode::SESSION_MOVED
+                | ErrorCode::SESSION_EXPIRED
+        ),
+        ZkError::Closed | ZkError::Protocol(_) => false,
+    }
+}
+
+/// `StandardLockInternalsDriver.standardFixForSorting`: the part after the last
+/// `lock-`.
+fn fix_for_sorting(name: &str) -> &str {
+    match name.rfind(LOCK_NAME) {
+        Some(i) => &name[i + LOCK_NAME.len()..],
+        None => name,
+    }
+}
+
+fn zk_error(op: &'static str, source: ZkError) -> LockError {
+    LockError::ZooKeeper { op, source }
+}
+
+#[async_trait]
+impl LockDesign for ZkCurator {
+    fn name(&self) -> &str {
+        self.name
+    }
+
+    async fn acquire(&self, key: &str, options: AcquireOptions) -> Result<Acquire, LockError> {
+        if key.is_empty() {
+            return Err(LockError::EmptyKey);
+        }
+        options.validate()?;
+        self.ensemble()?;
+        {
+            let mut holds = self.holds.lock().unwrap_or_else(|e| e.into_inner());
+            if let Some(hold) = holds.get_mut(key) {
+                hold.count += 1;
+                return Ok(Acquire::Acquired(hold.guard.clone()));
+            }
+        }
+        let start = self.deps.clock.now();
+        let dir = self.lock_dir(key);
+        let mut retry = 0;
+        loop {
+            let protected = format!("{PROTECTED_PREFIX}{}-", self.uuid());
+            let sent_at = self.deps.clock.now();
+            let (our_path, czxid) = match self.create_lock_node(&dir, &protected).await {
+                Ok(r) => r,
+                Err(e) if e.outcome_unknown() || retryable(&e) => {
+                    return Ok(Acquire::Unknown(format!("create {dir}/{protected}: {e}")));
+                }
+                Err(e) => return Err(zk_error("create", e)),
+            };
+            let our_name = our_path[dir.len() + 1..].to_string();
+            match self.lock_loop(&dir, &our_name, options, start).await {
+                Ok(true) => {
+                    let guard = Guard {
+                        design: self.name.to_string(),
+                        key: key.to_string(),
+                        owner: our_path,
+                        acquired_at: sent_at,
+                        valid_until: None,
+                        token: self.fenced.then_some(czxid.max(0) as u64),
+                    };
+                    self.holds.lock().unwrap_or_else(|e| e.into_inner()).insert(
+                        key.to_string(),
+                        Hold {
+                            guard: guard.clone(),
+                            count: 1,
+                        },
+                    );
+                    return Ok(Acquire::Acquired(guard));
+                }
+                Ok(false) => {
+                    return match self.delete_our_path(&our_path).await {
+                        Ok(_) => Ok(Acquire::NotAcquired),
+                        Err(e) => Ok(Acquire::Unknown(format!(
+                            "wait budget spent; delete {our_path}: {e}"
+                        ))),
+                    };
+                }
+                // attemptLock: our node vanished (session expired): start over.
+                Err(ZkError::Server(ErrorCode::NO_NODE)) if retry < MAX_RETRIES => {
+                    self.backoff(retry).await;
+                    retry += 1;
+                }
+                Err(e) => {
+                    // deleteOurPathQuietly, then the error: we do not hold the lock.
+                    return match self.delete_our_path(&our_path).await {
+                        Ok(_) if !e.outcome_unknown() => Err(zk_error("lock loop", e)),
+                        Ok(_) => Ok(Acquire::NotAcquired),
+                        Err(d) => Ok(Acquire::Unknown(format!(
+                            "lock loop: {e}; delete {our_path}: {d}"
+                        ))),
+                    };
+                }
+            }
+        }
+    }
+
+    async fn release(&self, guard: &Guard) -> Result<Release, LockError> {
+        check_guard(self.name, guard)?;
+        let path = {
+            let mut holds = self.holds.lock().unwrap_or_else(|e| e.into_inner());
+            let Some(hold) = holds.get_mut(&guard.key) else {
+                return Err(LockError::NotOwner {
+                    key: guard.key.clone(),
+                    owner: guard.owner.clone(),
+                });
+            };
+            if hold.guard.owner != guard.owner {
+                return Err(LockError::NotOwner {
+                    key: guard.key.clone(),
+                    owner: guard.owner.clone(),
+                });
+            }
+            hold.count -= 1;
+            if hold.count > 0 {
+                return Ok(Release::StillHeld { count: hold.count });
+            }
+            holds.remove(&guard.key);
+            guard.owner.clone()
+        };
+        match self.delete_our_path(&path).await {
+            Ok(true) => Ok(Release::Removed),
+            Ok(false) => Ok(Release::NotFound),
+            Err(e) if e.outcome_unknown() || retryable(&e) => {
+                Ok(Release::Unknown(format!("delete {path}: {e}")))
+            }
+            Err(e) => Err(zk_error("delete", e)),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn children_sort_by_their_sequence_not_their_uuid() {
+        let mut v = vec![
+            "_c_ffff-lock-0000000002".to_string(),
+            "_c_0000-lock-0000000010".to_string(),
+            "_c_8888-lock-0000000001".to_string(),
+        ];
+        v.sort_by(|a, b| fix_for_sorting(a).cmp(fix_for_sorting(b)));
+        assert_eq!(
+            v,
+            [
+                "_c_8888-lock-0000000001",
+                "_c_ffff-lock-0000000002",
+                "_c_0000-lock-0000000010"
+            ]
+        );
+    }
+}

@@ -1,0 +1,1071 @@
+//! A ZooKeeper client over any byte stream: the session handshake, pings, requests
+//! matched to replies by xid, one-shot watches, connection loss reported as such, and
+//! reconnection to the next server of the list within the session, as the Java client
+//! (`ClientCnxn` 3.8) does it.
+//!
+//! Why not a published crate: `zookeeper` (0.8), `zookeeper-async`, `tokio-zookeeper`
+//! and `zookeeper-client` all dial with `std::net`/`tokio::net` themselves (from
+//! addresses resolved by the OS), run their pings and timeouts on the machine's or
+//! tokio's clock rather than one handed in, and spawn their I/O threads or tasks
+//! themselves. locksim must give a client turmoil's simulated streams, the host's
+//! [`Clock`] (so a paused or drifting client pings late) and a spawner under the
+//! client's pause gate; none of them takes those, so this client is written against
+//! [`StreamDialer`] and [`Clock`] instead.
+//!
+//! What it does, and where it follows `ClientCnxn`:
+//! - one task (the driver, started by [`StreamDialer::spawn`]) owns the connection;
+//!   requests go to it over a channel and are answered in order: a reply whose xid is
+//!   not the oldest pending request's breaks the connection ("Xid out of order");
+//! - after connecting, the read timeout is 2/3 of the negotiated session timeout and
+//!   the connect timeout the session timeout divided by the number of servers; a ping
+//!   (xid -2) goes out when nothing was sent for half the read timeout (less one
+//!   second once idle for more than a second, as `ClientCnxn` computes it);
+//! - on connection loss every pending request fails with [`ZkError::ConnectionLoss`]
+//!   (`sent: true`: its outcome is unknown), every watch fires with a `Disconnected`
+//!   state event, and the driver dials the next server, after a random pause below a
+//!   second (and a full second once every server was tried), resending the session id,
+//!   password and last zxid seen; a server answering with timeout 0 ends the session
+//!   ([`ZkError::SessionExpired`], watches fire with `Expired`).
+//!
+//! Simplifications (stated, not hidden): a request made while not connected fails at
+//! once with `ConnectionLoss { sent: false }` instead of waiting in an outgoing queue
+//! (Curator's retry loop, which the designs follow, retries it); watches are not reset
+//! with `SetWatches` after a reconnect: each fires once with the `Disconnected` event
+//! instead, and a recipe re-reads (Curator's lock loop does exactly that on any
+//! event); no authentication, ACLs other than `world:anyone`, read-only mode, chroot
+//! or SASL.
+
+use std::collections::{BTreeMap, VecDeque};
+use std::future::Future;
+use std::io;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicI32, Ordering};
+use std::time::Duration;
+
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
+use tokio::sync::{mpsc, oneshot, watch};
+
+use super::proto::{
+    self, Acl, ConnectRequest, ConnectResponse, CreateRequest, ErrorCode, EventType, MultiOp,
+    MultiResult, PING_XID, ReplyHeader, Request, Response, Stat, op, split_frame, state,
+};
+use crate::{Clock, Entropy, Task};
+
+/// A byte stream to one server.
+pub trait ZkIo: AsyncRead + AsyncWrite + Send + Unpin {}
+impl<T: AsyncRead + AsyncWrite + Send + Unpin> ZkIo for T {}
+
+/// A boxed stream.
+pub type ZkStream = Box<dyn ZkIo>;
+
+/// A boxed dial.
+pub type StreamDial<'a> = Pin<Box<dyn Future<Output = io::Result<ZkStream>> + Send + 'a>>;
+
+/// Dials raw byte streams and runs connection drivers: what a ZooKeeper client needs
+/// from its environment. Production: [`TokioDialer`]; the simulator: turmoil TCP under
+/// the client's pause gate, with the driver spawned under the same gate.
+pub trait StreamDialer: Send + Sync + 'static {
+    /// A stream to `host:port`.
+    fn dial(&self, host: &str, port: u16) -> StreamDial<'_>;
+    /// Runs a connection driver in the background (it must freeze and die with the
+    /// client, so the environment decides how).
+    fn spawn(&self, task: Task);
+}
+
+/// `tokio::net::TcpStream` and `tokio::spawn`: the production dialer.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct TokioDialer;
+
+impl StreamDialer for TokioDialer {
+    fn dial(&self, host: &str, port: u16) -> StreamDial<'_> {
+        let host = host.to_string();
+        Box::pin(async move {
+            let s = tokio::net::TcpStream::connect((host.as_str(), port)).await?;
+            let _ = s.set_nodelay(true);
+            Ok(Box::new(s) as ZkStream)
+        })
+    }
+
+    fn spawn(&self, task: Task) {
+        tokio::spawn(task);
+    }
+}
+
+/// Where a ZooKeeper client connects: the ensemble's servers, the dialer, and the
+/// session timeout it asks for.
+#[derive(Clone)]
+pub struct ZkEnsemble {
+    /// `(host, port)` of every server (the connect string).
+    pub servers: Vec<(String, u16)>,
+    /// How to reach them.
+    pub dialer: Arc<dyn StreamDialer>,
+    /// The session timeout asked for, ms (the server clamps it to
+    /// `[2 × tickTime, 20 × tickTime]`).
+    pub session_timeout_ms: u32,
+}
+
+impl std::fmt::Debug for ZkEnsemble {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ZkEnsemble")
+            .field("servers", &self.servers)
+            .field("session_timeout_ms", &self.session_timeout_ms)
+            .finish_non_exhaustive()
+    }
+}
+
+impl ZkEnsemble {
+    /// The connect string (`host:port,host:port`), for messages.
+    pub fn connect_string(&self) -> String {
+        self.servers
+            .iter()
+            .map(|(h, p)| format!("{h}:{p}"))
+            .collect::<Vec<_>>()
+            .join(",")
+    }
+}
+
+/// What went wrong with a request.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ZkError {
+    /// The server answered with an error code.
+    #[error("server replied {0}")]
+    Server(ErrorCode),
+    /// The connection was lost (`sent`: after the request went out, so its outcome is
+    /// unknown) or there was none (`sent: false`: nothing was sent).
+    #[error("connection loss ({why}); request sent: {sent}")]
+    ConnectionLoss {
+        /// Whether the request had been written to a server.
+        sent: bool,
+        /// What happened.
+        why: String,
+    },
+    /// The session expired: every ephemeral node it owned is gone.
+    #[error("session expired")]
+    SessionExpired,
+    /// The client was closed.
+    #[error("client closed")]
+    Closed,
+    /// The server sent something this client cannot read.
+    #[error("protocol error: {0}")]
+    Protocol(String),
+}
+
+impl ZkError {
+    /// The `KeeperException.Code` this error stands for.
+    pub fn code(&self) -> ErrorCode {
+        match self {
+            ZkError::Server(c) => *c,
+            ZkError::ConnectionLoss { .. } => ErrorCode::CONNECTION_LOSS,
+            ZkError::SessionExpired => ErrorCode::SESSION_EXPIRED,
+            ZkError::Closed => ErrorCode::SESSION_EXPIRED,
+            ZkError::Protocol(_) => ErrorCode::MARSHALLING_ERROR,
+        }
+    }
+
+    /// Whether the request may have taken effect without the client learning it.
+    pub fn outcome_unknown(&self) -> bool {
+        matches!(
+            self,
+            ZkError::ConnectionLoss { sent: true, .. } | ZkError::Protocol(_)
+        )
+    }
+}
+
+/// The session as the client sees it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum SessionState {
+    /// Dialling or handshaking (first connection or after a loss).
+    Connecting,
+    /// Connected to `server` with the negotiated timeout.
+    Connected {
+        /// The session id.
+        session_id: i64,
+        /// The negotiated timeout, ms.
+        timeout_ms: u32,
+        /// `host:port` of the server.
+        server: String,
+    },
+    /// A server said the session is gone.
+    Expired,
+    /// Closed by the client.
+    Closed,
+}
+
+/// A watch event as delivered to the caller: a node event (`kind` other than
+/// [`EventType::None`], `state` [`state::SYNC_CONNECTED`]) or a connection state
+/// change (`kind` [`EventType::None`], `state` [`state::DISCONNECTED`],
+/// [`state::EXPIRED`] or [`state::CLOSED`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct WatchedEvent {
+    /// What happened.
+    pub kind: EventType,
+    /// The client state with it.
+    pub state: i32,
+    /// The node (empty for state changes).
+    pub path: String,
+}
+
+/// A one-shot watch: resolves with the first event for its node, or the connection
+/// state change that ended it.
+pub type Watch = oneshot::Receiver<WatchedEvent>;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum WatchKind {
+    /// `exists` and `getData` watches: created, deleted, data changed.
+    Data,
+    /// `getChildren` watches: children changed, deleted.
+    Child,
+}
+
+type ReplyTx = oneshot::Sender<Result<(ReplyHeader, Response), ZkError>>;
+
+enum Cmd {
+    Request {
+        xid: i32,
+        req: Request,
+        watch: Option<(WatchKind, oneshot::Sender<WatchedEvent>)>,
+        reply: ReplyTx,
+    },
+}
+
+struct Pending {
+    xid: i32,
+    code: i32,
+    path: String,
+    watch: Option<(WatchKind, oneshot::Sender<WatchedEvent>)>,
+    reply: ReplyTx,
+}
+
+/// A ZooKeeper session: cheap to clone (clones share it).
+#[derive(Clone)]
+pub struct ZkClient {
+    cmd: mpsc::UnboundedSender<Cmd>,
+    state: watch::Receiver<SessionState>,
+    xid: Arc<AtomicI32>,
+    server_list: Arc<str>,
+}
+
+impl std::fmt::Debug for ZkClient {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ZkClient")
+            .field("servers", &self.server_list)
+            .field("state", &*self.state.borrow())
+            .finish()
+    }
+}
+
+/// The idle-send time after which `ClientCnxn` sends a ping, for a read timeout:
+/// `readTimeout / 2 - idleSend - (idleSend > 1000 ? 1000 : 0) <= 0`.
+pub fn ping_after_ms(read_timeout_ms: u64) -> u64 {
+    let half = read_timeout_ms / 2;
+    if half > 2000 {
+        half - 1000
+    } else if half > 1000 {
+        1001
+    } else {
+        half
+    }
+}
+
+impl ZkClient {
+    /// Starts a session with `ensemble` and waits until it is established, or fails
+    /// after `connect_within` on `clock` (the driver keeps trying in the background
+    /// only while a handle is alive).
+    pub async fn connect(
+        ensemble: &ZkEnsemble,
+        clock: Arc<dyn Clock>,
+        entropy: Arc<dyn Entropy>,
+        connect_within: Duration,
+    ) -> Result<ZkClient, ZkError> {
+        let client = Self::start(ensemble, clock.clone(), entropy);
+        let mut state = client.state.clone();
+        let wait = async {
+            loop {
+                match &*state.borrow_and_update() {
+                    SessionState::Connected { .. } => return Ok(()),
+                    SessionState::Expired => return Err(ZkError::SessionExpired),
+                    SessionState::Closed => return Err(ZkError::Closed),
+                    SessionState::Connecting => {}
+                }
+                if state.changed().await.is_err() {
+                    return Err(ZkError::Closed);
+                }
+            }
+        };
+        let expiry = clock.sleep(connect_within);
+        tokio::pin!(wait);
+        tokio::select! {
+            biased;
+            r = &mut wait => r.map(|()| client),
+            () = expiry => Err(ZkError::ConnectionLoss {
+                sent: false,
+                why: format!(
+                    "no session with {} within {} ms",
+                    ensemble.connect_string(),
+                    connect_within.as_millis()
+                ),
+            }),
+        }
+    }
+
+    /// Starts the driver without waiting for the session.
+    pub fn start(ensemble: &ZkEnsemble, clock: Arc<dyn Clock>, entropy: Arc<dyn Entropy>) -> Self {
+        let (cmd_tx, cmd_rx) = mpsc::unbounded_channel();
+        let (state_tx, state_rx) = watch::channel(SessionState::Connecting);
+        // StaticHostProvider shuffles the connect string once; so do we, from the
+        // client's entropy.
+        let mut servers = ensemble.servers.clone();
+        for i in (1..servers.len()).rev() {
+            let j = entropy.below(i as u64 + 1) as usize;
+            servers.swap(i, j);
+        }
+        let driver = Driver {
+            servers,
+            dialer: ensemble.dialer.clone(),
+            clock,
+            entropy,
+            requested_timeout_ms: ensemble.session_timeout_ms,
+            session_id: 0,
+            passwd: vec![0; 16],
+            last_zxid: 0,
+            negotiated_ms: 0,
+            state: state_tx,
+            cmds: cmd_rx,
+            pending: VecDeque::new(),
+            data_watches: BTreeMap::new(),
+            child_watches: BTreeMap::new(),
+            closing: None,
+        };
+        ensemble.dialer.spawn(Box::pin(driver.run()));
+        ZkClient {
+            cmd: cmd_tx,
+            state: state_rx,
+            xid: Arc::new(AtomicI32::new(1)),
+            server_list: ensemble.connect_string().into(),
+        }
+    }
+
+    /// The session's state now.
+    pub fn state(&self) -> SessionState {
+        self.state.borrow().clone()
+    }
+
+    /// A receiver of every state change (for a connection-state listener).
+    pub fn state_changes(&self) -> watch::Receiver<SessionState> {
+        self.state.clone()
+    }
+
+    /// The session id, once one was established (0 before).
+    pub fn session_id(&self) -> i64 {
+        match &*self.state.borrow() {
+            SessionState::Connected { session_id, .. } => *session_id,
+            _ => 0,
+        }
+    }
+
+    fn unavailable(&self) -> Option<ZkError> {
+        match &*self.state.borrow() {
+            SessionState::Connected { .. } => None,
+            SessionState::Connecting => Some(ZkError::ConnectionLoss {
+                sent: false,
+                why: "not connected".into(),
+            }),
+            SessionState::Expired => Some(ZkError::SessionExpired),
+            SessionState::Closed => Some(ZkError::Closed),
+        }
+    }
+
+    async fn call(
+        &self,
+        req: Request,
+        watch: Option<WatchKind>,
+    ) -> (Result<(ReplyHeader, Response), ZkError>, Option<Watch>) {
+        if let Some(e) = self.unavailable() {
+            return (Err(e), None);
+        }
+        let (tx, rx) = oneshot::channel();
+        let (watch_tx, watch_rx) = match watch {
+            Some(kind) => {
+                let (t, r) = oneshot::channel();
+                (Some((kind, t)), Some(r))
+            }
+            None => (None, None),
+        };
+        let xid = self.xid.fetch_add(1, Ordering::Relaxed);
+        if self
+            .cmd
+            .send(Cmd::Request {
+                xid,
+                req,
+                watch: watch_tx,
+                reply: tx,
+            })
+            .is_err()
+        {
+            return (Err(self.unavailable().unwrap_or(ZkError::Closed)), None);
+        }
+        let result = match rx.await {
+            Ok(r) => r,
+            Err(_) => Err(self.unavailable().unwrap_or(ZkError::ConnectionLoss {
+                sent: true,
+                why: "driver stopped".into(),
+            })),
+        };
+        (result, watch_rx)
+    }
+
+    async fn call_ok(&self, req: Request) -> Result<Response, ZkError> {
+        match self.call(req, None).await.0? {
+            (h, _) if h.err != ErrorCode::OK => Err(ZkError::Server(h.err)),
+            (_, body) => Ok(body),
+        }
+    }
+
+    /// `create` (op 1): the created node's name (with a sequential node's suffix).
+    pub async fn create(
+        &self,
+        path: &str,
+        data: Option<&[u8]>,
+        flags: i32,
+    ) -> Result<String, ZkError> {
+        match self
+            .call_ok(create_req(op::CREATE, path, data, flags))
+            .await?
+        {
+            Response::Create(p) => Ok(p),
+            other => Err(unexpected("create", &other)),
+        }
+    }
+
+    /// `create2` (op 15): the created node's name and Stat.
+    pub async fn create2(
+        &self,
+        path: &str,
+        data: Option<&[u8]>,
+        flags: i32,
+    ) -> Result<(String, Stat), ZkError> {
+        match self
+            .call_ok(create_req(op::CREATE2, path, data, flags))
+            .await?
+        {
+            Response::Create2(p, s) => Ok((p, s)),
+            other => Err(unexpected("create2", &other)),
+        }
+    }
+
+    /// `delete` with an expected version (-1: any).
+    pub async fn delete(&self, path: &str, version: i32) -> Result<(), ZkError> {
+        self.call_ok(Request::Delete {
+            path: path.into(),
+            version,
+        })
+        .await
+        .map(|_| ())
+    }
+
+    /// `exists`: the Stat, or `None` if there is no such node.
+    pub async fn exists(&self, path: &str) -> Result<Option<Stat>, ZkError> {
+        self.exists_inner(path, false).await.map(|(s, _)| s)
+    }
+
+    /// `exists` leaving a data watch (set whether or not the node exists).
+    pub async fn exists_watch(&self, path: &str) -> Result<(Option<Stat>, Watch), ZkError> {
+        let (s, w) = self.exists_inner(path, true).await?;
+        Ok((s, w.expect("a watch was asked for")))
+    }
+
+    async fn exists_inner(
+        &self,
+        path: &str,
+        watch: bool,
+    ) -> Result<(Option<Stat>, Option<Watch>), ZkError> {
+        let (r, w) = self
+            .call(
+                Request::Exists {
+                    path: path.into(),
+                    watch,
+                },
+                watch.then_some(WatchKind::Data),
+            )
+            .await;
+        match r? {
+            (h, _) if h.err == ErrorCode::NO_NODE => Ok((None, w)),
+            (h, _) if h.err != ErrorCode::OK => Err(ZkError::Server(h.err)),
+            (_, Response::Stat(s)) => Ok((Some(s), w)),
+            (_, other) => Err(unexpected("exists", &other)),
+        }
+    }
+
+    /// `getData`.
+    pub async fn get_data(&self, path: &str) -> Result<(Option<Vec<u8>>, Stat), ZkError> {
+        self.get_data_inner(path, false)
+            .await
+            .map(|(d, s, _)| (d, s))
+    }
+
+    /// `getData` leaving a data watch (only if the node exists: else `NONODE`).
+    pub async fn get_data_watch(
+        &self,
+        path: &str,
+    ) -> Result<(Option<Vec<u8>>, Stat, Watch), ZkError> {
+        let (d, s, w) = self.get_data_inner(path, true).await?;
+        Ok((d, s, w.expect("a watch was asked for")))
+    }
+
+    async fn get_data_inner(
+        &self,
+        path: &str,
+        watch: bool,
+    ) -> Result<(Option<Vec<u8>>, Stat, Option<Watch>), ZkError> {
+        let (r, w) = self
+            .call(
+                Request::GetData {
+                    path: path.into(),
+                    watch,
+                },
+                watch.then_some(WatchKind::Data),
+            )
+            .await;
+        match r? {
+            (h, _) if h.err != ErrorCode::OK => Err(ZkError::Server(h.err)),
+            (_, Response::GetData(d, s)) => Ok((d, s, w)),
+            (_, other) => Err(unexpected("getData", &other)),
+        }
+    }
+
+    /// `setData` with an expected version (-1: any): the new Stat.
+    pub async fn set_data(
+        &self,
+        path: &str,
+        data: Option<&[u8]>,
+        version: i32,
+    ) -> Result<Stat, ZkError> {
+        match self
+            .call_ok(Request::SetData {
+                path: path.into(),
+                data: data.map(<[u8]>::to_vec),
+                version,
+            })
+            .await?
+        {
+            Response::Stat(s) => Ok(s),
+            other => Err(unexpected("setData", &other)),
+        }
+    }
+
+    /// `getChildren2`: the children in the server's order and the node's Stat.
+    pub async fn get_children2(&self, path: &str) -> Result<(Vec<String>, Stat), ZkError> {
+        self.get_children_inner(path, false)
+            .await
+            .map(|(c, s, _)| (c, s))
+    }
+
+    /// `getChildren2` leaving a child watch.
+    pub async fn get_children2_watch(
+        &self,
+        path: &str,
+    ) -> Result<(Vec<String>, Stat, Watch), ZkError> {
+        let (c, s, w) = self.get_children_inner(path, true).await?;
+        Ok((c, s, w.expect("a watch was asked for")))
+    }
+
+    async fn get_children_inner(
+        &self,
+        path: &str,
+        watch: bool,
+    ) -> Result<(Vec<String>, Stat, Option<Watch>), ZkError> {
+        let (r, w) = self
+            .call(
+                Request::GetChildren2 {
+                    path: path.into(),
+                    watch,
+                },
+                watch.then_some(WatchKind::Child),
+            )
+            .await;
+        match r? {
+            (h, _) if h.err != ErrorCode::OK => Err(ZkError::Server(h.err)),
+            (_, Response::GetChildren2(c, s)) => Ok((c, s, w)),
+            (_, other) => Err(unexpected("getChildren2", &other)),
+        }
+    }
+
+    /// `sync`: the server catches up with the leader before later reads.
+    pub async fn sync(&self, path: &str) -> Result<(), ZkError> {
+        self.call_ok(Request::Sync { path: path.into() })
+            .await
+            .map(|_| ())
+    }
+
+    /// `multi`: all ops or none. A failed multi is `Ok` with the per-op results (the
+    /// failing op's error among them), as the server reports it.
+    pub async fn multi(&self, ops: Vec<MultiOp>) -> Result<Vec<MultiResult>, ZkError> {
+        match self.call(Request::Multi(ops), None).await.0? {
+            (_, Response::Multi(results)) => Ok(results),
+            (h, _) if h.err != ErrorCode::OK => Err(ZkError::Server(h.err)),
+            (_, other) => Err(unexpected("multi", &other)),
+        }
+    }
+
+    /// The raw reply (header and body) to any request, for tests that compare servers.
+    pub async fn raw(&self, req: Request) -> Result<(ReplyHeader, Response), ZkError> {
+        self.call(req, None).await.0
+    }
+
+    /// The raw reply to a request that leaves a watch (`exists`/`getData`: a data
+    /// watch; `getChildren2`: a child watch), for tests.
+    pub async fn raw_watch(
+        &self,
+        req: Request,
+    ) -> (Result<(ReplyHeader, Response), ZkError>, Option<Watch>) {
+        let kind = match &req {
+            Request::GetChildren2 { watch: true, .. } => Some(WatchKind::Child),
+            Request::Exists { watch: true, .. } | Request::GetData { watch: true, .. } => {
+                Some(WatchKind::Data)
+            }
+            _ => None,
+        };
+        self.call(req, kind).await
+    }
+
+    /// `closeSession`: the server deletes the session's ephemeral nodes at once.
+    pub async fn close(&self) -> Result<(), ZkError> {
+        match self.call(Request::CloseSession, None).await.0 {
+            Ok(_) | Err(ZkError::Closed) => Ok(()),
+            Err(e) => Err(e),
+        }
+    }
+}
+
+fn create_req(code: i32, path: &str, data: Option<&[u8]>, flags: i32) -> Request {
+    Request::Create {
+        op: code,
+        req: CreateRequest {
+            path: path.into(),
+            data: data.map(<[u8]>::to_vec),
+            acl: Acl::open_unsafe(),
+            flags,
+        },
+    }
+}
+
+fn unexpected(what: &str, body: &Response) -> ZkError {
+    ZkError::Protocol(format!("unexpected reply body to {what}: {body:?}"))
+}
+
+/// Why a connection ended.
+enum Ended {
+    /// Lost: reconnect.
+    Lost(String),
+    /// The session is over (closed by us, or every handle dropped).
+    Done,
+}
+
+struct Driver {
+    servers: Vec<(String, u16)>,
+    dialer: Arc<dyn StreamDialer>,
+    clock: Arc<dyn Clock>,
+    entropy: Arc<dyn Entropy>,
+    requested_timeout_ms: u32,
+    session_id: i64,
+    passwd: Vec<u8>,
+    last_zxid: i64,
+    negotiated_ms: u32,
+    state: watch::Sender<SessionState>,
+    cmds: mpsc::UnboundedReceiver<Cmd>,
+    pending: VecDeque<Pending>,
+    data_watches: BTreeMap<String, Vec<oneshot::Sender<WatchedEvent>>>,
+    child_watches: BTreeMap<String, Vec<oneshot::Sender<WatchedEvent>>>,
+    /// The xid of our `closeSession`, once sent.
+    closing: Option<i32>,
+}
+
+impl Driver {
+    async fn run(mut self) {
+        let n = self.servers.len().max(1);
+        let mut index = 0usize;
+        let mut last_connected: Option<usize> = None;
+        let mut first = true;
+        loop {
+            if self.servers.is_empty() {
+                self.finish(SessionState::Closed, ZkError::Closed);
+                return;
+            }
+            // StaticHostProvider.next(1000): a full turn of the list since the last
+            // server we were connected to costs a second.
+            let current = index % n;
+            if !first {
+                if Some(current) == last_connected || (last_connected.is_none() && current == 0) {
+                    self.clock.sleep(Duration::from_millis(1000)).await;
+                }
+                // startConnect: `Thread.sleep(r.nextInt(1000))` before any reconnect.
+                let jitter = self.entropy.below(1000);
+                self.clock.sleep(Duration::from_millis(jitter)).await;
+            }
+            first = false;
+            self.refuse_queued();
+            let (host, port) = self.servers[current].clone();
+            index += 1;
+            match self.handshake(&host, port).await {
+                Ok(Some(stream)) => {
+                    last_connected = Some(current);
+                    let _ = self.state.send(SessionState::Connected {
+                        session_id: self.session_id,
+                        timeout_ms: self.negotiated_ms,
+                        server: format!("{host}:{port}"),
+                    });
+                    match self.serve(stream).await {
+                        Ended::Done => return,
+                        Ended::Lost(why) => self.lost(&why),
+                    }
+                }
+                Ok(None) => {
+                    self.finish(SessionState::Expired, ZkError::SessionExpired);
+                    return;
+                }
+                Err(_why) => {
+                    if self.cmds.is_closed() {
+                        return;
+                    }
+                }
+            }
+        }
+    }
+
+    /// Fails the requests that arrived while there was no connection.
+    fn refuse_queued(&mut self) {
+        while let Ok(Cmd::Request { reply, .. }) = self.cmds.try_recv() {
+            let _ = reply.send(Err(ZkError::ConnectionLoss {
+                sent: false,
+                why: "not connected".into(),
+            }));
+        }
+    }
+
+    fn timeouts(&self) -> (Duration, Duration) {
+        let n = self.servers.len().max(1) as u64;
+        let session = u64::from(if self.negotiated_ms > 0 {
+            self.negotiated_ms
+        } else {
+            self.requested_timeout_ms
+        });
+        let read = Duration::from_millis((session * 2 / 3).max(1));
+        let connect = Duration::from_millis((session / n).max(1));
+        (read, connect)
+    }
+
+    /// Dials and handshakes: the stream, `None` if the server says the session is
+    /// expired, or why it failed.
+    async fn handshake(&mut self, host: &str, port: u16) -> Result<Option<ZkStream>, String> {
+        let (_, connect_timeout) = self.timeouts();
+        let request = ConnectRequest {
+            protocol_version: 0,
+            last_zxid_seen: self.last_zxid,
+            timeout_ms: self.requested_timeout_ms as i32,
+            session_id: self.session_id,
+            passwd: self.passwd.clone(),
+            read_only: Some(false),
+        };
+        let attempt = async {
+            let mut stream = self
+                .dialer
+                .dial(host, port)
+                .await
+                .map_err(|e| format!("dial {host}:{port}: {e}"))?;
+            stream
+                .write_all(&request.to_frame())
+                .await
+                .map_err(|e| format!("write to {host}:{port}: {e}"))?;
+            stream.flush().await.map_err(|e| e.to_string())?;
+            let payload = read_frame(&mut stream)
+                .await
+                .map_err(|e| format!("handshake with {host}:{port}: {e}"))?;
+            let resp = ConnectResponse::read(&payload).map_err(|e| e.to_string())?;
+            Ok::<_, String>((stream, resp))
+        };
+        let expiry = self.clock.sleep(connect_timeout);
+        tokio::pin!(attempt);
+        let (stream, resp) = tokio::select! {
+            biased;
+            r = &mut attempt => r?,
+            () = expiry => return Err(format!(
+                "no session from {host}:{port} within {} ms",
+                connect_timeout.as_millis()
+            )),
+        };
+        if resp.timeout_ms <= 0 {
+            return Ok(None);
+        }
+        self.negotiated_ms = resp.timeout_ms as u32;
+        self.session_id = resp.session_id;
+        self.passwd = resp.passwd;
+        Ok(Some(stream))
+    }
+
+    /// Runs one established connection until it is lost or the session ends.
+    async fn serve(&mut self, stream: ZkStream) -> Ended {
+        let (mut rd, mut wr) = tokio::io::split(stream);
+        let (read_timeout, _) = self.timeouts();
+        let ping_after = Duration::from_millis(ping_after_ms(read_timeout.as_millis() as u64));
+        let mut inbuf: Vec<u8> = Vec::new();
+        let mut chunk = vec![0u8; 16 * 1024];
+        let mut last_recv = self.clock.now();
+        let mut last_send = self.clock.now();
+        loop {
+            let mut used = 0;
+            loop {
+                match split_frame(&inbuf[used..]) {
+                    Ok(Some((payload, n))) => {
+                        let payload = payload.to_vec();
+                        used += n;
+                        match self.on_frame(&payload) {
+                            Ok(false) => {}
+                            Ok(true) => {
+                                self.finish(SessionState::Closed, ZkError::Closed);
+                                return Ended::Done;
+                            }
+                            Err(why) => return Ended::Lost(why),
+                        }
+                    }
+                    Ok(None) => break,
+                    Err(e) => return Ended::Lost(e.to_string()),
+                }
+            }
+            inbuf.drain(..used);
+            let now = self.clock.now();
+            let read_deadline = last_recv + read_timeout;
+            let ping_at = last_send + ping_after;
+            let wake = read_deadline.min(ping_at).saturating_sub(now);
+            let timer = self.clock.sleep(wake.max(Duration::from_millis(1)));
+            let accepting = self.closing.is_none();
+            tokio::select! {
+                biased;
+                read = rd.read(&mut chunk) => match read {
+                    Ok(0) => return Ended::Lost("server closed the connection".into()),
+                    Ok(n) => {
+                        inbuf.extend_from_slice(&chunk[..n]);
+                        last_recv = self.clock.now();
+                    }
+                    Err(e) => return Ended::Lost(format!("read: {e}")),
+                },
+                cmd = self.cmds.recv(), if accepting => match cmd {
+                    Some(Cmd::Request { xid, req, watch, reply }) => {
+                        let frame = req.to_frame(xid);
+                        if matches!(req, Request::CloseSession) {
+                            self.closing = Some(xid);
+                        }
+                        self.pending.push_back(Pending {
+                            xid,
+                            code: req.code(),
+                            path: request_path(&req),
+                            watch,
+                            reply,
+                        });
+                        if let Err(e) = write_frame(&mut wr, &frame).await {
+                            return Ended::Lost(format!("write: {e}"));
+                        }
+                        last_send = self.clock.now();
+                    }
+                    None => {
+                        // Every handle is gone: close the session politely.
+                        let frame = Request::CloseSession.to_frame(i32::MAX);
+                        let _ = write_frame(&mut wr, &frame).await;
+                        self.finish(SessionState::Closed, ZkError::Closed);
+                        return Ended::Done;
+                    }
+                },
+                () = timer => {
+                    let now = self.clock.now();
+                    if now >= read_deadline {
+                        return Ended::Lost(format!(
+                            "client session timed out, have not heard from server in {} ms",
+                            (now - last_recv).as_millis()
+                        ));
+                    }
+                    if now >= ping_at {
+                        if let Err(e) = write_frame(&mut wr, &Request::Ping.to_frame(PING_XID)).await {
+                            return Ended::Lost(format!("write ping: {e}"));
+                        }
+                        last_send = self.clock.now();
+                    }
+                }
+            }
+        }
+    }
+
+    /// Handles one frame; `Ok(true)` when our `closeSession` was answered.
+    fn on_frame(&mut self, payload: &[u8]) -> Result<bool, String> {
+        let mut r = proto::Reader::new(payload);
+        let header = ReplyHeader::read(&mut r).map_err(|e| e.to_string())?;
+        if header.xid == PING_XID {
+            return Ok(false);
+        }
+        if header.xid == proto::NOTIFICATION_XID {
+            let event = proto::WatcherEvent::read(&mut r).map_err(|e| e.to_string())?;
+            self.notify(event);
+            return Ok(false);
+        }
+        let Some(p) = self.pending.pop_front() else {
+            return Err(format!("reply with xid {} but nothing pending", header.xid));
+        };
+        if p.xid != header.xid {
+            let xid = header.xid;
+            let _ = p.reply.send(Err(ZkError::ConnectionLoss {
+                sent: true,
+                why: format!("Xid out of order: got {xid}, expected {}", p.xid),
+            }));
+            return Err(format!("Xid out of order: got {xid}, expected {}", p.xid));
+        }
+        if header.zxid > 0 {
+            self.last_zxid = header.zxid;
+        }
+        let body = if header.err == ErrorCode::OK {
+            match Response::read(p.code, &mut r) {
+                Ok(b) => b,
+                Err(e) => {
+                    let _ = p.reply.send(Err(ZkError::Protocol(e.to_string())));
+                    return Err(e.to_string());
+                }
+            }
+        } else if p.code == op::MULTI && r.remaining() > 0 {
+            Response::read(p.code, &mut r).unwrap_or(Response::Empty)
+        } else {
+            Response::Empty
+        };
+        // ZKWatchManager registers a watch only if the request succeeded, or for
+        // `exists` on a missing node (an exists watch).
+        if let Some((kind, tx)) = p.watch {
+            let registers = header.err == ErrorCode::OK
+                || (p.code == op::EXISTS && header.err == ErrorCode::NO_NODE);
+            if registers {
+                let table = match kind {
+                    WatchKind::Data => &mut self.data_watches,
+                    WatchKind::Child => &mut self.child_watches,
+                };
+                table.entry(p.path.clone()).or_default().push(tx);
+            }
+        }
+        let closed = Some(p.xid) == self.closing;
+        if closed {
+            // The caller of `close` must see the session closed once it returns.
+            let _ = self.state.send(SessionState::Closed);
+        }
+        let _ = p.reply.send(Ok((header, body)));
+        Ok(closed)
+    }
+
+    /// Delivers a node event to the watches it triggers (`ZKWatchManager.materialize`).
+    fn notify(&mut self, event: proto::WatcherEvent) {
+        let mut targets = Vec::new();
+        match event.kind {
+            EventType::NodeCreated | EventType::NodeDataChanged => {
+                targets.extend(self.data_watches.remove(&event.path).unwrap_or_default());
+            }
+            EventType::NodeDeleted => {
+                targets.extend(self.data_watches.remove(&event.path).unwrap_or_default());
+                targets.extend(self.child_watches.remove(&event.path).unwrap_or_default());
+            }
+            EventType::NodeChildrenChanged => {
+                targets.extend(self.child_watches.remove(&event.path).unwrap_or_default());
+            }
+            EventType::None | EventType::Other(_) => {}
+        }
+        for tx in targets {
+            let _ = tx.send(WatchedEvent {
+                kind: event.kind,
+                state: event.state,
+                path: event.path.clone(),
+            });
+        }
+    }
+
+    fn fire_all(&mut self, client_state: i32) {
+        let data = std::mem::take(&mut self.data_watches);
+        let child = std::mem::take(&mut self.child_watches);
+        for tx in data.into_values().chain(child.into_values()).flatten() {
+            let _ = tx.send(WatchedEvent {
+                kind: EventType::None,
+                state: client_state,
+                path: String::new(),
+            });
+        }
+    }
+
+    /// The connection broke: fail what was in flight, tell the watches.
+    fn lost(&mut self, why: &str) {
+        for p in self.pending.drain(..) {
+            let _ = p.reply.send(Err(ZkError::ConnectionLoss {
+                sent: true,
+                why: why.to_string(),
+            }));
+        }
+        self.closing = None;
+        self.fire_all(state::DISCONNECTED);
+        let _ = self.state.send(SessionState::Connecting);
+    }
+
+    /// The session is over: fail everything, now and later.
+    fn finish(&mut self, end: SessionState, err: ZkError) {
+        for p in self.pending.drain(..) {
+            let _ = p.reply.send(Err(err.clone()));
+        }
+        self.fire_all(match end {
+            SessionState::Expired => state::EXPIRED,
+            _ => state::CLOSED,
+        });
+        let _ = self.state.send(end);
+        self.cmds.close();
+        while let Ok(Cmd::Request { reply, .. }) = self.cmds.try_recv() {
+            let _ = reply.send(Err(err.clone()));
+        }
+    }
+}
+
+fn request_path(req: &Request) -> String {
+    match req {
+        Request::Create { req, .. } => req.path.clone(),
+        Request::Delete { path, .. }
+        | Request::Exists { path, .. }
+        | Request::GetData { path, .. }
+        | Request::SetData { path, .. }
+        | Request::GetChildren2 { path, .. }
+        | Request::Sync { path } => path.clone(),
+        _ => String::new(),
+    }
+}
+
+async fn write_frame<W: AsyncWrite + Unpin>(w: &mut W, frame: &[u8]) -> io::Result<()> {
+    w.write_all(frame).await?;
+    w.flush().await
+}
+
+/// Reads exactly one frame (for the handshake, before the driver's buffered loop).
+async fn read_frame<R: AsyncRead + Unpin>(r: &mut R) -> io::Result<Vec<u8>> {
+    let mut len = [0u8; 4];
+    r.read_exact(&mut len).await?;
+    let len = i32::from_be_bytes(len);
+    if len < 0 || len as usize > proto::MAX_FRAME_LEN {
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidData,
+            format!("frame length {len} out of range"),
+        ));
+    }
+    let mut buf = vec![0u8; len as usize];
+    r.read_exact(&mut buf).await?;
+    Ok(buf)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn pings_follow_client_cnxn_arithmetic() {
+        // 30 s session: read timeout 20 s, ping after 9 s of idle send.
+        assert_eq!(ping_after_ms(20_000), 9_000);
+        // 4 s session (2 × tickTime 2000): read timeout 2666 ms, ping after 1001 ms.
+        assert_eq!(ping_after_ms(2_666), 1_001);
+        assert_eq!(ping_after_ms(1_000), 500);
+    }
+}
