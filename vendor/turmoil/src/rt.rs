@@ -1,7 +1,9 @@
 use std::future::Future;
 use std::mem;
 use std::pin::Pin;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
+use std::task::{Context, Poll, Wake, Waker};
 
 use rand::rngs::SmallRng;
 use tokio::runtime::Runtime;
@@ -82,6 +84,10 @@ pub struct Rt<'a> {
     /// When its earliest hinted timer fires, as of its last run (PATCH: wake
     /// hints; see `sim::fire_at`).
     pub(crate) fire_at: Option<Duration>,
+
+    /// Set by the waker the `LocalSet` holds between runs (see
+    /// [`Rt::tick_after`]).
+    woke: Arc<AtomicBool>,
 }
 
 impl<'a> Rt<'a> {
@@ -106,6 +112,7 @@ impl<'a> Rt<'a> {
             must_run: true,
             lag: Duration::ZERO,
             fire_at: None,
+            woke: Arc::default(),
         }
     }
 
@@ -132,6 +139,7 @@ impl<'a> Rt<'a> {
             must_run: true,
             lag: Duration::ZERO,
             fire_at: None,
+            woke: Arc::default(),
         }
     }
 
@@ -185,36 +193,68 @@ impl<'a> Rt<'a> {
     // at which a timer woke one of the host's local tasks are counted: in a
     // tick that jumps to `Sim::idle_until`, such a timer was not hinted.
     pub(crate) fn tick(&mut self, duration: Duration, watch: bool) -> Result<bool> {
+        self.tick_after(Duration::ZERO, duration, watch, || {})
+    }
+
+    /// [`Rt::tick`] for a host that fell `lag` behind (PATCH: wake hints):
+    /// its clock first jumps over the lag (tokio's `advance`, no task runs),
+    /// then `deliver` hands it the step's messages, then it runs its tick, all
+    /// in one `block_on`. Cheaper than a catch-up that sleeps through the lag,
+    /// and the same run when no timer fires inside the lag, which only an
+    /// unhinted timer can: the runtime's `LocalSet` holds, between runs, a
+    /// waker that flags any wake of a local task, so such a timer is counted
+    /// with the unhinted wakes. (A hinted timer due exactly at the lag's end
+    /// would be flagged too: the caller catches such a host up the old way.)
+    pub(crate) fn tick_after(
+        &mut self,
+        lag: Duration,
+        duration: Duration,
+        watch: bool,
+        deliver: impl FnOnce(),
+    ) -> Result<bool> {
         let window = watch.then(|| {
-            let start = self.now();
+            let start = self.now() + lag;
             (start, start + duration)
         });
         let mut last = None;
         let unhinted = &mut self.unhinted;
         let local = &self.local;
+        let woke = self.woke.clone();
         self.tokio.block_on(async {
-            local
-                .run_until(async {
-                    let sleep = sleep(duration);
-                    tokio::pin!(sleep);
-                    // The `run_until` future is polled first whenever the
-                    // runtime wakes with a local task woken, before that task
-                    // runs, so it sees the clock at each instant a timer woke
-                    // one (the runtime also wakes, with no task woken, as its
-                    // timer wheel cascades: those instants are not seen).
-                    std::future::poll_fn(|cx| {
-                        if let Some((start, end)) = window {
-                            let now = Instant::now();
-                            if now > start && now < end && last != Some(now) {
-                                last = Some(now);
-                                *unhinted += 1;
-                            }
+            if !lag.is_zero() {
+                woke.store(false, Ordering::Relaxed);
+                tokio::time::advance(lag).await;
+                if woke.load(Ordering::Relaxed) {
+                    *unhinted += 1;
+                }
+            }
+            deliver();
+            let run = local.run_until(async {
+                let sleep = sleep(duration);
+                tokio::pin!(sleep);
+                // The `run_until` future is polled first whenever the
+                // runtime wakes with a local task woken, before that task
+                // runs, so it sees the clock at each instant a timer woke
+                // one (the runtime also wakes, with no task woken, as its
+                // timer wheel cascades: those instants are not seen).
+                std::future::poll_fn(|cx| {
+                    if let Some((start, end)) = window {
+                        let now = Instant::now();
+                        if now > start && now < end && last != Some(now) {
+                            last = Some(now);
+                            *unhinted += 1;
                         }
-                        sleep.as_mut().poll(cx)
-                    })
-                    .await
+                    }
+                    sleep.as_mut().poll(cx)
                 })
                 .await
+            });
+            let run = std::pin::pin!(run);
+            Flagged {
+                future: run,
+                flag: woke.clone(),
+            }
+            .await
         });
         self.must_run = false;
         self.clock = Self::read_clock(&self.tokio);
@@ -334,4 +374,40 @@ fn new_local() -> LocalSet {
 
 fn with<R>(tokio: &Runtime, local: &LocalSet, f: impl FnOnce() -> R) -> R {
     tokio.block_on(async { local.run_until(async { f() }).await })
+}
+
+/// A future polled with a waker that also sets `flag` (PATCH: wake hints):
+/// what it registers with others (the `LocalSet` its `run_until` belongs to)
+/// reports a wake even after the poll that registered it is over.
+struct Flagged<'a, F> {
+    future: Pin<&'a mut F>,
+    flag: Arc<AtomicBool>,
+}
+
+struct FlagWaker {
+    flag: Arc<AtomicBool>,
+    inner: Waker,
+}
+
+impl Wake for FlagWaker {
+    fn wake(self: Arc<Self>) {
+        self.wake_by_ref();
+    }
+
+    fn wake_by_ref(self: &Arc<Self>) {
+        self.flag.store(true, Ordering::Relaxed);
+        self.inner.wake_by_ref();
+    }
+}
+
+impl<F: Future> Future for Flagged<'_, F> {
+    type Output = F::Output;
+
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<F::Output> {
+        let waker = Waker::from(Arc::new(FlagWaker {
+            flag: self.flag.clone(),
+            inner: cx.waker().clone(),
+        }));
+        self.future.as_mut().poll(&mut Context::from_waker(&waker))
+    }
 }
