@@ -199,16 +199,6 @@ impl Scenario {
             .map(|(p, v)| format!(" --param {p}={v}"))
             .collect()
     }
-
-    /// `drawn`, unless `param` is pinned (then its value). The plan generator draws
-    /// every quantity either way, so pinning one leaves the others as the seed made
-    /// them.
-    pub(crate) fn pinned(&self, param: Param, drawn: u64) -> u64 {
-        self.params
-            .iter()
-            .find(|(p, _)| *p == param)
-            .map_or(drawn, |(_, v)| *v)
-    }
 }
 
 #[cfg(test)]
