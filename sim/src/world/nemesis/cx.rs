@@ -8,7 +8,7 @@ use rand_chacha::ChaCha8Rng;
 use crate::faults::Target;
 use crate::history::{EventKind, FaultPhase};
 
-use super::WorldCtl;
+use super::ctl::WorldCtl;
 
 /// A fault's end, scheduled by its start: run at its time with the same [`Cx`] (the
 /// fault's index in `cx.fault`).

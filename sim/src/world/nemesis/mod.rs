@@ -15,13 +15,14 @@
 //! `clock` (steps and drift) and `slow_work`. `target` aims them (which hosts a target
 //! names; when a waiting target's moment has come), and `cx` is what a unit works with
 //! ([`cx::Cx`]: the simulation, the world's handles, the time, the fault's index, its
-//! record).
+//! record), and `ctl` the world's handles it reaches ([`WorldCtl`]).
 //!
 //! Adding a fault kind: its variant in [`crate::faults::FaultKind`] (the plan's data),
 //! a module here with its `start`, and its line in [`start`].
 
 mod clock;
 mod crash;
+mod ctl;
 mod cx;
 mod delay;
 mod partition;
@@ -30,76 +31,17 @@ mod pubsub;
 mod slow_work;
 mod target;
 
-use std::collections::BTreeMap;
 use std::time::Duration;
 
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 
 use crate::faults::{FaultKind, FaultPlan};
-use crate::net::NetFaults;
-use crate::recorder::Recorder;
 
 use super::config::sub_seed;
-use super::observe::Observer;
-use super::servers::ServerCtl;
+pub(crate) use ctl::{ClientCtl, WorldCtl};
 use cx::{Cx, End};
 use target::Waiting;
-
-/// Per-client handles the nemesis reaches into.
-pub(crate) struct ClientCtl {
-    pub gate: crate::pause::PauseGate,
-    /// Extra critical-section time for the next hold (slow-work faults).
-    pub slow_ms: std::sync::Arc<std::sync::atomic::AtomicU64>,
-    /// A pause armed for the next write (fault index, duration).
-    pub pause_before_write: super::client::PauseBeforeWrite,
-}
-
-/// Everything in the world the nemesis can hurt, and what it aims with.
-pub(crate) struct WorldCtl {
-    pub recorder: Recorder,
-    pub net: NetFaults,
-    pub clients: BTreeMap<String, ClientCtl>,
-    /// In world order (`Deps.servers` order).
-    pub servers: Vec<ServerCtl>,
-    /// The Sentinels, if any.
-    pub sentinels: Vec<super::sentinels::SentinelCtl>,
-    pub observer: Observer,
-    /// Every host's clock, by host name.
-    pub clocks: BTreeMap<String, crate::clock::HostClock>,
-    /// The lock key (for the targets that follow the server's record).
-    pub key: String,
-    /// The longest one-way latency plus a tick: a reply sent that long ago has reached
-    /// its client.
-    pub reply_delay: Duration,
-}
-
-impl WorldCtl {
-    fn server(&self, name: &str) -> Option<&ServerCtl> {
-        self.servers.iter().find(|s| s.name == name)
-    }
-
-    fn server_names(&self) -> Vec<String> {
-        self.servers.iter().map(|s| s.name.clone()).collect()
-    }
-
-    fn sentinel(&self, name: &str) -> Option<&super::sentinels::SentinelCtl> {
-        self.sentinels.iter().find(|s| s.name == name)
-    }
-
-    fn is_host(&self, name: &str) -> bool {
-        self.clients.contains_key(name)
-            || self.server(name).is_some()
-            || self.sentinel(name).is_some()
-    }
-
-    /// Drains every server's and Sentinel's record now (before a memory goes).
-    pub fn observe(&mut self, now: Duration) {
-        self.observer.drain(&self.servers, &self.recorder, now);
-        self.observer
-            .drain_sentinels(&self.sentinels, &self.recorder, now);
-    }
-}
 
 /// The fault plan's state during a run.
 pub(crate) struct Nemesis {

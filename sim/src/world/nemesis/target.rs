@@ -14,7 +14,7 @@ use rand_chacha::ChaCha8Rng;
 
 use crate::faults::{FaultKind, Target};
 
-use super::WorldCtl;
+use super::ctl::WorldCtl;
 
 /// The hosts `target` names at this moment: none if it names nobody (then the fault is
 /// a no-op and records nothing). A target that names one of several candidates
