@@ -13,9 +13,9 @@
 //! what both record: `pause` (also a pause armed for a client's next write), `crash`
 //! (process and machine), `delay`, `partition`, `pubsub` (lost pub/sub messages),
 //! `clock` (steps and drift) and `slow_work`. `target` aims them (which hosts a target
-//! names; when a waiting target's moment has come), and `cx` is what a unit works with
+//! names; when a waiting target's moment has come); `cx` is what a unit works with
 //! ([`cx::Cx`]: the simulation, the world's handles, the time, the fault's index, its
-//! record), and `ctl` the world's handles it reaches ([`WorldCtl`]).
+//! record); `ctl` holds the world's handles ([`WorldCtl`]).
 //!
 //! Adding a fault kind: its variant in [`crate::faults::FaultKind`] (the plan's data),
 //! a module here with its `start`, and its line in [`start`].
