@@ -11,8 +11,6 @@
 
 use std::fmt;
 
-use crate::catalog::Scenario;
-
 /// A quantity a sweep can vary.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum Param {
@@ -163,59 +161,9 @@ impl ParamRange {
     }
 }
 
-impl Scenario {
-    /// This scenario with `param` pinned to `value`, or an error naming the scenarios
-    /// whose faults have that quantity.
-    pub fn with_param(mut self, param: Param, value: u64) -> Result<Scenario, String> {
-        if !self.has_param(param) {
-            let fitting: Vec<&str> = crate::catalog::catalog()
-                .into_iter()
-                .filter(|s| s.has_param(param))
-                .map(|s| s.name)
-                .collect();
-            return Err(format!(
-                "--param {param}: scenario {} has no such quantity; scenarios with it: {}",
-                self.name,
-                fitting.join(", ")
-            ));
-        }
-        let w = &mut self.workload;
-        match param {
-            Param::LeaseMs => w.lease_ms = value,
-            Param::Clients => w.clients = value as u32,
-            Param::WorkMs => w.work_ms = value,
-            _ => {}
-        }
-        self.params.retain(|(p, _)| *p != param);
-        self.params.push((param, value));
-        self.params.sort();
-        Ok(self)
-    }
-
-    /// The pinned parameters, as `--param` flags (empty if none), for replay commands.
-    pub fn param_flags(&self) -> String {
-        self.params
-            .iter()
-            .map(|(p, v)| format!(" --param {p}={v}"))
-            .collect()
-    }
-
-    /// `drawn`, unless `param` is pinned (then its value). The plan generator draws
-    /// every quantity either way, so pinning one leaves the others as the seed made
-    /// them.
-    pub(crate) fn pinned(&self, param: Param, drawn: u64) -> u64 {
-        self.params
-            .iter()
-            .find(|(p, _)| *p == param)
-            .map_or(drawn, |(_, v)| *v)
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::catalog::find;
-    use sim::faults::FaultKind;
 
     #[test]
     fn ranges_lists_and_single_values_parse() {
@@ -253,52 +201,5 @@ mod tests {
         }
         let e = ParamRange::parse_one("pause-ms=1,2").unwrap_err();
         assert!(e.contains("one value"), "{e}");
-    }
-
-    #[test]
-    fn pinning_a_quantity_changes_it_and_nothing_else() {
-        let base = find("gc-pause").unwrap();
-        let pinned = base.clone().with_param(Param::PauseMs, 333).unwrap();
-        for seed in 0..5 {
-            let (a, b) = (base.plan(seed), pinned.plan(seed));
-            assert_eq!(a.faults.len(), b.faults.len());
-            for (fa, fb) in a.faults.iter().zip(&b.faults) {
-                assert_eq!(fa.at_ms, fb.at_ms, "seed {seed}: times stay the seed's");
-                match (&fa.kind, &fb.kind) {
-                    (
-                        FaultKind::Pause { target: ta, .. },
-                        FaultKind::Pause {
-                            target: tb,
-                            duration_ms,
-                        },
-                    ) => {
-                        assert_eq!(ta, tb);
-                        assert_eq!(*duration_ms, 333);
-                    }
-                    other => panic!("seed {seed}: {other:?}"),
-                }
-            }
-        }
-        assert_eq!(pinned.param_flags(), " --param pause-ms=333");
-        assert_eq!(base.param_flags(), "");
-        let lease = base.clone().with_param(Param::LeaseMs, 500).unwrap();
-        assert_eq!(lease.workload.lease_ms, 500);
-    }
-
-    #[test]
-    fn a_quantity_the_scenario_lacks_is_refused_with_the_scenarios_that_have_it() {
-        let e = find("no-faults")
-            .unwrap()
-            .with_param(Param::PauseMs, 100)
-            .unwrap_err();
-        assert!(e.contains("no-faults has no such quantity"), "{e}");
-        assert!(e.contains("gc-pause") && e.contains("server-pause"), "{e}");
-        // Every parameter some scenario has.
-        for p in ALL {
-            assert!(
-                crate::catalog::catalog().iter().any(|s| s.has_param(p)),
-                "{p} belongs to no scenario"
-            );
-        }
     }
 }

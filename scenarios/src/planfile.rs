@@ -13,7 +13,7 @@
 
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
-use sim::faults::{FaultKind, FaultPlan, Target};
+use sim::faults::{FaultPlan, Target};
 use sim::world::Workload;
 
 use crate::catalog::Scenario;
@@ -109,19 +109,7 @@ pub fn check_hosts(plan: &FaultPlan, workload: &Workload) -> Result<(), String> 
         names.join(", ")
     };
     for (i, f) in plan.faults.iter().enumerate() {
-        let targets: Vec<&Target> = match &f.kind {
-            FaultKind::Pause { target, .. }
-            | FaultKind::Crash { target, .. }
-            | FaultKind::MachineCrash { target, .. }
-            | FaultKind::Delay { target, .. }
-            | FaultKind::ClockJump { target, .. }
-            | FaultKind::ClockDrift { target, .. }
-            | FaultKind::PauseBeforeWrite { target, .. }
-            | FaultKind::SlowWork { target, .. } => vec![target],
-            FaultKind::Partition { a, b, .. } => a.iter().chain(b).collect(),
-            FaultKind::DropPushes { .. } => vec![],
-        };
-        for t in targets {
+        for t in f.kind.targets() {
             let named = match t {
                 Target::Host(h) | Target::LockServerOf { client: h, .. } => Some(h),
                 _ => None,

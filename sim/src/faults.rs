@@ -202,3 +202,21 @@ pub enum FaultKind {
         extra_ms: u64,
     },
 }
+
+impl FaultKind {
+    /// Every target the fault names: one, both sides of a partition, or none.
+    pub fn targets(&self) -> Vec<&Target> {
+        match self {
+            FaultKind::Pause { target, .. }
+            | FaultKind::Crash { target, .. }
+            | FaultKind::MachineCrash { target, .. }
+            | FaultKind::Delay { target, .. }
+            | FaultKind::ClockJump { target, .. }
+            | FaultKind::ClockDrift { target, .. }
+            | FaultKind::PauseBeforeWrite { target, .. }
+            | FaultKind::SlowWork { target, .. } => vec![target],
+            FaultKind::Partition { a, b, .. } => a.iter().chain(b).collect(),
+            FaultKind::DropPushes { .. } => Vec::new(),
+        }
+    }
+}

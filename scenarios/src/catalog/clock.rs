@@ -1,0 +1,65 @@
+//! A Redis server's wall clock jumps forward while it holds the lock, or every
+//! server's clock runs fast.
+
+use sim::faults::{Fault, FaultKind, Target};
+use sim::world::Workload;
+
+use super::{Def, Draw};
+use crate::checkers::clock_probes;
+use crate::params::Param;
+
+pub(super) static CLOCK_JUMP: Def = Def {
+    name: "clock-jump",
+    description: "the wall clock of the Redis server holding the lock jumps forward by 2-4 leases while the lock is held",
+    fault_about: "a server's clock jumped forward past the lease while it held the lock, and the key expired early",
+    world: |base| Workload {
+        work_ms: base.lease_ms / 2,
+        ..base.clone()
+    },
+    quantities: &[Param::JumpMs],
+    plan: jumps,
+    probe: |h, _| clock_probes::clock_jump_freed_the_lock(h),
+};
+
+pub(super) static CLOCK_DRIFT: Def = Def {
+    name: "clock-drift",
+    description: "every Redis server's clock runs fast by 0-10 % (seed-chosen) for the whole run; critical sections last a whole lease",
+    fault_about: "a server's clock ran fast while it granted the lock",
+    // Holders work up to the end of their validity, where a server's fast clock has
+    // already expired the key.
+    world: |base| Workload {
+        work_ms: base.lease_ms,
+        ..base.clone()
+    },
+    quantities: &[Param::DriftPpm],
+    plan: drift,
+    probe: |h, _| clock_probes::server_clock_ran_fast(h),
+};
+
+/// Three forward jumps of the lock server's clock, 2-4 leases each.
+fn jumps(d: &mut Draw) -> Vec<Fault> {
+    let lease = d.lease;
+    let mut faults = Vec::new();
+    for _ in 0..3 {
+        faults.push(Fault {
+            at_ms: d.at(),
+            kind: FaultKind::ClockJump {
+                target: Target::LockServer,
+                delta_ms: d.quantity(Param::JumpMs, lease * 2..=lease * 4) as i64,
+            },
+        });
+    }
+    faults
+}
+
+/// Every server fast by 0-10 % from the start to the end.
+fn drift(d: &mut Draw) -> Vec<Fault> {
+    vec![Fault {
+        at_ms: 0,
+        kind: FaultKind::ClockDrift {
+            target: Target::AllServers,
+            drift_ppm: d.quantity(Param::DriftPpm, 0..=100_000) as i64,
+            duration_ms: None,
+        },
+    }]
+}

@@ -1,0 +1,393 @@
+//! The scenario catalog: each scenario is one [`Def`], a value that holds its name, its
+//! description, the fault it is about, its world (the workload), its fault plan
+//! generator (which draws every fault from the run's seed within the scenario's
+//! bounds) and its probe (the witness, read from the history, that the fault
+//! happened). [`SCENARIOS`] lists them in the order reports show them.
+//!
+//! Layout: one module per family of scenarios, each holding its `Def`s and what they
+//! share (a world, a plan shape): `no_faults` (contention, long holds, reentrancy, the
+//! flash sale), `client_crash`, `pauses` (stop-the-world pauses of a client),
+//! `slow_work`, `network` (delays and partitions), `pubsub` (lost unlock messages),
+//! `server` (a Redis server crashes or pauses), `replication` (failover and split
+//! brain under Sentinel), `clock` (a server's clock jumps or drifts) and `redlock`
+//! (five independent masters). The probes themselves are history readers in
+//! [`crate::checkers`] (several scenarios share one, and they are tested on hand-built
+//! histories there); a `Def` names the one it uses and with what arguments.
+//!
+//! Adding a scenario: a `Def` in its family's module (or a new module), and its line in
+//! [`SCENARIOS`].
+//!
+//! A scenario never names a design: the same scenario runs every design, and the
+//! checkers judge only the history.
+
+mod client_crash;
+mod clock;
+mod network;
+mod no_faults;
+mod pauses;
+mod pubsub;
+mod redlock;
+mod replication;
+mod server;
+mod slow_work;
+
+use std::ops::Range;
+
+use rand::distr::uniform::SampleRange;
+use rand::{RngExt, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+use sim::faults::{Fault, FaultPlan};
+use sim::history::History;
+use sim::world::{ServerSpec, Workload, sub_seed};
+
+use crate::params::Param;
+
+pub use redlock::BARE_MAJORITY_CLIENT;
+
+/// Every scenario, in the order reports list them.
+pub static SCENARIOS: &[&Def] = &[
+    &no_faults::NO_FAULTS,
+    &client_crash::CLIENT_CRASH,
+    &pauses::GC_PAUSE,
+    &pauses::GC_PAUSE_PLAIN_STORAGE,
+    &slow_work::SLOW_WORK,
+    &network::NETWORK_DELAY,
+    &no_faults::LONG_WORK,
+    &no_faults::REENTRANCY,
+    &pubsub::UNLOCK_MESSAGE_LOST,
+    &server::SERVER_RESTART,
+    &server::SERVER_RESTART_AOF,
+    &server::SERVER_RESTART_DELAYED,
+    &server::SERVER_PAUSE,
+    &network::PARTITION,
+    &replication::FAILOVER,
+    &replication::FAILOVER_WAIT,
+    &replication::SPLIT_BRAIN,
+    &replication::SPLIT_BRAIN_MIN_REPLICAS,
+    &clock::CLOCK_JUMP,
+    &clock::CLOCK_DRIFT,
+    &pauses::ACQUIRE_PAUSE,
+    &redlock::REDLOCK_CLOCK_JUMP,
+    &redlock::REDLOCK_RESTART,
+    &redlock::REDLOCK_RESTART_AOF,
+    &redlock::REDLOCK_RESTART_DELAYED,
+    &redlock::REDLOCK_GC_PAUSE,
+    &no_faults::FLASH_SALE,
+];
+
+/// One scenario, whole: what it says of itself, its world, its faults and its probe.
+#[derive(Debug)]
+pub struct Def {
+    /// The user-facing identifier.
+    pub name: &'static str,
+    /// One line.
+    pub description: &'static str,
+    /// The fault this scenario is about, as its probe checks it.
+    pub fault_about: &'static str,
+    /// Its world: the workload, made from the catalog's base (see [`base`]).
+    pub world: fn(&Workload) -> Workload,
+    /// The sizes of its faults that `--param` can pin (besides the workload knobs every
+    /// scenario has, see [`Scenario::has_param`]); its plan draws each through
+    /// [`Draw::quantity`].
+    pub quantities: &'static [Param],
+    /// Its faults for one seed: every time, target and size drawn through the
+    /// [`Draw`], in a fixed order (the order is part of every seed's history).
+    pub plan: fn(&mut Draw) -> Vec<Fault>,
+    /// Its "the fault happened" probe on a history of its world (with the workload it
+    /// ran): a description of the witness, or `None` if the run never saw the fault.
+    pub probe: fn(&History, &Workload) -> Option<String>,
+}
+
+/// What a plan generator draws from: the seed's generator and the bounds the
+/// scenario's workload sets.
+pub struct Draw<'a> {
+    /// The plan's generator, seeded from the run's seed alone.
+    pub rng: ChaCha8Rng,
+    /// The workload the plan is for.
+    pub workload: &'a Workload,
+    /// The lease, ms (fault sizes scale with it).
+    pub lease: u64,
+    /// Fault start times: after warm-up, and early enough for their effects to show.
+    pub window: Range<u64>,
+    /// Quantities pinned by `--param`.
+    pins: &'a [(Param, u64)],
+}
+
+impl Draw<'_> {
+    /// A start time in [`Draw::window`].
+    pub fn at(&mut self) -> u64 {
+        self.rng.random_range(self.window.clone())
+    }
+
+    /// The quantity `param`, drawn from `range` unless it is pinned (then the pinned
+    /// value). It is drawn either way, so pinning one quantity leaves every other draw
+    /// as the seed made it.
+    pub fn quantity(&mut self, param: Param, range: impl SampleRange<u64>) -> u64 {
+        let drawn = self.rng.random_range(range);
+        self.pins
+            .iter()
+            .find(|(p, _)| *p == param)
+            .map_or(drawn, |(_, v)| *v)
+    }
+}
+
+/// One scenario of the catalog as a run uses it: its [`Def`], with the workload's knobs
+/// and fault sizes that `--param` pinned, or a hand-written plan.
+#[derive(Debug, Clone)]
+pub struct Scenario {
+    /// The user-facing identifier.
+    pub name: &'static str,
+    /// One line.
+    pub description: &'static str,
+    /// The fault this scenario is about, as its probe checks it.
+    pub fault_about: &'static str,
+    /// The workload.
+    pub workload: Workload,
+    /// A hand-written plan that replaces the seed's (`locksim run --plan FILE`), and
+    /// the file it came from (for replay commands).
+    pub fixed_plan: Option<(FaultPlan, String)>,
+    def: &'static Def,
+    /// Quantities pinned by `--param` (see [`crate::params`]), sorted.
+    pub(crate) params: Vec<(Param, u64)>,
+}
+
+/// The shape of a scenario's world, which decides the designs it runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Topology {
+    /// One master, no replicas: every design runs here; a design that locks on N
+    /// independent masters (Redlock) gets N copies of that master.
+    SingleMaster,
+    /// A master with replicas (and Sentinels): single-master designs only (Redlock is
+    /// defined over independent masters, without replication).
+    Replicated,
+    /// N independent masters: designs that lock on several masters only.
+    Masters(usize),
+}
+
+/// The workload every scenario's world starts from.
+pub fn base() -> Workload {
+    // A reply timeout a real service would use: a few leases (500 ms for a 200 ms
+    // lease), not the redis crate's generous default. A reply later than that is an
+    // unknown outcome (`info`), so every scenario that delays, pauses or cuts off a
+    // server exercises how a design handles not knowing.
+    Workload {
+        response_timeout_ms: 500,
+        ..Workload::default()
+    }
+}
+
+/// Every scenario, in the order reports list them.
+pub fn catalog() -> Vec<Scenario> {
+    let base = base();
+    SCENARIOS
+        .iter()
+        .map(|def| Scenario::of(def, &base))
+        .collect()
+}
+
+/// The catalog's names, comma separated, for error messages.
+pub fn scenario_names() -> String {
+    SCENARIOS
+        .iter()
+        .map(|s| s.name)
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// The scenario called `name`, or an error listing the allowed names.
+pub fn find(name: &str) -> Result<Scenario, String> {
+    SCENARIOS
+        .iter()
+        .find(|s| s.name == name)
+        .map(|def| Scenario::of(def, &base()))
+        .ok_or_else(|| format!("unknown scenario '{name}'; allowed: {}", scenario_names()))
+}
+
+impl Scenario {
+    /// `def` in its own world, nothing pinned.
+    fn of(def: &'static Def, base: &Workload) -> Scenario {
+        Scenario {
+            name: def.name,
+            description: def.description,
+            fault_about: def.fault_about,
+            workload: (def.world)(base),
+            fixed_plan: None,
+            def,
+            params: Vec::new(),
+        }
+    }
+
+    /// The shape of this scenario's world.
+    pub fn topology(&self) -> Topology {
+        let w = &self.workload;
+        if w.sentinel.is_some() || w.servers.iter().any(|s| s.replica_of.is_some()) {
+            Topology::Replicated
+        } else if w.servers.len() > 1 {
+            Topology::Masters(w.servers.len())
+        } else {
+            Topology::SingleMaster
+        }
+    }
+
+    /// Whether `param` is a quantity of this scenario (a size of its faults, or a
+    /// workload knob every scenario has).
+    pub fn has_param(&self, param: Param) -> bool {
+        matches!(param, Param::LeaseMs | Param::Clients | Param::WorkMs)
+            || self.def.quantities.contains(&param)
+    }
+
+    /// Whether a design that locks on `masters` independent masters runs here.
+    pub fn applies_to(&self, masters: usize) -> bool {
+        match self.topology() {
+            Topology::SingleMaster => true,
+            Topology::Replicated => masters <= 1,
+            Topology::Masters(_) => masters > 1,
+        }
+    }
+
+    /// The workload for a design on `masters` independent masters: a single-master
+    /// world becomes `redis-1` … `redis-N`, each configured as the one master was
+    /// (persistence, clock); every other world is the scenario's own.
+    pub fn workload_for(&self, masters: usize) -> Workload {
+        let mut w = self.workload.clone();
+        if masters > 1 && self.topology() == Topology::SingleMaster {
+            let one = w.servers[0].clone();
+            w.servers = (1..=masters)
+                .map(|i| ServerSpec {
+                    name: format!("redis-{i}"),
+                    ..one.clone()
+                })
+                .collect();
+        }
+        w
+    }
+
+    /// The scenario's "the fault happened" probe: a description of the witness, or
+    /// `None` if this history never saw the fault the scenario is about.
+    pub fn probe(&self, history: &History) -> Option<String> {
+        (self.def.probe)(history, &self.workload)
+    }
+
+    /// The fault plan for `seed`: times, targets and sizes drawn from the seed.
+    pub fn plan(&self, seed: u64) -> FaultPlan {
+        if let Some((plan, _)) = &self.fixed_plan {
+            return plan.clone();
+        }
+        let w = &self.workload;
+        let mut draw = Draw {
+            rng: ChaCha8Rng::seed_from_u64(sub_seed(seed, 0xFA17)),
+            workload: w,
+            lease: w.lease_ms,
+            window: 300..w.duration_ms.saturating_sub(w.lease_ms * 4).max(301),
+            pins: &self.params,
+        };
+        FaultPlan {
+            faults: (self.def.plan)(&mut draw),
+        }
+    }
+
+    /// This scenario with `param` pinned to `value`, or an error naming the scenarios
+    /// whose faults have that quantity.
+    pub fn with_param(mut self, param: Param, value: u64) -> Result<Scenario, String> {
+        if !self.has_param(param) {
+            let fitting: Vec<&str> = catalog()
+                .into_iter()
+                .filter(|s| s.has_param(param))
+                .map(|s| s.name)
+                .collect();
+            return Err(format!(
+                "--param {param}: scenario {} has no such quantity; scenarios with it: {}",
+                self.name,
+                fitting.join(", ")
+            ));
+        }
+        let w = &mut self.workload;
+        match param {
+            Param::LeaseMs => w.lease_ms = value,
+            Param::Clients => w.clients = value as u32,
+            Param::WorkMs => w.work_ms = value,
+            _ => {}
+        }
+        self.params.retain(|(p, _)| *p != param);
+        self.params.push((param, value));
+        self.params.sort();
+        Ok(self)
+    }
+
+    /// The pinned parameters, as `--param` flags (empty if none), for replay commands.
+    pub fn param_flags(&self) -> String {
+        self.params
+            .iter()
+            .map(|(p, v)| format!(" --param {p}={v}"))
+            .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::params::ALL;
+    use sim::faults::FaultKind;
+
+    #[test]
+    fn every_scenario_has_its_own_name() {
+        let mut names: Vec<&str> = SCENARIOS.iter().map(|s| s.name).collect();
+        names.sort();
+        names.dedup();
+        assert_eq!(names.len(), SCENARIOS.len());
+    }
+
+    #[test]
+    fn find_names_the_allowed_scenarios_when_it_knows_none() {
+        assert_eq!(find("gc-pause").unwrap().name, "gc-pause");
+        let e = find("gc").unwrap_err();
+        assert!(e.contains("unknown scenario 'gc'") && e.contains("no-faults, client-crash"));
+    }
+
+    #[test]
+    fn pinning_a_quantity_changes_it_and_nothing_else() {
+        let base = find("gc-pause").unwrap();
+        let pinned = base.clone().with_param(Param::PauseMs, 333).unwrap();
+        for seed in 0..5 {
+            let (a, b) = (base.plan(seed), pinned.plan(seed));
+            assert_eq!(a.faults.len(), b.faults.len());
+            for (fa, fb) in a.faults.iter().zip(&b.faults) {
+                assert_eq!(fa.at_ms, fb.at_ms, "seed {seed}: times stay the seed's");
+                match (&fa.kind, &fb.kind) {
+                    (
+                        FaultKind::Pause { target: ta, .. },
+                        FaultKind::Pause {
+                            target: tb,
+                            duration_ms,
+                        },
+                    ) => {
+                        assert_eq!(ta, tb);
+                        assert_eq!(*duration_ms, 333);
+                    }
+                    other => panic!("seed {seed}: {other:?}"),
+                }
+            }
+        }
+        assert_eq!(pinned.param_flags(), " --param pause-ms=333");
+        assert_eq!(base.param_flags(), "");
+        let lease = base.clone().with_param(Param::LeaseMs, 500).unwrap();
+        assert_eq!(lease.workload.lease_ms, 500);
+    }
+
+    #[test]
+    fn a_quantity_the_scenario_lacks_is_refused_with_the_scenarios_that_have_it() {
+        let e = find("no-faults")
+            .unwrap()
+            .with_param(Param::PauseMs, 100)
+            .unwrap_err();
+        assert!(e.contains("no-faults has no such quantity"), "{e}");
+        assert!(e.contains("gc-pause") && e.contains("server-pause"), "{e}");
+        // Every parameter some scenario has.
+        for p in ALL {
+            assert!(
+                catalog().iter().any(|s| s.has_param(p)),
+                "{p} belongs to no scenario"
+            );
+        }
+    }
+}
