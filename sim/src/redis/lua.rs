@@ -235,6 +235,49 @@ pub struct LuaVm {
     json_config: std::sync::Arc<std::sync::Mutex<super::lua_libs::JsonConfig>>,
     /// Set when the running script spent its instruction budget.
     budget_spent: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    /// The raw `redis.call` and `redis.pcall` the prelude installs for each run,
+    /// made once: they reach the running script's server through `running`.
+    call: Function,
+    pcall: Function,
+    /// The running script's `RunState`, while [`LuaVm::run`] runs it; null between
+    /// runs. (Scoped functions made per run cost a third of an `EVAL` that does
+    /// little, in a five-master Redlock world.)
+    running: std::sync::Arc<std::sync::atomic::AtomicPtr<()>>,
+}
+
+/// What a script's `redis.call` runs against: the server's core and the command's
+/// context (time frozen for the script).
+type RunState<'a> = std::cell::RefCell<(&'a mut Core, &'a mut Ctx)>;
+
+/// Runs `f` on the running script's state (see [`LuaVm::run`]).
+fn with_running<R>(
+    running: &std::sync::atomic::AtomicPtr<()>,
+    f: impl FnOnce(&mut Core, &mut Ctx) -> mlua::Result<R>,
+) -> mlua::Result<R> {
+    let p = running.load(std::sync::atomic::Ordering::Acquire);
+    if p.is_null() {
+        return Err(mlua::Error::runtime("redis.call outside a script"));
+    }
+    // SAFETY: `LuaVm::run` stores a pointer to its own `RunState` for exactly as
+    // long as the script it runs, and clears it before it returns (by a guard, so
+    // also on unwind); the VM runs one script at a time, on the thread that owns
+    // it. The state is only borrowed inside this call.
+    let state = unsafe { &*(p as *const RunState<'_>) };
+    let mut st = state
+        .try_borrow_mut()
+        .map_err(|_| mlua::Error::runtime("busy"))?;
+    let (core, ctx) = &mut *st;
+    f(core, ctx)
+}
+
+/// Clears [`LuaVm::running`] when the run is over.
+struct ClearRunning<'a>(&'a std::sync::atomic::AtomicPtr<()>);
+
+impl Drop for ClearRunning<'_> {
+    fn drop(&mut self) {
+        self.0
+            .store(std::ptr::null_mut(), std::sync::atomic::Ordering::Release);
+    }
 }
 
 /// Lua instructions a script may run before the server counts as busy: the model's
@@ -346,6 +389,40 @@ impl LuaVm {
             .load(PRELUDE)
             .set_name("=prelude")
             .call((rawsha1, rawrand, rawseed, take_pending, rawlog, libs.tables))?;
+        let running: std::sync::Arc<std::sync::atomic::AtomicPtr<()>> = Default::default();
+        let call = {
+            let running = running.clone();
+            lua.create_function(move |lua, args: MultiValue| {
+                let err = with_running(&running, |core, ctx| {
+                    Ok(match script_call(core, ctx, args) {
+                        Err(msg) => Err(error_table(lua, &format!("ERR {msg}"))?),
+                        Ok(Reply::Error(e)) => Err(error_table(lua, &e)?),
+                        Ok(r) => Ok(reply_to_lua(lua, &r)?),
+                    })
+                })?;
+                match err {
+                    Ok(value) => Ok(value),
+                    Err(err) => {
+                        lua.set_named_registry_value(PENDING, err)?;
+                        Err(mlua::Error::runtime("redis.call failed"))
+                    }
+                }
+            })?
+        };
+        let pcall = {
+            let running = running.clone();
+            lua.create_function(move |lua, (_raise, args): (bool, MultiValue)| {
+                with_running(&running, |core, ctx| {
+                    Ok((
+                        true,
+                        match script_call(core, ctx, args) {
+                            Err(msg) => error_table(lua, &format!("ERR {msg}"))?,
+                            Ok(r) => reply_to_lua(lua, &r)?,
+                        },
+                    ))
+                })
+            })?
+        };
         Ok(Self {
             lua,
             compile,
@@ -353,6 +430,9 @@ impl LuaVm {
             scripts: BTreeMap::new(),
             json_config: libs.json,
             budget_spent: Default::default(),
+            call,
+            pcall,
+            running,
         })
     }
 
@@ -400,7 +480,6 @@ impl LuaVm {
         let Some(f) = self.scripts.get(sha) else {
             return Reply::Error("NOSCRIPT No matching script. Please use EVAL.".into());
         };
-        let state = std::cell::RefCell::new((core, ctx));
         self.budget_spent
             .store(false, std::sync::atomic::Ordering::Relaxed);
         let spent = self.budget_spent.clone();
@@ -419,33 +498,13 @@ impl LuaVm {
                 Ok(mlua::VmState::Continue)
             },
         );
-        let result = self.lua.scope(|scope| {
-            let call = scope.create_function(|lua, args: MultiValue| {
-                let mut st = state
-                    .try_borrow_mut()
-                    .map_err(|_| mlua::Error::runtime("busy"))?;
-                let (core, ctx) = &mut *st;
-                let err = match script_call(core, ctx, args) {
-                    Err(msg) => error_table(lua, &format!("ERR {msg}"))?,
-                    Ok(Reply::Error(e)) => error_table(lua, &e)?,
-                    Ok(r) => return reply_to_lua(lua, &r),
-                };
-                lua.set_named_registry_value(PENDING, err)?;
-                Err(mlua::Error::runtime("redis.call failed"))
-            })?;
-            let pcall = scope.create_function(|lua, (_raise, args): (bool, MultiValue)| {
-                let mut st = state
-                    .try_borrow_mut()
-                    .map_err(|_| mlua::Error::runtime("busy"))?;
-                let (core, ctx) = &mut *st;
-                Ok((
-                    true,
-                    match script_call(core, ctx, args) {
-                        Err(msg) => error_table(lua, &format!("ERR {msg}"))?,
-                        Ok(r) => reply_to_lua(lua, &r)?,
-                    },
-                ))
-            })?;
+        let state: RunState<'_> = std::cell::RefCell::new((core, ctx));
+        self.running.store(
+            &state as *const RunState<'_> as *mut (),
+            std::sync::atomic::Ordering::Release,
+        );
+        let clear = ClearRunning(&self.running);
+        let result = (|| -> mlua::Result<Reply> {
             let keys = self.lua.create_sequence_from(
                 keys.iter()
                     .map(|k| self.lua.create_string(k))
@@ -456,13 +515,16 @@ impl LuaVm {
                     .map(|k| self.lua.create_string(k))
                     .collect::<mlua::Result<Vec<_>>>()?,
             )?;
-            let (ok, value): (bool, Value) = self.run.call((f.clone(), call, pcall, keys, argv))?;
+            let (ok, value): (bool, Value) =
+                self.run
+                    .call((f.clone(), self.call.clone(), self.pcall.clone(), keys, argv))?;
             Ok(if ok {
                 lua_to_reply(&value)
             } else {
                 error_to_reply(&value, sha)
             })
-        });
+        })();
+        drop(clear);
         self.lua.remove_hook();
         result.unwrap_or_else(|e| {
             Reply::err(commands::no_newlines(&format!(
