@@ -196,8 +196,8 @@ fn raw_fault(sort: FaultSort, w: &World) -> BoxedStrategy<Raw> {
     }
 }
 
-/// Raw faults with their start times, in a world of at most `w.clients` clients.
-fn raw_plan(w: &World, sorts: &[FaultSort], max_faults: usize) -> BoxedStrategy<Vec<(u64, Raw)>> {
+/// One raw fault with its start time, of one of `sorts` (the client sorts if none).
+fn raw_fault_at(w: &World, sorts: &[FaultSort]) -> BoxedStrategy<(u64, Raw)> {
     let sorts = if sorts.is_empty() {
         &FaultSort::CLIENT[..]
     } else {
@@ -205,8 +205,7 @@ fn raw_plan(w: &World, sorts: &[FaultSort], max_faults: usize) -> BoxedStrategy<
     };
     let kinds: Vec<BoxedStrategy<Raw>> = sorts.iter().map(|s| raw_fault(*s, w)).collect();
     // Union shrinks towards the first alternative: the sorts in the order given.
-    let kind = proptest::strategy::Union::new(kinds);
-    proptest::collection::vec((0..w.duration_ms, kind), 0..=max_faults).boxed()
+    (0..w.duration_ms, proptest::strategy::Union::new(kinds)).boxed()
 }
 
 /// The plan of `raw` in a world with `clients` clients and these servers.
@@ -272,6 +271,203 @@ fn resolve(raw: &[(u64, Raw)], clients: u32, servers: &[String]) -> FaultPlan {
     FaultPlan { faults }
 }
 
+/// The search state of one generated plan: its faults (each its own proptest tree)
+/// and, optionally, its workload.
+///
+/// proptest's own `Vec` tree deletes elements only before it shrinks any, and its
+/// tuples shrink each part once, in order; a plan often needs one fault shortened
+/// before another can go, and fewer clients only once the faults are few. So this
+/// tree shrinks in rounds (delete each fault; shrink each fault; fewer clients,
+/// trying 1, 2, … in order, since a failure need not persist with every smaller
+/// count; a shorter run) and starts another round while the last one changed the
+/// plan: the minimal plan is one no single step can shrink further.
+struct PlanTree<V> {
+    faults: Vec<BoxedValueTree<(u64, Raw)>>,
+    included: Vec<bool>,
+    workload: Option<Vary>,
+    base: Workload,
+    world: World,
+    phase: Phase,
+    last: Option<Phase>,
+    round_start: (FaultPlan, Workload),
+    output: fn(FaultPlan, &Workload, &Workload) -> V,
+}
+
+type BoxedValueTree<T> = Box<dyn ValueTree<Value = T>>;
+
+/// The workload knobs a plan varies.
+struct Vary {
+    clients: u32,
+    clients_before: u32,
+    duration_ms: BoxedValueTree<u64>,
+}
+
+/// What the tree shrinks next, or last shrank.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Phase {
+    Delete(usize),
+    Shrink(usize),
+    Clients(u32),
+    Duration,
+}
+
+impl<V> PlanTree<V> {
+    fn new(
+        runner: &mut TestRunner,
+        world: &World,
+        sorts: &[FaultSort],
+        max_faults: usize,
+        workloads: Option<&Workloads>,
+        base: Workload,
+        output: fn(FaultPlan, &Workload, &Workload) -> V,
+    ) -> Result<PlanTree<V>, proptest::test_runner::Reason> {
+        let count = (0..=max_faults).new_tree(runner)?.current();
+        let fault = raw_fault_at(world, sorts);
+        let faults = (0..count)
+            .map(|_| fault.new_tree(runner))
+            .collect::<Result<Vec<_>, _>>()?;
+        let workload = match workloads {
+            None => None,
+            Some(w) => {
+                let (clients, duration_ms) = w.ranges();
+                Some(Vary {
+                    clients: clients.new_tree(runner)?.current(),
+                    clients_before: 0,
+                    duration_ms: duration_ms.boxed().new_tree(runner)?,
+                })
+            }
+        };
+        let mut tree = PlanTree {
+            included: vec![true; faults.len()],
+            faults,
+            workload,
+            base,
+            world: world.clone(),
+            phase: Phase::Delete(0),
+            last: None,
+            round_start: (FaultPlan::default(), Workload::default()),
+            output,
+        };
+        tree.round_start = tree.parts();
+        Ok(tree)
+    }
+
+    fn parts(&self) -> (FaultPlan, Workload) {
+        let workload = match &self.workload {
+            None => self.base.clone(),
+            Some(v) => Workload {
+                clients: v.clients,
+                duration_ms: v.duration_ms.current(),
+                ..self.base.clone()
+            },
+        };
+        let raw: Vec<(u64, Raw)> = self
+            .faults
+            .iter()
+            .zip(&self.included)
+            .filter(|(_, keep)| **keep)
+            .map(|(f, _)| f.current())
+            .collect();
+        let plan = resolve(&raw, workload.clients, &self.world.servers);
+        (plan, workload)
+    }
+}
+
+impl<V: std::fmt::Debug> ValueTree for PlanTree<V> {
+    type Value = V;
+
+    fn current(&self) -> V {
+        let (plan, workload) = self.parts();
+        (self.output)(plan, &workload, &self.base)
+    }
+
+    fn simplify(&mut self) -> bool {
+        loop {
+            match self.phase {
+                Phase::Delete(i) => match (i..self.faults.len()).find(|j| self.included[*j]) {
+                    Some(j) => {
+                        self.included[j] = false;
+                        self.last = Some(Phase::Delete(j));
+                        self.phase = Phase::Delete(j + 1);
+                        return true;
+                    }
+                    None => self.phase = Phase::Shrink(0),
+                },
+                Phase::Shrink(i) if i >= self.faults.len() => self.phase = Phase::Clients(1),
+                Phase::Shrink(i) => {
+                    if self.included[i] && self.faults[i].simplify() {
+                        self.last = Some(Phase::Shrink(i));
+                        return true;
+                    }
+                    self.phase = Phase::Shrink(i + 1);
+                }
+                Phase::Clients(k) => match &mut self.workload {
+                    Some(v) if k < v.clients => {
+                        v.clients_before = v.clients;
+                        v.clients = k;
+                        self.last = Some(Phase::Clients(k));
+                        self.phase = Phase::Clients(k + 1);
+                        return true;
+                    }
+                    _ => self.phase = Phase::Duration,
+                },
+                Phase::Duration => {
+                    if let Some(v) = &mut self.workload
+                        && v.duration_ms.simplify()
+                    {
+                        self.last = Some(Phase::Duration);
+                        return true;
+                    }
+                    // The round is over: another if it changed anything.
+                    let now = self.parts();
+                    if now == self.round_start {
+                        self.last = None;
+                        return false;
+                    }
+                    self.round_start = now;
+                    self.phase = Phase::Delete(0);
+                }
+            }
+        }
+    }
+
+    fn complicate(&mut self) -> bool {
+        // The last step made the case pass: undo it. An inner tree that cannot undo
+        // further is back at its last failing value; say "changed" anyway, so the
+        // runner tests that value again and asks for the next step, rather than
+        // ending the whole search there.
+        match self.last {
+            None => false,
+            Some(Phase::Delete(j)) => {
+                self.included[j] = true;
+                self.last = None;
+                true
+            }
+            Some(Phase::Shrink(i)) => {
+                if !self.faults[i].complicate() {
+                    self.last = None;
+                }
+                true
+            }
+            Some(Phase::Clients(_)) => {
+                if let Some(v) = &mut self.workload {
+                    v.clients = v.clients_before;
+                }
+                self.last = None;
+                true
+            }
+            Some(Phase::Duration) => {
+                if let Some(v) = &mut self.workload
+                    && !v.duration_ms.complicate()
+                {
+                    self.last = None;
+                }
+                true
+            }
+        }
+    }
+}
+
 /// The scenario called `name`; panics with the allowed names (a strategy is built in
 /// a test, where a panic is the error report).
 fn scenario(name: &str) -> Scenario {
@@ -334,13 +530,6 @@ impl FaultPlans {
         }
         self
     }
-
-    fn build(&self) -> BoxedStrategy<FaultPlan> {
-        let w = self.world.clone();
-        raw_plan(&self.world, &self.sorts, self.max_faults)
-            .prop_map(move |raw| resolve(&raw, w.clients, &w.servers))
-            .boxed()
-    }
 }
 
 impl Strategy for FaultPlans {
@@ -348,7 +537,16 @@ impl Strategy for FaultPlans {
     type Value = FaultPlan;
 
     fn new_tree(&self, runner: &mut TestRunner) -> NewTree<Self> {
-        self.build().new_tree(runner)
+        let tree = PlanTree::new(
+            runner,
+            &self.world,
+            &self.sorts,
+            self.max_faults,
+            None,
+            self.scenario.workload.clone(),
+            |plan, _, _| plan,
+        )?;
+        Ok(Box::new(tree))
     }
 }
 
@@ -378,10 +576,16 @@ pub struct Workloads {
 }
 
 impl Workloads {
+    /// The clients and run lengths it draws from.
+    fn ranges(&self) -> (std::ops::RangeInclusive<u32>, std::ops::RangeInclusive<u64>) {
+        let b = &self.base;
+        let shortest = (b.lease_ms * 2).max(1_000).min(b.duration_ms);
+        (1..=b.clients.max(1), shortest..=b.duration_ms)
+    }
+
     fn build(&self) -> BoxedStrategy<Workload> {
         let base = self.base.clone();
-        let shortest = (base.lease_ms * 2).max(1_000).min(base.duration_ms);
-        (1..=base.clients.max(1), shortest..=base.duration_ms)
+        self.ranges()
             .prop_map(move |(clients, duration_ms)| Workload {
                 clients,
                 duration_ms,
@@ -453,26 +657,6 @@ impl Plans {
         self.workloads = None;
         self
     }
-
-    fn build(&self) -> BoxedStrategy<PlanFile> {
-        let world = self.faults.world.clone();
-        let base = self.faults.scenario.workload.clone();
-        let raw = raw_plan(&world, &self.faults.sorts, self.faults.max_faults);
-        match &self.workloads {
-            None => raw
-                .prop_map(move |raw| PlanFile {
-                    faults: resolve(&raw, world.clients, &world.servers).faults,
-                    workload: Default::default(),
-                })
-                .boxed(),
-            Some(ws) => (ws.build(), raw)
-                .prop_map(move |(w, raw)| {
-                    let plan = resolve(&raw, w.clients, &world.servers);
-                    PlanFile::new(&plan, &w, &base)
-                })
-                .boxed(),
-        }
-    }
 }
 
 impl Strategy for Plans {
@@ -480,6 +664,15 @@ impl Strategy for Plans {
     type Value = PlanFile;
 
     fn new_tree(&self, runner: &mut TestRunner) -> NewTree<Self> {
-        self.build().new_tree(runner)
+        let tree = PlanTree::new(
+            runner,
+            &self.faults.world,
+            &self.faults.sorts,
+            self.faults.max_faults,
+            self.workloads.as_ref(),
+            self.faults.scenario.workload.clone(),
+            |plan, workload, base| PlanFile::new(&plan, workload, base),
+        )?;
+        Ok(Box::new(tree))
     }
 }
