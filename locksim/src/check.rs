@@ -149,6 +149,14 @@ pub struct Check {
 }
 
 /// The runs a check made.
+///
+/// ```
+/// use locksim::Safety;
+/// let runs = locksim::check(locksim::builtin("fenced")).scenario("gc-pause").seeds(0..2).run().unwrap();
+/// assert_eq!(runs.seeds, 0..2);
+/// assert_eq!(runs.count(Safety::Unsafe), 0);
+/// assert!(runs.fault_runs() > 0);
+/// ```
 #[derive(Debug, Clone)]
 pub struct Runs {
     /// The design's name.
@@ -175,6 +183,18 @@ impl Runs {
 
 /// Why a check failed: printed by the panicking methods, returned by
 /// [`Check::verify`] (it converts to a proptest failure with `?`).
+///
+/// ```
+/// let failure = locksim::check(locksim::builtin("setnx-del"))
+///     .scenario("client-crash")
+///     .seeds(0..3)
+///     .verify(locksim::Expect::CheckerValid("liveness".into()))
+///     .unwrap_err();
+/// let run = failure.run().unwrap();
+/// assert!(failure.headline().contains(&format!("at seed {}", run.seed)));
+/// assert!(failure.shrink().unwrap().ends_with("--checker liveness"));
+/// assert!(failure.plan_file().is_none()); // the scenario's own plan
+/// ```
 #[derive(Debug, Clone)]
 pub struct Failure(Box<FailureInner>);
 
@@ -288,12 +308,49 @@ impl Check {
     /// instead of the scenario's own plan for each seed: a shrunk plan, or one a
     /// [`crate::strategy`] generated. A failure writes it to a file (see
     /// [`PLAN_DIR_ENV`]) so that its replay command can name it.
+    ///
+    /// ```
+    /// use locksim::{Fault, FaultKind, PlanFile, Target};
+    /// // Two clients, and one pause of whoever holds the lock at 0.5 s, four leases long.
+    /// let plan = PlanFile {
+    ///     faults: vec![Fault {
+    ///         at_ms: 500,
+    ///         kind: FaultKind::Pause { target: Target::Holder, duration_ms: 800 },
+    ///     }],
+    ///     workload: [("clients".to_string(), 2.into())].into_iter().collect(),
+    /// };
+    /// let failure = locksim::check(locksim::builtin("set-nx-px-lua"))
+    ///     .scenario("gc-pause")
+    ///     .plan(plan)
+    ///     .seeds(0..1)
+    ///     .verify(locksim::Expect::CheckerValid("mutual-exclusion".into()))
+    ///     .unwrap_err();
+    /// // The plan was written to a file, which the replay command names.
+    /// let file = failure.plan_file().unwrap();
+    /// assert!(failure.replay().unwrap().ends_with(&format!("--plan {}", file.display())));
+    /// ```
     pub fn plan(mut self, plan: PlanFile) -> Check {
         self.plan = Some(PlanSource::Inline(plan));
         self
     }
 
     /// Runs these faults, with the scenario's workload, instead of the scenario's plan.
+    ///
+    /// ```
+    /// use locksim::{Fault, FaultKind, FaultPlan, Target};
+    /// // Crash whoever holds the lock at 1 s; it restarts 0.3 s later.
+    /// let crash = FaultPlan {
+    ///     faults: vec![Fault {
+    ///         at_ms: 1_000,
+    ///         kind: FaultKind::Crash { target: Target::Holder, restart_after_ms: Some(300) },
+    ///     }],
+    /// };
+    /// locksim::check(locksim::builtin("set-nx-px-lua"))
+    ///     .scenario("client-crash")
+    ///     .faults(crash)
+    ///     .seeds(0..1)
+    ///     .assert_safe();
+    /// ```
     pub fn faults(self, faults: FaultPlan) -> Check {
         self.plan(PlanFile {
             faults: faults.faults,
@@ -886,8 +943,9 @@ fn shell_word(s: &str) -> String {
 }
 
 /// Where generated plans go: [`PLAN_DIR_ENV`], else `locksim-plans` in the cargo
-/// target directory (`CARGO_TARGET_DIR`, else the crate's `target/`), else the
-/// system's temporary directory.
+/// target directory (`CARGO_TARGET_DIR`, else the nearest directory cargo tagged as a
+/// build cache above the test binary or the crate), else the system's temporary
+/// directory.
 fn plan_dir() -> PathBuf {
     if let Some(d) = std::env::var_os(PLAN_DIR_ENV) {
         return d.into();
@@ -895,8 +953,26 @@ fn plan_dir() -> PathBuf {
     if let Some(d) = std::env::var_os("CARGO_TARGET_DIR") {
         return Path::new(&d).join("locksim-plans");
     }
-    if let Some(d) = std::env::var_os("CARGO_MANIFEST_DIR") {
-        return Path::new(&d).join("target").join("locksim-plans");
+    let starts = [
+        std::env::current_exe().ok(),
+        std::env::var_os("CARGO_MANIFEST_DIR").map(|d| Path::new(&d).join("target")),
+    ];
+    for start in starts.iter().flatten() {
+        // Cargo writes CACHEDIR.TAG at the top of every target directory; a workspace
+        // member's manifest directory has none, its workspace's has.
+        let found = start.ancestors().find_map(|a| {
+            let target = if a.ends_with("target") {
+                a.to_path_buf()
+            } else {
+                a.join("target")
+            };
+            [a.to_path_buf(), target]
+                .into_iter()
+                .find(|d| d.join("CACHEDIR.TAG").is_file())
+        });
+        if let Some(d) = found {
+            return d.join("locksim-plans");
+        }
     }
     std::env::temp_dir().join("locksim-plans")
 }

@@ -113,6 +113,13 @@ impl Design {
     /// The same design, locking on `masters` independent Redis masters (reached
     /// through [`Deps::servers`]), as a Redlock does: scenarios with one master then
     /// give it that many copies of it, and replicated scenarios do not run it.
+    ///
+    /// ```
+    /// // A built-in Redlock under a name of its own, as a user's Redlock would be.
+    /// let mine = locksim::builtin("redlock").named("my-redlock").on_masters(5);
+    /// assert_eq!((mine.name(), mine.masters(), mine.is_builtin()), ("my-redlock", 5, false));
+    /// locksim::check(mine).scenario("no-faults").seeds(0..1).assert_safe();
+    /// ```
     pub fn on_masters(mut self, masters: usize) -> Design {
         self.spec.masters = masters.max(1);
         self

@@ -42,6 +42,14 @@ use sim::faults::{Fault, FaultKind, FaultPlan, Target};
 use sim::world::Workload;
 
 /// A kind of fault a generated plan may hold.
+///
+/// ```
+/// use locksim::strategy::{plans, FaultSort};
+/// // Server faults too, pauses first (shrinking prefers the earlier sorts).
+/// let everything = plans("gc-pause").sorts(&FaultSort::ALL);
+/// let clients_only = plans("gc-pause").sorts(&FaultSort::CLIENT).max_faults(2);
+/// # let _ = (everything, clients_only);
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum FaultSort {
     /// A client stops the world (a GC pause): the holder, an acquirer, the client the
@@ -653,6 +661,17 @@ impl Plans {
     }
 
     /// Keep the scenario's workload: vary the faults only.
+    ///
+    /// ```
+    /// use locksim::proptest::prelude::*;
+    /// use locksim::proptest::strategy::ValueTree;
+    /// use locksim::proptest::test_runner::TestRunner;
+    ///
+    /// let mut runner = TestRunner::deterministic();
+    /// let strategy = locksim::strategy::plans("client-crash").faults_only();
+    /// let plan = strategy.new_tree(&mut runner).unwrap().current();
+    /// assert!(plan.workload.is_empty());
+    /// ```
     pub fn faults_only(mut self) -> Plans {
         self.workloads = None;
         self
