@@ -82,12 +82,15 @@
 //! the panic reads:
 //!
 //! ```text
-//! locksim: my-lock under gc-pause, seeds 0..20: expected every run safe, but at seed 0 the run is unsafe (9 of 20 runs break it: seeds 0, 2, …)
-//!   fault seen: client-6 paused 604 ms from 1.160 s while holding the lock (lease 200 ms)
-//!   mutual-exclusion: INVALID: client-6 and client-1 both believed they held lock:stock …
-//!   lost-update: INVALID: …
-//!   timeline around the violation (1.371 s):
-//!     …
+//! locksim: my-lock under gc-pause, seeds 0..20: expected every run safe, but at seed 0 the run is unsafe (20 of 20 runs break it: seeds 0, 1, 2, …)
+//!   fault seen: client-6 paused at 1.233 s for 706 ms while holding lock:stock (owner=client-6-36-04eba00c), lease 200 ms
+//!   mutual-exclusion: INVALID: client-6 and client-8 both believed they held lock lock:stock from 1.425 s to 1.449 s …
+//!   lost-update: INVALID: client-6 wrote 99959 at 1.940 s based on a read of 99960, but the storage held 99944 …
+//!   timeline around the violation (1.425 s):
+//!        1.424000s redis     removed lock:stock (owner=client-6-36-04eba00c by expiry, expired)
+//!        1.424000s redis     wrote lock:stock (owner=client-8-45-af088317 by client-8)
+//!     !! 1.425000s client-8  acquire ok      owner=client-8-45-af088317 value=1 valid-until=1.623000s
+//!        …
 //!   replay: cargo run --quiet --bin locksim -- replay --design my-lock --scenario gc-pause --seed 0
 //!   shrink: cargo run --quiet --bin locksim -- shrink --design my-lock --scenario gc-pause --seed 0
 //! ```
