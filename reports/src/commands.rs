@@ -87,8 +87,9 @@ pub fn matrix_footer(failing: usize, cells: usize) -> String {
     )
 }
 
-/// `locksim` with no arguments: every design × every scenario.
+/// `locksim` with no arguments: every design of `designs` × every scenario that fits it.
 pub fn catalog_table(
+    designs: &[DesignSpec],
     seeds: Range<u64>,
     threads: usize,
     json: bool,
@@ -99,10 +100,6 @@ pub fn catalog_table(
     let seeds = shard
         .as_ref()
         .map_or(seeds.clone(), |(s, _)| s.seeds_of(&seeds));
-    let designs: Vec<DesignSpec> = lock_impl::DESIGNS
-        .iter()
-        .map(|d| DesignSpec::builtin(d.name).expect("built-in"))
-        .collect();
     let scenarios = catalog::catalog();
     if !json {
         println!(
@@ -123,7 +120,7 @@ pub fn catalog_table(
     let mut cells = Vec::new();
     let mut shard_cells = Vec::new();
     let mut all_runs = Vec::new();
-    for d in &designs {
+    for d in designs {
         for s in scenarios.iter().filter(|s| s.applies_to(d.masters)) {
             bar.set_message(format!("{} / {}", d.name, s.name));
             match run_cell_with_latency(d, s, seeds.clone(), threads, &bar) {
@@ -521,13 +518,21 @@ pub fn shrink(
     Ok(ExitCode::from(EXIT_INVALID))
 }
 
-/// `locksim list`.
-pub fn list() -> ExitCode {
+/// `locksim list`, with the caller's own designs (`extra`) after the built-ins.
+pub fn list(extra: &[DesignSpec]) -> ExitCode {
     println!("designs:");
     for d in lock_impl::DESIGNS {
         println!(
             "  {:<22} {} (seeds {}); known for: {}",
             d.name, d.summary, d.seeds, d.known_failure
+        );
+    }
+    for d in extra {
+        println!(
+            "  {:<22} your own design (on {} master{})",
+            d.name,
+            d.masters,
+            if d.masters == 1 { "" } else { "s" }
         );
     }
     println!(

@@ -66,6 +66,21 @@ pub fn design(name: &str) -> Result<DesignSpec, BadInput> {
     })
 }
 
+/// Resolves a design name among `extra` (a caller's own designs, found first), then as
+/// [`design`] does; the error lists the extra names too.
+pub fn design_among(name: &str, extra: &[DesignSpec]) -> Result<DesignSpec, BadInput> {
+    if let Some(d) = extra.iter().find(|d| d.name == name) {
+        return Ok(d.clone());
+    }
+    design(name).map_err(|e| {
+        if extra.is_empty() {
+            return e;
+        }
+        let names: Vec<&str> = extra.iter().map(|d| d.name.as_str()).collect();
+        BadInput(format!("{}; your own: {}", e.0, names.join(", ")))
+    })
+}
+
 /// Resolves a scenario name, or says which are allowed.
 pub fn scenario(name: &str) -> Result<Scenario, BadInput> {
     catalog::find(name).map_err(BadInput)

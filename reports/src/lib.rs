@@ -4,7 +4,8 @@
 //! Everything here reads histories and verdicts and never changes them; none of it
 //! knows how runs are executed.
 //!
-//! The `locksim` command's modules go one way: the front ends (`commands`, one per
+//! The `locksim` command's modules go one way: the parser (`cli`, which a user's own
+//! binary also runs, with the user's designs), the front ends (`commands`, one per
 //! subcommand, and `gate`, `explore`) use `report`, `shard` and `sweeps` where they
 //! need them, and all of them stand on the core: `cells` (running cells), `input`
 //! (bad input and the argument helpers several commands share) and `exit` (exit
@@ -12,6 +13,7 @@
 
 pub mod bench;
 pub mod cells;
+pub mod cli;
 pub mod commands;
 pub mod diagram;
 pub mod exit;

@@ -28,7 +28,7 @@ const FONT_PATHS: [&str; 5] = [
     "/System/Library/Fonts/Supplemental/Arial.ttf",
 ];
 
-/// Loads the plots' font once (`LOCKSIM_FONT`, else the first of [`FONT_PATHS`] that
+/// Loads the plots' font once (`LOCKSIM_FONT`, else the first of `FONT_PATHS` that
 /// exists); the error says what to install.
 pub fn init_font() -> Result<(), String> {
     static DONE: std::sync::OnceLock<Result<(), String>> = std::sync::OnceLock::new();

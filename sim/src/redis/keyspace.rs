@@ -3,7 +3,7 @@
 //!
 //! One write path: nothing outside this module can change an entry (readers get
 //! `&Entry`), and every method that changes one records exactly what changed through
-//! [`Keyspace::emit`], so the history's record of a server cannot miss a write (a
+//! `Keyspace::emit`, so the history's record of a server cannot miss a write (a
 //! `PERSIST`, a hash field, an expiry change) and later readers of the same record
 //! (a replication stream) see every change.
 

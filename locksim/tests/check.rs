@@ -1,0 +1,191 @@
+//! The test API: what a passing check proves, and what a failing one prints.
+
+use std::process::ExitCode;
+
+use locksim::{Design, Expect, Safety};
+
+/// A user's design (the built-in `set-nx-px-lua` under a name of its own): what
+/// failure messages must send back to the user's own `locksim` binary.
+fn mine() -> Design {
+    locksim::builtin("set-nx-px-lua").named("my-lock")
+}
+
+fn panic_text(f: impl FnOnce() + std::panic::UnwindSafe) -> String {
+    let payload = std::panic::catch_unwind(f).expect_err("the check must fail");
+    payload
+        .downcast_ref::<String>()
+        .cloned()
+        .or_else(|| payload.downcast_ref::<&str>().map(|s| s.to_string()))
+        .expect("a text panic")
+}
+
+#[test]
+fn a_failed_assertion_panics_with_the_seed_evidence_timeline_and_commands_that_reproduce_it() {
+    let text = panic_text(|| {
+        locksim::check(mine())
+            .scenario("gc-pause")
+            .seeds(0..4)
+            .assert_safe();
+    });
+    for want in [
+        "locksim: my-lock under gc-pause, seeds 0..4: expected every run safe, but at seed 0",
+        "fault seen: ",
+        "mutual-exclusion: INVALID: ",
+        "timeline around the violation",
+        "!! ",
+        "replay: cargo run --quiet --bin locksim -- replay --design my-lock --scenario gc-pause --seed 0\n",
+        "shrink: cargo run --quiet --bin locksim -- shrink --design my-lock --scenario gc-pause --seed 0\n",
+        "a `locksim` binary that registers `my-lock`",
+    ] {
+        assert!(text.contains(want), "missing {want:?} in:\n{text}");
+    }
+    // The replay command, run with the design registered under that name, finds the
+    // same violation: exit 1.
+    let code = locksim::cli::run(
+        [
+            "locksim",
+            "replay",
+            "--design",
+            "my-lock",
+            "--scenario",
+            "gc-pause",
+            "--seed",
+            "0",
+        ],
+        [mine()],
+    );
+    assert_eq!(code, ExitCode::from(1));
+}
+
+#[test]
+fn a_checker_assertion_names_the_checker_in_its_shrink_command() {
+    let failure = locksim::check(locksim::builtin("set-nx-px-del"))
+        .scenario("gc-pause")
+        .seeds(0..10)
+        .verify(Expect::CheckerValid("ownership".into()))
+        .unwrap_err();
+    let run = failure.run().expect("the failing run");
+    assert!(run.verdict("ownership").unwrap().is_invalid());
+    assert_eq!(
+        failure.shrink().unwrap(),
+        format!(
+            "locksim shrink --design set-nx-px-del --scenario gc-pause --seed {} --checker ownership",
+            run.seed
+        )
+    );
+}
+
+#[test]
+fn pinned_parameters_and_plan_files_are_part_of_the_replay_command() {
+    let dir = std::env::temp_dir().join(format!("locksim-check-test-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let plan = dir.join("pause.json");
+    std::fs::write(
+        &plan,
+        r#"{"faults": [{"at_ms": 500, "kind": {"type": "pause", "target": "holder", "duration_ms": 800}}], "workload": {"clients": 2}}"#,
+    )
+    .unwrap();
+    let failure = locksim::check(mine())
+        .scenario("gc-pause")
+        .param("lease-ms", 300)
+        .plan_file(&plan)
+        .seeds(0..3)
+        .verify(Expect::Safe)
+        .unwrap_err();
+    let replay = failure.replay().unwrap();
+    assert!(
+        replay.ends_with(&format!(
+            "--scenario gc-pause --seed {} --param lease-ms=300 --plan {}",
+            failure.run().unwrap().seed,
+            plan.display()
+        )),
+        "{replay}"
+    );
+    assert!(
+        failure
+            .headline()
+            .contains(&format!("with plan {}", plan.display()))
+    );
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn a_pass_in_which_the_scenarios_fault_never_happened_is_refused_as_vacuous() {
+    // Pauses shorter than the lease: gc-pause's fault (a pause outlasting the lease)
+    // never happens, so "safe" would prove nothing.
+    let failure = locksim::check(mine())
+        .scenario("gc-pause")
+        .param("pause-ms", 50)
+        .seeds(0..2)
+        .verify(Expect::Safe)
+        .unwrap_err();
+    assert!(failure.to_string().contains("proves nothing"), "{failure}");
+    // Said out loud, it passes.
+    locksim::check(mine())
+        .scenario("gc-pause")
+        .param("pause-ms", 50)
+        .seeds(0..2)
+        .min_fault_runs(0)
+        .assert_safe();
+}
+
+#[test]
+fn classes_and_known_failures() {
+    let runs = locksim::check(locksim::builtin("fenced"))
+        .scenario("gc-pause")
+        .seeds(0..3)
+        .assert_class(Safety::Fenced);
+    assert!(runs.count(Safety::Fenced) > 0);
+    assert!(runs.fault_runs() > 0);
+    let text = panic_text(|| {
+        locksim::check(locksim::builtin("fenced"))
+            .scenario("no-faults")
+            .seeds(0..2)
+            .expect_unsafe();
+    });
+    assert!(
+        text.contains("expected some run unsafe, but none of 2 runs was (2 safe"),
+        "{text}"
+    );
+}
+
+#[test]
+fn bad_input_names_what_is_allowed() {
+    let err = |c: locksim::Check, e: Expect| c.verify(e).unwrap_err().to_string();
+    let c = || locksim::check(mine()).seeds(0..1);
+    let e = err(c(), Expect::Safe);
+    assert!(e.contains("no scenario") && e.contains("gc-pause"), "{e}");
+    let e = err(c().scenario("gc-paws"), Expect::Safe);
+    assert!(
+        e.contains("unknown scenario 'gc-paws'") && e.contains("gc-pause"),
+        "{e}"
+    );
+    let e = err(
+        c().scenario("gc-pause"),
+        Expect::CheckerValid("owner".into()),
+    );
+    assert!(
+        e.contains("unknown checker 'owner'") && e.contains("ownership"),
+        "{e}"
+    );
+    let e = err(c().scenario("gc-pause").param("pause", 5), Expect::Safe);
+    assert!(
+        e.contains("unknown parameter 'pause'") && e.contains("pause-ms"),
+        "{e}"
+    );
+    let e = err(c().scenario("no-faults").param("pause-ms", 5), Expect::Safe);
+    assert!(e.contains("no such quantity"), "{e}");
+    let e = err(
+        locksim::check(locksim::builtin("redlock")).scenario("failover"),
+        Expect::Safe,
+    );
+    assert!(e.contains("does not run design redlock"), "{e}");
+    let e = err(
+        c().scenario("gc-pause").plan_file("/nonexistent/plan.json"),
+        Expect::Safe,
+    );
+    assert!(
+        e.contains("cannot read plan file /nonexistent/plan.json"),
+        "{e}"
+    );
+}
