@@ -88,6 +88,10 @@ pub struct Rt<'a> {
     /// Set by the waker the `LocalSet` holds between runs (see
     /// [`Rt::tick_after`]).
     woke: Arc<AtomicBool>,
+
+    /// The flagging waker last made, and the waker it wraps: made again only
+    /// when the runtime's own waker changes.
+    flagged: Option<(Waker, Waker)>,
 }
 
 impl<'a> Rt<'a> {
@@ -113,6 +117,7 @@ impl<'a> Rt<'a> {
             lag: Duration::ZERO,
             fire_at: None,
             woke: Arc::default(),
+            flagged: None,
         }
     }
 
@@ -140,6 +145,7 @@ impl<'a> Rt<'a> {
             lag: Duration::ZERO,
             fire_at: None,
             woke: Arc::default(),
+            flagged: None,
         }
     }
 
@@ -220,6 +226,7 @@ impl<'a> Rt<'a> {
         let unhinted = &mut self.unhinted;
         let local = &self.local;
         let woke = self.woke.clone();
+        let flagged = &mut self.flagged;
         self.tokio.block_on(async {
             if !lag.is_zero() {
                 woke.store(false, Ordering::Relaxed);
@@ -253,6 +260,7 @@ impl<'a> Rt<'a> {
             Flagged {
                 future: run,
                 flag: woke.clone(),
+                cached: flagged,
             }
             .await
         });
@@ -382,6 +390,8 @@ fn with<R>(tokio: &Runtime, local: &LocalSet, f: impl FnOnce() -> R) -> R {
 struct Flagged<'a, F> {
     future: Pin<&'a mut F>,
     flag: Arc<AtomicBool>,
+    /// The runtime's waker and the flagging one made for it.
+    cached: &'a mut Option<(Waker, Waker)>,
 }
 
 struct FlagWaker {
@@ -404,10 +414,19 @@ impl<F: Future> Future for Flagged<'_, F> {
     type Output = F::Output;
 
     fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<F::Output> {
-        let waker = Waker::from(Arc::new(FlagWaker {
-            flag: self.flag.clone(),
-            inner: cx.waker().clone(),
-        }));
-        self.future.as_mut().poll(&mut Context::from_waker(&waker))
+        let this = &mut *self;
+        let fresh = match this.cached {
+            Some((inner, _)) => !inner.will_wake(cx.waker()),
+            None => true,
+        };
+        if fresh {
+            let flagged = Waker::from(Arc::new(FlagWaker {
+                flag: this.flag.clone(),
+                inner: cx.waker().clone(),
+            }));
+            *this.cached = Some((cx.waker().clone(), flagged));
+        }
+        let waker = &this.cached.as_ref().expect("made above").1;
+        this.future.as_mut().poll(&mut Context::from_waker(waker))
     }
 }
