@@ -147,16 +147,12 @@
 //!
 //! # Dependencies
 //!
-//! The simulator runs on a patched turmoil (the workspace's `vendor/turmoil`). A patch
-//! applies only at the top of a build, so a crate that depends on this one adds it
-//! too:
+//! One line: the simulator's patched turmoil (the workspace's `vendor/turmoil`) comes
+//! with it, as a path dependency inside the same repository.
 //!
 //! ```toml
 //! [dependencies]
 //! locksim = { git = "<the locksim repository>" }
-//!
-//! [patch.crates-io]
-//! turmoil = { git = "<the locksim repository>" }
 //! ```
 
 #![warn(missing_docs)]

@@ -202,10 +202,6 @@ publish = false
 [dependencies]
 locksim = {{ path = "{locksim}" }}
 
-# locksim's simulator runs on its patched turmoil; a patch applies only here, at the top.
-[patch.crates-io]
-turmoil = {{ path = "{turmoil}" }}
-
 # The simulator and checkers, optimised: runs take milliseconds, not seconds.
 [profile.dev.package."*"]
 opt-level = 2
@@ -213,7 +209,6 @@ opt-level = 2
 [workspace]
 "#,
         locksim = ws.join("locksim").display(),
-        turmoil = ws.join("vendor/turmoil").display(),
     );
     write(&dir.join("Cargo.toml"), &manifest);
     write(&dir.join("src/lib.rs"), LIB);

@@ -1,5 +1,5 @@
-use rand::{rngs::SmallRng, seq::SliceRandom, Rng, SeedableRng};
 use crate::fxmap::FxIndexMap;
+use rand::{rngs::SmallRng, seq::SliceRandom, Rng, SeedableRng};
 use std::cell::RefCell;
 use std::future::Future;
 use std::net::IpAddr;
@@ -705,7 +705,6 @@ fn fire_at(rt: &Rt, host: Option<&mut crate::host::Host>, now: Duration) -> Opti
     Some(now + Duration::from_millis(due.as_nanos().div_ceil(1_000_000) as u64))
 }
 
-
 #[cfg(test)]
 mod test {
     use rand::Rng;
@@ -803,7 +802,9 @@ mod test {
             assert!(won.is_ok());
             let sleep = crate::time::sleep(Duration::from_millis(30));
             tokio::pin!(sleep);
-            sleep.as_mut().reset(Instant::now() + Duration::from_millis(200));
+            sleep
+                .as_mut()
+                .reset(Instant::now() + Duration::from_millis(200));
             sleep.await;
             crate::time::hint_wake(Instant::now() + Duration::from_millis(10));
             crate::time::sleep(Duration::from_millis(100)).await;
@@ -875,7 +876,11 @@ mod test {
             }
             let mut steps = 0;
             loop {
-                let until = if skip { sim.idle_until() } else { sim.elapsed() };
+                let until = if skip {
+                    sim.idle_until()
+                } else {
+                    sim.elapsed()
+                };
                 let now = sim.elapsed();
                 let done = if until > now + Duration::from_millis(1) {
                     sim.step_by(until - now)
@@ -896,7 +901,10 @@ mod test {
         let (jumped, jump_steps) = world(true);
         assert_eq!(ticked.len(), 60);
         assert_eq!(jumped, ticked);
-        assert!(jump_steps < tick_steps, "{jump_steps} steps, {tick_steps} ticks");
+        assert!(
+            jump_steps < tick_steps,
+            "{jump_steps} steps, {tick_steps} ticks"
+        );
         Ok(())
     }
 

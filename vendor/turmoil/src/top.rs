@@ -18,7 +18,6 @@ pub(crate) struct Topology {
     /// Specific configuration overrides between specific hosts.
     links: FxIndexMap<Pair, Link>,
 
-
     /// The network's time, moved on by [`Topology::tick_by`] (PATCH: wake
     /// hints: it was a runtime without software, ticked like a host's, and
     /// each of its ticks cost a whole `block_on` for nothing to run; only the
@@ -285,8 +284,15 @@ impl Topology {
     ) -> Result<()> {
         if let Some((index, _, link)) = self.links.get_full_mut(&Pair::new(src.ip(), dst.ip())) {
             link.now = self.now;
-            let result =
-                link.enqueue_message(&self.config, rand, src, dst, message, index, &mut self.ready);
+            let result = link.enqueue_message(
+                &self.config,
+                rand,
+                src,
+                dst,
+                message,
+                index,
+                &mut self.ready,
+            );
             if !link.sent.is_empty() {
                 self.busy.insert(index);
             }

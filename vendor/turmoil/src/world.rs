@@ -1,6 +1,6 @@
 use crate::config::Config;
-use crate::fxmap::{FxIndexMap, FxIndexSet};
 use crate::envelope::Protocol;
+use crate::fxmap::{FxIndexMap, FxIndexSet};
 use crate::host::HostTimer;
 use crate::ip::IpVersionAddrIter;
 use crate::net::udp::MulticastGroups;
