@@ -355,7 +355,7 @@ impl<S> FaultyStream<S> {
     /// Tells the simulation that a timer may fire `timeout` after each request
     /// written, until its reply is handed back: the `redis` crate arms its own tokio
     /// timer for each request's reply, which the simulation cannot see (see
-    /// `turmoil::time` and [`Awaiting`]). A request is written in the instant it is
+    /// `turmoil::time` and `Awaiting`). A request is written in the instant it is
     /// sent, so the hint matches the library's deadline.
     pub fn replies_within(mut self, timeout: Duration) -> Self {
         self.awaiting = Some(Awaiting::new(timeout));

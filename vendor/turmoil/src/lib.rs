@@ -62,7 +62,7 @@
 //! *Requires the `unstable-fs` feature.*
 //!
 //! Simulated filesystem types that mirror `std::fs` and `std::os::unix::fs` are
-//! included in the [`fs::shim`] module. This enables crash-consistency testing
+//! included in the `fs::shim` module. This enables crash-consistency testing
 //! for storage systems.
 //!
 //! ```ignore
@@ -86,7 +86,7 @@
 //!
 //! * **Per-host isolation**: Each host has its own filesystem namespace
 //! * **Durability model**: Writes go to a pending buffer and become durable on
-//!   `sync_all()` or randomly based on [`FsConfig::sync_probability`]
+//!   `sync_all()` or randomly based on `FsConfig::sync_probability`
 //! * **Crash behavior**: [`Sim::crash`] discards pending writes; synced data
 //!   survives [`Sim::bounce`]
 //!
@@ -273,7 +273,7 @@ pub fn sim_elapsed() -> Option<Duration> {
     .flatten()
 }
 
-/// The logical duration from [`UNIX_EPOCH`] until now.
+/// The logical duration from [`std::time::UNIX_EPOCH`] until now.
 ///
 /// On creation the simulation picks a `SystemTime` and calculates the
 /// duration since the epoch. Each `run()` invocation moves logical time
