@@ -352,9 +352,14 @@ async fn bad_reentrant_input_gives_typed_errors() {
     let err = a.acquire_with_lease("", 100, 0, 1).await.unwrap_err();
     assert!(matches!(err, LockError::EmptyKey));
 
-    // The smallest watchdog lease works.
+    // The smallest watchdog lease is accepted and taken. (On a real server in real
+    // time, a 3 ms lease can lapse before the release on a loaded machine, whatever
+    // the watchdog does: the release may then find it gone.)
     let g = acquired(a.acquire(&key, opts(3, 0)).await, "3 ms lease");
-    assert_eq!(a.release(&g).await.unwrap(), Release::Removed);
+    match a.release(&g).await {
+        Ok(Release::Removed) | Err(LockError::NotOwner { .. }) => {}
+        other => panic!("releasing the 3 ms lease: {other:?}"),
+    }
     let g = acquired(a.lock_waiting(&key, 100, 1).await, "lock_waiting");
     let pttl = s.pttl(&key).await;
     assert!(pttl > 20_000, "the default 30 s watchdog lease: {pttl}");
