@@ -127,7 +127,7 @@ fn run_stepping(cfg: &RunConfig, stepping: Stepping) -> Result<History, RunError
     let zk = w.zookeeper.as_ref().map(|spec| {
         let ctl = zookeeper::ZkCtl::new(spec, &w.key);
         let clock = clock_of(&spec.name, cfg.redis_clock);
-        ctl.add_host(&mut sim, spec, clock);
+        ctl.add_host(&mut sim, spec, clock, &net);
         ctl
     });
     let stock = storage::Shared::new(w.initial_stock, w.fencing);

@@ -1,5 +1,8 @@
-//! The world's ZooKeeper server: its host (the model of `crate::zk`, started with
-//! [`zk_host`]) and the observation that moves its record into the history.
+//! The world's ZooKeeper server: its host (the model of `crate::zk`, run as
+//! `crate::zk::zk_host` runs it, with every accepted connection wrapped by the
+//! link-fault registry as a Redis server's is, so a crashed client's connections reset
+//! on both ends and its bytes still in flight are never read) and the observation that
+//! moves its record into the history.
 //!
 //! Recorded as server events, at true time: every session created, expired (with the
 //! ephemeral nodes it took) or closed (`ZkSession`); every create and delete of a node
@@ -18,9 +21,10 @@ use lock_impl::designs::ZK_LOCK_ROOT;
 
 use crate::clock::HostClock;
 use crate::history::{EventKind, ServerEvent};
+use crate::net::NetFaults;
 use crate::recorder::Recorder;
 use crate::zk::tree::TxnBody;
-use crate::zk::{SharedZk, ZkConfig, zk_host};
+use crate::zk::{SharedZk, ZK_PORT, ZkConfig, serve_connection, session_tracker};
 
 use super::config::ZkSpec;
 
@@ -67,18 +71,39 @@ impl ZkCtl {
     }
 
     /// Adds the host to the simulation.
-    pub fn add_host(&self, sim: &mut turmoil::Sim<'_>, spec: &ZkSpec, clock: HostClock) {
+    pub fn add_host(
+        &self,
+        sim: &mut turmoil::Sim<'_>,
+        spec: &ZkSpec,
+        clock: HostClock,
+        net: &NetFaults,
+    ) {
         let config = ZkConfig {
             tick_time_ms: spec.tick_time_ms,
             ..ZkConfig::default()
         };
-        let slot = self.slot.clone();
-        sim.host(
-            spec.name.as_str(),
-            zk_host(config, clock, move |s| {
-                *slot.lock().unwrap_or_else(|e| e.into_inner()) = Some(s);
-            }),
-        );
+        let (slot, net, name) = (self.slot.clone(), net.clone(), self.name.clone());
+        sim.host(spec.name.as_str(), move || {
+            let (slot, net, name, clock) = (slot.clone(), net.clone(), name.clone(), clock.clone());
+            async move {
+                // A fresh server on every start (no snapshot or txn log yet).
+                let shared = SharedZk::new(config, Arc::new(clock));
+                *slot.lock().unwrap_or_else(|e| e.into_inner()) = Some(shared.clone());
+                let listener =
+                    turmoil::net::TcpListener::bind((std::net::Ipv4Addr::UNSPECIFIED, ZK_PORT))
+                        .await?;
+                tokio::task::spawn_local(session_tracker(shared.clone()));
+                loop {
+                    let Ok((stream, addr)) = listener.accept().await else {
+                        continue;
+                    };
+                    let peer =
+                        turmoil::reverse_lookup(addr.ip()).unwrap_or_else(|| addr.to_string());
+                    let stream = net.wrap(stream, &name, &peer);
+                    tokio::task::spawn_local(serve_connection(shared.clone(), stream, peer));
+                }
+            }
+        });
     }
 
     /// Whether the server's record has the lock held (the directory has a child).
