@@ -284,7 +284,7 @@ impl Scenario {
             }
             return w;
         }
-        if masters > 1 && self.topology() == Topology::SingleMaster {
+        if masters > 1 && self.topology() == Topology::SingleMaster && !w.servers.is_empty() {
             let one = w.servers[0].clone();
             w.servers = (1..=masters)
                 .map(|i| ServerSpec {
