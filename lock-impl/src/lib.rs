@@ -115,7 +115,8 @@ pub struct DesignInfo {
     /// value leaves the lock in place).
     pub release_checks_owner: bool,
     /// Independent masters it locks on (`Deps::servers`): 1 for a single-master design,
-    /// [`REDLOCK_MASTERS`] for the Redlock family.
+    /// [`REDLOCK_MASTERS`] for the Redlock family, [`ZOOKEEPER`] (0) for a design on
+    /// the world's ZooKeeper server.
     pub masters: usize,
 }
 
@@ -233,34 +234,48 @@ pub const DESIGNS: &[DesignInfo] = &[
         release_checks_owner: true,
         masters: REDLOCK_MASTERS,
     },
+    ZK_CURATOR,
+    ZK_CURATOR_FENCED,
 ];
 
-/// The ZooKeeper designs. Kept apart from [`DESIGNS`] (which the catalog, the main job
-/// and the gate list) until locksim's world can give a client a ZooKeeper ensemble;
-/// [`build`] builds them by name over [`Deps::zookeeper`].
-pub const ZK_DESIGNS: &[DesignInfo] = &[
-    DesignInfo {
-        name: designs::ZkCurator::NAME,
-        summary: "Curator InterProcessMutex: protected-mode ephemeral sequential node, \
+/// The `masters` of a design that locks on no Redis master but on the world's
+/// ZooKeeper server (the ZooKeeper designs): it runs only in the scenarios whose faults
+/// make sense against ZooKeeper (`Scenario::applies_to`).
+pub const ZOOKEEPER: usize = 0;
+
+const ZK_CURATOR: DesignInfo = DesignInfo {
+    name: designs::ZkCurator::NAME,
+    summary: "Curator InterProcessMutex: protected-mode ephemeral sequential node, \
                   lowest sequence holds, others watch their predecessor; delete to release",
-        seeds: "002, 004",
-        known_failure: "the lock lives as long as the session: a holder paused past its \
+    seeds: "002, 004",
+    known_failure: "the lock lives as long as the session: a holder paused past its \
                         session timeout keeps working after its node is gone",
-        expires: false,
-        release_checks_owner: true,
-        masters: 1,
-    },
-    DesignInfo {
-        name: designs::ZkCurator::FENCED_NAME,
-        summary: "zk-curator with the lock node's czxid as fencing token",
-        seeds: "002, 004",
-        known_failure: "two holders in belief after a session expiry; a fencing storage \
+    expires: false,
+    release_checks_owner: true,
+    masters: ZOOKEEPER,
+};
+
+const ZK_CURATOR_FENCED: DesignInfo = DesignInfo {
+    name: designs::ZkCurator::FENCED_NAME,
+    summary: "zk-curator with the lock node's czxid as fencing token",
+    seeds: "002, 004",
+    known_failure: "two holders in belief after a session expiry; a fencing storage \
                         refuses the stale one",
-        expires: false,
-        release_checks_owner: true,
-        masters: 1,
-    },
-];
+    expires: false,
+    release_checks_owner: true,
+    masters: ZOOKEEPER,
+};
+
+/// The ZooKeeper designs (also in [`DESIGNS`], with `masters` [`ZOOKEEPER`]);
+/// [`build`] builds them by name over [`Deps::zookeeper`].
+pub const ZK_DESIGNS: &[DesignInfo] = &[ZK_CURATOR, ZK_CURATOR_FENCED];
+
+impl DesignInfo {
+    /// Whether it locks on the world's ZooKeeper server instead of Redis masters.
+    pub fn on_zookeeper(&self) -> bool {
+        self.masters == ZOOKEEPER
+    }
+}
 
 /// The names of [`DESIGNS`], comma separated, for error messages.
 pub fn design_names() -> String {

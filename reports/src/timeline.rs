@@ -140,6 +140,26 @@ pub fn describe(h: &History, e: &Event) -> String {
         EventKind::Server(ServerEvent::MessageDropped { channel }) => {
             format!("dropped a message on {channel} to a subscriber")
         }
+        EventKind::Server(ServerEvent::ZkSession {
+            session,
+            client,
+            event,
+            timeout_ms,
+            ephemerals,
+        }) => {
+            let nodes = if ephemerals.is_empty() {
+                String::new()
+            } else {
+                format!(", deleting {}", ephemerals.join(", "))
+            };
+            format!("session {session} of {client} {event} (timeout {timeout_ms} ms){nodes}")
+        }
+        EventKind::Server(ServerEvent::ZkNode {
+            by,
+            session,
+            path,
+            op,
+        }) => format!("node {path} {op} (session {session} of {by})"),
         EventKind::Server(ServerEvent::Command { by, command }) => {
             format!("ran {command} from {by}")
         }

@@ -67,6 +67,8 @@ fn liveness_judges_most_runs_of_every_scenario_with_a_fault() {
         }
         let design = if scenario.applies_to(1) {
             "set-nx-px-lua"
+        } else if scenario.applies_to(lock_impl::ZOOKEEPER) {
+            "zk-curator"
         } else {
             "redlock"
         };

@@ -352,6 +352,34 @@ pub enum ServerEvent {
         /// `command`, `expired`, `overwritten` or `flushed`.
         cause: String,
     },
+    /// A ZooKeeper session was created, expired or closed, by the ZooKeeper server's
+    /// own record (a session's expiry deletes its ephemeral nodes).
+    ZkSession {
+        /// The session id, `0x…` as ZooKeeper logs it.
+        session: String,
+        /// The client host that created it.
+        client: String,
+        /// `created`, `expired` or `closed`.
+        event: String,
+        /// Its negotiated timeout, ms.
+        timeout_ms: u32,
+        /// The ephemeral nodes deleted with it (`expired`, `closed`).
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        ephemerals: Vec<String>,
+    },
+    /// A node under the lock's directory was created or deleted on the ZooKeeper
+    /// server.
+    ZkNode {
+        /// The client host whose session asked for it (for a delete by expiry: the
+        /// session's host).
+        by: String,
+        /// The session, `0x…`.
+        session: String,
+        /// The node's path.
+        path: String,
+        /// `created`, `deleted` or `deleted-with-session` (expired or closed).
+        op: String,
+    },
 }
 
 impl History {

@@ -10,7 +10,7 @@
 //! `slow_work`, `network` (delays and partitions), `pubsub` (lost unlock messages),
 //! `server` (a Redis server crashes or pauses), `replication` (failover and split
 //! brain under Sentinel), `clock` (a server's clock jumps or drifts) and `redlock`
-//! (five independent masters). The probes themselves are history readers in
+//! (five independent masters), `zookeeper` (a ZooKeeper session expiring). The probes themselves are history readers in
 //! [`crate::checkers`] (several scenarios share one, and they are tested on hand-built
 //! histories there); a `Def` names the one it uses and with what arguments.
 //!
@@ -30,6 +30,7 @@ mod redlock;
 mod replication;
 mod server;
 mod slow_work;
+mod zookeeper;
 
 use std::ops::Range;
 
@@ -73,6 +74,7 @@ pub static SCENARIOS: &[&Def] = &[
     &redlock::REDLOCK_RESTART_DELAYED,
     &redlock::REDLOCK_GC_PAUSE,
     &no_faults::FLASH_SALE,
+    &zookeeper::ZK_SESSION_EXPIRY,
 ];
 
 /// One scenario, whole: what it says of itself, its world, its faults and its probe.
@@ -164,6 +166,20 @@ pub enum Topology {
     Masters(usize),
 }
 
+/// The scenarios a ZooKeeper design runs in: the client faults, which mean the same
+/// against a ZooKeeper server as against one Redis master, and the `zk-*` scenarios.
+/// The Redis-only ones (replication, Sentinel, Redlock, pub/sub, server faults and
+/// clocks, whose targets and probes read a Redis server's record) do not apply.
+pub const ZOOKEEPER_SCENARIOS: &[&str] = &[
+    "no-faults",
+    "client-crash",
+    "gc-pause",
+    "slow-work",
+    "network-delay",
+    "long-work",
+    "zk-session-expiry",
+];
+
 /// The workload every scenario's world starts from.
 pub fn base() -> Workload {
     // A reply timeout a real service would use: a few leases (500 ms for a 200 ms
@@ -236,8 +252,16 @@ impl Scenario {
             || self.def.quantities.contains(&param)
     }
 
-    /// Whether a design that locks on `masters` independent masters runs here.
+    /// Whether a design that locks on `masters` independent masters runs here
+    /// ([`lock_impl::ZOOKEEPER`]: a ZooKeeper design, which runs only in the
+    /// scenarios of [`ZOOKEEPER_SCENARIOS`]).
     pub fn applies_to(&self, masters: usize) -> bool {
+        if masters == lock_impl::ZOOKEEPER {
+            return ZOOKEEPER_SCENARIOS.contains(&self.name);
+        }
+        if self.name.starts_with("zk-") {
+            return false;
+        }
         match self.topology() {
             Topology::SingleMaster => true,
             Topology::Replicated => masters <= 1,
@@ -250,7 +274,17 @@ impl Scenario {
     /// (persistence, clock); every other world is the scenario's own.
     pub fn workload_for(&self, masters: usize) -> Workload {
         let mut w = self.workload.clone();
-        if masters > 1 && self.topology() == Topology::SingleMaster {
+        if masters == lock_impl::ZOOKEEPER {
+            // The one master's place is taken by a ZooKeeper server: the client faults
+            // and targets (`lock-server`, `all-servers`) reach it instead.
+            w.servers.clear();
+            w.sentinel = None;
+            if w.zookeeper.is_none() {
+                w.zookeeper = Some(sim::world::ZkSpec::for_lease(w.lease_ms));
+            }
+            return w;
+        }
+        if masters > 1 && self.topology() == Topology::SingleMaster && !w.servers.is_empty() {
             let one = w.servers[0].clone();
             w.servers = (1..=masters)
                 .map(|i| ServerSpec {

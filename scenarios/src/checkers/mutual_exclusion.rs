@@ -5,7 +5,7 @@
 //! `ok` and ends at the release's invocation (see [`model::holds`]), so a client that
 //! was paused past its lease still counts as holding until it says otherwise.
 
-use sim::history::History;
+use sim::history::{EventKind, History, ServerEvent};
 
 use super::model::{self, Hold, HoldEnd};
 use super::{Checker, Evidence, Verdict, fmt_s};
@@ -73,12 +73,39 @@ impl Checker for MutualExclusion {
         };
         let mut events = vec![a.acquire_event, b.acquire_event];
         events.extend(a.end_event);
+        // A lock server that ended the first holder's session (ZooKeeper) between the
+        // two grants is why the second got the lock: named, as the evidence's cause.
+        let expiry = h.events.iter().enumerate().find_map(|(i, e)| match &e.kind {
+            EventKind::Server(ServerEvent::ZkSession {
+                session,
+                client,
+                event,
+                timeout_ms,
+                ..
+            }) if event == "expired"
+                && client == &a.host
+                && (a.start_us..=b.start_us).contains(&e.at_us) =>
+            {
+                Some((i, format!(
+                    "; {} expired {}'s session {session} (timeout {timeout_ms} ms) at {}, deleting its node, while {} still believed it held the lock",
+                    e.host, a.host, fmt_s(e.at_us), a.host
+                )))
+            }
+            _ => None,
+        });
+        let cause = match expiry {
+            Some((i, note)) => {
+                events.push(i);
+                note
+            }
+            None => String::new(),
+        };
         events.extend(b.end_event);
         events.sort_unstable();
         events.dedup();
         Verdict::Invalid(Evidence {
             summary: format!(
-                "{} and {} both believed they held lock {} from {} to {} (owner={} and owner={}){more}",
+                "{} and {} both believed they held lock {} from {} to {} (owner={} and owner={}){cause}{more}",
                 a.host,
                 b.host,
                 a.key,

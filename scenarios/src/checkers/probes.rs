@@ -252,3 +252,37 @@ pub fn unlock_message_dropped_with_a_waiter(h: &History) -> Option<String> {
         ))
     })
 }
+
+/// The ZooKeeper server expired a session (deleting its ephemeral nodes) while its
+/// client believed it held the lock: the session's client has a believed hold open at
+/// the expiry. The witness names the session and the nodes it took.
+pub fn session_expired_during_a_hold(h: &History) -> Option<String> {
+    let holds = model::holds(h).ok()?;
+    h.events.iter().find_map(|e| {
+        let EventKind::Server(ServerEvent::ZkSession {
+            session,
+            client,
+            event,
+            timeout_ms,
+            ephemerals,
+        }) = &e.kind
+        else {
+            return None;
+        };
+        if event != "expired" {
+            return None;
+        }
+        let hold = holds
+            .iter()
+            .find(|o| &o.host == client && o.open_at(e.at_us))?;
+        Some(format!(
+            "{}: {} expired session {session} of {client} (timeout {timeout_ms} ms), deleting \
+             [{}], while {client} believed it held {} as {}",
+            fmt_s(e.at_us),
+            e.host,
+            ephemerals.join(", "),
+            hold.key,
+            hold.owner,
+        ))
+    })
+}

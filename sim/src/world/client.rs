@@ -148,6 +148,29 @@ impl lock_impl::AddrConnector for TurmoilDialer {
     }
 }
 
+/// ZooKeeper connections: the same gated, faultable streams; every dial of the
+/// ZooKeeper server is recorded (`connect`); the client's connection driver runs under
+/// the pause gate.
+impl lock_impl::zk::StreamDialer for TurmoilDialer {
+    fn dial(&self, host: &str, port: u16) -> lock_impl::zk::StreamDial<'_> {
+        let host = host.to_string();
+        Box::pin(async move {
+            let mut record = DialRecord {
+                dialer: self,
+                server: &host,
+                done: false,
+            };
+            let result = self.stream(&host, port).await;
+            record.finish(result.as_ref().map(|_| ()).map_err(|e| e.to_string()));
+            Ok(Box::new(result?) as lock_impl::zk::ZkStream)
+        })
+    }
+
+    fn spawn(&self, task: lock_impl::Task) {
+        tokio::task::spawn_local(self.gate.wrap(task));
+    }
+}
+
 /// Connections from one client to one Redis host.
 struct TurmoilConnector {
     dialer: Arc<TurmoilDialer>,
@@ -263,7 +286,24 @@ impl Client {
                     ));
                 lock_impl::Conn::new(connector, clock.clone(), policy)
             }
-            None => servers[0].clone(),
+            None => match servers.first() {
+                Some(first) => first.clone(),
+                // A ZooKeeper world has no Redis server: the design's `Deps.conn`
+                // reaches none (see `lock_impl::zookeeper_deps`).
+                None => {
+                    lock_impl::zookeeper_deps(
+                        lock_impl::zk::ZkEnsemble {
+                            servers: Vec::new(),
+                            dialer: dialer.clone(),
+                            session_timeout_ms: 0,
+                        },
+                        clock.clone(),
+                        Arc::new(SeededEntropy::new(0, "")),
+                        Arc::new(lock_impl::TokioSpawner),
+                    )
+                    .conn
+                }
+            },
         };
         // Dial before the first acquisition, as a service connects at start-up (a
         // failure here is retried by the first command).
@@ -276,6 +316,16 @@ impl Client {
         }
         let Ok(mut storage) = StorageClient::connect(&self.name).await else {
             return;
+        };
+        let zookeeper = w.zookeeper.as_ref().map(|spec| lock_impl::zk::ZkEnsemble {
+            servers: vec![(spec.name.clone(), crate::zk::ZK_PORT)],
+            dialer: dialer.clone(),
+            session_timeout_ms: spec.session_timeout_ms,
+        });
+        let servers = if servers.is_empty() {
+            vec![conn.clone()]
+        } else {
+            servers
         };
         let deps = Deps {
             pubsub: Some(Arc::new(ConnectorPubSub(conn.connector().clone()))),
@@ -292,7 +342,7 @@ impl Client {
                 host: self.name.clone(),
                 clock: self.clock.clone(),
             })),
-            zookeeper: None,
+            zookeeper,
         };
         let design = (self.factory)(deps);
         let mut rng = ChaCha8Rng::seed_from_u64(sub_seed(self.seed, 3 + 2 * stream_id));

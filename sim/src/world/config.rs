@@ -195,6 +195,39 @@ pub struct Workload {
     /// trace `locksim explore` places faults by). Off by default: histories stay small.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub trace_commands: bool,
+    /// A ZooKeeper server (none by default): the world of the ZooKeeper designs. With
+    /// it, `servers` may be empty and a client's `Deps.zookeeper` reaches it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub zookeeper: Option<ZkSpec>,
+}
+
+/// The world's ZooKeeper server (one for now; an ensemble is the next step).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ZkSpec {
+    /// Its host name (`zk-1`).
+    pub name: String,
+    /// The model's `tickTime`, ms: sessions may last 2 to 20 ticks.
+    pub tick_time_ms: u32,
+    /// The session timeout each client asks for, ms (the server clamps it to
+    /// [2, 20] × `tick_time_ms`).
+    pub session_timeout_ms: u32,
+}
+
+impl ZkSpec {
+    /// The world's server for a lease of `lease_ms`: `zk-1` with `tickTime` 50 ms
+    /// (sessions of 100 ms to 1 s are possible), and a session timeout of 1.5 leases
+    /// (300 ms for the catalog's 200 ms lease), so that a client fault of 2 leases or
+    /// more outlasts the session, bucket rounding included.
+    pub fn for_lease(lease_ms: u64) -> ZkSpec {
+        let tick_time_ms = 50;
+        let session = (lease_ms * 3 / 2).clamp(2 * 50, 20 * 50) as u32;
+        ZkSpec {
+            name: "zk-1".into(),
+            tick_time_ms,
+            session_timeout_ms: session,
+        }
+    }
 }
 
 impl Default for Workload {
@@ -220,6 +253,7 @@ impl Default for Workload {
             connect_timeout_ms: default_connect_timeout(),
             sentinel: None,
             trace_commands: false,
+            zookeeper: None,
         }
     }
 }
@@ -240,7 +274,7 @@ impl Workload {
         if self.latency_ms_min > self.latency_ms_max {
             return bad("workload.latency_ms_min must not exceed latency_ms_max".into());
         }
-        if self.servers.is_empty() {
+        if self.servers.is_empty() && self.zookeeper.is_none() {
             return bad("workload.servers must name at least one Redis server".into());
         }
         for (i, s) in self.servers.iter().enumerate() {

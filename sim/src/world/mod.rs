@@ -18,6 +18,7 @@ mod nemesis;
 mod observe;
 mod sentinels;
 mod servers;
+mod zookeeper;
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -25,7 +26,7 @@ use std::sync::atomic::{AtomicU32, AtomicU64};
 use std::time::Duration;
 
 pub use config::{
-    DesignFactory, RunConfig, RunError, SentinelSpec, ServerSpec, Stepping, Workload,
+    DesignFactory, RunConfig, RunError, SentinelSpec, ServerSpec, Stepping, Workload, ZkSpec,
     builtin_factory, default_servers, sub_seed,
 };
 
@@ -123,6 +124,12 @@ fn run_stepping(cfg: &RunConfig, stepping: Stepping) -> Result<History, RunError
             sentinel_hosts.push(ctl);
         }
     }
+    let zk = w.zookeeper.as_ref().map(|spec| {
+        let ctl = zookeeper::ZkCtl::new(spec, &w.key);
+        let clock = clock_of(&spec.name, cfg.redis_clock);
+        ctl.add_host(&mut sim, spec, clock, &net);
+        ctl
+    });
     let stock = storage::Shared::new(w.initial_stock, w.fencing);
     {
         let (recorder, stock) = (recorder.clone(), stock.clone());
@@ -178,6 +185,7 @@ fn run_stepping(cfg: &RunConfig, stepping: Stepping) -> Result<History, RunError
         clients,
         servers,
         sentinels: sentinel_hosts,
+        zk,
         clocks,
         observer: Observer::default(),
         key: w.key.clone(),

@@ -109,7 +109,6 @@ struct Conn {
     session: Option<i64>,
     timeout_ms: u32,
     /// The peer's name, for the model's own record.
-    #[allow(dead_code)]
     peer: String,
 }
 
@@ -121,6 +120,8 @@ pub enum ServerEvent {
     SessionCreated {
         /// Its id.
         session_id: i64,
+        /// The peer of the connection that created it.
+        peer: String,
         /// Its negotiated timeout.
         timeout_ms: u32,
     },
@@ -438,8 +439,14 @@ impl ZkServer {
                 c.session = Some(id);
                 c.timeout_ms = timeout;
             }
+            let peer = self
+                .conns
+                .get(&conn)
+                .map(|c| c.peer.clone())
+                .unwrap_or_default();
             self.events.push(ServerEvent::SessionCreated {
                 session_id: id,
+                peer,
                 timeout_ms: timeout,
             });
             respond(self, Some(id));

@@ -29,6 +29,8 @@ pub(crate) struct WorldCtl {
     pub servers: Vec<ServerCtl>,
     /// The Sentinels, if any.
     pub sentinels: Vec<crate::world::sentinels::SentinelCtl>,
+    /// The ZooKeeper server, if any.
+    pub zk: Option<crate::world::zookeeper::ZkCtl>,
     pub observer: Observer,
     /// Every host's clock, by host name.
     pub clocks: BTreeMap<String, crate::clock::HostClock>,
@@ -44,8 +46,13 @@ impl WorldCtl {
         self.servers.iter().find(|s| s.name == name)
     }
 
+    /// The lock servers: the Redis servers, and the ZooKeeper server.
     pub(super) fn server_names(&self) -> Vec<String> {
-        self.servers.iter().map(|s| s.name.clone()).collect()
+        self.servers
+            .iter()
+            .map(|s| s.name.clone())
+            .chain(self.zk.iter().map(|z| z.name.clone()))
+            .collect()
     }
 
     pub(super) fn sentinel(&self, name: &str) -> Option<&crate::world::sentinels::SentinelCtl> {
@@ -56,6 +63,7 @@ impl WorldCtl {
         self.clients.contains_key(name)
             || self.server(name).is_some()
             || self.sentinel(name).is_some()
+            || self.zk.as_ref().is_some_and(|z| z.name == name)
     }
 
     /// Drains every server's and Sentinel's record now (before a memory goes).
@@ -63,5 +71,8 @@ impl WorldCtl {
         self.observer.drain(&self.servers, &self.recorder, now);
         self.observer
             .drain_sentinels(&self.sentinels, &self.recorder, now);
+        if let Some(zk) = &mut self.zk {
+            zk.drain(&self.recorder, now);
+        }
     }
 }

@@ -41,12 +41,20 @@ pub(super) fn resolve(target: &Target, world: &WorldCtl, rng: &mut ChaCha8Rng) -
         Target::LockOwner => world
             .observer
             .owner_of(&world.servers, &world.key)
+            .or_else(|| world.zk.as_ref().and_then(|z| z.owner()).map(String::from))
             .filter(|h| world.clients.contains_key(h))
             .into_iter()
             .collect(),
         Target::LockServer => world
             .observer
             .server_holding(&world.servers, &world.key)
+            .or_else(|| {
+                world
+                    .zk
+                    .as_ref()
+                    .filter(|z| z.holds())
+                    .map(|z| z.name.clone())
+            })
             .into_iter()
             .collect(),
         Target::UnreplicatedLockMaster { .. } => lock_master(world, true)
