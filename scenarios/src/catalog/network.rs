@@ -56,16 +56,29 @@ fn delays(d: &mut Draw) -> Vec<Fault> {
 
 /// Three partitions of the holder from every server, 2-8 leases each.
 fn partitions(d: &mut Draw) -> Vec<Fault> {
+    holder_partitions(d, 3, 2..=8)
+}
+
+/// `count` partitions of the holder from every server, each lasting a number of
+/// leases drawn from `leases` (the `partition-ms` quantity).
+pub(super) fn holder_partitions(
+    d: &mut Draw,
+    count: usize,
+    leases: std::ops::RangeInclusive<u64>,
+) -> Vec<Fault> {
     let lease = d.lease;
     let mut faults = Vec::new();
-    for _ in 0..3 {
+    for _ in 0..count {
         faults.push(Fault {
             at_ms: d.at(),
             kind: FaultKind::Partition {
                 a: vec![Target::Holder],
                 b: vec![Target::AllServers],
                 one_way: false,
-                duration_ms: d.quantity(Param::PartitionMs, lease * 2..=lease * 8),
+                duration_ms: d.quantity(
+                    Param::PartitionMs,
+                    lease * leases.start()..=lease * leases.end(),
+                ),
             },
         });
     }

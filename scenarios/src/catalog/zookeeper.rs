@@ -1,6 +1,6 @@
 //! ZooKeeper's own faults: a holder's session expiring under it.
 
-use sim::faults::{Fault, FaultKind, Target};
+use sim::faults::Fault;
 use sim::world::{Workload, ZkSpec};
 
 use super::{Def, Draw};
@@ -31,18 +31,5 @@ pub(super) static ZK_SESSION_EXPIRY: Def = Def {
 
 /// Four partitions of the holder from the servers, 3-6 leases each.
 fn holder_cut_off(d: &mut Draw) -> Vec<Fault> {
-    let lease = d.lease;
-    let mut faults = Vec::new();
-    for _ in 0..4 {
-        faults.push(Fault {
-            at_ms: d.at(),
-            kind: FaultKind::Partition {
-                a: vec![Target::Holder],
-                b: vec![Target::AllServers],
-                one_way: false,
-                duration_ms: d.quantity(Param::PartitionMs, lease * 3..=lease * 6),
-            },
-        });
-    }
-    faults
+    super::network::holder_partitions(d, 4, 3..=6)
 }
