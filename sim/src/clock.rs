@@ -188,8 +188,9 @@ impl crate::redis::server::ServerClock for HostClock {
     }
 }
 
-/// A client host's clock as `lock_impl` sees it: monotonic, following its host's rate
-/// (steps of the host's wall clock do not reach it).
+/// A client host's clock as `lock_impl` sees it: the monotonic reading follows its
+/// host's rate (steps of the host's wall clock do not reach it); the wall reading is
+/// the host's wall clock, steps included.
 #[derive(Debug, Clone)]
 pub struct SimClock {
     clock: HostClock,
@@ -205,6 +206,10 @@ impl SimClock {
 impl lock_impl::Clock for SimClock {
     fn now(&self) -> Duration {
         self.clock.local_elapsed(true_now())
+    }
+
+    fn wall(&self) -> Duration {
+        Duration::from_micros(self.clock.unix_us(true_now()))
     }
 
     fn sleep(&self, duration: Duration) -> lock_impl::Sleep {
