@@ -8,9 +8,13 @@
 //!
 //! - the **wall clock** (unix time), which the Redis model expires keys by, as Redis
 //!   does by its own wall clock: a forward step expires keys early in true time;
-//! - the **monotonic clock** (elapsed time since the run's start), which a lock client
-//!   measures leases and sleeps with: rate changes apply to it (a fast oscillator is
-//!   real), steps never do (`CLOCK_MONOTONIC` does not jump).
+//! - the **monotonic clock**, which a lock client measures leases and sleeps with: rate
+//!   changes apply to it (a fast oscillator is real), steps never do
+//!   (`CLOCK_MONOTONIC` does not jump). Like `CLOCK_MONOTONIC` it counts from the
+//!   host's boot, and every host booted at its own moment ([`HostClock::booted`]): two
+//!   hosts' monotonic readings are unrelated numbers, so a design that compares one
+//!   host's reading with another's (stores it on a server, say) cannot pass by the
+//!   accident of every clock starting at zero.
 
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -94,7 +98,14 @@ impl Piece {
 #[derive(Debug, Clone)]
 pub struct HostClock {
     piece: Arc<Mutex<Piece>>,
+    /// The monotonic clock's reading at true time zero: the host's uptime when the run
+    /// began.
+    boot: Duration,
 }
+
+/// The least and the most a host has been up when a run begins: a minute to sixty
+/// days, drawn per host from the run's seed ([`HostClock::uptime_for`]).
+pub const UPTIME_US: std::ops::RangeInclusive<u64> = 60_000_000..=60 * 86_400_000_000;
 
 impl HostClock {
     /// A clock that starts as `spec` says at true time zero.
@@ -106,7 +117,34 @@ impl HostClock {
                 drift_ppm: spec.drift_ppm,
                 step_us: spec.offset_ms * 1000,
             })),
+            boot: Duration::ZERO,
         }
+    }
+
+    /// This clock with its monotonic reading starting at `uptime` at true time zero
+    /// (the wall clock is unchanged).
+    pub fn booted(mut self, uptime: Duration) -> Self {
+        self.boot = uptime;
+        self
+    }
+
+    /// The uptime at the run's start of the host named `host` in the run of `seed`:
+    /// drawn from [`UPTIME_US`], the same for the same seed and name, different from
+    /// host to host.
+    pub fn uptime_for(seed: u64, host: &str) -> Duration {
+        // FNV-1a of the name: a stable stream id (no randomly seeded hasher).
+        let stream = host.bytes().fold(0xcbf2_9ce4_8422_2325_u64, |h, b| {
+            (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
+        });
+        let draw = crate::world::sub_seed(seed, stream);
+        let span = UPTIME_US.end() - UPTIME_US.start() + 1;
+        Duration::from_micros(UPTIME_US.start() + draw % span)
+    }
+
+    /// The monotonic clock as the host reads it at true time `t`: its uptime at the
+    /// run's start plus [`local_elapsed`](Self::local_elapsed).
+    pub fn monotonic(&self, t: Duration) -> Duration {
+        self.boot + self.local_elapsed(t)
     }
 
     fn piece(&self) -> Piece {
@@ -166,10 +204,11 @@ impl HostClock {
         .true_duration(local)
     }
 
-    /// The true time at which the monotonic clock reads `local`, if the current rate
-    /// holds from `now` on (what a client's belief "valid until" means in true time).
+    /// The true time at which the monotonic clock reads `local` (a reading of
+    /// [`monotonic`](Self::monotonic), uptime included), if the current rate holds from
+    /// `now` on (what a client's belief "valid until" means in true time).
     pub fn true_time_of(&self, now: Duration, local: Duration) -> Duration {
-        let here = self.local_elapsed(now);
+        let here = self.monotonic(now);
         match local.checked_sub(here) {
             Some(ahead) => now.saturating_add(self.true_duration(ahead)),
             None => {
@@ -205,7 +244,7 @@ impl SimClock {
 
 impl lock_impl::Clock for SimClock {
     fn now(&self) -> Duration {
-        self.clock.local_elapsed(true_now())
+        self.clock.monotonic(true_now())
     }
 
     fn wall(&self) -> Duration {
@@ -265,6 +304,25 @@ mod tests {
         assert_eq!(clock.unix_us(t(6)), EPOCH_UNIX_US + 17_000_000);
         assert_eq!(clock.true_time_of(t(6), t(10)), t(8));
         assert_eq!(clock.true_time_of(t(6), t(4)), t(4));
+    }
+
+    #[test]
+    fn hosts_boot_apart_and_a_reading_maps_back_to_true_time() {
+        let t = |s: u64| Duration::from_secs(s);
+        let a = HostClock::uptime_for(7, "client-1");
+        let b = HostClock::uptime_for(7, "client-2");
+        assert_ne!(a, b);
+        assert_eq!(a, HostClock::uptime_for(7, "client-1"));
+        assert_ne!(a, HostClock::uptime_for(8, "client-1"));
+        for u in [a, b] {
+            assert!(UPTIME_US.contains(&(u.as_micros() as u64)));
+        }
+        let clock = HostClock::new(ClockSpec::default()).booted(a);
+        assert_eq!(clock.monotonic(t(3)), a + t(3));
+        assert_eq!(clock.local_elapsed(t(3)), t(3));
+        assert_eq!(clock.unix_us(t(3)), EPOCH_UNIX_US + 3_000_000);
+        assert_eq!(clock.true_time_of(t(3), a + t(5)), t(5));
+        assert_eq!(clock.true_time_of(t(3), a + t(1)), t(1));
     }
 
     #[test]

@@ -476,7 +476,7 @@ impl Client {
             o.token = token;
         });
         if let Some(margin) = self.workload.check_validity_ms {
-            let left = guard.remaining(self.clock.local_elapsed(true_now()));
+            let left = guard.remaining(self.clock.monotonic(true_now()));
             if left.is_some_and(|l| l < Duration::from_millis(margin)) {
                 let left_ms = left.unwrap_or_default().as_millis();
                 rec.complete(host, op, OpF::Write, Phase::Fail, |o| {

@@ -83,7 +83,9 @@ fn run_stepping(cfg: &RunConfig, stepping: Stepping) -> Result<History, RunError
     // recorded at time zero, so the history says which clocks were off.
     let mut clocks: BTreeMap<String, HostClock> = BTreeMap::new();
     let mut clock_of = |host: &str, spec: ClockSpec| {
-        let clock = HostClock::new(spec);
+        // Each host has been up for its own while (not recorded: no history reads a
+        // monotonic reading, only true times).
+        let clock = HostClock::new(spec).booted(HostClock::uptime_for(cfg.seed, host));
         if spec != ClockSpec::default() {
             recorder.record_at(
                 0,
