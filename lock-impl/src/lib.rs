@@ -23,6 +23,8 @@
 //! | `redlock` | `SET NX PX` on N independent masters in turn; majority and validity = lease − elapsed − drift | Lua compare-and-delete on all | 000, 003 |
 //! | `redlock-unsigned-validity` | `redlock` with the validity in unsigned arithmetic (a real-client bug class) | as `redlock` | 000, 003 |
 //! | `redisson-redlock` | Redisson `RedissonMultiLock.tryLock`: per-node Redisson lock, failed-locks limit, re-expire; no validity check | Redisson unlock on all | 003 |
+//! | `redis-py` | redis-py 5.3.1 `Lock`: `SET NX PX`, fixed 0.1 s sleep until `blocking_timeout` on `time.monotonic()` | redis-py's Lua release script | 001, 003 |
+//! | `redis-py-3` | redis-py 3.5.3 `Lock`: as `redis-py`, `blocking_timeout` on `time.time()` (wall clock) | as `redis-py` | 001, 003 |
 //!
 //! # Your own design
 //!
@@ -236,6 +238,28 @@ pub const DESIGNS: &[DesignInfo] = &[
     },
     ZK_CURATOR,
     ZK_CURATOR_FENCED,
+    DesignInfo {
+        name: designs::RedisPy::NAME,
+        summary: "redis-py 5.3.1 Lock: SET NX PX with a uuid token, sleep 0.1 s between tries \
+                  until blocking_timeout (time.monotonic); Lua GET-compare-DEL release",
+        seeds: "001, 003",
+        known_failure: "a pause past the lease gives two holders: no fencing, no validity \
+                        for the caller to check",
+        expires: true,
+        release_checks_owner: true,
+        masters: 1,
+    },
+    DesignInfo {
+        name: designs::RedisPy::V3_NAME,
+        summary: "redis-py 3.5.3 Lock: as redis-py, but blocking_timeout measured on \
+                  time.time(), the wall clock",
+        seeds: "001, 003",
+        known_failure: "as redis-py; and a client wall-clock step ends the wait early or \
+                        stretches it far past its budget",
+        expires: true,
+        release_checks_owner: true,
+        masters: 1,
+    },
 ];
 
 /// The `masters` of a design that locks on no Redis master but on the world's
@@ -300,6 +324,8 @@ pub fn build(name: &str, deps: Deps) -> Result<Arc<dyn LockDesign>, LockError> {
         designs::Redlock::NAME => Arc::new(designs::Redlock::new(deps)),
         designs::Redlock::UNSIGNED_NAME => Arc::new(designs::Redlock::unsigned_validity(deps)),
         designs::RedissonRedlock::NAME => Arc::new(designs::RedissonRedlock::new(deps)),
+        designs::RedisPy::NAME => Arc::new(designs::RedisPy::new(deps)),
+        designs::RedisPy::V3_NAME => Arc::new(designs::RedisPy::v3(deps)),
         designs::ZkCurator::NAME => Arc::new(designs::ZkCurator::new(deps)),
         designs::ZkCurator::FENCED_NAME => Arc::new(designs::ZkCurator::fenced(deps)),
         other => {

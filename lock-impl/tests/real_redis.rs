@@ -314,3 +314,116 @@ async fn wait_synced_grants_only_what_the_replica_acknowledged() {
     assert_eq!(left, None, "the refused lock was given back");
     sleeper.await.unwrap();
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn redis_py_passes_conformance_on_real_redis() {
+    conformance(designs::RedisPy::NAME).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn redis_py_3_passes_conformance_on_real_redis() {
+    conformance(designs::RedisPy::V3_NAME).await;
+}
+
+async fn pttl(url: &str, key: &str) -> i64 {
+    let mut conn = redis::Client::open(url)
+        .unwrap()
+        .get_multiplexed_async_connection()
+        .await
+        .unwrap();
+    redis::cmd("PTTL")
+        .arg(key)
+        .query_async(&mut conn)
+        .await
+        .unwrap()
+}
+
+/// redis-py's extend and reacquire scripts, as `Lock.extend` / `Lock.reacquire` use
+/// them: adding to the TTL, replacing it, resetting it to the lease, and
+/// `LockNotOwnedError` (here `false`) once the lock is another owner's or gone.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn redis_py_extend_and_reacquire_follow_the_scripts() {
+    let Some((server, backend)) = backend() else {
+        return;
+    };
+    let deps = lock_impl::testing::Backend::deps(&backend).await;
+    let lock = designs::RedisPy::new(deps.clone());
+    let key = lock_impl::testing::fresh_key("redis-py-extend");
+    let opts = AcquireOptions::new(10_000, 0).unwrap();
+    let Ok(lock_impl::Acquire::Acquired(guard)) =
+        lock_impl::LockDesign::acquire(&lock, &key, opts).await
+    else {
+        panic!("a free lock is granted");
+    };
+    // extend(20 s), replace_ttl=False: the TTL grows to about 30 s.
+    assert!(lock.extend(&guard, 20_000, false).await.unwrap());
+    let t = pttl(&server.url(), &key).await;
+    assert!((25_000..=30_000).contains(&t), "added to the TTL: {t}");
+    // extend(5 s, replace_ttl=True): the TTL is 5 s.
+    assert!(lock.extend(&guard, 5_000, true).await.unwrap());
+    let t = pttl(&server.url(), &key).await;
+    assert!((4_000..=5_000).contains(&t), "replaced the TTL: {t}");
+    // reacquire(): back to the lease.
+    assert!(lock.reacquire(&guard, 10_000).await.unwrap());
+    let t = pttl(&server.url(), &key).await;
+    assert!((9_000..=10_000).contains(&t), "reset to the lease: {t}");
+    // Someone else's token: LockNotOwnedError, and the TTL is untouched.
+    let forged = lock_impl::Guard {
+        owner: "not-mine".into(),
+        ..guard.clone()
+    };
+    assert!(!lock.extend(&forged, 50_000, true).await.unwrap());
+    assert!(!lock.reacquire(&forged, 50_000).await.unwrap());
+    assert!(pttl(&server.url(), &key).await <= 10_000);
+    // A guard of another design is refused, naming both.
+    let foreign = lock_impl::Guard {
+        design: designs::SetNxPxLua::NAME.into(),
+        ..guard.clone()
+    };
+    let err = lock.extend(&foreign, 1, true).await.unwrap_err();
+    assert!(matches!(err, LockError::ForeignGuard { .. }), "{err:?}");
+    assert_eq!(
+        lock_impl::LockDesign::release(&lock, &guard).await.unwrap(),
+        lock_impl::Release::Removed
+    );
+    // Released: extend and release both report "no longer owned".
+    assert!(!lock.extend(&guard, 1_000, false).await.unwrap());
+    assert_eq!(
+        lock_impl::LockDesign::release(&lock, &guard).await.unwrap(),
+        lock_impl::Release::NotRemoved
+    );
+}
+
+/// redis-py's blocking loop: a fixed 0.1 s sleep, and no try whose `next_try_at` would
+/// fall past `stop_trying_at`: a 250 ms budget on a held lock makes three tries (at 0,
+/// 100 and 200 ms) and gives up after about 200 ms, not 250.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn redis_py_blocks_in_fixed_sleeps_within_blocking_timeout() {
+    let Some((_server, backend)) = backend() else {
+        return;
+    };
+    let holder = designs::RedisPy::new(lock_impl::testing::Backend::deps(&backend).await);
+    let waiter = designs::RedisPy::new(lock_impl::testing::Backend::deps(&backend).await);
+    let key = lock_impl::testing::fresh_key("redis-py-blocking");
+    let Ok(lock_impl::Acquire::Acquired(guard)) =
+        lock_impl::LockDesign::acquire(&holder, &key, AcquireOptions::new(10_000, 0).unwrap())
+            .await
+    else {
+        panic!("a free lock is granted");
+    };
+    let started = std::time::Instant::now();
+    let outcome =
+        lock_impl::LockDesign::acquire(&waiter, &key, AcquireOptions::new(10_000, 250).unwrap())
+            .await
+            .unwrap();
+    let took = started.elapsed();
+    assert_eq!(outcome, lock_impl::Acquire::NotAcquired);
+    assert!(
+        took >= std::time::Duration::from_millis(200)
+            && took < std::time::Duration::from_millis(250),
+        "gave up after {took:?}"
+    );
+    lock_impl::LockDesign::release(&holder, &guard)
+        .await
+        .unwrap();
+}
