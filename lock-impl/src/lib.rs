@@ -25,6 +25,7 @@
 //! | `redisson-redlock` | Redisson `RedissonMultiLock.tryLock`: per-node Redisson lock, failed-locks limit, re-expire; no validity check | Redisson unlock on all | 003 |
 //! | `redis-py` | redis-py 5.3.1 `Lock`: `SET NX PX`, fixed 0.1 s sleep until `blocking_timeout` on `time.monotonic()` | redis-py's Lua release script | 001, 003 |
 //! | `redis-py-3` | redis-py 3.5.3 `Lock`: as `redis-py`, `blocking_timeout` on `time.time()` (wall clock) | as `redis-py` | 001, 003 |
+//! | `redsync` | go-redsync v4.17.0 `Mutex`: `SET NX PX` on N pools concurrently, quorum, `until = now + expiry − elapsed − expiry×0.01`; 32 tries, 50-250 ms delay | redsync's delete script on all, quorum | 000, 003 |
 //!
 //! # Your own design
 //!
@@ -260,6 +261,18 @@ pub const DESIGNS: &[DesignInfo] = &[
         release_checks_owner: true,
         masters: 1,
     },
+    DesignInfo {
+        name: designs::Redsync::NAME,
+        summary: "go-redsync v4.17.0 Mutex: SET NX PX on every pool concurrently, quorum and \
+                  until = now + expiry - elapsed - expiry x 0.01; 32 tries, 50-250 ms apart; \
+                  delete script on all",
+        seeds: "000, 003",
+        known_failure: "Redlock's: a pause past until, a master's clock jump or a restart \
+                        without persistence gives two holders; nothing checks until",
+        expires: true,
+        release_checks_owner: true,
+        masters: REDLOCK_MASTERS,
+    },
 ];
 
 /// The `masters` of a design that locks on no Redis master but on the world's
@@ -326,6 +339,7 @@ pub fn build(name: &str, deps: Deps) -> Result<Arc<dyn LockDesign>, LockError> {
         designs::RedissonRedlock::NAME => Arc::new(designs::RedissonRedlock::new(deps)),
         designs::RedisPy::NAME => Arc::new(designs::RedisPy::new(deps)),
         designs::RedisPy::V3_NAME => Arc::new(designs::RedisPy::v3(deps)),
+        designs::Redsync::NAME => Arc::new(designs::Redsync::new(deps)),
         designs::ZkCurator::NAME => Arc::new(designs::ZkCurator::new(deps)),
         designs::ZkCurator::FENCED_NAME => Arc::new(designs::ZkCurator::fenced(deps)),
         other => {

@@ -427,3 +427,76 @@ async fn redis_py_blocks_in_fixed_sleeps_within_blocking_timeout() {
         .await
         .unwrap();
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn redsync_passes_conformance_on_five_real_masters() {
+    conformance_on_five(designs::Redsync::NAME).await;
+}
+
+/// redsync's `Extend`: `touchScript` re-arms the key where it is ours; with
+/// `WithSetNXOnExtend`, `touchWithSetNXScript` also re-creates it on a master that lost
+/// it (here: deleted behind the client's back), which `touchScript` does not.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn redsync_extend_and_set_nx_on_extend_follow_the_scripts() {
+    let mut servers = Vec::new();
+    for _ in 0..lock_impl::REDLOCK_MASTERS {
+        let Some(server) = lock_impl::testing::RealRedis::start() else {
+            return;
+        };
+        servers.push(server);
+    }
+    let backend = MultiUrlBackend {
+        urls: servers
+            .iter()
+            .map(lock_impl::testing::RealRedis::url)
+            .collect(),
+    };
+    let lock = designs::Redsync::new(lock_impl::testing::Backend::deps(&backend).await);
+    let key = lock_impl::testing::fresh_key("redsync-extend");
+    let Ok(lock_impl::Acquire::Acquired(guard)) =
+        lock_impl::LockDesign::acquire(&lock, &key, AcquireOptions::new(10_000, 0).unwrap()).await
+    else {
+        panic!("a free lock on five masters is granted");
+    };
+    // Three masters lose the key: touchScript reaches only two, below the quorum.
+    for server in &servers[..3] {
+        let mut conn = redis::Client::open(server.url())
+            .unwrap()
+            .get_multiplexed_async_connection()
+            .await
+            .unwrap();
+        let _: i64 = redis::cmd("DEL")
+            .arg(&key)
+            .query_async(&mut conn)
+            .await
+            .unwrap();
+    }
+    assert_eq!(lock.extend(&guard, 20_000, false).await.unwrap(), None);
+    // WithSetNXOnExtend re-creates it on the three: a quorum, a later `until`.
+    let extended = lock
+        .extend(&guard, 20_000, true)
+        .await
+        .unwrap()
+        .expect("touchWithSetNXScript re-creates the lost keys");
+    assert!(extended.valid_until > guard.valid_until);
+    for server in &servers {
+        let t = pttl(&server.url(), &key).await;
+        assert!((15_000..=20_000).contains(&t), "every master re-armed: {t}");
+    }
+    // Another owner's value is refused by both scripts.
+    let forged = lock_impl::Guard {
+        owner: "not-mine".into(),
+        ..guard.clone()
+    };
+    assert_eq!(lock.extend(&forged, 1_000, false).await.unwrap(), None);
+    assert_eq!(lock.extend(&forged, 1_000, true).await.unwrap(), None);
+    assert_eq!(
+        lock_impl::LockDesign::release(&lock, &guard).await.unwrap(),
+        lock_impl::Release::Removed
+    );
+    // Released everywhere: every master says -1 (ErrLockAlreadyExpired).
+    assert_eq!(
+        lock_impl::LockDesign::release(&lock, &guard).await.unwrap(),
+        lock_impl::Release::NotFound
+    );
+}
