@@ -26,6 +26,7 @@
 //! | `redis-py` | redis-py 5.3.1 `Lock`: `SET NX PX`, fixed 0.1 s sleep until `blocking_timeout` on `time.monotonic()` | redis-py's Lua release script | 001, 003 |
 //! | `redis-py-3` | redis-py 3.5.3 `Lock`: as `redis-py`, `blocking_timeout` on `time.time()` (wall clock) | as `redis-py` | 001, 003 |
 //! | `redsync` | go-redsync v4.17.0 `Mutex`: `SET NX PX` on N pools concurrently, quorum, `until = now + expiry − elapsed − expiry×0.01`; 32 tries, 50-250 ms delay | redsync's delete script on all, quorum | 000, 003 |
+//! | `node-redlock` | node-redlock 5.0.0-beta.2: its Lua acquire script on N clients at once, decided at the first quorum; `expiration = start + duration − drift` on `Date.now()` (wall clock), not checked; 10 retries, 200 ± 100 ms | its Lua release script, with the same retries | 000, 003 |
 //!
 //! # Your own design
 //!
@@ -273,6 +274,18 @@ pub const DESIGNS: &[DesignInfo] = &[
         release_checks_owner: true,
         masters: REDLOCK_MASTERS,
     },
+    DesignInfo {
+        name: designs::NodeRedlock::NAME,
+        summary: "node-redlock 5.0.0-beta.2: Lua acquire script on every client, decided at \
+                  the first quorum; expiration = start + duration - drift on Date.now() (the \
+                  wall clock), never checked; 10 retries 200 +/- 100 ms; Lua release, retried",
+        seeds: "000, 003",
+        known_failure: "Redlock's, plus the wall clock: a client clock step moves the \
+                        expiration, and an already-expired lock is returned as acquired",
+        expires: true,
+        release_checks_owner: true,
+        masters: REDLOCK_MASTERS,
+    },
 ];
 
 /// The `masters` of a design that locks on no Redis master but on the world's
@@ -340,6 +353,7 @@ pub fn build(name: &str, deps: Deps) -> Result<Arc<dyn LockDesign>, LockError> {
         designs::RedisPy::NAME => Arc::new(designs::RedisPy::new(deps)),
         designs::RedisPy::V3_NAME => Arc::new(designs::RedisPy::v3(deps)),
         designs::Redsync::NAME => Arc::new(designs::Redsync::new(deps)),
+        designs::NodeRedlock::NAME => Arc::new(designs::NodeRedlock::new(deps)),
         designs::ZkCurator::NAME => Arc::new(designs::ZkCurator::new(deps)),
         designs::ZkCurator::FENCED_NAME => Arc::new(designs::ZkCurator::fenced(deps)),
         other => {

@@ -500,3 +500,66 @@ async fn redsync_extend_and_set_nx_on_extend_follow_the_scripts() {
         lock_impl::Release::NotFound
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn node_redlock_passes_conformance_on_five_real_masters() {
+    conformance_on_five(designs::NodeRedlock::NAME).await;
+}
+
+/// node-redlock's acquire script refuses a key that exists whatever its value, its
+/// extend script re-`SET`s the key with the new duration, and an extension of a lock
+/// whose expiration has passed is refused without a command.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn node_redlock_extend_follows_the_script() {
+    let mut servers = Vec::new();
+    for _ in 0..lock_impl::REDLOCK_MASTERS {
+        let Some(server) = lock_impl::testing::RealRedis::start() else {
+            return;
+        };
+        servers.push(server);
+    }
+    let backend = MultiUrlBackend {
+        urls: servers
+            .iter()
+            .map(lock_impl::testing::RealRedis::url)
+            .collect(),
+    };
+    let lock = designs::NodeRedlock::new(lock_impl::testing::Backend::deps(&backend).await);
+    let key = lock_impl::testing::fresh_key("node-redlock-extend");
+    let Ok(lock_impl::Acquire::Acquired(guard)) =
+        lock_impl::LockDesign::acquire(&lock, &key, AcquireOptions::new(10_000, 0).unwrap()).await
+    else {
+        panic!("a free lock on five masters is granted");
+    };
+    // expiration = start + 10000 - (100 + 2): the guard's validity is just under that.
+    let left = guard.valid_until.unwrap() - guard.acquired_at;
+    assert!(
+        left <= std::time::Duration::from_millis(10_000 - 102),
+        "validity {left:?}"
+    );
+    let extended = lock
+        .extend(&guard, 30_000)
+        .await
+        .unwrap()
+        .expect("a live lock extends");
+    assert!(extended.valid_until > guard.valid_until);
+    for server in &servers {
+        let t = pttl(&server.url(), &key).await;
+        assert!(
+            (25_000..=30_000).contains(&t),
+            "re-SET with the new duration: {t}"
+        );
+    }
+    // A lock whose expiration passed: refused before any command.
+    let expired = lock_impl::Guard {
+        valid_until: Some(guard.acquired_at),
+        ..guard.clone()
+    };
+    assert_eq!(lock.extend(&expired, 30_000).await.unwrap(), None);
+    assert_eq!(
+        lock_impl::LockDesign::release(&lock, &extended)
+            .await
+            .unwrap(),
+        lock_impl::Release::Removed
+    );
+}

@@ -1,6 +1,7 @@
 //! The built-in designs, one module each, and the commands they share.
 
 mod fenced;
+mod node_redlock;
 mod redis_py;
 mod redisson_redlock;
 mod redlock;
@@ -15,6 +16,9 @@ mod wait_synced;
 mod zk_curator;
 
 pub use fenced::{FENCED_ACQUIRE, Fenced};
+pub use node_redlock::{
+    NODE_REDLOCK_ACQUIRE, NODE_REDLOCK_EXTEND, NODE_REDLOCK_RELEASE, NodeRedlock,
+};
 pub use redis_py::{REDIS_PY_EXTEND, REDIS_PY_REACQUIRE, REDIS_PY_RELEASE, RedisPy};
 pub use redisson_redlock::RedissonRedlock;
 pub use redlock::Redlock;
