@@ -543,13 +543,14 @@ async fn node_redlock_extend_follows_the_script() {
         .unwrap()
         .expect("a live lock extends");
     assert!(extended.valid_until > guard.valid_until);
+    // `_execute` returns at the first quorum: the other masters' extensions may still
+    // be on their way, so at least three hold the new duration.
+    let mut extended_on = 0;
     for server in &servers {
         let t = pttl(&server.url(), &key).await;
-        assert!(
-            (25_000..=30_000).contains(&t),
-            "re-SET with the new duration: {t}"
-        );
+        extended_on += usize::from((25_000..=30_000).contains(&t));
     }
+    assert!(extended_on >= 3, "re-SET on a quorum: {extended_on} of 5");
     // A lock whose expiration passed: refused before any command.
     let expired = lock_impl::Guard {
         valid_until: Some(guard.acquired_at),
