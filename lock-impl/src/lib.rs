@@ -27,6 +27,7 @@
 //! | `redis-py-3` | redis-py 3.5.3 `Lock`: as `redis-py`, `blocking_timeout` on `time.time()` (wall clock) | as `redis-py` | 001, 003 |
 //! | `redsync` | go-redsync v4.17.0 `Mutex`: `SET NX PX` on N pools concurrently, quorum, `until = now + expiry − elapsed − expiry×0.01`; 32 tries, 50-250 ms delay | redsync's delete script on all, quorum | 000, 003 |
 //! | `node-redlock` | node-redlock 5.0.0-beta.2: its Lua acquire script on N clients at once, decided at the first quorum; `expiration = start + duration − drift` on `Date.now()` (wall clock), not checked; 10 retries, 200 ± 100 ms | its Lua release script, with the same retries | 000, 003 |
+//! | `redisson-fenced` | Redisson 3.52.0 `RFencedLock.tryLockAndGetToken`: `reentrant-watchdog` with a lock script that `INCR`s `redisson_lock_token:{key}` and returns it as the fencing token; wait budget on `currentTimeMillis` (wall clock) | as `reentrant-watchdog` | 001, 003 |
 //!
 //! # Your own design
 //!
@@ -286,6 +287,18 @@ pub const DESIGNS: &[DesignInfo] = &[
         release_checks_owner: true,
         masters: REDLOCK_MASTERS,
     },
+    DesignInfo {
+        name: designs::ReentrantWatchdog::FENCED_NAME,
+        summary: "Redisson 3.52.0 RFencedLock: the RLock hash lock, watchdog and pub/sub wait, \
+                  with a lock script that INCRs redisson_lock_token:{key} and returns it as \
+                  the fencing token; wait budget on currentTimeMillis (the wall clock)",
+        seeds: "001, 003",
+        known_failure: "two holders in belief after a pause; a fencing storage refuses the \
+                        stale one; a failover can reissue a token",
+        expires: true,
+        release_checks_owner: true,
+        masters: 1,
+    },
 ];
 
 /// The `masters` of a design that locks on no Redis master but on the world's
@@ -354,6 +367,9 @@ pub fn build(name: &str, deps: Deps) -> Result<Arc<dyn LockDesign>, LockError> {
         designs::RedisPy::V3_NAME => Arc::new(designs::RedisPy::v3(deps)),
         designs::Redsync::NAME => Arc::new(designs::Redsync::new(deps)),
         designs::NodeRedlock::NAME => Arc::new(designs::NodeRedlock::new(deps)),
+        designs::ReentrantWatchdog::FENCED_NAME => {
+            Arc::new(designs::ReentrantWatchdog::fenced(deps))
+        }
         designs::ZkCurator::NAME => Arc::new(designs::ZkCurator::new(deps)),
         designs::ZkCurator::FENCED_NAME => Arc::new(designs::ZkCurator::fenced(deps)),
         other => {

@@ -564,3 +564,60 @@ async fn node_redlock_extend_follows_the_script() {
         lock_impl::Release::Removed
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn redisson_fenced_passes_conformance_on_real_redis() {
+    conformance(designs::ReentrantWatchdog::FENCED_NAME).await;
+}
+
+/// Redisson's fenced lock script: every grant `INCR`s `redisson_lock_token:{key}` and
+/// the guard carries the new value; tokens grow across owners, and the counter is the
+/// server's (read back with `GET`).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn redisson_fenced_tokens_come_from_the_lock_script() {
+    let Some((server, backend)) = backend() else {
+        return;
+    };
+    let a = lock_impl::build(
+        designs::ReentrantWatchdog::FENCED_NAME,
+        lock_impl::testing::Backend::deps(&backend).await,
+    )
+    .unwrap();
+    let b = lock_impl::build(
+        designs::ReentrantWatchdog::FENCED_NAME,
+        lock_impl::testing::Backend::deps(&backend).await,
+    )
+    .unwrap();
+    let key = lock_impl::testing::fresh_key("redisson-fenced");
+    let opts = AcquireOptions::new(10_000, 0).unwrap();
+    let lock_impl::Acquire::Acquired(ga) = a.acquire(&key, opts).await.unwrap() else {
+        panic!("a free lock is granted");
+    };
+    assert_eq!(ga.token, Some(1));
+    assert_eq!(
+        b.acquire(&key, opts).await.unwrap(),
+        lock_impl::Acquire::NotAcquired
+    );
+    assert_eq!(a.release(&ga).await.unwrap(), lock_impl::Release::Removed);
+    let lock_impl::Acquire::Acquired(gb) = b.acquire(&key, opts).await.unwrap() else {
+        panic!("a released lock is granted");
+    };
+    assert_eq!(gb.token, Some(2), "the refused attempt did not INCR");
+    let mut conn = redis::Client::open(server.url())
+        .unwrap()
+        .get_multiplexed_async_connection()
+        .await
+        .unwrap();
+    let counter: u64 = redis::cmd("GET")
+        .arg(designs::ReentrantWatchdog::token_key(&key))
+        .query_async(&mut conn)
+        .await
+        .unwrap();
+    assert_eq!(counter, 2);
+    assert_eq!(
+        designs::ReentrantWatchdog::token_key("a{b}"),
+        "redisson_lock_token:a{b}",
+        "prefixName keeps a hash tag"
+    );
+    assert_eq!(b.release(&gb).await.unwrap(), lock_impl::Release::Removed);
+}

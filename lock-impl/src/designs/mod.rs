@@ -23,7 +23,9 @@ pub use redis_py::{REDIS_PY_EXTEND, REDIS_PY_REACQUIRE, REDIS_PY_RELEASE, RedisP
 pub use redisson_redlock::RedissonRedlock;
 pub use redlock::Redlock;
 pub use redsync::{REDSYNC_DELETE, REDSYNC_TOUCH, REDSYNC_TOUCH_SETNX, Redsync};
-pub use reentrant_watchdog::{REDISSON_LOCK, REDISSON_RENEW, REDISSON_UNLOCK, ReentrantWatchdog};
+pub use reentrant_watchdog::{
+    REDISSON_FENCED_LOCK, REDISSON_LOCK, REDISSON_RENEW, REDISSON_UNLOCK, ReentrantWatchdog,
+};
 pub use set_nx_px_check_del::SetNxPxCheckDel;
 pub use set_nx_px_del::SetNxPxDel;
 pub use set_nx_px_lua::SetNxPxLua;
