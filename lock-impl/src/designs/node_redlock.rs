@@ -45,8 +45,8 @@ static RELEASE: LazyLock<redis::Script> =
 ///   round(driftFactor*duration) + 2`, in `Date.now()` milliseconds. **No validity
 ///   check**: the lock is returned even if `expiration` has passed (only `using()` and
 ///   `extend` look at it). The guard's `valid_until` is where the client's monotonic
-///   clock stands when its wall clock reaches `expiration`, as read at the return
-///   (`now() + (expiration - Date.now())`, zero remaining if already past).
+///   clock stands when its wall clock reads `expiration`, as read at the return
+///   (`now() + (expiration - Date.now())`, in the past if it already passed).
 ///
 /// [`Wait::TryOnce`] is `retryCount: 0`. [`Wait::Retry`] (node-redlock has no time
 /// budget, only a count) is the `retryCount` that spends the budget in `retryDelay`s:
@@ -197,15 +197,12 @@ impl NodeRedlock {
     }
 
     /// The guard's `valid_until` for `expiration` (wall ms): the monotonic instant at
-    /// which the wall clock, as read now, reaches it.
+    /// which the wall clock, as read now, reads `expiration`; in the past if it has
+    /// already passed (a lock returned expired), never before the clock's origin.
     fn valid_until(&self, expiration_ms: i128) -> Duration {
-        let now = self.deps.clock.now();
-        let left = expiration_ms - self.date_now();
-        if left <= 0 {
-            now
-        } else {
-            now + Duration::from_millis(left as u64)
-        }
+        let now = self.deps.clock.now().as_millis() as i128;
+        let at = now + (expiration_ms - self.date_now());
+        Duration::from_millis(at.max(0) as u64)
     }
 
     /// `Redlock.extend(lock, duration)`: `Ok(None)` where node-redlock throws
