@@ -134,3 +134,56 @@ fn a_backward_step_of_the_client_clock_stretches_a_wall_clock_wait_past_its_budg
         "redis-py-3 never waited past its budget across a backward step: {wall:?}"
     );
 }
+
+/// The `client-clock-step` scenario: node-redlock 5.0.0-beta.2 measures its lock's
+/// expiration on `Date.now()`, so a backward step of the client's wall clock while it
+/// waits makes it believe a validity the keys do not have: `validity` (two clients
+/// within their believed validity at once) catches it, with the step in its evidence.
+/// redsync, the same Redlock on Go's monotonic reading, keeps the promise on the same
+/// seeds, and the scenario's probe names the step in the caught run.
+#[test]
+fn a_backward_client_clock_step_breaks_node_redlocks_validity_and_not_redsyncs() {
+    use scenarios::sweep::{first_invalid, sweep};
+    let s = catalog::find("client-clock-step").expect("client-clock-step scenario");
+    const BOUND: u64 = 30;
+    let node = DesignSpec::builtin("node-redlock").expect("design");
+    let caught = first_invalid(&node, &s, "validity", 0..BOUND)
+        .expect("runs complete")
+        .expect("node-redlock breaks validity under a client clock step");
+    let evidence = caught
+        .verdict("validity")
+        .and_then(|v| v.evidence())
+        .expect("evidence")
+        .summary
+        .clone();
+    assert!(evidence.contains("clock stepped -"), "{evidence}");
+    let seen = caught
+        .fault_seen
+        .expect("the step happened in the caught run");
+    assert!(seen.contains("stepped back"), "{seen}");
+    let redsync = DesignSpec::builtin("redsync").expect("design");
+    let runs = sweep(&redsync, &s, 0..BOUND, 2, false, &|_, _| {}).expect("runs complete");
+    assert_eq!(runs.len() as u64, BOUND);
+    for run in &runs {
+        let v = run.verdict("validity").expect("validity judged");
+        assert!(!v.is_invalid(), "redsync seed {}: {v:?}", run.seed);
+    }
+}
+
+/// The probe sees no step where there was none.
+#[test]
+fn the_client_clock_step_probe_is_silent_without_steps() {
+    for seed in 0..3 {
+        let s = catalog::find("no-faults").expect("no-faults scenario");
+        let cfg = config(
+            &DesignSpec::builtin("redis-py-3").expect("design"),
+            &s,
+            seed,
+        );
+        let h = sim::world::run(&cfg).expect("run completes");
+        assert_eq!(
+            scenarios::checkers::clock_probes::client_clock_stepped_back_while_acquiring(&h),
+            None
+        );
+    }
+}
