@@ -6,7 +6,6 @@ use futures_util::StreamExt;
 use futures_util::stream::FuturesUnordered;
 
 use super::check_guard;
-use crate::lock::classify;
 use crate::{Acquire, AcquireOptions, Deps, Guard, LockDesign, LockError, Release, Wait};
 
 /// node-redlock's `ACQUIRE_SCRIPT` (`src/index.ts`), verbatim.
@@ -76,9 +75,9 @@ enum Vote {
     For,
     /// `ResourceLockedError`: the script answered with another count.
     Locked,
-    /// The request failed: the error, if it says the outcome is unknown; a Redis error
-    /// reply otherwise.
-    Failed(Result<String, LockError>),
+    /// The request failed (an error reply, a timeout, a broken connection): node-redlock
+    /// counts any error as a vote against.
+    Failed(String),
 }
 
 /// `_attemptOperation`'s outcome: the decision and the votes that made it.
@@ -148,7 +147,7 @@ impl NodeRedlock {
                         // `result !== keys.length`: one resource.
                         Ok(1) => Vote::For,
                         Ok(_) => Vote::Locked,
-                        Err(e) => Vote::Failed(classify("EVALSHA", e)),
+                        Err(e) => Vote::Failed(format!("EVALSHA: {e}")),
                     }
                 }
             })
@@ -307,12 +306,14 @@ impl LockDesign for NodeRedlock {
         if decision.for_quorum {
             return Ok(Release::Removed);
         }
-        let mut unknown = Vec::new();
-        for vote in decision.against {
-            if let Vote::Failed(failed) = vote {
-                unknown.push(failed?);
-            }
-        }
+        let unknown: Vec<String> = decision
+            .against
+            .into_iter()
+            .filter_map(|vote| match vote {
+                Vote::Failed(why) => Some(why),
+                _ => None,
+            })
+            .collect();
         Ok(if unknown.is_empty() {
             Release::NotRemoved
         } else {

@@ -5,7 +5,6 @@ use async_trait::async_trait;
 use futures_util::future::join_all;
 
 use super::check_guard;
-use crate::lock::classify;
 use crate::{Acquire, AcquireOptions, Conn, Deps, Guard, LockDesign, LockError, Release, Wait};
 
 /// go-redsync's `deleteScript` (`scripts.go`), verbatim: its SHA-1 is the
@@ -269,11 +268,13 @@ impl LockDesign for Redsync {
         let replies = release_all(&self.deps, &guard.key, &guard.owner).await;
         let total = replies.len();
         let mut statuses = Vec::with_capacity(total);
+        // `actOnPoolsAsync` joins every pool's error and counts it as not released,
+        // whatever the error: the pool's state is unknown to the client.
         let mut unknown = Vec::new();
         for r in replies {
             match r {
                 Ok(s) => statuses.push(s),
-                Err(e) => unknown.push(classify("EVALSHA", e)?),
+                Err(e) => unknown.push(e.to_string()),
             }
         }
         // `status != 0` counts, `-1` is `ErrLockAlreadyExpired` (not counted).
