@@ -23,6 +23,11 @@
 //! | `redlock` | `SET NX PX` on N independent masters in turn; majority and validity = lease − elapsed − drift | Lua compare-and-delete on all | 000, 003 |
 //! | `redlock-unsigned-validity` | `redlock` with the validity in unsigned arithmetic (a real-client bug class) | as `redlock` | 000, 003 |
 //! | `redisson-redlock` | Redisson `RedissonMultiLock.tryLock`: per-node Redisson lock, failed-locks limit, re-expire; no validity check | Redisson unlock on all | 003 |
+//! | `redis-py` | redis-py 5.3.1 `Lock`: `SET NX PX`, fixed 0.1 s sleep until `blocking_timeout` on `time.monotonic()` | redis-py's Lua release script | 001, 003 |
+//! | `redis-py-3` | redis-py 3.5.3 `Lock`: as `redis-py`, `blocking_timeout` on `time.time()` (wall clock) | as `redis-py` | 001, 003 |
+//! | `redsync` | go-redsync v4.17.0 `Mutex`: `SET NX PX` on N pools concurrently, quorum, `until = now + expiry − elapsed − expiry×0.01`; 32 tries, 50-250 ms delay | redsync's delete script on all, quorum | 000, 003 |
+//! | `node-redlock` | node-redlock 5.0.0-beta.2: its Lua acquire script on N clients at once, decided at the first quorum; `expiration = start + duration − drift` on `Date.now()` (wall clock), not checked; 10 retries, 200 ± 100 ms | its Lua release script, with the same retries | 000, 003 |
+//! | `redisson-fenced` | Redisson 3.52.0 `RFencedLock.tryLockAndGetToken`: `reentrant-watchdog` with a lock script that `INCR`s `redisson_lock_token:{key}` and returns it as the fencing token; wait budget on `currentTimeMillis` (wall clock) | as `reentrant-watchdog` | 001, 003 |
 //!
 //! # Your own design
 //!
@@ -236,6 +241,64 @@ pub const DESIGNS: &[DesignInfo] = &[
     },
     ZK_CURATOR,
     ZK_CURATOR_FENCED,
+    DesignInfo {
+        name: designs::RedisPy::NAME,
+        summary: "redis-py 5.3.1 Lock: SET NX PX with a uuid token, sleep 0.1 s between tries \
+                  until blocking_timeout (time.monotonic); Lua GET-compare-DEL release",
+        seeds: "001, 003",
+        known_failure: "a pause past the lease gives two holders: no fencing, no validity \
+                        for the caller to check",
+        expires: true,
+        release_checks_owner: true,
+        masters: 1,
+    },
+    DesignInfo {
+        name: designs::RedisPy::V3_NAME,
+        summary: "redis-py 3.5.3 Lock: as redis-py, but blocking_timeout measured on \
+                  time.time(), the wall clock",
+        seeds: "001, 003",
+        known_failure: "as redis-py; and a client wall-clock step ends the wait early or \
+                        stretches it far past its budget",
+        expires: true,
+        release_checks_owner: true,
+        masters: 1,
+    },
+    DesignInfo {
+        name: designs::Redsync::NAME,
+        summary: "go-redsync v4.17.0 Mutex: SET NX PX on every pool concurrently, quorum and \
+                  until = now + expiry - elapsed - expiry x 0.01; 32 tries, 50-250 ms apart; \
+                  delete script on all",
+        seeds: "000, 003",
+        known_failure: "Redlock's: a pause past until, a master's clock jump or a restart \
+                        without persistence gives two holders; nothing checks until",
+        expires: true,
+        release_checks_owner: true,
+        masters: REDLOCK_MASTERS,
+    },
+    DesignInfo {
+        name: designs::NodeRedlock::NAME,
+        summary: "node-redlock 5.0.0-beta.2: Lua acquire script on every client, decided at \
+                  the first quorum; expiration = start + duration - drift on Date.now() (the \
+                  wall clock), never checked; 10 retries 200 +/- 100 ms; Lua release, retried",
+        seeds: "000, 003",
+        known_failure: "Redlock's, plus the wall clock: a client clock step moves the \
+                        expiration, and an already-expired lock is returned as acquired",
+        expires: true,
+        release_checks_owner: true,
+        masters: REDLOCK_MASTERS,
+    },
+    DesignInfo {
+        name: designs::ReentrantWatchdog::FENCED_NAME,
+        summary: "Redisson 3.52.0 RFencedLock: the RLock hash lock, watchdog and pub/sub wait, \
+                  with a lock script that INCRs redisson_lock_token:{key} and returns it as \
+                  the fencing token; wait budget on currentTimeMillis (the wall clock)",
+        seeds: "001, 003",
+        known_failure: "two holders in belief after a pause; a fencing storage refuses the \
+                        stale one; a failover can reissue a token",
+        expires: true,
+        release_checks_owner: true,
+        masters: 1,
+    },
 ];
 
 /// The `masters` of a design that locks on no Redis master but on the world's
@@ -300,6 +363,13 @@ pub fn build(name: &str, deps: Deps) -> Result<Arc<dyn LockDesign>, LockError> {
         designs::Redlock::NAME => Arc::new(designs::Redlock::new(deps)),
         designs::Redlock::UNSIGNED_NAME => Arc::new(designs::Redlock::unsigned_validity(deps)),
         designs::RedissonRedlock::NAME => Arc::new(designs::RedissonRedlock::new(deps)),
+        designs::RedisPy::NAME => Arc::new(designs::RedisPy::new(deps)),
+        designs::RedisPy::V3_NAME => Arc::new(designs::RedisPy::v3(deps)),
+        designs::Redsync::NAME => Arc::new(designs::Redsync::new(deps)),
+        designs::NodeRedlock::NAME => Arc::new(designs::NodeRedlock::new(deps)),
+        designs::ReentrantWatchdog::FENCED_NAME => {
+            Arc::new(designs::ReentrantWatchdog::fenced(deps))
+        }
         designs::ZkCurator::NAME => Arc::new(designs::ZkCurator::new(deps)),
         designs::ZkCurator::FENCED_NAME => Arc::new(designs::ZkCurator::fenced(deps)),
         other => {

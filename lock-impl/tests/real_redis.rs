@@ -314,3 +314,310 @@ async fn wait_synced_grants_only_what_the_replica_acknowledged() {
     assert_eq!(left, None, "the refused lock was given back");
     sleeper.await.unwrap();
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn redis_py_passes_conformance_on_real_redis() {
+    conformance(designs::RedisPy::NAME).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn redis_py_3_passes_conformance_on_real_redis() {
+    conformance(designs::RedisPy::V3_NAME).await;
+}
+
+async fn pttl(url: &str, key: &str) -> i64 {
+    let mut conn = redis::Client::open(url)
+        .unwrap()
+        .get_multiplexed_async_connection()
+        .await
+        .unwrap();
+    redis::cmd("PTTL")
+        .arg(key)
+        .query_async(&mut conn)
+        .await
+        .unwrap()
+}
+
+/// redis-py's extend and reacquire scripts, as `Lock.extend` / `Lock.reacquire` use
+/// them: adding to the TTL, replacing it, resetting it to the lease, and
+/// `LockNotOwnedError` (here `false`) once the lock is another owner's or gone.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn redis_py_extend_and_reacquire_follow_the_scripts() {
+    let Some((server, backend)) = backend() else {
+        return;
+    };
+    let deps = lock_impl::testing::Backend::deps(&backend).await;
+    let lock = designs::RedisPy::new(deps.clone());
+    let key = lock_impl::testing::fresh_key("redis-py-extend");
+    let opts = AcquireOptions::new(10_000, 0).unwrap();
+    let Ok(lock_impl::Acquire::Acquired(guard)) =
+        lock_impl::LockDesign::acquire(&lock, &key, opts).await
+    else {
+        panic!("a free lock is granted");
+    };
+    // extend(20 s), replace_ttl=False: the TTL grows to about 30 s.
+    assert!(lock.extend(&guard, 20_000, false).await.unwrap());
+    let t = pttl(&server.url(), &key).await;
+    assert!((25_000..=30_000).contains(&t), "added to the TTL: {t}");
+    // extend(5 s, replace_ttl=True): the TTL is 5 s.
+    assert!(lock.extend(&guard, 5_000, true).await.unwrap());
+    let t = pttl(&server.url(), &key).await;
+    assert!((4_000..=5_000).contains(&t), "replaced the TTL: {t}");
+    // reacquire(): back to the lease.
+    assert!(lock.reacquire(&guard, 10_000).await.unwrap());
+    let t = pttl(&server.url(), &key).await;
+    assert!((9_000..=10_000).contains(&t), "reset to the lease: {t}");
+    // Someone else's token: LockNotOwnedError, and the TTL is untouched.
+    let forged = lock_impl::Guard {
+        owner: "not-mine".into(),
+        ..guard.clone()
+    };
+    assert!(!lock.extend(&forged, 50_000, true).await.unwrap());
+    assert!(!lock.reacquire(&forged, 50_000).await.unwrap());
+    assert!(pttl(&server.url(), &key).await <= 10_000);
+    // A guard of another design is refused, naming both.
+    let foreign = lock_impl::Guard {
+        design: designs::SetNxPxLua::NAME.into(),
+        ..guard.clone()
+    };
+    let err = lock.extend(&foreign, 1, true).await.unwrap_err();
+    assert!(matches!(err, LockError::ForeignGuard { .. }), "{err:?}");
+    assert_eq!(
+        lock_impl::LockDesign::release(&lock, &guard).await.unwrap(),
+        lock_impl::Release::Removed
+    );
+    // Released: extend and release both report "no longer owned".
+    assert!(!lock.extend(&guard, 1_000, false).await.unwrap());
+    assert_eq!(
+        lock_impl::LockDesign::release(&lock, &guard).await.unwrap(),
+        lock_impl::Release::NotRemoved
+    );
+}
+
+/// redis-py's blocking loop: a fixed 0.1 s sleep, and no try whose `next_try_at` would
+/// fall past `stop_trying_at`: a 250 ms budget on a held lock makes three tries (at 0,
+/// 100 and 200 ms) and gives up after about 200 ms, not 250.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn redis_py_blocks_in_fixed_sleeps_within_blocking_timeout() {
+    let Some((_server, backend)) = backend() else {
+        return;
+    };
+    let holder = designs::RedisPy::new(lock_impl::testing::Backend::deps(&backend).await);
+    let waiter = designs::RedisPy::new(lock_impl::testing::Backend::deps(&backend).await);
+    let key = lock_impl::testing::fresh_key("redis-py-blocking");
+    let Ok(lock_impl::Acquire::Acquired(guard)) =
+        lock_impl::LockDesign::acquire(&holder, &key, AcquireOptions::new(10_000, 0).unwrap())
+            .await
+    else {
+        panic!("a free lock is granted");
+    };
+    let started = std::time::Instant::now();
+    let outcome =
+        lock_impl::LockDesign::acquire(&waiter, &key, AcquireOptions::new(10_000, 250).unwrap())
+            .await
+            .unwrap();
+    let took = started.elapsed();
+    assert_eq!(outcome, lock_impl::Acquire::NotAcquired);
+    assert!(
+        took >= std::time::Duration::from_millis(200)
+            && took < std::time::Duration::from_millis(250),
+        "gave up after {took:?}"
+    );
+    lock_impl::LockDesign::release(&holder, &guard)
+        .await
+        .unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn redsync_passes_conformance_on_five_real_masters() {
+    conformance_on_five(designs::Redsync::NAME).await;
+}
+
+/// redsync's `Extend`: `touchScript` re-arms the key where it is ours; with
+/// `WithSetNXOnExtend`, `touchWithSetNXScript` also re-creates it on a master that lost
+/// it (here: deleted behind the client's back), which `touchScript` does not.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn redsync_extend_and_set_nx_on_extend_follow_the_scripts() {
+    let mut servers = Vec::new();
+    for _ in 0..lock_impl::REDLOCK_MASTERS {
+        let Some(server) = lock_impl::testing::RealRedis::start() else {
+            return;
+        };
+        servers.push(server);
+    }
+    let backend = MultiUrlBackend {
+        urls: servers
+            .iter()
+            .map(lock_impl::testing::RealRedis::url)
+            .collect(),
+    };
+    let lock = designs::Redsync::new(lock_impl::testing::Backend::deps(&backend).await);
+    let key = lock_impl::testing::fresh_key("redsync-extend");
+    let Ok(lock_impl::Acquire::Acquired(guard)) =
+        lock_impl::LockDesign::acquire(&lock, &key, AcquireOptions::new(10_000, 0).unwrap()).await
+    else {
+        panic!("a free lock on five masters is granted");
+    };
+    // Three masters lose the key: touchScript reaches only two, below the quorum.
+    for server in &servers[..3] {
+        let mut conn = redis::Client::open(server.url())
+            .unwrap()
+            .get_multiplexed_async_connection()
+            .await
+            .unwrap();
+        let _: i64 = redis::cmd("DEL")
+            .arg(&key)
+            .query_async(&mut conn)
+            .await
+            .unwrap();
+    }
+    assert_eq!(lock.extend(&guard, 20_000, false).await.unwrap(), None);
+    // WithSetNXOnExtend re-creates it on the three: a quorum, a later `until`.
+    let extended = lock
+        .extend(&guard, 20_000, true)
+        .await
+        .unwrap()
+        .expect("touchWithSetNXScript re-creates the lost keys");
+    assert!(extended.valid_until > guard.valid_until);
+    for server in &servers {
+        let t = pttl(&server.url(), &key).await;
+        assert!((15_000..=20_000).contains(&t), "every master re-armed: {t}");
+    }
+    // Another owner's value is refused by both scripts.
+    let forged = lock_impl::Guard {
+        owner: "not-mine".into(),
+        ..guard.clone()
+    };
+    assert_eq!(lock.extend(&forged, 1_000, false).await.unwrap(), None);
+    assert_eq!(lock.extend(&forged, 1_000, true).await.unwrap(), None);
+    assert_eq!(
+        lock_impl::LockDesign::release(&lock, &guard).await.unwrap(),
+        lock_impl::Release::Removed
+    );
+    // Released everywhere: every master says -1 (ErrLockAlreadyExpired).
+    assert_eq!(
+        lock_impl::LockDesign::release(&lock, &guard).await.unwrap(),
+        lock_impl::Release::NotFound
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn node_redlock_passes_conformance_on_five_real_masters() {
+    conformance_on_five(designs::NodeRedlock::NAME).await;
+}
+
+/// node-redlock's acquire script refuses a key that exists whatever its value, its
+/// extend script re-`SET`s the key with the new duration, and an extension of a lock
+/// whose expiration has passed is refused without a command.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn node_redlock_extend_follows_the_script() {
+    let mut servers = Vec::new();
+    for _ in 0..lock_impl::REDLOCK_MASTERS {
+        let Some(server) = lock_impl::testing::RealRedis::start() else {
+            return;
+        };
+        servers.push(server);
+    }
+    let backend = MultiUrlBackend {
+        urls: servers
+            .iter()
+            .map(lock_impl::testing::RealRedis::url)
+            .collect(),
+    };
+    let lock = designs::NodeRedlock::new(lock_impl::testing::Backend::deps(&backend).await);
+    let key = lock_impl::testing::fresh_key("node-redlock-extend");
+    let Ok(lock_impl::Acquire::Acquired(guard)) =
+        lock_impl::LockDesign::acquire(&lock, &key, AcquireOptions::new(10_000, 0).unwrap()).await
+    else {
+        panic!("a free lock on five masters is granted");
+    };
+    // expiration = start + 10000 - (100 + 2): the guard's validity is just under that.
+    let left = guard.valid_until.unwrap() - guard.acquired_at;
+    assert!(
+        left <= std::time::Duration::from_millis(10_000 - 102),
+        "validity {left:?}"
+    );
+    let extended = lock
+        .extend(&guard, 30_000)
+        .await
+        .unwrap()
+        .expect("a live lock extends");
+    assert!(extended.valid_until > guard.valid_until);
+    // `_execute` returns at the first quorum: the other masters' extensions may still
+    // be on their way, so at least three hold the new duration.
+    let mut extended_on = 0;
+    for server in &servers {
+        let t = pttl(&server.url(), &key).await;
+        extended_on += usize::from((25_000..=30_000).contains(&t));
+    }
+    assert!(extended_on >= 3, "re-SET on a quorum: {extended_on} of 5");
+    // A lock whose expiration passed: refused before any command.
+    let expired = lock_impl::Guard {
+        valid_until: Some(guard.acquired_at),
+        ..guard.clone()
+    };
+    assert_eq!(lock.extend(&expired, 30_000).await.unwrap(), None);
+    assert_eq!(
+        lock_impl::LockDesign::release(&lock, &extended)
+            .await
+            .unwrap(),
+        lock_impl::Release::Removed
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn redisson_fenced_passes_conformance_on_real_redis() {
+    conformance(designs::ReentrantWatchdog::FENCED_NAME).await;
+}
+
+/// Redisson's fenced lock script: every grant `INCR`s `redisson_lock_token:{key}` and
+/// the guard carries the new value; tokens grow across owners, and the counter is the
+/// server's (read back with `GET`).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn redisson_fenced_tokens_come_from_the_lock_script() {
+    let Some((server, backend)) = backend() else {
+        return;
+    };
+    let a = lock_impl::build(
+        designs::ReentrantWatchdog::FENCED_NAME,
+        lock_impl::testing::Backend::deps(&backend).await,
+    )
+    .unwrap();
+    let b = lock_impl::build(
+        designs::ReentrantWatchdog::FENCED_NAME,
+        lock_impl::testing::Backend::deps(&backend).await,
+    )
+    .unwrap();
+    let key = lock_impl::testing::fresh_key("redisson-fenced");
+    let opts = AcquireOptions::new(10_000, 0).unwrap();
+    let lock_impl::Acquire::Acquired(ga) = a.acquire(&key, opts).await.unwrap() else {
+        panic!("a free lock is granted");
+    };
+    assert_eq!(ga.token, Some(1));
+    assert_eq!(
+        b.acquire(&key, opts).await.unwrap(),
+        lock_impl::Acquire::NotAcquired
+    );
+    assert_eq!(a.release(&ga).await.unwrap(), lock_impl::Release::Removed);
+    let lock_impl::Acquire::Acquired(gb) = b.acquire(&key, opts).await.unwrap() else {
+        panic!("a released lock is granted");
+    };
+    assert_eq!(gb.token, Some(2), "the refused attempt did not INCR");
+    let mut conn = redis::Client::open(server.url())
+        .unwrap()
+        .get_multiplexed_async_connection()
+        .await
+        .unwrap();
+    let counter: u64 = redis::cmd("GET")
+        .arg(designs::ReentrantWatchdog::token_key(&key))
+        .query_async(&mut conn)
+        .await
+        .unwrap();
+    assert_eq!(counter, 2);
+    assert_eq!(
+        designs::ReentrantWatchdog::token_key("a{b}"),
+        "redisson_lock_token:a{b}",
+        "prefixName keeps a hash tag"
+    );
+    assert_eq!(b.release(&gb).await.unwrap(), lock_impl::Release::Removed);
+}

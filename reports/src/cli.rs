@@ -22,10 +22,10 @@ use scenarios::sweep::DesignSpec;
 struct Cli {
     #[command(subcommand)]
     command: Option<Command>,
-    /// Seeds for the catalog table (A..B or N). The default keeps the whole catalog
-    /// (11 designs, 27 scenarios, 245 cells) under a minute on two cores (about 50 s
-    /// after the build); `locksim run` and `--seeds 0..100` give a cell or the table
-    /// more evidence.
+    /// Seeds for the catalog table (A..B or N). The default kept the whole catalog of
+    /// 245 cells under a minute on two cores (about 50 s after the build; 18 designs,
+    /// 29 scenarios and 387 cells now); `locksim run` and `--seeds 0..100` give a cell
+    /// or the table more evidence.
     #[arg(long, default_value = "0..10", allow_hyphen_values = true)]
     seeds: String,
     /// Worker threads (default: all cores).

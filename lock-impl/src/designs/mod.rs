@@ -1,8 +1,11 @@
 //! The built-in designs, one module each, and the commands they share.
 
 mod fenced;
+mod node_redlock;
+mod redis_py;
 mod redisson_redlock;
 mod redlock;
+mod redsync;
 mod reentrant_watchdog;
 mod set_nx_px_check_del;
 mod set_nx_px_del;
@@ -13,9 +16,16 @@ mod wait_synced;
 mod zk_curator;
 
 pub use fenced::{FENCED_ACQUIRE, Fenced};
+pub use node_redlock::{
+    NODE_REDLOCK_ACQUIRE, NODE_REDLOCK_EXTEND, NODE_REDLOCK_RELEASE, NodeRedlock,
+};
+pub use redis_py::{REDIS_PY_EXTEND, REDIS_PY_REACQUIRE, REDIS_PY_RELEASE, RedisPy};
 pub use redisson_redlock::RedissonRedlock;
 pub use redlock::Redlock;
-pub use reentrant_watchdog::{REDISSON_LOCK, REDISSON_RENEW, REDISSON_UNLOCK, ReentrantWatchdog};
+pub use redsync::{REDSYNC_DELETE, REDSYNC_TOUCH, REDSYNC_TOUCH_SETNX, Redsync};
+pub use reentrant_watchdog::{
+    REDISSON_FENCED_LOCK, REDISSON_LOCK, REDISSON_RENEW, REDISSON_UNLOCK, ReentrantWatchdog,
+};
 pub use set_nx_px_check_del::SetNxPxCheckDel;
 pub use set_nx_px_del::SetNxPxDel;
 pub use set_nx_px_lua::SetNxPxLua;

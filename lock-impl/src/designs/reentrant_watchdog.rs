@@ -27,6 +27,13 @@ pub(crate) static LOCK: LazyLock<redis::Script> =
 pub(crate) static UNLOCK: LazyLock<redis::Script> =
     LazyLock::new(|| redis::Script::new(REDISSON_UNLOCK));
 static RENEW: LazyLock<redis::Script> = LazyLock::new(|| redis::Script::new(REDISSON_RENEW));
+/// Redisson 3.52.0's `RedissonFencedLock.tryLockInnerAsync` (the `EVAL_LONG_LIST` one that
+/// `tryLockAndGetToken` runs), verbatim: the Java literals concatenated, as sent. Take or
+/// re-enter the hash, `INCR` the token counter `KEYS[2]`, arm the lease and return
+/// `{-1, token}`; else `{pttl, -1}`.
+pub const REDISSON_FENCED_LOCK: &str = include_str!("../../scripts/redisson_fenced_lock.lua");
+static FENCED_LOCK: LazyLock<redis::Script> =
+    LazyLock::new(|| redis::Script::new(REDISSON_FENCED_LOCK));
 
 /// `LockPubSub.UNLOCK_MESSAGE`.
 pub(crate) const UNLOCK_MESSAGE: i64 = 0;
@@ -56,8 +63,29 @@ pub(crate) const UNLOCK_MESSAGE: i64 = 0;
 /// lock expires, another client takes it, and the paused holder resumes believing it
 /// still holds it (two holders; no fencing). Conversely a holder that is alive but stuck
 /// (a hung critical section) keeps the lock forever, since the watchdog renews it.
+///
+/// # `redisson-fenced` ([`ReentrantWatchdog::fenced`])
+///
+/// Redisson's `RFencedLock` (pinned: Redisson **3.52.0**,
+/// `redisson/src/main/java/org/redisson/RedissonFencedLock.java` at tag
+/// `redisson-3.52.0`; `RedissonObject.prefixName`): `RedissonLock` with its own lock
+/// script ([`REDISSON_FENCED_LOCK`]), which `INCR`s the counter
+/// `redisson_lock_token:{key}` on every grant (re-entries too) and returns the new value
+/// as the fencing token ([`Guard::token`]). [`LockDesign::acquire`] is
+/// `tryLockAndGetToken(wait, -1)`: the watchdog lease and renewal as above (the fenced
+/// lock inherits `scheduleExpirationRenewal`), the pub/sub wait as above, with the wait
+/// budget accounted on **`System.currentTimeMillis()`**, the wall clock, as
+/// `tryLockAndGetTokenAsync` does (`time.addAndGet(-el)` with `el` a difference of two
+/// `currentTimeMillis` readings): a backward step of the client's clock lengthens the
+/// wait, a forward one ends it early. Release is `RedissonLock`'s unlock, as above (the
+/// script this crate ports is Redisson 3.20's; 3.52 adds an unlock-latch key that makes a
+/// retried unlock idempotent, not ported: this crate never retries an unlock).
+///
+/// Known failure: the token protects only a storage that checks it; the counter lives on
+/// the lock's master, so a failover to a replica that missed an `INCR` reissues a token.
 pub struct ReentrantWatchdog {
     deps: Deps,
+    fenced: bool,
     client_id: String,
     holds: Arc<Mutex<BTreeMap<(String, String), Hold>>>,
 }
@@ -135,6 +163,8 @@ enum Try {
 impl ReentrantWatchdog {
     /// The user-facing name.
     pub const NAME: &'static str = "reentrant-watchdog";
+    /// The name of the `RFencedLock` port.
+    pub const FENCED_NAME: &'static str = "redisson-fenced";
     /// The task id [`LockDesign`] calls use.
     pub const DEFAULT_TASK: u64 = 1;
     /// Redisson's default `lockWatchdogTimeout`, used by [`Self::lock_waiting`].
@@ -147,8 +177,46 @@ impl ReentrantWatchdog {
         let client_id = deps.entropy.owner_value();
         Self {
             deps,
+            fenced: false,
             client_id,
             holds: Arc::new(Mutex::new(BTreeMap::new())),
+        }
+    }
+
+    /// `redisson-fenced`: Redisson 3.52.0's `RFencedLock` over `deps` (see the type's
+    /// doc).
+    pub fn fenced(deps: Deps) -> Self {
+        Self {
+            fenced: true,
+            ..Self::new(deps)
+        }
+    }
+
+    fn name_of(&self) -> &'static str {
+        if self.fenced {
+            Self::FENCED_NAME
+        } else {
+            Self::NAME
+        }
+    }
+
+    /// The fencing token counter of `key` (`prefixName("redisson_lock_token", key)`).
+    pub fn token_key(key: &str) -> String {
+        if key.contains('{') {
+            format!("redisson_lock_token:{key}")
+        } else {
+            format!("redisson_lock_token:{{{key}}}")
+        }
+    }
+
+    /// The clock the wait budget is accounted on: the monotonic one for the RLock port;
+    /// for the fenced lock, `System.currentTimeMillis()`, the wall clock, as Redisson's
+    /// `tryLockAndGetTokenAsync` reads it.
+    fn wait_clock(&self) -> Duration {
+        if self.fenced {
+            self.deps.clock.wall()
+        } else {
+            self.deps.clock.now()
         }
     }
 
@@ -259,7 +327,7 @@ impl ReentrantWatchdog {
         }
         let owner = self.owner_field(task);
         let clock = &self.deps.clock;
-        let start = clock.now();
+        let start = self.wait_clock();
         let budget = Duration::from_millis(wait_ms);
         match self.attempt(key, &owner, lease).await? {
             Try::Acquired(g) => return Ok(Acquire::Acquired(g)),
@@ -267,7 +335,7 @@ impl ReentrantWatchdog {
             Try::Held { .. } => {}
         }
         let remaining =
-            |clock: &Arc<dyn Clock>| budget.saturating_sub(clock.now().saturating_sub(start));
+            |_: &Arc<dyn Clock>| budget.saturating_sub(self.wait_clock().saturating_sub(start));
         if remaining(clock).is_zero() {
             return Ok(Acquire::NotAcquired);
         }
@@ -328,6 +396,9 @@ impl ReentrantWatchdog {
 
     /// One run of the lock script.
     async fn attempt(&self, key: &str, owner: &str, lease: Lease) -> Result<Try, LockError> {
+        if self.fenced {
+            return self.attempt_fenced(key, owner, lease).await;
+        }
         let sent_at = self.deps.clock.now();
         let reply: redis::RedisResult<Option<i64>> = LOCK
             .key(key)
@@ -348,6 +419,47 @@ impl ReentrantWatchdog {
             }
             Ok(Some(ttl_ms)) => Ok(Try::Held { ttl_ms }),
             Err(e) => classify("EVALSHA", e).map(Try::Unknown),
+        }
+    }
+
+    /// One run of the fenced lock script: `{-1, token}` acquired (Redisson: `ttl == -1`),
+    /// else `{pttl, -1}`.
+    async fn attempt_fenced(&self, key: &str, owner: &str, lease: Lease) -> Result<Try, LockError> {
+        let sent_at = self.deps.clock.now();
+        let reply: redis::RedisResult<Vec<i64>> = FENCED_LOCK
+            .key(key)
+            .key(Self::token_key(key))
+            .arg(lease.ms())
+            .arg(owner)
+            .invoke_async(&mut self.deps.conn.clone())
+            .await;
+        let reply = match reply {
+            Ok(reply) => reply,
+            Err(e) => return classify("EVALSHA", e).map(Try::Unknown),
+        };
+        match reply.as_slice() {
+            [-1, token] => {
+                self.acquired(key, owner, lease);
+                Ok(Try::Acquired(Guard {
+                    token: u64::try_from(*token).ok(),
+                    ..guard(
+                        Self::FENCED_NAME,
+                        key,
+                        owner.to_string(),
+                        sent_at,
+                        Some(lease.ms()),
+                    )
+                }))
+            }
+            [ttl_ms, _] => Ok(Try::Held { ttl_ms: *ttl_ms }),
+            other => Err(LockError::Redis {
+                command: "EVALSHA",
+                source: redis::RedisError::from((
+                    redis::ErrorKind::UnexpectedReturnType,
+                    "the fenced lock script replies with two integers",
+                    format!("{other:?}"),
+                )),
+            }),
         }
     }
 
@@ -491,7 +603,7 @@ async fn renew_loop(
 #[async_trait]
 impl LockDesign for ReentrantWatchdog {
     fn name(&self) -> &str {
-        Self::NAME
+        self.name_of()
     }
 
     async fn acquire(&self, key: &str, options: AcquireOptions) -> Result<Acquire, LockError> {
@@ -505,7 +617,7 @@ impl LockDesign for ReentrantWatchdog {
     }
 
     async fn release(&self, guard: &Guard) -> Result<Release, LockError> {
-        check_guard(Self::NAME, guard)?;
+        check_guard(self.name_of(), guard)?;
         let id = (guard.key.clone(), guard.owner.clone());
         let lease_ms = self
             .holds()

@@ -164,6 +164,15 @@ pub fn catalog() -> Vec<Broken> {
             build: |d| Arc::new(ValidityFromReply(d)),
         },
         Broken {
+            name: "wall-clock-validity",
+            bug: "the validity is measured on the wall clock from a reading taken before the wait (node-redlock 5.0.0-beta.2's start = Date.now()): a backward step of the client's clock while it waits stretches the believed validity past the key's expiry",
+            parent: "set-nx-px-lua",
+            scenario: "client-clock-step",
+            checker: "validity",
+            seeds: 30,
+            build: |d| Arc::new(WallClockValidity(d)),
+        },
+        Broken {
             name: "getset-timestamp",
             bug: "the old SETNX + GETSET recipe: two waiters that see an expired timestamp both GETSET, and the loser overwrites the winner's lock",
             parent: "set-nx-px-lua",

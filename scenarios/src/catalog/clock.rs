@@ -1,5 +1,5 @@
 //! A Redis server's wall clock jumps forward while it holds the lock, or every
-//! server's clock runs fast.
+//! server's clock runs fast; or a client's wall clock steps back while it acquires.
 
 use sim::faults::{Fault, FaultKind, Target};
 use sim::world::Workload;
@@ -35,6 +35,38 @@ pub(super) static CLOCK_DRIFT: Def = Def {
     plan: drift,
     probe: |h, _| clock_probes::server_clock_ran_fast(h),
 };
+
+pub(super) static CLIENT_CLOCK_STEP: Def = Def {
+    name: "client-clock-step",
+    description: "the wall clock of a client that is acquiring the lock steps back by 2-4 leases (an NTP step during its wait), five times; critical sections last 1.25 leases",
+    fault_about: "a client's wall clock stepped back while it waited for a lock it then got",
+    // Holders work past the end of their validity (as in `clock-drift`, every lease
+    // lock overruns here): `validity` tells a validity misjudged on the wall clock,
+    // which runs past the key's expiry, from one that ends before it.
+    world: |base| Workload {
+        work_ms: base.lease_ms + base.lease_ms / 4,
+        ..base.clone()
+    },
+    quantities: &[Param::JumpMs],
+    plan: client_steps,
+    probe: |h, _| clock_probes::client_clock_stepped_back_while_acquiring(h),
+};
+
+/// Five backward steps of an acquiring client's wall clock, 2-4 leases each.
+fn client_steps(d: &mut Draw) -> Vec<Fault> {
+    let lease = d.lease;
+    let mut faults = Vec::new();
+    for _ in 0..5 {
+        faults.push(Fault {
+            at_ms: d.at(),
+            kind: FaultKind::ClockJump {
+                target: Target::Acquirer,
+                delta_ms: -(d.quantity(Param::JumpMs, lease * 2..=lease * 4) as i64),
+            },
+        });
+    }
+    faults
+}
 
 /// Three forward jumps of the lock server's clock, 2-4 leases each.
 fn jumps(d: &mut Draw) -> Vec<Fault> {

@@ -9,7 +9,8 @@
 //! flash sale), `client_crash`, `pauses` (stop-the-world pauses of a client),
 //! `slow_work`, `network` (delays and partitions), `pubsub` (lost unlock messages),
 //! `server` (a Redis server crashes or pauses), `replication` (failover and split
-//! brain under Sentinel), `clock` (a server's clock jumps or drifts) and `redlock`
+//! brain under Sentinel), `clock` (a server's clock jumps or drifts, a client's wall
+//! clock steps) and `redlock`
 //! (five independent masters), `zookeeper` (a ZooKeeper session expiring). The probes themselves are history readers in
 //! [`crate::checkers`] (several scenarios share one, and they are tested on hand-built
 //! histories there); a `Def` names the one it uses and with what arguments.
@@ -75,6 +76,7 @@ pub static SCENARIOS: &[&Def] = &[
     &redlock::REDLOCK_GC_PAUSE,
     &no_faults::FLASH_SALE,
     &zookeeper::ZK_SESSION_EXPIRY,
+    &clock::CLIENT_CLOCK_STEP,
 ];
 
 /// One scenario, whole: what it says of itself, its world, its faults and its probe.

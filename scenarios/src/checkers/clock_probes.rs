@@ -59,6 +59,38 @@ pub fn clock_jump_freed_the_lock(h: &History) -> Option<String> {
     None
 }
 
+/// A client's wall clock stepped back while it was acquiring the lock, and that acquire
+/// then succeeded: a grant whose wait a wall-clock reading would misjudge (an NTP step
+/// during a blocking wait). The step, the client and the acquire.
+pub fn client_clock_stepped_back_while_acquiring(h: &History) -> Option<String> {
+    let pairs = model::op_pairs(h).ok()?;
+    h.events.iter().find_map(|e| {
+        let EventKind::Clock { step_ms, .. } = e.kind else {
+            return None;
+        };
+        if step_ms >= 0 {
+            return None;
+        }
+        let acquire = pairs.iter().find(|p| {
+            p.f == OpF::Acquire
+                && p.host == e.host
+                && p.invoke_us <= e.at_us
+                && p.outcome == sim::history::Phase::Ok
+                && p.completion_us.is_some_and(|c| c > e.at_us)
+        })?;
+        Some(format!(
+            "{}'s wall clock stepped back {} ms at {} while it was acquiring {} (invoked at \
+             {}, granted at {})",
+            e.host,
+            step_ms.unsigned_abs(),
+            fmt_s(e.at_us),
+            acquire.key,
+            fmt_s(acquire.invoke_us),
+            fmt_s(acquire.completion_us.unwrap_or_default())
+        ))
+    })
+}
+
 /// A Redis server's clock ran fast (a positive rate error) while clients took the
 /// lock on it: the highest rate seen, with the server.
 pub fn server_clock_ran_fast(h: &History) -> Option<String> {

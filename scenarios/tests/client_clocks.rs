@@ -1,0 +1,189 @@
+//! Client wall clocks (issue 26): a design that measures its wait on the wall clock
+//! misbehaves when its host's wall clock steps during the wait, and the same design on
+//! the monotonic clock does not.
+//!
+//! `redis-py-3` is redis-py 3.5.3's `Lock`, whose `blocking_timeout` is measured on
+//! `time.time()`; `redis-py` is 5.3.1's, the same algorithm on `time.monotonic()` (the
+//! fix of redis-py 4.0.0, "Use monotonic clock in Lock"). Eight clients contend for the
+//! lock (`no-faults`, 300 ms wait budget, 0.1 s sleeps) while the nemesis steps the
+//! wall clock of whichever client is acquiring, a minute forward or a minute back.
+//! Every acquire in flight across a step is measured from its invocation to its
+//! completion:
+//!
+//! - a **forward** step makes redis-py 3.5.3 give up at once: its next `next_try_at`
+//!   lands a minute past `stop_trying_at`, so it reports "not acquired" with more than
+//!   half its budget unspent, which redis-py 5.3.1 never does (a refusal takes two
+//!   sleeps, 200 ms of the 300);
+//! - a **backward** step makes redis-py 3.5.3 wait on past its budget, polling until it
+//!   gets the lock or a minute passes; redis-py 5.3.1 never waits past the budget.
+
+use scenarios::catalog;
+use scenarios::sweep::{DesignSpec, config};
+use sim::faults::{Fault, FaultKind, FaultPlan, Target};
+use sim::history::{EventKind, FaultPhase, History, OpF, Phase};
+
+const SEEDS: u64 = 8;
+const STEP_MS: i64 = 60_000;
+
+fn run(design: &str, delta_ms: i64, seed: u64) -> History {
+    let s = catalog::find("no-faults").expect("no-faults scenario");
+    let mut cfg = config(&DesignSpec::builtin(design).expect("design"), &s, seed);
+    // Steps of the acquiring client's wall clock every 150 ms through the run.
+    cfg.plan = FaultPlan {
+        faults: (0..10)
+            .map(|i| Fault {
+                at_ms: 200 + 150 * i,
+                kind: FaultKind::ClockJump {
+                    target: Target::Acquirer,
+                    delta_ms,
+                },
+            })
+            .collect(),
+    };
+    sim::world::run(&cfg).expect("run completes")
+}
+
+/// Acquires in flight across a wall-clock step of their own host: (outcome, length ms).
+fn stepped_acquires(h: &History) -> Vec<(Phase, u64)> {
+    let steps: Vec<(String, u64)> = h
+        .events
+        .iter()
+        .filter_map(|e| match &e.kind {
+            EventKind::Fault {
+                phase: FaultPhase::Start,
+                detail,
+                ..
+            } if detail.contains("wall clock jumps") => Some((e.host.clone(), e.at_us)),
+            _ => None,
+        })
+        .collect();
+    let pairs = scenarios::checkers::model::op_pairs(h).expect("a well-formed history");
+    pairs
+        .iter()
+        .filter(|p| p.f == OpF::Acquire)
+        .filter_map(|p| {
+            let done = p.completion_us?;
+            steps
+                .iter()
+                .any(|(host, t)| *host == p.host && p.invoke_us < *t && *t < done)
+                .then(|| (p.outcome, (done - p.invoke_us) / 1_000))
+        })
+        .collect()
+}
+
+fn stepped(design: &str, delta_ms: i64) -> Vec<(Phase, u64)> {
+    let mut all = Vec::new();
+    for seed in 0..SEEDS {
+        let h = run(design, delta_ms, seed);
+        all.extend(stepped_acquires(&h));
+    }
+    assert!(
+        all.len() >= 5,
+        "{design}: the steps caught too few acquires in flight: {all:?}"
+    );
+    all
+}
+
+fn budget_ms() -> u64 {
+    catalog::find("no-faults")
+        .expect("no-faults scenario")
+        .workload
+        .wait_ms
+}
+
+#[test]
+fn a_forward_step_of_the_client_clock_ends_a_wall_clock_wait_at_once_and_not_a_monotonic_one() {
+    let budget = budget_ms();
+    assert_eq!(
+        budget, 300,
+        "the arithmetic below assumes the catalog's budget"
+    );
+    // Giving up with half the budget unspent: at most one 100 ms sleep taken.
+    let gave_up_early = |(o, ms): &&(Phase, u64)| *o == Phase::Fail && *ms < budget / 2;
+    // redis-py 5.3.1: a refusal comes only after two 100 ms sleeps.
+    let monotonic = stepped("redis-py", STEP_MS);
+    let early: Vec<_> = monotonic.iter().filter(gave_up_early).collect();
+    assert!(
+        early.is_empty(),
+        "redis-py gave up before its budget: {early:?}"
+    );
+    // redis-py 3.5.3: gives up at the first `next_try_at` after the step.
+    let wall = stepped("redis-py-3", STEP_MS);
+    let early: Vec<_> = wall.iter().filter(gave_up_early).collect();
+    assert!(
+        !early.is_empty(),
+        "redis-py-3 never gave up early across a forward step: {wall:?}"
+    );
+}
+
+#[test]
+fn a_backward_step_of_the_client_clock_stretches_a_wall_clock_wait_past_its_budget_and_not_a_monotonic_one()
+ {
+    let budget = budget_ms();
+    // redis-py 5.3.1: no try starts past the budget; a try is one round trip.
+    let monotonic = stepped("redis-py", -STEP_MS);
+    let late: Vec<_> = monotonic
+        .iter()
+        .filter(|(_, ms)| *ms > budget + 50)
+        .collect();
+    assert!(late.is_empty(), "redis-py waited past its budget: {late:?}");
+    let wall = stepped("redis-py-3", -STEP_MS);
+    let late: Vec<_> = wall.iter().filter(|(_, ms)| *ms > budget + 50).collect();
+    assert!(
+        !late.is_empty(),
+        "redis-py-3 never waited past its budget across a backward step: {wall:?}"
+    );
+}
+
+/// The `client-clock-step` scenario: node-redlock 5.0.0-beta.2 measures its lock's
+/// expiration on `Date.now()`, so a backward step of the client's wall clock while it
+/// waits makes it believe a validity the keys do not have: `validity` (two clients
+/// within their believed validity at once) catches it, with the step in its evidence.
+/// redsync, the same Redlock on Go's monotonic reading, keeps the promise on the same
+/// seeds, and the scenario's probe names the step in the caught run.
+#[test]
+fn a_backward_client_clock_step_breaks_node_redlocks_validity_and_not_redsyncs() {
+    use scenarios::sweep::{first_invalid, sweep};
+    let s = catalog::find("client-clock-step").expect("client-clock-step scenario");
+    const BOUND: u64 = 30;
+    let node = DesignSpec::builtin("node-redlock").expect("design");
+    let caught = first_invalid(&node, &s, "validity", 0..BOUND)
+        .expect("runs complete")
+        .expect("node-redlock breaks validity under a client clock step");
+    let evidence = caught
+        .verdict("validity")
+        .and_then(|v| v.evidence())
+        .expect("evidence")
+        .summary
+        .clone();
+    assert!(evidence.contains("clock stepped -"), "{evidence}");
+    let seen = caught
+        .fault_seen
+        .expect("the step happened in the caught run");
+    assert!(seen.contains("stepped back"), "{seen}");
+    let redsync = DesignSpec::builtin("redsync").expect("design");
+    let runs = sweep(&redsync, &s, 0..BOUND, 2, false, &|_, _| {}).expect("runs complete");
+    assert_eq!(runs.len() as u64, BOUND);
+    for run in &runs {
+        let v = run.verdict("validity").expect("validity judged");
+        assert!(!v.is_invalid(), "redsync seed {}: {v:?}", run.seed);
+    }
+}
+
+/// The probe sees no step where there was none.
+#[test]
+fn the_client_clock_step_probe_is_silent_without_steps() {
+    for seed in 0..3 {
+        let s = catalog::find("no-faults").expect("no-faults scenario");
+        let cfg = config(
+            &DesignSpec::builtin("redis-py-3").expect("design"),
+            &s,
+            seed,
+        );
+        let h = sim::world::run(&cfg).expect("run completes");
+        assert_eq!(
+            scenarios::checkers::clock_probes::client_clock_stepped_back_while_acquiring(&h),
+            None
+        );
+    }
+}
