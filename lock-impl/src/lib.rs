@@ -14,6 +14,7 @@
 //! | --- | --- | --- | --- |
 //! | `setnx-del` | `SETNX` | `DEL` | 004 |
 //! | `setnx-expire` | `SETNX`, then `PEXPIRE` | `DEL` | 001, 004 |
+//! | `setnx-getset` | `SETNX` of a wall-clock expiry timestamp; `GET`, then `GETSET` once it passed | `DEL` unless the own timestamp passed | redis.io `SETNX` page |
 //! | `set-nx-px-del` | `SET NX PX` | `DEL` | 001, 004 |
 //! | `set-nx-px-check-del` | `SET NX PX` | `GET`, compare, `DEL` | 000, 004 |
 //! | `set-nx-px-lua` | `SET NX PX` | Lua compare-and-delete | 001, 003 |
@@ -145,6 +146,17 @@ pub const DESIGNS: &[DesignInfo] = &[
         summary: "SETNX, then PEXPIRE as a second command; DEL to release",
         seeds: "001, 004",
         known_failure: "a crash between SETNX and PEXPIRE leaves a lock without expiry",
+        expires: true,
+        release_checks_owner: false,
+        masters: 1,
+    },
+    DesignInfo {
+        name: designs::SetnxGetset::NAME,
+        summary: "SETNX of an expiry timestamp; a waiter that finds it passed takes the lock \
+                  with GETSET; DEL to release if the own timestamp has not passed",
+        seeds: "redis.io SETNX page",
+        known_failure: "the timestamps are client wall clocks: clients whose clocks disagree \
+                        by more than the lease take a live lock",
         expires: true,
         release_checks_owner: false,
         masters: 1,
@@ -354,6 +366,7 @@ pub fn build(name: &str, deps: Deps) -> Result<Arc<dyn LockDesign>, LockError> {
     Ok(match name {
         designs::SetnxDel::NAME => Arc::new(designs::SetnxDel::new(deps)),
         designs::SetnxExpire::NAME => Arc::new(designs::SetnxExpire::new(deps)),
+        designs::SetnxGetset::NAME => Arc::new(designs::SetnxGetset::new(deps)),
         designs::SetNxPxDel::NAME => Arc::new(designs::SetNxPxDel::new(deps)),
         designs::SetNxPxCheckDel::NAME => Arc::new(designs::SetNxPxCheckDel::new(deps)),
         designs::WaitSynced::NAME => Arc::new(designs::WaitSynced::new(deps)),

@@ -140,6 +140,11 @@ async fn setnx_expire_passes_conformance_on_real_redis() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn setnx_getset_passes_conformance_on_real_redis() {
+    conformance(designs::SetnxGetset::NAME).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn set_nx_px_del_passes_conformance_on_real_redis() {
     conformance(designs::SetNxPxDel::NAME).await;
 }

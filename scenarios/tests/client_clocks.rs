@@ -17,6 +17,8 @@
 //! - a **backward** step makes redis-py 3.5.3 wait on past its budget, polling until it
 //!   gets the lock or a minute passes; redis-py 5.3.1 never waits past the budget.
 
+mod common;
+
 use scenarios::catalog;
 use scenarios::sweep::{DesignSpec, config};
 use sim::faults::{Fault, FaultKind, FaultPlan, Target};
@@ -186,4 +188,24 @@ fn the_client_clock_step_probe_is_silent_without_steps() {
             None
         );
     }
+}
+
+/// Clients minutes apart (`client-clocks-apart`): a lock whose expiry is a timestamp
+/// written by one client's wall clock and judged by another's (the `SETNX`/`GETSET`
+/// pattern of redis.io's `SETNX` page) is taken from a live holder, while the same
+/// clients on a lock the server expires (`set-nx-px-lua`) keep mutual exclusion.
+#[test]
+fn clients_minutes_apart_break_a_lock_whose_expiry_is_a_client_timestamp_and_not_a_server_ttl() {
+    let run = common::expect_invalid("setnx-getset", "client-clocks-apart", "mutual-exclusion");
+    let fault = run.fault_seen.as_deref().unwrap_or_default();
+    assert!(fault.contains("ahead of"), "{fault}");
+    common::expect_never_invalid(
+        "set-nx-px-lua",
+        "client-clocks-apart",
+        &["mutual-exclusion", "ownership"],
+        6,
+        6,
+    );
+    // Without the clock fault the timestamp lock keeps mutual exclusion.
+    common::expect_never_invalid("setnx-getset", "no-faults", &["mutual-exclusion"], 6, 0);
 }

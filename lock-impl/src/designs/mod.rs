@@ -12,6 +12,7 @@ mod set_nx_px_del;
 mod set_nx_px_lua;
 mod setnx_del;
 mod setnx_expire;
+mod setnx_getset;
 mod wait_synced;
 mod zk_curator;
 
@@ -31,6 +32,7 @@ pub use set_nx_px_del::SetNxPxDel;
 pub use set_nx_px_lua::SetNxPxLua;
 pub use setnx_del::SetnxDel;
 pub use setnx_expire::SetnxExpire;
+pub use setnx_getset::SetnxGetset;
 pub use wait_synced::WaitSynced;
 pub use zk_curator::{ZK_LOCK_ROOT, ZkCurator};
 

@@ -1,6 +1,7 @@
 //! A Redis server's wall clock jumps forward while it holds the lock, or every
 //! server's clock runs fast; or a client's wall clock steps back while it acquires.
 
+use rand::RngExt;
 use sim::faults::{Fault, FaultKind, Target};
 use sim::world::Workload;
 
@@ -51,6 +52,34 @@ pub(super) static CLIENT_CLOCK_STEP: Def = Def {
     plan: client_steps,
     probe: |h, _| clock_probes::client_clock_stepped_back_while_acquiring(h),
 };
+
+pub(super) static CLIENT_CLOCKS_APART: Def = Def {
+    name: "client-clocks-apart",
+    description: "every client's wall clock is off by up to ±1-5 minutes (seed-drawn per client) from the start: hosts without NTP, or NTP that lost its servers; critical sections last half a lease",
+    fault_about: "two clients' wall clocks disagreed by more than the lease while they took the lock",
+    world: |base| Workload {
+        work_ms: base.lease_ms / 2,
+        ..base.clone()
+    },
+    quantities: &[Param::JumpMs],
+    plan: clients_apart,
+    probe: |h, _| clock_probes::client_wall_clocks_apart(h),
+};
+
+/// Each client's wall clock steps at time zero by its own offset in ±spread, the
+/// spread 1-5 minutes (`jump-ms` pins the spread).
+fn clients_apart(d: &mut Draw) -> Vec<Fault> {
+    let spread = d.quantity(Param::JumpMs, 60_000..=300_000) as i64;
+    (1..=d.workload.clients)
+        .map(|i| Fault {
+            at_ms: 0,
+            kind: FaultKind::ClockJump {
+                target: Target::Host(format!("client-{i}")),
+                delta_ms: d.rng.random_range(-spread..=spread),
+            },
+        })
+        .collect()
+}
 
 /// Five backward steps of an acquiring client's wall clock, 2-4 leases each.
 fn client_steps(d: &mut Draw) -> Vec<Fault> {

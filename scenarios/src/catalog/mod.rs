@@ -77,6 +77,7 @@ pub static SCENARIOS: &[&Def] = &[
     &no_faults::FLASH_SALE,
     &zookeeper::ZK_SESSION_EXPIRY,
     &clock::CLIENT_CLOCK_STEP,
+    &clock::CLIENT_CLOCKS_APART,
 ];
 
 /// One scenario, whole: what it says of itself, its world, its faults and its probe.

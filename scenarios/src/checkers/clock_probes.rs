@@ -91,6 +91,56 @@ pub fn client_clock_stepped_back_while_acquiring(h: &History) -> Option<String> 
     })
 }
 
+/// Two clients' wall clocks disagreed by more than the lease while a lock was granted
+/// (an acquire `ok` after both clocks were set): the two clients, their offsets from
+/// true time and the grant.
+pub fn client_wall_clocks_apart(h: &History) -> Option<String> {
+    let pairs = model::op_pairs(h).ok()?;
+    let clients: std::collections::BTreeSet<&str> = pairs
+        .iter()
+        .filter(|p| p.f == OpF::Acquire)
+        .map(|p| p.host.as_str())
+        .collect();
+    let lease_us = i64::try_from(h.params.lease_ms * 1_000).unwrap_or(i64::MAX);
+    let mut offsets: BTreeMap<&str, i64> = BTreeMap::new();
+    for e in &h.events {
+        let EventKind::Clock { wall_offset_us, .. } = e.kind else {
+            continue;
+        };
+        if !clients.contains(e.host.as_str()) {
+            continue;
+        }
+        offsets.insert(e.host.as_str(), wall_offset_us);
+        let (ahead, behind) = (
+            offsets.iter().max_by_key(|(_, o)| **o)?,
+            offsets.iter().min_by_key(|(_, o)| **o)?,
+        );
+        if ahead.1 - behind.1 <= lease_us {
+            continue;
+        }
+        let at = e.at_us;
+        let grant = pairs.iter().find(|p| {
+            p.f == OpF::Acquire
+                && p.outcome == sim::history::Phase::Ok
+                && p.completion_us.is_some_and(|c| c >= at)
+        })?;
+        return Some(format!(
+            "{}'s wall clock read {} ms ahead of {}'s ({:+} ms and {:+} ms from true time) \
+             from {} on; {} was granted {} at {}",
+            ahead.0,
+            (ahead.1 - behind.1) / 1_000,
+            behind.0,
+            ahead.1 / 1_000,
+            behind.1 / 1_000,
+            fmt_s(at),
+            grant.host,
+            grant.key,
+            fmt_s(grant.completion_us.unwrap_or_default())
+        ));
+    }
+    None
+}
+
 /// A Redis server's clock ran fast (a positive rate error) while clients took the
 /// lock on it: the highest rate seen, with the server.
 pub fn server_clock_ran_fast(h: &History) -> Option<String> {
