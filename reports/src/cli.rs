@@ -24,7 +24,7 @@ struct Cli {
     command: Option<Command>,
     /// Seeds for the catalog table (A..B or N). The default kept the whole catalog of
     /// 245 cells under a minute on two cores (about 50 s after the build; 19 designs,
-    /// 30 scenarios and 427 cells now); `locksim run` and `--seeds 0..100` give a cell
+    /// 31 scenarios and 444 cells now); `locksim run` and `--seeds 0..100` give a cell
     /// or the table more evidence.
     #[arg(long, default_value = "0..10", allow_hyphen_values = true)]
     seeds: String,

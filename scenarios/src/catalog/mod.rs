@@ -11,7 +11,8 @@
 //! `server` (a Redis server crashes or pauses), `replication` (failover and split
 //! brain under Sentinel), `clock` (a server's clock jumps or drifts, a client's wall
 //! clock steps) and `redlock`
-//! (five independent masters), `zookeeper` (a ZooKeeper session expiring). The probes themselves are history readers in
+//! (five independent masters), `zookeeper` (a ZooKeeper session expiring), `profiles`
+//! (a design family's real time scale as the base of a world: Redisson's 30 s lease). The probes themselves are history readers in
 //! [`crate::checkers`] (several scenarios share one, and they are tested on hand-built
 //! histories there); a `Def` names the one it uses and with what arguments.
 //!
@@ -26,6 +27,7 @@ mod clock;
 mod network;
 mod no_faults;
 mod pauses;
+mod profiles;
 mod pubsub;
 mod redlock;
 mod replication;
@@ -44,6 +46,7 @@ use sim::world::{ServerSpec, Workload, sub_seed};
 
 use crate::params::Param;
 
+pub use profiles::Profile;
 pub use redlock::BARE_MAJORITY_CLIENT;
 
 /// Every scenario, in the order reports list them.
@@ -78,6 +81,7 @@ pub static SCENARIOS: &[&Def] = &[
     &zookeeper::ZK_SESSION_EXPIRY,
     &clock::CLIENT_CLOCK_STEP,
     &clock::CLIENT_CLOCKS_APART,
+    &profiles::RENEWAL_BLIP,
 ];
 
 /// One scenario, whole: what it says of itself, its world, its faults and its probe.

@@ -286,3 +286,56 @@ pub fn session_expired_during_a_hold(h: &History) -> Option<String> {
         ))
     })
 }
+
+/// A holder was cut off from the servers (a partition with it on one side) and the
+/// partition healed while the validity it believed it had at the cut still ran, and
+/// it still held the lock then: a transient failure shorter than the lease left (one
+/// renewal of a watchdog fails, and the next could succeed).
+pub fn holder_cut_off_with_lease_left(h: &History) -> Option<String> {
+    let holds = model::holds(h).ok()?;
+    h.events.iter().enumerate().find_map(|(i, e)| {
+        let EventKind::Fault {
+            fault,
+            phase: FaultPhase::Start,
+            peers,
+            ..
+        } = &e.kind
+        else {
+            return None;
+        };
+        if peers.is_empty() {
+            return None;
+        }
+        let hold = holds.iter().find(|o| o.host == e.host && o.open_at(e.at_us))?;
+        let healed = h.events[i + 1..].iter().find(|x| {
+            x.host == e.host
+                && matches!(&x.kind, EventKind::Fault { fault: f, phase: FaultPhase::End, .. } if f == fault)
+        })?;
+        // The validity believed at the cut: the acquisition's, extended by renewals
+        // that came before the cut.
+        let mut until = model::op_at(h, hold.acquire_event)?.valid_until_us?;
+        for r in &h.events[hold.acquire_event + 1..i] {
+            if let EventKind::Renewed { key, owner, valid_until_us } = &r.kind
+                && r.host == hold.host
+                && *key == hold.key
+                && *owner == hold.owner
+            {
+                until = until.max(*valid_until_us);
+            }
+        }
+        (healed.at_us < until && hold.open_at(healed.at_us)).then(|| {
+            format!(
+                "{} was cut off from [{}] from {} to {} while it held {} (owner={}), \
+                 with its validity running to {}: the cut healed {} before the lease ran out",
+                e.host,
+                peers.join(", "),
+                fmt_s(e.at_us),
+                fmt_s(healed.at_us),
+                hold.key,
+                hold.owner,
+                fmt_s(until),
+                fmt_ms(until - healed.at_us)
+            )
+        })
+    })
+}

@@ -1,0 +1,53 @@
+//! Time scales as users run them (issue 26): under Redisson's defaults (30 s lease,
+//! renewal every 10 s, 3 s reply timeout), a holder cut off for a few seconds, far
+//! less than the 20 s its lease still has, loses a renewal; Redisson 3.20's watchdog
+//! stops at the first failed renewal ("Can't update lock expiration"), so the lease
+//! runs out under a holder that is still working: two holders.
+
+mod common;
+
+use scenarios::catalog::{self, Profile};
+use scenarios::sweep::{DesignSpec, config};
+use sim::faults::FaultPlan;
+
+#[test]
+fn one_failed_renewal_stops_the_redisson_watchdog_and_its_lease_runs_out_under_the_holder() {
+    let run = common::expect_invalid("reentrant-watchdog", "renewal-blip", "mutual-exclusion");
+    let fault = run.fault_seen.as_deref().unwrap_or_default();
+    assert!(fault.contains("before the lease ran out"), "{fault}");
+    // The same world without the cut: the watchdog carries every 70 s hold.
+    common::expect_never_invalid(
+        "reentrant-watchdog",
+        "long-work",
+        &["mutual-exclusion"],
+        4,
+        4,
+    );
+}
+
+#[test]
+fn the_renewal_blip_world_runs_at_redissons_scale_and_its_probe_needs_the_cut() {
+    let s = catalog::find("renewal-blip").expect("scenario");
+    assert_eq!(s.workload.lease_ms, 30_000);
+    assert_eq!(s.workload.response_timeout_ms, 3_000);
+    assert!(s.workload.work_ms > 2 * s.workload.lease_ms);
+    let mut cfg = config(
+        &DesignSpec::builtin("reentrant-watchdog").expect("design"),
+        &s,
+        0,
+    );
+    cfg.plan = FaultPlan { faults: vec![] };
+    let h = sim::world::run(&cfg).expect("run completes");
+    assert_eq!(s.probe(&h), None, "no cut, no fault seen");
+}
+
+#[test]
+fn a_profile_is_named_and_a_wrong_name_lists_the_allowed_ones() {
+    assert_eq!(Profile::parse("redisson"), Ok(Profile::Redisson));
+    assert_eq!(Profile::Catalog.base(), catalog::base());
+    let err = Profile::parse("jedis").unwrap_err();
+    assert!(
+        err.contains("jedis") && err.contains("catalog, redisson"),
+        "{err}"
+    );
+}
