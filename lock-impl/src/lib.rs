@@ -23,6 +23,8 @@
 //! | `redlock` | `SET NX PX` on N independent masters in turn; majority and validity = lease − elapsed − drift | Lua compare-and-delete on all | 000, 003 |
 //! | `redlock-unsigned-validity` | `redlock` with the validity in unsigned arithmetic (a real-client bug class) | as `redlock` | 000, 003 |
 //! | `redisson-redlock` | Redisson `RedissonMultiLock.tryLock`: per-node Redisson lock, failed-locks limit, re-expire; no validity check | Redisson unlock on all | 003 |
+//! | `mysql-unique-index` | `INSERT INTO locks (name, owner)` (duplicate key: held) | `DELETE ... WHERE name AND owner` | 002 |
+//! | `mysql-get-lock` | `SELECT GET_LOCK(name, 0)` (held by the connection) | `SELECT RELEASE_LOCK(name)` | 002 |
 //!
 //! # Your own design
 //!
@@ -80,6 +82,7 @@ pub mod designs;
 mod entropy;
 mod error;
 mod lock;
+pub mod mysql;
 mod sentinel;
 #[cfg(feature = "testing")]
 pub mod testing;
@@ -114,10 +117,35 @@ pub struct DesignInfo {
     /// Whether release compares the owner value before deleting (so a foreign owner
     /// value leaves the lock in place).
     pub release_checks_owner: bool,
-    /// Independent masters it locks on (`Deps::servers`): 1 for a single-master design,
-    /// [`REDLOCK_MASTERS`] for the Redlock family, [`ZOOKEEPER`] (0) for a design on
-    /// the world's ZooKeeper server.
+    /// Independent Redis masters it locks on (`Deps::servers`): 1 for a single-master
+    /// design, [`REDLOCK_MASTERS`] for the Redlock family, 0 for a design on another
+    /// system ([`DesignInfo::backend`]).
     pub masters: usize,
+    /// The system that holds its lock.
+    pub backend: Backend,
+}
+
+/// The system a design's lock lives on: it picks the world a design runs in and the
+/// scenarios whose faults make sense for it (`Scenario::applies_to`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Backend {
+    /// Redis masters ([`Deps::conn`], [`Deps::servers`]).
+    Redis,
+    /// The world's ZooKeeper server ([`Deps::zookeeper`]).
+    ZooKeeper,
+    /// The world's MySQL / MariaDB server ([`Deps::mysql`]).
+    MySql,
+}
+
+impl Backend {
+    /// Its name in reports and messages.
+    pub fn name(self) -> &'static str {
+        match self {
+            Backend::Redis => "Redis",
+            Backend::ZooKeeper => "ZooKeeper",
+            Backend::MySql => "MySQL",
+        }
+    }
 }
 
 /// How many independent masters the Redlock designs run against in locksim's world
@@ -134,6 +162,7 @@ pub const DESIGNS: &[DesignInfo] = &[
         expires: false,
         release_checks_owner: false,
         masters: 1,
+        backend: Backend::Redis,
     },
     DesignInfo {
         name: designs::SetnxExpire::NAME,
@@ -143,6 +172,7 @@ pub const DESIGNS: &[DesignInfo] = &[
         expires: true,
         release_checks_owner: false,
         masters: 1,
+        backend: Backend::Redis,
     },
     DesignInfo {
         name: designs::SetNxPxDel::NAME,
@@ -152,6 +182,7 @@ pub const DESIGNS: &[DesignInfo] = &[
         expires: true,
         release_checks_owner: false,
         masters: 1,
+        backend: Backend::Redis,
     },
     DesignInfo {
         name: designs::SetNxPxCheckDel::NAME,
@@ -161,6 +192,7 @@ pub const DESIGNS: &[DesignInfo] = &[
         expires: true,
         release_checks_owner: true,
         masters: 1,
+        backend: Backend::Redis,
     },
     DesignInfo {
         name: designs::SetNxPxLua::NAME,
@@ -170,6 +202,7 @@ pub const DESIGNS: &[DesignInfo] = &[
         expires: true,
         release_checks_owner: true,
         masters: 1,
+        backend: Backend::Redis,
     },
     DesignInfo {
         name: designs::ReentrantWatchdog::NAME,
@@ -180,6 +213,7 @@ pub const DESIGNS: &[DesignInfo] = &[
         expires: true,
         release_checks_owner: true,
         masters: 1,
+        backend: Backend::Redis,
     },
     DesignInfo {
         name: designs::Fenced::NAME,
@@ -190,6 +224,7 @@ pub const DESIGNS: &[DesignInfo] = &[
         expires: true,
         release_checks_owner: true,
         masters: 1,
+        backend: Backend::Redis,
     },
     DesignInfo {
         name: designs::WaitSynced::NAME,
@@ -200,6 +235,7 @@ pub const DESIGNS: &[DesignInfo] = &[
         expires: true,
         release_checks_owner: true,
         masters: 1,
+        backend: Backend::Redis,
     },
     DesignInfo {
         name: designs::Redlock::NAME,
@@ -211,6 +247,7 @@ pub const DESIGNS: &[DesignInfo] = &[
         expires: true,
         release_checks_owner: true,
         masters: REDLOCK_MASTERS,
+        backend: Backend::Redis,
     },
     DesignInfo {
         name: designs::Redlock::UNSIGNED_NAME,
@@ -222,6 +259,7 @@ pub const DESIGNS: &[DesignInfo] = &[
         expires: true,
         release_checks_owner: true,
         masters: REDLOCK_MASTERS,
+        backend: Backend::Redis,
     },
     DesignInfo {
         name: designs::RedissonRedlock::NAME,
@@ -233,15 +271,13 @@ pub const DESIGNS: &[DesignInfo] = &[
         expires: true,
         release_checks_owner: true,
         masters: REDLOCK_MASTERS,
+        backend: Backend::Redis,
     },
     ZK_CURATOR,
     ZK_CURATOR_FENCED,
+    MYSQL_UNIQUE_INDEX,
+    MYSQL_GET_LOCK,
 ];
-
-/// The `masters` of a design that locks on no Redis master but on the world's
-/// ZooKeeper server (the ZooKeeper designs): it runs only in the scenarios whose faults
-/// make sense against ZooKeeper (`Scenario::applies_to`).
-pub const ZOOKEEPER: usize = 0;
 
 const ZK_CURATOR: DesignInfo = DesignInfo {
     name: designs::ZkCurator::NAME,
@@ -252,7 +288,8 @@ const ZK_CURATOR: DesignInfo = DesignInfo {
                         session timeout keeps working after its node is gone",
     expires: false,
     release_checks_owner: true,
-    masters: ZOOKEEPER,
+    masters: 0,
+    backend: Backend::ZooKeeper,
 };
 
 const ZK_CURATOR_FENCED: DesignInfo = DesignInfo {
@@ -263,17 +300,58 @@ const ZK_CURATOR_FENCED: DesignInfo = DesignInfo {
                         refuses the stale one",
     expires: false,
     release_checks_owner: true,
-    masters: ZOOKEEPER,
+    masters: 0,
+    backend: Backend::ZooKeeper,
 };
 
-/// The ZooKeeper designs (also in [`DESIGNS`], with `masters` [`ZOOKEEPER`]);
+/// The ZooKeeper designs (also in [`DESIGNS`], with backend [`Backend::ZooKeeper`]);
 /// [`build`] builds them by name over [`Deps::zookeeper`].
 pub const ZK_DESIGNS: &[DesignInfo] = &[ZK_CURATOR, ZK_CURATOR_FENCED];
+
+const MYSQL_UNIQUE_INDEX: DesignInfo = DesignInfo {
+    name: designs::MySqlUniqueIndex::NAME,
+    summary: "seed 002's MySQL unique index: INSERT INTO locks (name, owner) to lock \
+              (a duplicate key means held); DELETE ... WHERE name AND owner to unlock",
+    seeds: "002",
+    known_failure: "no expiry: a holder that dies leaves its row, and every other client \
+                    waits forever",
+    expires: false,
+    release_checks_owner: true,
+    masters: 0,
+    backend: Backend::MySql,
+};
+
+const MYSQL_GET_LOCK: DesignInfo = DesignInfo {
+    name: designs::MySqlGetLock::NAME,
+    summary: "MariaDB GET_LOCK(name, 0) to lock, RELEASE_LOCK(name) to unlock; \
+              the lock belongs to the connection",
+    seeds: "002",
+    known_failure: "a dropped connection releases the lock on the server while the holder, \
+                    reconnecting, keeps working: two holders",
+    expires: false,
+    release_checks_owner: true,
+    masters: 0,
+    backend: Backend::MySql,
+};
+
+/// The MySQL designs (also in [`DESIGNS`], with backend [`Backend::MySql`]); [`build`]
+/// builds them by name over [`Deps::mysql`].
+pub const MYSQL_DESIGNS: &[DesignInfo] = &[MYSQL_UNIQUE_INDEX, MYSQL_GET_LOCK];
 
 impl DesignInfo {
     /// Whether it locks on the world's ZooKeeper server instead of Redis masters.
     pub fn on_zookeeper(&self) -> bool {
-        self.masters == ZOOKEEPER
+        self.backend == Backend::ZooKeeper
+    }
+
+    /// Whether it locks on the world's MySQL server.
+    pub fn on_mysql(&self) -> bool {
+        self.backend == Backend::MySql
+    }
+
+    /// Whether it locks on Redis.
+    pub fn on_redis(&self) -> bool {
+        self.backend == Backend::Redis
     }
 }
 
@@ -302,6 +380,8 @@ pub fn build(name: &str, deps: Deps) -> Result<Arc<dyn LockDesign>, LockError> {
         designs::RedissonRedlock::NAME => Arc::new(designs::RedissonRedlock::new(deps)),
         designs::ZkCurator::NAME => Arc::new(designs::ZkCurator::new(deps)),
         designs::ZkCurator::FENCED_NAME => Arc::new(designs::ZkCurator::fenced(deps)),
+        designs::MySqlUniqueIndex::NAME => Arc::new(designs::MySqlUniqueIndex::new(deps)),
+        designs::MySqlGetLock::NAME => Arc::new(designs::MySqlGetLock::new(deps)),
         other => {
             return Err(LockError::UnknownDesign {
                 name: other.to_string(),
@@ -382,6 +462,7 @@ pub async fn production_deps_multi(
         spawner: Arc::new(TokioSpawner),
         observer: None,
         zookeeper: None,
+        mysql: None,
     })
 }
 
@@ -399,7 +480,7 @@ impl Connector for NoRedis {
             Err(redis::RedisError::from((
                 redis::ErrorKind::Client,
                 "not connected",
-                "a ZooKeeper world has no Redis server".to_string(),
+                "this world has no Redis server".to_string(),
             )))
         })
     }
@@ -409,7 +490,7 @@ impl Connector for NoRedis {
             Err(redis::RedisError::from((
                 redis::ErrorKind::Client,
                 "not connected",
-                "a ZooKeeper world has no Redis server".to_string(),
+                "this world has no Redis server".to_string(),
             )))
         })
     }
@@ -433,7 +514,42 @@ pub fn zookeeper_deps(
         pubsub: None,
         observer: None,
         zookeeper: Some(ensemble),
+        mysql: None,
     }
+}
+
+/// Dependencies for the MySQL designs: the server, and `clock`, `entropy` and
+/// `spawner` as given; [`Deps::conn`] reaches no Redis and [`Deps::zookeeper`] is
+/// `None`.
+pub fn mysql_deps(
+    server: mysql::MySqlServer,
+    clock: Arc<dyn Clock>,
+    entropy: Arc<dyn Entropy>,
+    spawner: Arc<dyn Spawner>,
+) -> Deps {
+    let conn = Conn::new(Arc::new(NoRedis), clock.clone(), ReconnectPolicy::default());
+    Deps {
+        servers: vec![conn.clone()],
+        conn,
+        clock,
+        entropy,
+        spawner,
+        pubsub: None,
+        observer: None,
+        zookeeper: None,
+        mysql: Some(server),
+    }
+}
+
+/// Production dependencies for the MySQL designs: `server` (over tokio TCP, see
+/// [`mysql::MySqlServer`]) with tokio's clock and OS randomness.
+pub fn production_mysql_deps(server: mysql::MySqlServer) -> Deps {
+    mysql_deps(
+        server,
+        Arc::new(TokioClock::new()),
+        Arc::new(OsEntropy),
+        Arc::new(TokioSpawner),
+    )
 }
 
 /// Production dependencies for the ZooKeeper designs: the servers `host:port`, asking

@@ -576,7 +576,7 @@ fn run(cli: Cli, extra: Vec<DesignSpec>) -> ExitCode {
             let designs = if a.designs.is_empty() {
                 every_design()?
                     .into_iter()
-                    .filter(|d| scenario.applies_to(d.masters))
+                    .filter(|d| scenario.applies_to(d.backend, d.masters))
                     .collect()
             } else {
                 a.designs

@@ -111,12 +111,12 @@ pub fn with_params(mut scenario: Scenario, params: &[String]) -> Result<Scenario
 /// with replicas, a single-master design in a world of independent masters), naming
 /// the scenarios that do.
 pub fn check_pair(design: &DesignSpec, scenario: &Scenario) -> Result<(), BadInput> {
-    if scenario.applies_to(design.masters) {
+    if scenario.applies_to(design.backend, design.masters) {
         return Ok(());
     }
     let fitting: Vec<&str> = catalog::catalog()
         .into_iter()
-        .filter(|s| s.applies_to(design.masters))
+        .filter(|s| s.applies_to(design.backend, design.masters))
         .map(|s| s.name)
         .collect();
     Err(BadInput(format!(

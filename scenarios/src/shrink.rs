@@ -411,7 +411,7 @@ pub fn shrink(
         ));
     }
     let original = Candidate {
-        workload: scenario.workload_for(design.masters),
+        workload: scenario.workload_for(design.backend, design.masters),
         plan: scenario.plan(seed),
     };
     let first = crate::sweep::run_seed(design, scenario, seed, false)?;

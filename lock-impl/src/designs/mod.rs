@@ -1,6 +1,7 @@
 //! The built-in designs, one module each, and the commands they share.
 
 mod fenced;
+mod mysql;
 mod redisson_redlock;
 mod redlock;
 mod reentrant_watchdog;
@@ -13,6 +14,7 @@ mod wait_synced;
 mod zk_curator;
 
 pub use fenced::{FENCED_ACQUIRE, Fenced};
+pub use mysql::{MYSQL_LOCKS_TABLE, MySqlGetLock, MySqlUniqueIndex};
 pub use redisson_redlock::RedissonRedlock;
 pub use redlock::Redlock;
 pub use reentrant_watchdog::{REDISSON_LOCK, REDISSON_RENEW, REDISSON_UNLOCK, ReentrantWatchdog};

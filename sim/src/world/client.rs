@@ -343,6 +343,7 @@ impl Client {
                 clock: self.clock.clone(),
             })),
             zookeeper,
+            mysql: None,
         };
         let design = (self.factory)(deps);
         let mut rng = ChaCha8Rng::seed_from_u64(sub_seed(self.seed, 3 + 2 * stream_id));

@@ -26,8 +26,8 @@ use std::sync::atomic::{AtomicU32, AtomicU64};
 use std::time::Duration;
 
 pub use config::{
-    DesignFactory, RunConfig, RunError, SentinelSpec, ServerSpec, Stepping, Workload, ZkSpec,
-    builtin_factory, default_servers, sub_seed,
+    DesignFactory, MySqlSpec, RunConfig, RunError, SentinelSpec, ServerSpec, Stepping, Workload,
+    ZkSpec, builtin_factory, default_servers, sub_seed,
 };
 
 use crate::clock::{ClockSpec, HostClock};
