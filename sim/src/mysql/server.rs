@@ -7,9 +7,10 @@
 //! `sim/tests/mysql_real.rs`:
 //!
 //! - Handshake V10 with server version `5.5.5-10.11.19-MariaDB-0+deb12u1`, a 20-byte
-//!   scramble, `mysql_native_password`; a login with another user, a wrong password
-//!   or another database is refused with `ER_ACCESS_DENIED_ERROR` (1045, 28000) /
-//!   `ER_DBACCESS_DENIED_ERROR` (1044, 42000) and the connection closed.
+//!   scramble, `mysql_native_password`; a login with a wrong password, an unknown user
+//!   or another database is refused with `ER_ACCESS_DENIED_ERROR` (1045, 28000),
+//!   `ER_ACCESS_DENIED_NO_PASSWORD_ERROR` (1698, 28000) or `ER_DBACCESS_DENIED_ERROR`
+//!   (1044, 42000), and the connection closed.
 //! - `GET_LOCK(name, timeout)`: 1 if the connection now holds `name` (free, or held by
 //!   this connection already: the hold is counted, since 10.0.2 one `RELEASE_LOCK`
 //!   per `GET_LOCK`), 0 if another connection holds it and `timeout` ran out; NULL for
@@ -343,10 +344,16 @@ impl MySqlModel {
             .auth_plugin
             .as_deref()
             .is_none_or(|p| p == proto::NATIVE_PASSWORD);
-        if resp.user != self.config.user
-            || !plugin_ok
-            || !proto::check_native_password(&resp.auth, &conn.scramble, &hash)
-        {
+        if resp.user != self.config.user {
+            // An unknown account: `ER_ACCESS_DENIED_NO_PASSWORD_ERROR`, as the server
+            // answers it (no "using password" part).
+            return refuse(ErrPacket::new(
+                1698,
+                "28000",
+                format!("Access denied for user '{}'@'{}'", resp.user, conn.host),
+            ));
+        }
+        if !plugin_ok || !proto::check_native_password(&resp.auth, &conn.scramble, &hash) {
             return refuse(ErrPacket::new(
                 1045,
                 "28000",

@@ -270,16 +270,6 @@ impl<'a> Parser<'a> {
         }
     }
 
-    fn string_or_null(&mut self) -> P<Option<Vec<u8>>> {
-        match &self.peek().tok {
-            Tok::Word(w) if w.eq_ignore_ascii_case("NULL") => {
-                self.next();
-                Ok(None)
-            }
-            _ => self.string().map(Some),
-        }
-    }
-
     fn int(&mut self) -> P<i64> {
         let neg = matches!(self.peek().tok, Tok::Punct('-'));
         if neg {
@@ -337,28 +327,57 @@ impl<'a> Parser<'a> {
             _ => return Err(parse_error(self.sql, start)),
         };
         self.punct('(')?;
-        let name = self.string_or_null()?;
-        let mut timeout = None;
-        let mut args = 1;
-        while matches!(self.peek().tok, Tok::Punct(',')) {
-            self.next();
-            args += 1;
-            if args == 2 {
-                timeout = Some(self.int()?);
+        // Arguments: literals (a string, NULL or an integer); the count is checked
+        // after the call parsed, as the server checks it when it builds the function.
+        let mut args: Vec<Tok> = Vec::new();
+        loop {
+            let neg = matches!(self.peek().tok, Tok::Punct('-'));
+            if neg {
+                self.next();
+            }
+            let t = self.peek().tok.clone();
+            match t {
+                Tok::Str(_) | Tok::Int(_) if !neg || matches!(t, Tok::Int(_)) => {
+                    self.next();
+                    args.push(match t {
+                        Tok::Int(n) if neg => Tok::Int(-n),
+                        t => t,
+                    });
+                }
+                Tok::Word(ref w) if w.eq_ignore_ascii_case("NULL") && !neg => {
+                    self.next();
+                    args.push(Tok::Word("NULL".into()));
+                }
+                _ => return Err(self.fail()),
+            }
+            if matches!(self.peek().tok, Tok::Punct(',')) {
+                self.next();
             } else {
-                self.string_or_null()?;
+                break;
             }
         }
         let close = self.peek().end;
         self.punct(')')?;
         self.end()?;
-        if args != want {
+        if args.len() != want {
             return Err(ErrPacket::new(
                 1582,
                 "42000",
                 format!("Incorrect parameter count in the call to native function '{func}'"),
             ));
         }
+        let name = match &args[0] {
+            Tok::Str(s) => Some(s.clone()),
+            Tok::Word(_) => None,
+            // A number as a lock name: valid SQL the subset does not take.
+            _ => return Err(parse_error(self.sql, start)),
+        };
+        let timeout = match args.get(1) {
+            None => None,
+            Some(Tok::Int(n)) => Some(*n),
+            // A string or NULL timeout: valid SQL the subset does not take.
+            Some(_) => return Err(parse_error(self.sql, start)),
+        };
         let column = self.sql[start..close].to_string();
         Ok(match upper.as_str() {
             "GET_LOCK" => Statement::GetLock {
@@ -436,6 +455,13 @@ impl<'a> Parser<'a> {
         let c2 = self.column("WHERE", &mut bad)?;
         self.punct('=')?;
         let v2 = self.string()?;
+        // A further `AND` / `OR` continues MariaDB's expression grammar: the error, if
+        // any, is at the token after it.
+        if matches!(&self.peek().tok, Tok::Word(w) if w.eq_ignore_ascii_case("AND") || w.eq_ignore_ascii_case("OR"))
+        {
+            self.next();
+            return Err(self.fail());
+        }
         self.end()?;
         if let Some(t) = table {
             return Err(self.no_such_table(&t));
