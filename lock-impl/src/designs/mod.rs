@@ -14,7 +14,7 @@ mod wait_synced;
 mod zk_curator;
 
 pub use fenced::{FENCED_ACQUIRE, Fenced};
-pub use mysql::{MYSQL_LOCKS_TABLE, MySqlGetLock, MySqlUniqueIndex};
+pub use mysql::{MYSQL_LOCKS_TABLE, MySqlGetLock, MySqlUniqueIndex, get_lock_owner};
 pub use redisson_redlock::RedissonRedlock;
 pub use redlock::Redlock;
 pub use reentrant_watchdog::{REDISSON_LOCK, REDISSON_RENEW, REDISSON_UNLOCK, ReentrantWatchdog};

@@ -19,7 +19,8 @@
 //! <https://mariadb.com/kb/en/get_lock/>: "the lock is released when the session
 //! terminates (either normally or abnormally)"):
 //! - acquire: `SELECT GET_LOCK('<key>', 0)`: 1 is the lock, 0 held by another
-//!   connection (retried within the wait budget), NULL an error;
+//!   connection (retried within the wait budget), NULL an error; the guard's owner
+//!   value names the holding connection ([`get_lock_owner`]);
 //! - release: `SELECT RELEASE_LOCK('<key>')`: 1 released, 0 held by another
 //!   connection, NULL held by nobody;
 //! - known failure: the lock belongs to the *connection*, not the client. When the
@@ -45,6 +46,13 @@ use crate::{Acquire, AcquireOptions, Deps, Guard, LockDesign, LockError, Release
 pub const MYSQL_LOCKS_TABLE: &str = "CREATE TABLE IF NOT EXISTS locks \
      (name VARCHAR(255) NOT NULL PRIMARY KEY, owner VARCHAR(255) NOT NULL)";
 
+/// The owner value of a `mysql-get-lock` guard: the holding connection, as
+/// `CONNECTION_ID()` (and `IS_USED_LOCK`) name it, `connection-<id>`. The lock belongs
+/// to that connection, whatever the client believes.
+pub fn get_lock_owner(connection_id: u32) -> String {
+    format!("connection-{connection_id}")
+}
+
 /// `ER_DUP_ENTRY`.
 const ER_DUP_ENTRY: u16 = 1062;
 
@@ -59,8 +67,8 @@ struct Session {
 
 /// What became of one statement.
 enum Outcome {
-    /// The server's reply (ERR included).
-    Reply(Reply),
+    /// The server's reply (ERR included), on the connection with this id.
+    Reply(Reply, u32),
     /// Never sent: nothing happened.
     NotSent(String),
     /// Sent, reply lost: the outcome is unknown.
@@ -117,8 +125,9 @@ impl Session {
         let Some(conn) = slot.as_mut() else {
             return Ok(Outcome::NotSent("no connection".into()));
         };
+        let id = conn.connection_id();
         match conn.query_reply(sql).await {
-            Ok(r) => Ok(Outcome::Reply(r)),
+            Ok(r) => Ok(Outcome::Reply(r, id)),
             Err(e) if e.outcome_unknown() => {
                 *slot = None;
                 Ok(Outcome::Unknown(format!("{sql}: {e}")))
@@ -190,11 +199,11 @@ impl LockDesign for MySqlUniqueIndex {
             );
             let sent_at = deps.clock.now();
             Ok(match self.session.run(Self::NAME, &sql).await? {
-                Outcome::Reply(Reply::Ok(_)) => {
+                Outcome::Reply(Reply::Ok(_), _) => {
                     Attempt::Acquired(guard(Self::NAME, key, owner, sent_at, None))
                 }
-                Outcome::Reply(Reply::Err(e)) if e.code == ER_DUP_ENTRY => Attempt::Held,
-                Outcome::Reply(other) => return Err(server_error(&sql, other)),
+                Outcome::Reply(Reply::Err(e), _) if e.code == ER_DUP_ENTRY => Attempt::Held,
+                Outcome::Reply(other, _) => return Err(server_error(&sql, other)),
                 Outcome::NotSent(_) => Attempt::Held,
                 Outcome::Unknown(why) => Attempt::Unknown(why),
             })
@@ -210,9 +219,9 @@ impl LockDesign for MySqlUniqueIndex {
             quote(&guard.owner)
         );
         match self.session.run(Self::NAME, &sql).await? {
-            Outcome::Reply(Reply::Ok(ok)) if ok.affected_rows == 1 => Ok(Release::Removed),
-            Outcome::Reply(Reply::Ok(_)) => Ok(Release::NotRemoved),
-            Outcome::Reply(other) => Err(server_error(&sql, other)),
+            Outcome::Reply(Reply::Ok(ok), _) if ok.affected_rows == 1 => Ok(Release::Removed),
+            Outcome::Reply(Reply::Ok(_), _) => Ok(Release::NotRemoved),
+            Outcome::Reply(other, _) => Err(server_error(&sql, other)),
             Outcome::NotSent(why) => Err(not_sent_release(&sql, why)),
             Outcome::Unknown(why) => Ok(Release::Unknown(why)),
         }
@@ -269,17 +278,13 @@ impl LockDesign for MySqlGetLock {
             let sql = format!("SELECT GET_LOCK({}, 0)", quote(key));
             let sent_at = deps.clock.now();
             Ok(match self.session.run(Self::NAME, &sql).await? {
-                Outcome::Reply(Reply::Err(e)) => {
+                Outcome::Reply(Reply::Err(e), _) => {
                     return Err(server_error(&sql, Reply::Err(e)));
                 }
-                Outcome::Reply(r) => match flag(&sql, &r)? {
-                    Some(true) => Attempt::Acquired(guard(
-                        Self::NAME,
-                        key,
-                        deps.entropy.owner_value(),
-                        sent_at,
-                        None,
-                    )),
+                Outcome::Reply(r, id) => match flag(&sql, &r)? {
+                    Some(true) => {
+                        Attempt::Acquired(guard(Self::NAME, key, get_lock_owner(id), sent_at, None))
+                    }
                     Some(false) => Attempt::Held,
                     None => return Err(server_error(&sql, r)),
                 },
@@ -294,8 +299,8 @@ impl LockDesign for MySqlGetLock {
         check_guard(Self::NAME, guard)?;
         let sql = format!("SELECT RELEASE_LOCK({})", quote(&guard.key));
         match self.session.run(Self::NAME, &sql).await? {
-            Outcome::Reply(Reply::Err(e)) => Err(server_error(&sql, Reply::Err(e))),
-            Outcome::Reply(r) => Ok(match flag(&sql, &r)? {
+            Outcome::Reply(Reply::Err(e), _) => Err(server_error(&sql, Reply::Err(e))),
+            Outcome::Reply(r, _) => Ok(match flag(&sql, &r)? {
                 Some(true) => Release::Removed,
                 Some(false) => Release::HeldByOther,
                 None => Release::NotFound,

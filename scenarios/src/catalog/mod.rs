@@ -10,7 +10,8 @@
 //! `slow_work`, `network` (delays and partitions), `pubsub` (lost unlock messages),
 //! `server` (a Redis server crashes or pauses), `replication` (failover and split
 //! brain under Sentinel), `clock` (a server's clock jumps or drifts) and `redlock`
-//! (five independent masters), `zookeeper` (a ZooKeeper session expiring). The probes themselves are history readers in
+//! (five independent masters), `zookeeper` (a ZooKeeper session expiring), `mysql` (a
+//! holder's MySQL connection dropped under its `GET_LOCK`). The probes themselves are history readers in
 //! [`crate::checkers`] (several scenarios share one, and they are tested on hand-built
 //! histories there); a `Def` names the one it uses and with what arguments.
 //!
@@ -22,6 +23,7 @@
 
 mod client_crash;
 mod clock;
+mod mysql;
 mod network;
 mod no_faults;
 mod pauses;
@@ -76,6 +78,7 @@ pub static SCENARIOS: &[&Def] = &[
     &redlock::REDLOCK_GC_PAUSE,
     &no_faults::FLASH_SALE,
     &zookeeper::ZK_SESSION_EXPIRY,
+    &mysql::MYSQL_CONNECTION_DROP,
 ];
 
 /// One scenario, whole: what it says of itself, its world, its faults and its probe.
@@ -183,7 +186,15 @@ pub const ZOOKEEPER_SCENARIOS: &[&str] = &[
 
 /// The scenarios a MySQL design runs in: the client faults, as for ZooKeeper, and the
 /// `mysql-*` scenarios.
-pub const MYSQL_SCENARIOS: &[&str] = &[];
+pub const MYSQL_SCENARIOS: &[&str] = &[
+    "no-faults",
+    "client-crash",
+    "gc-pause",
+    "slow-work",
+    "network-delay",
+    "long-work",
+    "mysql-connection-drop",
+];
 
 /// The workload every scenario's world starts from.
 pub fn base() -> Workload {

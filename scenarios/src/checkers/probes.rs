@@ -286,3 +286,36 @@ pub fn session_expired_during_a_hold(h: &History) -> Option<String> {
         ))
     })
 }
+
+/// The MySQL server ended a connection, releasing the lock key's `GET_LOCK` with it,
+/// while the connection's client believed it held the lock. The witness names the
+/// connection and the hold.
+pub fn connection_closed_during_a_hold(h: &History) -> Option<String> {
+    let holds = model::holds(h).ok()?;
+    h.events.iter().find_map(|e| {
+        let EventKind::Server(ServerEvent::MySqlConnection {
+            connection,
+            client,
+            event,
+            released,
+        }) = &e.kind
+        else {
+            return None;
+        };
+        if event != "closed" || !released.contains(&h.params.key) {
+            return None;
+        }
+        let hold = holds
+            .iter()
+            .find(|o| &o.host == client && o.open_at(e.at_us))?;
+        Some(format!(
+            "{}: {} closed connection {connection} of {client}, releasing GET_LOCK {}, \
+             while {client} believed it held {} as {}",
+            fmt_s(e.at_us),
+            e.host,
+            h.params.key,
+            hold.key,
+            hold.owner,
+        ))
+    })
+}
