@@ -69,6 +69,8 @@ fn liveness_judges_most_runs_of_every_scenario_with_a_fault() {
             "set-nx-px-lua"
         } else if scenario.applies_to(lock_impl::Backend::ZooKeeper, 0) {
             "zk-curator"
+        } else if scenario.applies_to(lock_impl::Backend::MySql, 0) {
+            "mysql-get-lock"
         } else {
             "redlock"
         };
