@@ -85,9 +85,11 @@ fn short(what: &str) -> ProtoError {
     ProtoError(format!("truncated before {what}"))
 }
 
-/// Splits one packet off the front of `buf`: `(sequence id, payload, bytes used)`,
-/// `None` if it is not complete yet.
-pub fn split_packet(buf: &[u8]) -> Result<Option<(u8, &[u8], usize)>, ProtoError> {
+/// One packet split off a buffer: `(sequence id, payload, bytes used)`.
+pub type Split<'a> = (u8, &'a [u8], usize);
+
+/// Splits one packet off the front of `buf`, `None` if it is not complete yet.
+pub fn split_packet(buf: &[u8]) -> Result<Option<Split<'_>>, ProtoError> {
     if buf.len() < 4 {
         return Ok(None);
     }

@@ -160,6 +160,9 @@ struct Conn {
     logged_in: bool,
 }
 
+/// The `locks` table: the folded key → (name, owner) as inserted.
+type Table = BTreeMap<Vec<u8>, (Vec<u8>, Vec<u8>)>;
+
 /// The server.
 #[derive(Debug)]
 pub struct MySqlModel {
@@ -167,8 +170,8 @@ pub struct MySqlModel {
     rng: ChaCha8Rng,
     next_id: ConnId,
     conns: BTreeMap<ConnId, Conn>,
-    /// `None` until created; folded key → (name, owner).
-    table: Option<BTreeMap<Vec<u8>, (Vec<u8>, Vec<u8>)>>,
+    /// `None` until created.
+    table: Option<Table>,
     /// User locks: name → (holder, holds).
     user_locks: BTreeMap<Vec<u8>, (ConnId, u64)>,
     events: Vec<ServerEvent>,
