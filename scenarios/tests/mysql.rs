@@ -95,6 +95,13 @@ fn mysql_get_lock_under_a_connection_drop_is_unsafe() {
             run.seed
         );
         assert_eq!(run.fault_seen, witness, "seed {}", run.seed);
+        assert!(
+            witness
+                .as_deref()
+                .is_some_and(|w| w.contains("releasing GET_LOCK")),
+            "seed {}: {witness:?}",
+            run.seed
+        );
         let resets = history
             .events
             .iter()
@@ -113,6 +120,25 @@ fn mysql_get_lock_under_a_connection_drop_is_unsafe() {
                 if event == "closed" && !released.is_empty())
         });
         assert!(closed, "seed {}: {replay}", run.seed);
+    }
+}
+
+#[test]
+fn mysql_unique_index_keeps_its_row_through_a_connection_drop() {
+    for run in runs("mysql-unique-index", "mysql-connection-drop") {
+        let replay = replay_command("mysql-unique-index", "mysql-connection-drop", run.seed);
+        if let Some(w) = &run.fault_seen {
+            assert!(
+                w.contains("keeping the lock"),
+                "seed {}: {w}; {replay}",
+                run.seed
+            );
+        }
+        assert!(
+            !verdict(&run, "mutual-exclusion").is_invalid(),
+            "seed {}: {replay}",
+            run.seed
+        );
     }
 }
 

@@ -30,8 +30,9 @@
 //!   two holders. (Per connection it is reentrant: a second `GET_LOCK` of the same
 //!   name by the same connection is counted.)
 //!
-//! Outcomes: a statement whose connection broke after it was sent has an unknown
-//! outcome ([`Acquire::Unknown`], [`Release::Unknown`]); one that was never sent (the
+//! Outcomes: a statement found unsendable on a reused connection (reset while idle)
+//! is sent once more on a fresh one, as a pool does; a statement whose connection
+//! broke after it was sent has an unknown outcome ([`Acquire::Unknown`], [`Release::Unknown`]); one that was never sent (the
 //! dial failed) did nothing: an acquisition tries again within its budget, a release
 //! is an error. Any other server error is [`LockError::MySql`].
 
@@ -92,55 +93,64 @@ impl Session {
     async fn run(&self, design: &'static str, sql: &str) -> Result<Outcome, LockError> {
         let server = self.server(design)?;
         let mut slot = self.conn.lock().await;
-        if slot.as_ref().is_some_and(|c| c.broken().is_some()) {
-            *slot = None;
-        }
-        if slot.is_none() {
-            let mut conn = match MySqlConn::connect(server, self.deps.clock.clone()).await {
-                Ok(c) => c,
-                Err(MySqlError::Server(e)) => {
-                    return Err(LockError::MySql {
-                        statement: "(login)".into(),
-                        source: MySqlError::Server(e),
-                    });
-                }
-                Err(e) => return Ok(Outcome::NotSent(format!("connect: {e}"))),
-            };
-            for stmt in self.setup {
-                match conn.query(stmt).await {
-                    Ok(_) => {}
-                    Err(e) if e.outcome_unknown() || matches!(e, MySqlError::Connection { .. }) => {
-                        return Ok(Outcome::NotSent(format!("{stmt}: {e}")));
-                    }
-                    Err(e) => {
+        // A pooled connection found dead when the statement is written (the server or
+        // a middlebox reset it while idle) sent nothing: the statement goes once more
+        // on a fresh connection, as a pool retries a stale connection.
+        for attempt in 0..2 {
+            if slot.as_ref().is_some_and(|c| c.broken().is_some()) {
+                *slot = None;
+            }
+            let reused = slot.is_some();
+            if slot.is_none() {
+                let mut conn = match MySqlConn::connect(server, self.deps.clock.clone()).await {
+                    Ok(c) => c,
+                    Err(MySqlError::Server(e)) => {
                         return Err(LockError::MySql {
-                            statement: stmt.to_string(),
-                            source: e,
+                            statement: "(login)".into(),
+                            source: MySqlError::Server(e),
                         });
                     }
+                    Err(e) => return Ok(Outcome::NotSent(format!("connect: {e}"))),
+                };
+                for stmt in self.setup {
+                    match conn.query(stmt).await {
+                        Ok(_) => {}
+                        Err(e @ MySqlError::Server(_)) => {
+                            return Err(LockError::MySql {
+                                statement: stmt.to_string(),
+                                source: e,
+                            });
+                        }
+                        Err(e) => return Ok(Outcome::NotSent(format!("{stmt}: {e}"))),
+                    }
+                }
+                *slot = Some(conn);
+            }
+            let Some(conn) = slot.as_mut() else {
+                return Ok(Outcome::NotSent("no connection".into()));
+            };
+            let id = conn.connection_id();
+            match conn.query_reply(sql).await {
+                Ok(r) => return Ok(Outcome::Reply(r, id)),
+                Err(e) if e.outcome_unknown() => {
+                    *slot = None;
+                    return Ok(Outcome::Unknown(format!("{sql}: {e}")));
+                }
+                Err(MySqlError::Connection { why, .. }) => {
+                    *slot = None;
+                    if !(reused && attempt == 0) {
+                        return Ok(Outcome::NotSent(format!("{sql}: {why}")));
+                    }
+                }
+                Err(e) => {
+                    return Err(LockError::MySql {
+                        statement: sql.to_string(),
+                        source: e,
+                    });
                 }
             }
-            *slot = Some(conn);
         }
-        let Some(conn) = slot.as_mut() else {
-            return Ok(Outcome::NotSent("no connection".into()));
-        };
-        let id = conn.connection_id();
-        match conn.query_reply(sql).await {
-            Ok(r) => Ok(Outcome::Reply(r, id)),
-            Err(e) if e.outcome_unknown() => {
-                *slot = None;
-                Ok(Outcome::Unknown(format!("{sql}: {e}")))
-            }
-            Err(MySqlError::Connection { why, .. }) => {
-                *slot = None;
-                Ok(Outcome::NotSent(format!("{sql}: {why}")))
-            }
-            Err(e) => Err(LockError::MySql {
-                statement: sql.to_string(),
-                source: e,
-            }),
-        }
+        Ok(Outcome::NotSent(format!("{sql}: no connection")))
     }
 }
 

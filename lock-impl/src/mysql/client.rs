@@ -244,8 +244,10 @@ impl MySqlConn {
             self.stream.flush().await
         }
         .await;
+        // A packet this small leaves in one write or not at all: a write that fails
+        // (the connection was reset before it) sent nothing.
         r.map_err(|e| MySqlError::Connection {
-            sent: true,
+            sent: false,
             why: e.to_string(),
         })
     }

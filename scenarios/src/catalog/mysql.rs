@@ -21,7 +21,7 @@ fn mysql_world(base: &Workload) -> Workload {
 pub(super) static MYSQL_CONNECTION_DROP: Def = Def {
     name: "mysql-connection-drop",
     description: "the holder's connections to the MySQL server are reset (a proxy, a firewall, a pool recycling them) four times while it works for 5 leases",
-    fault_about: "the server ended the holder's connection, and with it the holder's GET_LOCK, while the holder believed it held the lock",
+    fault_about: "the server ended the holder's connection (and with it whatever the connection held: a GET_LOCK) while the holder believed it held the lock",
     world: mysql_world,
     quantities: &[],
     plan: holder_resets,

@@ -287,9 +287,10 @@ pub fn session_expired_during_a_hold(h: &History) -> Option<String> {
     })
 }
 
-/// The MySQL server ended a connection, releasing the lock key's `GET_LOCK` with it,
-/// while the connection's client believed it held the lock. The witness names the
-/// connection and the hold.
+/// The MySQL server ended a client's connection while that client believed it held
+/// the lock. The witness names the connection, the hold, and whether the key's
+/// `GET_LOCK` went with the connection (`mysql-get-lock`: the lock is gone) or not (a
+/// row of `mysql-unique-index` outlives its connection).
 pub fn connection_closed_during_a_hold(h: &History) -> Option<String> {
     let holds = model::holds(h).ok()?;
     h.events.iter().find_map(|e| {
@@ -302,18 +303,22 @@ pub fn connection_closed_during_a_hold(h: &History) -> Option<String> {
         else {
             return None;
         };
-        if event != "closed" || !released.contains(&h.params.key) {
+        if event != "closed" {
             return None;
         }
         let hold = holds
             .iter()
             .find(|o| &o.host == client && o.open_at(e.at_us))?;
+        let lock = if released.contains(&h.params.key) {
+            format!("releasing GET_LOCK {}", h.params.key)
+        } else {
+            format!("keeping the lock {}", h.params.key)
+        };
         Some(format!(
-            "{}: {} closed connection {connection} of {client}, releasing GET_LOCK {}, \
-             while {client} believed it held {} as {}",
+            "{}: {} closed connection {connection} of {client}, {lock}, while {client} \
+             believed it held {} as {}",
             fmt_s(e.at_us),
             e.host,
-            h.params.key,
             hold.key,
             hold.owner,
         ))
