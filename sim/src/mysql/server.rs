@@ -564,3 +564,108 @@ impl MySqlModel {
         self.conns.get(&id).map(|c| c.host.as_str())
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use lock_impl::mysql::proto::{HandshakeResponse, native_password, split_packet};
+    use rand::RngExt;
+
+    fn logged_in(m: &mut MySqlModel) -> ConnId {
+        let (id, hello) = m.connect("client-1".into());
+        let (_, payload, _) = split_packet(&hello.bytes).unwrap().unwrap();
+        let hs = Handshake::decode(payload).unwrap();
+        let resp = HandshakeResponse {
+            capabilities: lock_impl::mysql::client::CLIENT_CAPABILITIES,
+            max_packet: 1 << 24,
+            charset: 45,
+            user: "locksim".into(),
+            auth: native_password(b"locksim", &hs.scramble),
+            database: Some("locksim".into()),
+            auth_plugin: Some(proto::NATIVE_PASSWORD.into()),
+        };
+        let out = m.receive(id, 1, &resp.encode());
+        assert_eq!(out.bytes[4], 0x00, "login OK");
+        id
+    }
+
+    #[test]
+    fn garbage_is_answered_never_panicked_on() {
+        let mut rng = ChaCha8Rng::seed_from_u64(7);
+        let words: &[&[u8]] = &[
+            b"SELECT",
+            b"GET_LOCK",
+            b"RELEASE_LOCK",
+            b"IS_USED_LOCK",
+            b"INSERT",
+            b"INTO",
+            b"locks",
+            b"(",
+            b")",
+            b",",
+            b"'k'",
+            b"'",
+            b"\\",
+            b"NULL",
+            b"0",
+            b"-",
+            b"-1",
+            b"99999999999999999999",
+            b"DELETE",
+            b"FROM",
+            b"WHERE",
+            b"name",
+            b"=",
+            b"AND",
+            b"owner",
+            b"VALUES",
+            b"CREATE",
+            b"TABLE",
+            b" ",
+            b"\n",
+            b"\xc3\xa9",
+            b"\xff",
+        ];
+        let mut m = MySqlModel::new(MySqlConfig::default());
+        let id = logged_in(&mut m);
+        for _ in 0..20_000 {
+            let mut payload = vec![proto::COM_QUERY];
+            for _ in 0..rng.random_range(0..12) {
+                payload.extend_from_slice(words[rng.random_range(0..words.len())]);
+            }
+            let out = m.receive(id, 0, &payload);
+            assert!(!out.bytes.is_empty() && !out.close);
+        }
+        // Arbitrary bytes as a login, and as commands of another connection.
+        for _ in 0..2_000 {
+            let (other, _) = m.connect("client-2".into());
+            let n = rng.random_range(0..64);
+            let bytes: Vec<u8> = (0..n).map(|_| rng.random_range(0..=255u8)).collect();
+            let _ = m.receive(other, 1, &bytes);
+            let _ = m.receive(other, 0, &bytes);
+            m.disconnect(other);
+        }
+    }
+
+    #[test]
+    fn a_connections_locks_go_with_it() {
+        let mut m = MySqlModel::new(MySqlConfig::default());
+        let a = logged_in(&mut m);
+        let b = logged_in(&mut m);
+        assert!(matches!(
+            m.query(a, "SELECT GET_LOCK('k', 0)"),
+            Reply::Rows(_)
+        ));
+        assert_eq!(m.user_locks().get("k"), Some(&a));
+        let Reply::Rows(rs) = m.query(b, "SELECT GET_LOCK('k', 0)") else {
+            panic!("a resultset")
+        };
+        assert_eq!(rs.rows[0][0].as_deref(), Some(&b"0"[..]));
+        m.disconnect(a);
+        assert!(m.user_locks().is_empty());
+        let Reply::Rows(rs) = m.query(b, "SELECT GET_LOCK('k', 0)") else {
+            panic!("a resultset")
+        };
+        assert_eq!(rs.rows[0][0].as_deref(), Some(&b"1"[..]));
+    }
+}
