@@ -202,6 +202,10 @@ fn script(tag: &str) -> Vec<Step> {
         s(0, "SELECT GET_LOCK(NULL, 0)".into()),
         s(0, "SELECT RELEASE_LOCK(NULL)".into()),
         s(0, "SELECT IS_USED_LOCK('')".into()),
+        // A wait that runs out (1 s) while another connection holds the lock.
+        s(0, format!("SELECT GET_LOCK('{k2}', 0)")),
+        s(1, format!("SELECT GET_LOCK('{k2}', 1)")),
+        s(0, format!("SELECT RELEASE_LOCK('{k2}')")),
         // Lock released when its connection drops (no COM_QUIT) ...
         s(1, format!("SELECT GET_LOCK('{k}', 0)")),
         Drop(1),
@@ -325,6 +329,50 @@ async fn the_models_handshake_and_login_errors_match_mariadbs() {
         line.push_str(&format!("\nping: {:?}", c.ping().await));
         c.quit().await;
         lines.push(line);
+    }
+    assert_eq!(lines[0], lines[1], "real (left) and model (right) differ");
+}
+
+/// A `GET_LOCK` waiting on a lock held elsewhere gets it (1) as soon as the holder
+/// releases it, on both servers.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_waiting_get_lock_gets_the_lock_when_it_is_released() {
+    let Some(real) = real_mysql() else {
+        return;
+    };
+    let real = mysql_server(real);
+    let (_, model) = model_server().await;
+    let name = format!("difftest:{}:wait", std::process::id());
+    let mut lines = Vec::new();
+    for server in [&real, &model] {
+        let mut holder = connect(server).await;
+        let mut waiter = connect(server).await;
+        let take = format!("SELECT GET_LOCK('{name}', 0)");
+        let waits = format!("SELECT GET_LOCK('{name}', 10)");
+        let first = holder.query(&take).await.expect("the holder's GET_LOCK");
+        let started = std::time::Instant::now();
+        let waiting = tokio::spawn(async move {
+            let r = waiter.query(&waits).await;
+            (r, waiter)
+        });
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        let released = holder
+            .query(&format!("SELECT RELEASE_LOCK('{name}')"))
+            .await
+            .expect("the holder's RELEASE_LOCK");
+        let (got, mut waiter) = waiting.await.expect("the waiter");
+        let elapsed = started.elapsed();
+        assert!(
+            elapsed < Duration::from_secs(5),
+            "{}: the waiter waited {elapsed:?}",
+            server.addr()
+        );
+        let _ = waiter
+            .query(&format!("SELECT RELEASE_LOCK('{name}')"))
+            .await;
+        lines.push(format!("{first:?}\n{released:?}\n{got:?}"));
+        holder.quit().await;
+        waiter.quit().await;
     }
     assert_eq!(lines[0], lines[1], "real (left) and model (right) differ");
 }

@@ -9,7 +9,9 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use lock_impl::mysql::proto::split_packet;
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 
-use super::server::{MySqlConfig, MySqlModel};
+use std::time::Duration;
+
+use super::server::{ConnId, MySqlConfig, MySqlModel, Waiting};
 
 /// The port MariaDB serves clients on.
 pub const MYSQL_PORT: u16 = 3306;
@@ -18,6 +20,8 @@ pub const MYSQL_PORT: u16 = 3306;
 #[derive(Clone, Debug)]
 pub struct SharedMySql {
     model: Arc<Mutex<MySqlModel>>,
+    /// Woken after every call on the model: a waiting `GET_LOCK` tries again.
+    changed: Arc<tokio::sync::Notify>,
 }
 
 impl SharedMySql {
@@ -25,6 +29,7 @@ impl SharedMySql {
     pub fn new(config: MySqlConfig) -> Self {
         SharedMySql {
             model: Arc::new(Mutex::new(MySqlModel::new(config))),
+            changed: Arc::new(tokio::sync::Notify::new()),
         }
     }
 
@@ -34,7 +39,31 @@ impl SharedMySql {
 
     /// Runs `f` on the model.
     pub fn with<R>(&self, f: impl FnOnce(&mut MySqlModel) -> R) -> R {
-        f(&mut self.lock())
+        let r = f(&mut self.lock());
+        self.changed.notify_waiters();
+        r
+    }
+
+    /// Waits for connection `id`'s `GET_LOCK`: its reply, 1 once the lock is free
+    /// (taken then), 0 when the timeout runs out (turmoil's hinted sleep, so a
+    /// simulation that jumps in time sees the deadline).
+    async fn wait_for_lock(&self, id: ConnId, wait: &Waiting) -> Vec<u8> {
+        let deadline = turmoil::time::sleep(Duration::from_millis(wait.timeout_ms));
+        tokio::pin!(deadline);
+        loop {
+            let changed = self.changed.notified();
+            tokio::pin!(changed);
+            changed.as_mut().enable();
+            if let Some(reply) = self.lock().retry_get_lock(id, wait) {
+                self.changed.notify_waiters();
+                return reply;
+            }
+            tokio::select! {
+                biased;
+                _ = &mut changed => {}
+                _ = &mut deadline => return wait.timed_out(),
+            }
+        }
     }
 }
 
@@ -58,8 +87,11 @@ where
             loop {
                 match split_packet(&inbuf[used..]) {
                     Ok(Some((seq, payload, len))) => {
-                        let out = shared.with(|m| m.receive(id, seq, payload));
+                        let mut out = shared.with(|m| m.receive(id, seq, payload));
                         used += len;
+                        if let Some(wait) = &out.wait {
+                            out.bytes = shared.wait_for_lock(id, wait).await;
+                        }
                         if !out.bytes.is_empty()
                             && (stream.write_all(&out.bytes).await.is_err()
                                 || stream.flush().await.is_err())

@@ -35,9 +35,13 @@
 //!   OK with the number of rows deleted (0 or 1).
 //! - Status flags: `SERVER_STATUS_AUTOCOMMIT` (2) on every reply these statements get.
 //!
-//! Simplifications (stated): `GET_LOCK` never waits: a lock held by another
-//! connection with a timeout above 0 (or a negative one) is answered with
-//! `ER_NOT_SUPPORTED_YET` (1235, 42000) rather than a wait (the designs send 0); the
+//! - `GET_LOCK` with a timeout of `n` > 0 seconds on a lock another connection holds
+//!   waits: it gets the lock (1) as soon as it is released, or answers 0 after `n`
+//!   seconds of the server's true time.
+//!
+//! Simplifications (stated): a negative timeout (wait forever) is answered with
+//! `ER_NOT_SUPPORTED_YET` (1235, 42000); a waiting connection is not watched for a
+//! close until its wait ends; waiters are woken in no particular fairness order; the
 //! collation compares ASCII case only (no accent folding); no `wait_timeout` (an idle
 //! connection is never closed by the server); no transactions; `COM_PING`,
 //! `COM_QUIT` and `COM_QUERY` are the only commands (others: `ER_UNKNOWN_COM_ERROR`,
@@ -151,6 +155,30 @@ pub struct Output {
     pub bytes: Vec<u8>,
     /// Close the connection after writing them.
     pub close: bool,
+    /// Instead of a reply: a `GET_LOCK` waiting for a lock another connection holds
+    /// (the driver retries it with [`MySqlModel::retry_get_lock`] whenever a lock is
+    /// released, and answers [`Waiting::timed_out`] at the deadline).
+    pub wait: Option<Waiting>,
+}
+
+/// A `GET_LOCK` waiting for its lock.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Waiting {
+    /// The lock.
+    pub name: Vec<u8>,
+    /// How long it may wait, ms (the timeout's seconds).
+    pub timeout_ms: u64,
+    /// The result column's name.
+    pub column: String,
+    /// The reply's first sequence id.
+    pub seq: u8,
+}
+
+impl Waiting {
+    /// The reply when the timeout ran out: 0.
+    pub fn timed_out(&self) -> Vec<u8> {
+        encode_reply(&int_result(self.column.clone(), 1, Some(0)), self.seq)
+    }
 }
 
 #[derive(Debug, Clone)]
@@ -175,6 +203,8 @@ pub struct MySqlModel {
     /// User locks: name → (holder, holds).
     user_locks: BTreeMap<Vec<u8>, (ConnId, u64)>,
     events: Vec<ServerEvent>,
+    /// Set by a `GET_LOCK` that must wait (see [`Output::wait`]).
+    waiting: Option<Waiting>,
 }
 
 /// The `utf8mb4_general_ci` comparison key of a `VARCHAR` value (PAD SPACE; ASCII
@@ -233,6 +263,7 @@ impl MySqlModel {
             table: None,
             user_locks: BTreeMap::new(),
             events: Vec::new(),
+            waiting: None,
         }
     }
 
@@ -266,6 +297,7 @@ impl MySqlModel {
             Output {
                 bytes: proto::frame(0, &hs.encode()),
                 close: false,
+                wait: None,
             },
         )
     }
@@ -299,6 +331,7 @@ impl MySqlModel {
             return Output {
                 bytes: Vec::new(),
                 close: true,
+                wait: None,
             };
         };
         if !conn.logged_in {
@@ -308,17 +341,28 @@ impl MySqlModel {
             Some(&proto::COM_QUIT) => Output {
                 bytes: Vec::new(),
                 close: true,
+                wait: None,
             },
             Some(&proto::COM_PING) => Output {
                 bytes: encode_reply(&ok(), 1),
                 close: false,
+                wait: None,
             },
             Some(&proto::COM_QUERY) => {
                 let sql = String::from_utf8_lossy(&payload[1..]).into_owned();
+                self.waiting = None;
                 let reply = self.query(id, &sql);
-                Output {
-                    bytes: encode_reply(&reply, 1),
-                    close: false,
+                match self.waiting.take() {
+                    Some(wait) => Output {
+                        bytes: Vec::new(),
+                        close: false,
+                        wait: Some(wait),
+                    },
+                    None => Output {
+                        bytes: encode_reply(&reply, 1),
+                        close: false,
+                        wait: None,
+                    },
                 }
             }
             _ => Output {
@@ -327,6 +371,7 @@ impl MySqlModel {
                     1,
                 ),
                 close: false,
+                wait: None,
             },
         }
     }
@@ -336,6 +381,7 @@ impl MySqlModel {
         let refuse = |err: ErrPacket| Output {
             bytes: encode_reply(&Reply::Err(err), reply_seq),
             close: true,
+            wait: None,
         };
         let Ok(resp) = HandshakeResponse::decode(payload) else {
             // `ER_HANDSHAKE_ERROR`.
@@ -388,6 +434,7 @@ impl MySqlModel {
         Output {
             bytes: encode_reply(&ok(), reply_seq),
             close: false,
+            wait: None,
         }
     }
 
@@ -483,12 +530,24 @@ impl MySqlModel {
                         int_result(column, 1, Some(1))
                     }
                     Some(_) if timeout == 0 => int_result(column, 1, Some(0)),
-                    Some(_) => Reply::Err(ErrPacket::new(
+                    // A negative timeout would wait forever (as in MySQL 5.7+); the
+                    // model does not take it.
+                    Some(_) if timeout < 0 => Reply::Err(ErrPacket::new(
                         1235,
                         "42000",
                         "This version of MariaDB doesn't yet support \
-                         'GET_LOCK with a wait in the locksim model'",
+                         'GET_LOCK with a negative timeout in the locksim model'",
                     )),
+                    Some(_) => {
+                        self.waiting = Some(Waiting {
+                            name,
+                            timeout_ms: (timeout as u64).saturating_mul(1000),
+                            column,
+                            seq: 1,
+                        });
+                        // Not sent: `receive` turns it into a wait.
+                        ok()
+                    }
                     None => {
                         self.user_locks.insert(name.clone(), (id, 1));
                         self.events.push(ServerEvent::LockTaken {
@@ -527,6 +586,23 @@ impl MySqlModel {
                 int_result(column, 10, holder)
             }
         }
+    }
+
+    /// Retries connection `id`'s waiting `GET_LOCK`: its reply (1) if the lock is free
+    /// now (and taken), `None` if it is still held by another connection.
+    pub fn retry_get_lock(&mut self, id: ConnId, wait: &Waiting) -> Option<Vec<u8>> {
+        if self.user_locks.contains_key(&wait.name) {
+            return None;
+        }
+        self.user_locks.insert(wait.name.clone(), (id, 1));
+        self.events.push(ServerEvent::LockTaken {
+            conn: id,
+            name: text(&wait.name),
+        });
+        Some(encode_reply(
+            &int_result(wait.column.clone(), 1, Some(1)),
+            wait.seq,
+        ))
     }
 
     fn no_table(&self) -> ErrPacket {
