@@ -119,13 +119,19 @@ pub fn check_pair(design: &DesignSpec, scenario: &Scenario) -> Result<(), BadInp
         .filter(|s| s.applies_to(design.backend, design.masters))
         .map(|s| s.name)
         .collect();
+    let on = match design.backend {
+        lock_impl::Backend::Redis => format!(
+            "{} master{}",
+            design.masters,
+            if design.masters == 1 { "" } else { "s" }
+        ),
+        other => format!("a {} server", other.name()),
+    };
     Err(BadInput(format!(
-        "--scenario {} does not run design {} (it locks on {} master{}, and the scenario's world \
+        "--scenario {} does not run design {} (it locks on {on}, and the scenario's world \
          is {:?}); allowed for it: {}",
         scenario.name,
         design.name,
-        design.masters,
-        if design.masters == 1 { "" } else { "s" },
         scenario.topology(),
         fitting.join(", ")
     )))
