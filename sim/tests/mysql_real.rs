@@ -376,3 +376,39 @@ async fn a_waiting_get_lock_gets_the_lock_when_it_is_released() {
     }
     assert_eq!(lines[0], lines[1], "real (left) and model (right) differ");
 }
+
+/// `wait_timeout`: a connection idle longer than its session's timeout is closed by
+/// the server, and its `GET_LOCK` released, on both servers.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_idle_connection_past_wait_timeout_loses_its_lock() {
+    let Some(real) = real_mysql() else {
+        return;
+    };
+    let real = mysql_server(real);
+    let (_, model) = model_server().await;
+    let name = format!("difftest:{}:idle", std::process::id());
+    let mut lines = Vec::new();
+    for server in [&real, &model] {
+        let mut idle = connect(server).await;
+        let mut other = connect(server).await;
+        let mut line = Vec::new();
+        for sql in [
+            "SET SESSION wait_timeout = 0".to_string(),
+            "SET SESSION wait_timeout = 99999999999".to_string(),
+            "set session wait_timeout=1".to_string(),
+            format!("SELECT GET_LOCK('{name}', 0)"),
+        ] {
+            line.push(format!("{:?}", idle.query_reply(&sql).await));
+        }
+        tokio::time::sleep(Duration::from_millis(2_500)).await;
+        let used = format!("SELECT IS_USED_LOCK('{name}')");
+        line.push(format!("{:?}", other.query_reply(&used).await));
+        line.push(format!(
+            "idle connection usable: {}",
+            idle.query_reply(&used).await.is_ok()
+        ));
+        other.quit().await;
+        lines.push(line.join("\n"));
+    }
+    assert_eq!(lines[0], lines[1], "real (left) and model (right) differ");
+}

@@ -78,9 +78,19 @@ where
         let mut inbuf: Vec<u8> = Vec::new();
         let mut chunk = vec![0u8; 16 * 1024];
         'conn: loop {
-            let n = match stream.read(&mut chunk).await {
-                Ok(0) | Err(_) => break,
-                Ok(n) => n,
+            // Idle between commands past the session's `wait_timeout`: the server
+            // closes the connection (hinted sleep: a jumping simulation sees it).
+            let idle = shared.lock().idle_timeout(id);
+            let n = tokio::select! {
+                biased;
+                read = stream.read(&mut chunk) => match read {
+                    Ok(0) | Err(_) => break,
+                    Ok(n) => n,
+                },
+                _ = turmoil::time::sleep(idle), if inbuf.is_empty() => {
+                    let _ = stream.shutdown().await;
+                    break;
+                }
             };
             inbuf.extend_from_slice(&chunk[..n]);
             let mut used = 0;

@@ -39,11 +39,14 @@
 //!   waits: it gets the lock (1) as soon as it is released, or answers 0 after `n`
 //!   seconds of the server's true time.
 //!
+//! - `wait_timeout` (global default 28800 s, `SET SESSION wait_timeout = n` clamped to
+//!   1..=31536000 with a warning): a connection idle that long between commands is
+//!   closed by the server, without a packet, and its user locks go with it.
+//!
 //! Simplifications (stated): a negative timeout (wait forever) is answered with
 //! `ER_NOT_SUPPORTED_YET` (1235, 42000); a waiting connection is not watched for a
 //! close until its wait ends; waiters are woken in no particular fairness order; the
-//! collation compares ASCII case only (no accent folding); no `wait_timeout` (an idle
-//! connection is never closed by the server); no transactions; `COM_PING`,
+//! collation compares ASCII case only (no accent folding); no transactions; `COM_PING`,
 //! `COM_QUIT` and `COM_QUERY` are the only commands (others: `ER_UNKNOWN_COM_ERROR`,
 //! 1047, 08S01); an auth plugin other than `mysql_native_password` is refused rather
 //! than switched.
@@ -82,6 +85,9 @@ pub struct MySqlConfig {
     pub database: String,
     /// Seeds the handshake scrambles.
     pub seed: u64,
+    /// The global `wait_timeout`, seconds: a connection idle that long between
+    /// commands is closed by the server (MariaDB's default: 28800).
+    pub wait_timeout_s: u64,
 }
 
 impl Default for MySqlConfig {
@@ -91,6 +97,7 @@ impl Default for MySqlConfig {
             password: "locksim".into(),
             database: "locksim".into(),
             seed: 0,
+            wait_timeout_s: 28_800,
         }
     }
 }
@@ -186,6 +193,8 @@ struct Conn {
     host: String,
     scramble: Vec<u8>,
     logged_in: bool,
+    /// The session's `wait_timeout`, seconds.
+    wait_timeout_s: u64,
 }
 
 /// The `locks` table: the folded key → (name, owner) as inserted.
@@ -290,6 +299,7 @@ impl MySqlModel {
                 host,
                 scramble,
                 logged_in: false,
+                wait_timeout_s: self.config.wait_timeout_s,
             },
         );
         (
@@ -579,6 +589,19 @@ impl MySqlModel {
                     }
                 }
             }
+            Statement::SetWaitTimeout { seconds } => {
+                // The variable's range is 1..=31536000; a value outside is clamped with
+                // a warning (`ER_TRUNCATED_WRONG_VALUE` as a note).
+                let clamped = seconds.clamp(1, 31_536_000);
+                if let Some(c) = self.conns.get_mut(&id) {
+                    c.wait_timeout_s = clamped as u64;
+                }
+                Reply::Ok(OkPacket {
+                    status: status::AUTOCOMMIT,
+                    warnings: u16::from(clamped != seconds),
+                    ..OkPacket::default()
+                })
+            }
             Statement::IsUsedLock { name, column } => {
                 let holder = name
                     .filter(|n| !n.is_empty())
@@ -633,6 +656,16 @@ impl MySqlModel {
             .iter()
             .map(|(n, (h, _))| (text(n), *h))
             .collect()
+    }
+
+    /// How long connection `id` may stay idle between commands before the server
+    /// closes it (its session's `wait_timeout`; before login, the global one).
+    pub fn idle_timeout(&self, id: ConnId) -> std::time::Duration {
+        let s = self
+            .conns
+            .get(&id)
+            .map_or(self.config.wait_timeout_s, |c| c.wait_timeout_s);
+        std::time::Duration::from_secs(s)
     }
 
     /// The host of connection `id`.

@@ -9,6 +9,7 @@
 //! SELECT GET_LOCK('<name>' | NULL, <integer>)
 //! SELECT RELEASE_LOCK('<name>' | NULL)
 //! SELECT IS_USED_LOCK('<name>' | NULL)
+//! SET SESSION wait_timeout = <integer>
 //! ```
 //!
 //! Anything else is MariaDB's syntax error (`ER_PARSE_ERROR`, 1064, SQLSTATE 42000:
@@ -82,6 +83,11 @@ pub enum Statement {
         name: Option<Vec<u8>>,
         /// The result column's name.
         column: String,
+    },
+    /// `SET SESSION wait_timeout = n`.
+    SetWaitTimeout {
+        /// Seconds, as written.
+        seconds: i64,
     },
     /// `SELECT IS_USED_LOCK(name)`.
     IsUsedLock {
@@ -313,6 +319,7 @@ impl<'a> Parser<'a> {
             "INSERT" => self.insert(),
             "DELETE" => self.delete(),
             "CREATE" => self.create(),
+            "SET" => self.set(),
             _ => Err(parse_error(self.sql, self.toks[0].at)),
         }
     }
@@ -481,6 +488,15 @@ impl<'a> Parser<'a> {
             // `name = 'a' AND name = 'b'` is valid SQL the subset does not take.
             _ => Err(parse_error(self.sql, self.toks[0].at)),
         }
+    }
+
+    fn set(&mut self) -> P<Statement> {
+        self.keyword("SESSION")?;
+        self.keyword("wait_timeout")?;
+        self.punct('=')?;
+        let seconds = self.int()?;
+        self.end()?;
+        Ok(Statement::SetWaitTimeout { seconds })
     }
 
     fn create(&mut self) -> P<Statement> {

@@ -68,6 +68,8 @@ impl MySqlCtl {
             password: spec.password.clone(),
             database: spec.database.clone(),
             seed,
+            // MariaDB's default: no catalog run is idle that long.
+            ..MySqlConfig::default()
         };
         let (slot, net, name) = (self.slot.clone(), net.clone(), self.name.clone());
         sim.host(spec.name.as_str(), move || {
