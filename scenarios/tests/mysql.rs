@@ -161,3 +161,32 @@ fn the_mysql_scenario_applies_to_the_mysql_designs_only() {
         );
     }
 }
+
+#[test]
+fn mysql_get_lock_is_unsafe_when_wait_timeout_reaps_a_paused_holder() {
+    for run in runs("mysql-get-lock", "mysql-wait-timeout") {
+        let replay = replay_command("mysql-get-lock", "mysql-wait-timeout", run.seed);
+        let witness = probes::connection_closed_during_a_hold(run.history.as_ref().expect("kept"));
+        assert!(
+            witness
+                .as_deref()
+                .is_some_and(|w| w.contains("releasing GET_LOCK")),
+            "seed {}: {witness:?}; {replay}",
+            run.seed
+        );
+        assert!(
+            verdict(&run, "mutual-exclusion").is_invalid(),
+            "seed {}: {replay}",
+            run.seed
+        );
+        assert_eq!(run.safety(), Safety::Unsafe, "seed {}: {replay}", run.seed);
+    }
+    for run in runs("mysql-unique-index", "mysql-wait-timeout") {
+        let replay = replay_command("mysql-unique-index", "mysql-wait-timeout", run.seed);
+        assert!(
+            !verdict(&run, "mutual-exclusion").is_invalid(),
+            "seed {}: {replay}",
+            run.seed
+        );
+    }
+}

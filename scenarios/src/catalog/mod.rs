@@ -79,6 +79,7 @@ pub static SCENARIOS: &[&Def] = &[
     &no_faults::FLASH_SALE,
     &zookeeper::ZK_SESSION_EXPIRY,
     &mysql::MYSQL_CONNECTION_DROP,
+    &mysql::MYSQL_WAIT_TIMEOUT,
 ];
 
 /// One scenario, whole: what it says of itself, its world, its faults and its probe.
@@ -194,6 +195,7 @@ pub const MYSQL_SCENARIOS: &[&str] = &[
     "network-delay",
     "long-work",
     "mysql-connection-drop",
+    "mysql-wait-timeout",
 ];
 
 /// The workload every scenario's world starts from.

@@ -1,5 +1,7 @@
-//! MySQL's own faults: a holder's connection dropped under its `GET_LOCK`.
+//! MySQL's own faults: a holder's connection dropped under its `GET_LOCK`, by a reset
+//! or by the server's `wait_timeout`.
 
+use crate::params::Param;
 use sim::faults::{Fault, FaultKind, Target};
 use sim::world::{MySqlSpec, Workload};
 
@@ -35,6 +37,44 @@ fn holder_resets(d: &mut Draw) -> Vec<Fault> {
             at_ms: d.at(),
             kind: FaultKind::ResetConnections {
                 target: Target::Holder,
+            },
+        })
+        .collect()
+}
+
+/// The same world with the server's `wait_timeout` at its smallest, 1 s (a DBA's
+/// setting to reap idle pool connections), and a critical section of 2 leases.
+fn mysql_wait_timeout_world(base: &Workload) -> Workload {
+    Workload {
+        servers: Vec::new(),
+        work_ms: base.lease_ms * 2,
+        mysql: Some(MySqlSpec {
+            wait_timeout_s: 1,
+            ..MySqlSpec::default()
+        }),
+        ..base.clone()
+    }
+}
+
+pub(super) static MYSQL_WAIT_TIMEOUT: Def = Def {
+    name: "mysql-wait-timeout",
+    description: "the server's wait_timeout is 1 s; the holder stops the world for 6-10 leases (1.2-2 s) while it holds the lock, so its connection sits idle past the timeout",
+    fault_about: "the server closed the paused holder's idle connection (and with it whatever the connection held: a GET_LOCK) while the holder believed it held the lock",
+    world: mysql_wait_timeout_world,
+    quantities: &[Param::PauseMs],
+    plan: holder_long_pauses,
+    probe: |h, _| probes::connection_closed_during_a_hold(h),
+};
+
+/// Three pauses of the holder, 6-10 leases each.
+fn holder_long_pauses(d: &mut Draw) -> Vec<Fault> {
+    let lease = d.lease;
+    (0..3)
+        .map(|_| Fault {
+            at_ms: d.at(),
+            kind: FaultKind::Pause {
+                target: Target::Holder,
+                duration_ms: d.quantity(Param::PauseMs, lease * 6..=lease * 10),
             },
         })
         .collect()

@@ -217,6 +217,21 @@ pub struct MySqlSpec {
     pub password: String,
     /// The database.
     pub database: String,
+    /// The server's global `wait_timeout`, seconds: a connection idle that long is
+    /// closed (with its `GET_LOCK`s). MariaDB's default, 28800, unless set.
+    #[serde(
+        default = "default_wait_timeout_s",
+        skip_serializing_if = "is_default_wait_timeout"
+    )]
+    pub wait_timeout_s: u64,
+}
+
+fn default_wait_timeout_s() -> u64 {
+    28_800
+}
+
+fn is_default_wait_timeout(s: &u64) -> bool {
+    *s == default_wait_timeout_s()
 }
 
 impl Default for MySqlSpec {
@@ -226,6 +241,7 @@ impl Default for MySqlSpec {
             user: "locksim".into(),
             password: "locksim".into(),
             database: "locksim".into(),
+            wait_timeout_s: default_wait_timeout_s(),
         }
     }
 }

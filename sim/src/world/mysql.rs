@@ -68,8 +68,7 @@ impl MySqlCtl {
             password: spec.password.clone(),
             database: spec.database.clone(),
             seed,
-            // MariaDB's default: no catalog run is idle that long.
-            ..MySqlConfig::default()
+            wait_timeout_s: spec.wait_timeout_s,
         };
         let (slot, net, name) = (self.slot.clone(), net.clone(), self.name.clone());
         sim.host(spec.name.as_str(), move || {
