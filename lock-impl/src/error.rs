@@ -98,6 +98,20 @@ pub enum LockError {
         /// What the client reported.
         source: crate::zk::ZkError,
     },
+    /// A MySQL design was built over dependencies without a server.
+    #[error("design {design} needs a MySQL server (Deps::mysql is None)")]
+    NoMySql {
+        /// The design.
+        design: &'static str,
+    },
+    /// MySQL answered a statement with an error the design does not expect.
+    #[error("MySQL statement `{statement}` failed: {source}")]
+    MySql {
+        /// The statement.
+        statement: String,
+        /// What the client reported.
+        source: crate::mysql::MySqlError,
+    },
     /// A watchdog renews every lease/3 milliseconds, so a lease below `min_ms` would
     /// renew every 0 ms.
     #[error(
@@ -128,11 +142,13 @@ impl LockError {
             | LockError::ForeignGuard { .. }
             | LockError::LeaseTooShortForWatchdog { .. }
             | LockError::NoZooKeeper { .. }
+            | LockError::NoMySql { .. }
             | LockError::BadZooKeeperAddress { .. } => true,
             LockError::Connect { .. }
             | LockError::Redis { .. }
             | LockError::NotOwner { .. }
-            | LockError::ZooKeeper { .. } => false,
+            | LockError::ZooKeeper { .. }
+            | LockError::MySql { .. } => false,
         }
     }
 }

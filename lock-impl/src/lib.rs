@@ -29,6 +29,8 @@
 //! | `redsync` | go-redsync v4.17.0 `Mutex`: `SET NX PX` on N pools concurrently, quorum, `until = now + expiry − elapsed − expiry×0.01`; 32 tries, 50-250 ms delay | redsync's delete script on all, quorum | 000, 003 |
 //! | `node-redlock` | node-redlock 5.0.0-beta.2: its Lua acquire script on N clients at once, decided at the first quorum; `expiration = start + duration − drift` on `Date.now()` (wall clock), not checked; 10 retries, 200 ± 100 ms | its Lua release script, with the same retries | 000, 003 |
 //! | `redisson-fenced` | Redisson 3.52.0 `RFencedLock.tryLockAndGetToken`: `reentrant-watchdog` with a lock script that `INCR`s `redisson_lock_token:{key}` and returns it as the fencing token; wait budget on `currentTimeMillis` (wall clock) | as `reentrant-watchdog` | 001, 003 |
+//! | `mysql-unique-index` | `INSERT INTO locks (name, owner)` (duplicate key: held) | `DELETE ... WHERE name AND owner` | 002 |
+//! | `mysql-get-lock` | `SELECT GET_LOCK(name, 0)` (held by the connection) | `SELECT RELEASE_LOCK(name)` | 002 |
 //!
 //! # Your own design
 //!
@@ -86,6 +88,7 @@ pub mod designs;
 mod entropy;
 mod error;
 mod lock;
+pub mod mysql;
 mod sentinel;
 #[cfg(feature = "testing")]
 pub mod testing;
@@ -120,10 +123,35 @@ pub struct DesignInfo {
     /// Whether release compares the owner value before deleting (so a foreign owner
     /// value leaves the lock in place).
     pub release_checks_owner: bool,
-    /// Independent masters it locks on (`Deps::servers`): 1 for a single-master design,
-    /// [`REDLOCK_MASTERS`] for the Redlock family, [`ZOOKEEPER`] (0) for a design on
-    /// the world's ZooKeeper server.
+    /// Independent Redis masters it locks on (`Deps::servers`): 1 for a single-master
+    /// design, [`REDLOCK_MASTERS`] for the Redlock family, 0 for a design on another
+    /// system ([`DesignInfo::backend`]).
     pub masters: usize,
+    /// The system that holds its lock.
+    pub backend: Backend,
+}
+
+/// The system a design's lock lives on: it picks the world a design runs in and the
+/// scenarios whose faults make sense for it (`Scenario::applies_to`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Backend {
+    /// Redis masters ([`Deps::conn`], [`Deps::servers`]).
+    Redis,
+    /// The world's ZooKeeper server ([`Deps::zookeeper`]).
+    ZooKeeper,
+    /// The world's MySQL / MariaDB server ([`Deps::mysql`]).
+    MySql,
+}
+
+impl Backend {
+    /// Its name in reports and messages.
+    pub fn name(self) -> &'static str {
+        match self {
+            Backend::Redis => "Redis",
+            Backend::ZooKeeper => "ZooKeeper",
+            Backend::MySql => "MySQL",
+        }
+    }
 }
 
 /// How many independent masters the Redlock designs run against in locksim's world
@@ -140,6 +168,7 @@ pub const DESIGNS: &[DesignInfo] = &[
         expires: false,
         release_checks_owner: false,
         masters: 1,
+        backend: Backend::Redis,
     },
     DesignInfo {
         name: designs::SetnxExpire::NAME,
@@ -149,6 +178,7 @@ pub const DESIGNS: &[DesignInfo] = &[
         expires: true,
         release_checks_owner: false,
         masters: 1,
+        backend: Backend::Redis,
     },
     DesignInfo {
         name: designs::SetnxGetset::NAME,
@@ -160,6 +190,7 @@ pub const DESIGNS: &[DesignInfo] = &[
         expires: true,
         release_checks_owner: false,
         masters: 1,
+        backend: Backend::Redis,
     },
     DesignInfo {
         name: designs::SetNxPxDel::NAME,
@@ -169,6 +200,7 @@ pub const DESIGNS: &[DesignInfo] = &[
         expires: true,
         release_checks_owner: false,
         masters: 1,
+        backend: Backend::Redis,
     },
     DesignInfo {
         name: designs::SetNxPxCheckDel::NAME,
@@ -178,6 +210,7 @@ pub const DESIGNS: &[DesignInfo] = &[
         expires: true,
         release_checks_owner: true,
         masters: 1,
+        backend: Backend::Redis,
     },
     DesignInfo {
         name: designs::SetNxPxLua::NAME,
@@ -187,6 +220,7 @@ pub const DESIGNS: &[DesignInfo] = &[
         expires: true,
         release_checks_owner: true,
         masters: 1,
+        backend: Backend::Redis,
     },
     DesignInfo {
         name: designs::ReentrantWatchdog::NAME,
@@ -197,6 +231,7 @@ pub const DESIGNS: &[DesignInfo] = &[
         expires: true,
         release_checks_owner: true,
         masters: 1,
+        backend: Backend::Redis,
     },
     DesignInfo {
         name: designs::Fenced::NAME,
@@ -207,6 +242,7 @@ pub const DESIGNS: &[DesignInfo] = &[
         expires: true,
         release_checks_owner: true,
         masters: 1,
+        backend: Backend::Redis,
     },
     DesignInfo {
         name: designs::WaitSynced::NAME,
@@ -217,6 +253,7 @@ pub const DESIGNS: &[DesignInfo] = &[
         expires: true,
         release_checks_owner: true,
         masters: 1,
+        backend: Backend::Redis,
     },
     DesignInfo {
         name: designs::Redlock::NAME,
@@ -228,6 +265,7 @@ pub const DESIGNS: &[DesignInfo] = &[
         expires: true,
         release_checks_owner: true,
         masters: REDLOCK_MASTERS,
+        backend: Backend::Redis,
     },
     DesignInfo {
         name: designs::Redlock::UNSIGNED_NAME,
@@ -239,6 +277,7 @@ pub const DESIGNS: &[DesignInfo] = &[
         expires: true,
         release_checks_owner: true,
         masters: REDLOCK_MASTERS,
+        backend: Backend::Redis,
     },
     DesignInfo {
         name: designs::RedissonRedlock::NAME,
@@ -250,6 +289,7 @@ pub const DESIGNS: &[DesignInfo] = &[
         expires: true,
         release_checks_owner: true,
         masters: REDLOCK_MASTERS,
+        backend: Backend::Redis,
     },
     ZK_CURATOR,
     ZK_CURATOR_FENCED,
@@ -263,6 +303,7 @@ pub const DESIGNS: &[DesignInfo] = &[
         expires: true,
         release_checks_owner: true,
         masters: 1,
+        backend: Backend::Redis,
     },
     DesignInfo {
         name: designs::RedisPy::V3_NAME,
@@ -274,6 +315,7 @@ pub const DESIGNS: &[DesignInfo] = &[
         expires: true,
         release_checks_owner: true,
         masters: 1,
+        backend: Backend::Redis,
     },
     DesignInfo {
         name: designs::Redsync::NAME,
@@ -286,6 +328,7 @@ pub const DESIGNS: &[DesignInfo] = &[
         expires: true,
         release_checks_owner: true,
         masters: REDLOCK_MASTERS,
+        backend: Backend::Redis,
     },
     DesignInfo {
         name: designs::NodeRedlock::NAME,
@@ -298,6 +341,7 @@ pub const DESIGNS: &[DesignInfo] = &[
         expires: true,
         release_checks_owner: true,
         masters: REDLOCK_MASTERS,
+        backend: Backend::Redis,
     },
     DesignInfo {
         name: designs::ReentrantWatchdog::FENCED_NAME,
@@ -310,13 +354,11 @@ pub const DESIGNS: &[DesignInfo] = &[
         expires: true,
         release_checks_owner: true,
         masters: 1,
+        backend: Backend::Redis,
     },
+    MYSQL_UNIQUE_INDEX,
+    MYSQL_GET_LOCK,
 ];
-
-/// The `masters` of a design that locks on no Redis master but on the world's
-/// ZooKeeper server (the ZooKeeper designs): it runs only in the scenarios whose faults
-/// make sense against ZooKeeper (`Scenario::applies_to`).
-pub const ZOOKEEPER: usize = 0;
 
 const ZK_CURATOR: DesignInfo = DesignInfo {
     name: designs::ZkCurator::NAME,
@@ -327,7 +369,8 @@ const ZK_CURATOR: DesignInfo = DesignInfo {
                         session timeout keeps working after its node is gone",
     expires: false,
     release_checks_owner: true,
-    masters: ZOOKEEPER,
+    masters: 0,
+    backend: Backend::ZooKeeper,
 };
 
 const ZK_CURATOR_FENCED: DesignInfo = DesignInfo {
@@ -338,17 +381,58 @@ const ZK_CURATOR_FENCED: DesignInfo = DesignInfo {
                         refuses the stale one",
     expires: false,
     release_checks_owner: true,
-    masters: ZOOKEEPER,
+    masters: 0,
+    backend: Backend::ZooKeeper,
 };
 
-/// The ZooKeeper designs (also in [`DESIGNS`], with `masters` [`ZOOKEEPER`]);
+/// The ZooKeeper designs (also in [`DESIGNS`], with backend [`Backend::ZooKeeper`]);
 /// [`build`] builds them by name over [`Deps::zookeeper`].
 pub const ZK_DESIGNS: &[DesignInfo] = &[ZK_CURATOR, ZK_CURATOR_FENCED];
+
+const MYSQL_UNIQUE_INDEX: DesignInfo = DesignInfo {
+    name: designs::MySqlUniqueIndex::NAME,
+    summary: "seed 002's MySQL unique index: INSERT INTO locks (name, owner) to lock \
+              (a duplicate key means held); DELETE ... WHERE name AND owner to unlock",
+    seeds: "002",
+    known_failure: "no expiry: a holder that dies leaves its row, and every other client \
+                    waits forever",
+    expires: false,
+    release_checks_owner: true,
+    masters: 0,
+    backend: Backend::MySql,
+};
+
+const MYSQL_GET_LOCK: DesignInfo = DesignInfo {
+    name: designs::MySqlGetLock::NAME,
+    summary: "MariaDB GET_LOCK(name, 0) to lock, RELEASE_LOCK(name) to unlock; \
+              the lock belongs to the connection",
+    seeds: "002",
+    known_failure: "a dropped connection releases the lock on the server while the holder, \
+                    reconnecting, keeps working: two holders",
+    expires: false,
+    release_checks_owner: true,
+    masters: 0,
+    backend: Backend::MySql,
+};
+
+/// The MySQL designs (also in [`DESIGNS`], with backend [`Backend::MySql`]); [`build`]
+/// builds them by name over [`Deps::mysql`].
+pub const MYSQL_DESIGNS: &[DesignInfo] = &[MYSQL_UNIQUE_INDEX, MYSQL_GET_LOCK];
 
 impl DesignInfo {
     /// Whether it locks on the world's ZooKeeper server instead of Redis masters.
     pub fn on_zookeeper(&self) -> bool {
-        self.masters == ZOOKEEPER
+        self.backend == Backend::ZooKeeper
+    }
+
+    /// Whether it locks on the world's MySQL server.
+    pub fn on_mysql(&self) -> bool {
+        self.backend == Backend::MySql
+    }
+
+    /// Whether it locks on Redis.
+    pub fn on_redis(&self) -> bool {
+        self.backend == Backend::Redis
     }
 }
 
@@ -385,6 +469,8 @@ pub fn build(name: &str, deps: Deps) -> Result<Arc<dyn LockDesign>, LockError> {
         }
         designs::ZkCurator::NAME => Arc::new(designs::ZkCurator::new(deps)),
         designs::ZkCurator::FENCED_NAME => Arc::new(designs::ZkCurator::fenced(deps)),
+        designs::MySqlUniqueIndex::NAME => Arc::new(designs::MySqlUniqueIndex::new(deps)),
+        designs::MySqlGetLock::NAME => Arc::new(designs::MySqlGetLock::new(deps)),
         other => {
             return Err(LockError::UnknownDesign {
                 name: other.to_string(),
@@ -465,6 +551,7 @@ pub async fn production_deps_multi(
         spawner: Arc::new(TokioSpawner),
         observer: None,
         zookeeper: None,
+        mysql: None,
     })
 }
 
@@ -482,7 +569,7 @@ impl Connector for NoRedis {
             Err(redis::RedisError::from((
                 redis::ErrorKind::Client,
                 "not connected",
-                "a ZooKeeper world has no Redis server".to_string(),
+                "this world has no Redis server".to_string(),
             )))
         })
     }
@@ -492,7 +579,7 @@ impl Connector for NoRedis {
             Err(redis::RedisError::from((
                 redis::ErrorKind::Client,
                 "not connected",
-                "a ZooKeeper world has no Redis server".to_string(),
+                "this world has no Redis server".to_string(),
             )))
         })
     }
@@ -516,7 +603,42 @@ pub fn zookeeper_deps(
         pubsub: None,
         observer: None,
         zookeeper: Some(ensemble),
+        mysql: None,
     }
+}
+
+/// Dependencies for the MySQL designs: the server, and `clock`, `entropy` and
+/// `spawner` as given; [`Deps::conn`] reaches no Redis and [`Deps::zookeeper`] is
+/// `None`.
+pub fn mysql_deps(
+    server: mysql::MySqlServer,
+    clock: Arc<dyn Clock>,
+    entropy: Arc<dyn Entropy>,
+    spawner: Arc<dyn Spawner>,
+) -> Deps {
+    let conn = Conn::new(Arc::new(NoRedis), clock.clone(), ReconnectPolicy::default());
+    Deps {
+        servers: vec![conn.clone()],
+        conn,
+        clock,
+        entropy,
+        spawner,
+        pubsub: None,
+        observer: None,
+        zookeeper: None,
+        mysql: Some(server),
+    }
+}
+
+/// Production dependencies for the MySQL designs: `server` (over tokio TCP, see
+/// [`mysql::MySqlServer`]) with tokio's clock and OS randomness.
+pub fn production_mysql_deps(server: mysql::MySqlServer) -> Deps {
+    mysql_deps(
+        server,
+        Arc::new(TokioClock::new()),
+        Arc::new(OsEntropy),
+        Arc::new(TokioSpawner),
+    )
 }
 
 /// Production dependencies for the ZooKeeper designs: the servers `host:port`, asking

@@ -67,6 +67,10 @@ pub struct Deps {
     /// Redis-only world, where those designs refuse to run
     /// ([`LockError::NoZooKeeper`]).
     pub zookeeper: Option<crate::zk::ZkEnsemble>,
+    /// The MySQL / MariaDB server, for the MySQL designs (`mysql-unique-index`,
+    /// `mysql-get-lock`); `None` elsewhere, where those designs refuse to run
+    /// ([`LockError::NoMySql`]).
+    pub mysql: Option<crate::mysql::MySqlServer>,
 }
 
 /// What a design does on its own, between the calls it answers: a watchdog extends the

@@ -515,3 +515,48 @@ impl Backend for ZkBackend {
         })
     }
 }
+
+/// The real MariaDB the tests use: `127.0.0.1:3306` (Debian's `mariadb-server`, with
+/// the database `locksim` and the user `locksim`/`locksim` that `.ci/run` creates), if
+/// something listens there. If not, prints one `SKIPPED:` line saying how to get one,
+/// or panics under `LOCKSIM_REQUIRE_MYSQL` (CI sets it), so CI cannot pass by skipping.
+pub fn real_mysql() -> Option<SocketAddr> {
+    let addr: SocketAddr = ([127, 0, 0, 1], 3306).into();
+    if TcpStream::connect_timeout(&addr, Duration::from_secs(1)).is_ok() {
+        return Some(addr);
+    }
+    if std::env::var_os("LOCKSIM_REQUIRE_MYSQL").is_some() {
+        panic!("LOCKSIM_REQUIRE_MYSQL is set but no MariaDB listens on {addr}");
+    }
+    skipped(&format!(
+        "no MariaDB listens on {addr}; `apt-get install -y mariadb-server`, start it and \
+         create the locksim database and user (see .ci/run, which does) to run the \
+         real-MariaDB tests"
+    ));
+    None
+}
+
+/// The account the MySQL tests log in with (created by `.ci/run`).
+pub fn mysql_server(addr: SocketAddr) -> crate::mysql::MySqlServer {
+    crate::mysql::MySqlServer {
+        host: addr.ip().to_string(),
+        port: addr.port(),
+        user: "locksim".into(),
+        password: "locksim".into(),
+        database: "locksim".into(),
+        dialer: Arc::new(crate::zk::TokioDialer),
+        timeout_ms: 5_000,
+    }
+}
+
+/// A backend over a MySQL server: each client its own connection.
+pub struct MySqlBackend {
+    /// The server.
+    pub server: crate::mysql::MySqlServer,
+}
+
+impl Backend for MySqlBackend {
+    fn deps(&self) -> Pin<Box<dyn Future<Output = Deps> + Send + '_>> {
+        Box::pin(async move { crate::production_mysql_deps(self.server.clone()) })
+    }
+}

@@ -222,7 +222,7 @@ async fn bad_input_gives_typed_errors_that_name_the_problem() {
         err.to_string().contains("set-nx-px-lua"),
         "lists the allowed names: {err}"
     );
-    for design in lock_impl::DESIGNS.iter().filter(|d| !d.on_zookeeper()) {
+    for design in lock_impl::DESIGNS.iter().filter(|d| d.on_redis()) {
         let lock = lock_impl::build(design.name, deps.clone()).unwrap();
         let err = lock
             .acquire("", AcquireOptions::new(100, 0).unwrap())

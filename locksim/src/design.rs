@@ -62,6 +62,7 @@ impl Design {
                 name: name.into(),
                 factory: Arc::new(move |deps| Arc::new(build(deps)) as Arc<dyn LockDesign>),
                 masters: 1,
+                backend: lock_impl::Backend::Redis,
             },
             builtin: false,
         }

@@ -370,7 +370,7 @@ pub fn run_all(repeats: u64, memory_seeds: u64, threads: usize, search_bound: u6
             let design = DesignSpec::builtin(d.name).expect("built-in");
             catalog::catalog()
                 .into_iter()
-                .filter(move |s| s.applies_to(design.masters))
+                .filter(move |s| s.applies_to(design.backend, design.masters))
                 .map(move |s| (DesignSpec::builtin(d.name).expect("built-in"), s))
         })
         .collect();

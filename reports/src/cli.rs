@@ -23,8 +23,8 @@ struct Cli {
     #[command(subcommand)]
     command: Option<Command>,
     /// Seeds for the catalog table (A..B or N). The default kept the whole catalog of
-    /// 245 cells under a minute on two cores (about 50 s after the build; 19 designs,
-    /// 31 scenarios and 444 cells now); `locksim run` and `--seeds 0..100` give a cell
+    /// 245 cells under a minute on two cores (about 50 s after the build; 21 designs,
+    /// 33 scenarios and 460 cells now); `locksim run` and `--seeds 0..100` give a cell
     /// or the table more evidence.
     #[arg(long, default_value = "0..10", allow_hyphen_values = true)]
     seeds: String,
@@ -576,7 +576,7 @@ fn run(cli: Cli, extra: Vec<DesignSpec>) -> ExitCode {
             let designs = if a.designs.is_empty() {
                 every_design()?
                     .into_iter()
-                    .filter(|d| scenario.applies_to(d.masters))
+                    .filter(|d| scenario.applies_to(d.backend, d.masters))
                     .collect()
             } else {
                 a.designs

@@ -113,7 +113,11 @@ pub fn catalog_table(
     }
     let pairs = designs
         .iter()
-        .flat_map(|d| scenarios.iter().filter(|s| s.applies_to(d.masters)))
+        .flat_map(|d| {
+            scenarios
+                .iter()
+                .filter(|s| s.applies_to(d.backend, d.masters))
+        })
         .count();
     let total = pairs as u64 * (seeds.end - seeds.start);
     let bar = progress(total, !json);
@@ -121,7 +125,10 @@ pub fn catalog_table(
     let mut shard_cells = Vec::new();
     let mut all_runs = Vec::new();
     for d in designs {
-        for s in scenarios.iter().filter(|s| s.applies_to(d.masters)) {
+        for s in scenarios
+            .iter()
+            .filter(|s| s.applies_to(d.backend, d.masters))
+        {
             bar.set_message(format!("{} / {}", d.name, s.name));
             match run_cell_with_latency(d, s, seeds.clone(), threads, &bar) {
                 Ok((cell, runs, latency)) => {

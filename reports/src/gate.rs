@@ -370,7 +370,7 @@ pub fn gate(a: &GateArgs) -> Result<ExitCode, BadInput> {
         for d in &designs {
             let spec = resolve(d)?;
             for s in catalog::catalog() {
-                if s.applies_to(spec.masters) && wanted(d, s.name) {
+                if s.applies_to(spec.backend, spec.masters) && wanted(d, s.name) {
                     pairs.push((d.clone(), s.name.to_string()));
                 }
             }

@@ -111,21 +111,27 @@ pub fn with_params(mut scenario: Scenario, params: &[String]) -> Result<Scenario
 /// with replicas, a single-master design in a world of independent masters), naming
 /// the scenarios that do.
 pub fn check_pair(design: &DesignSpec, scenario: &Scenario) -> Result<(), BadInput> {
-    if scenario.applies_to(design.masters) {
+    if scenario.applies_to(design.backend, design.masters) {
         return Ok(());
     }
     let fitting: Vec<&str> = catalog::catalog()
         .into_iter()
-        .filter(|s| s.applies_to(design.masters))
+        .filter(|s| s.applies_to(design.backend, design.masters))
         .map(|s| s.name)
         .collect();
+    let on = match design.backend {
+        lock_impl::Backend::Redis => format!(
+            "{} master{}",
+            design.masters,
+            if design.masters == 1 { "" } else { "s" }
+        ),
+        other => format!("a {} server", other.name()),
+    };
     Err(BadInput(format!(
-        "--scenario {} does not run design {} (it locks on {} master{}, and the scenario's world \
+        "--scenario {} does not run design {} (it locks on {on}, and the scenario's world \
          is {:?}); allowed for it: {}",
         scenario.name,
         design.name,
-        design.masters,
-        if design.masters == 1 { "" } else { "s" },
         scenario.topology(),
         fitting.join(", ")
     )))

@@ -90,6 +90,10 @@ fn fault_text(h: &History, e: &Event, fault: usize, phase: FaultPhase, detail: &
         Some(FaultKind::SlowWork { extra_ms, .. }) => {
             ("slow work", format!("slow work on {host}: +{extra_ms} ms"))
         }
+        Some(FaultKind::ResetConnections { .. }) => (
+            "connection reset",
+            format!("{host}'s connections to the lock servers reset"),
+        ),
         Some(FaultKind::ClockJump { .. } | FaultKind::ClockDrift { .. }) => {
             return match phase {
                 FaultPhase::Start => format!(">>> {detail}"),
@@ -160,6 +164,19 @@ pub fn describe(h: &History, e: &Event) -> String {
             path,
             op,
         }) => format!("node {path} {op} (session {session} of {by})"),
+        EventKind::Server(ServerEvent::MySqlConnection {
+            connection,
+            client,
+            event,
+            released,
+        }) => {
+            let locks = if released.is_empty() {
+                String::new()
+            } else {
+                format!(", releasing GET_LOCK {}", released.join(", "))
+            };
+            format!("connection {connection} of {client} {event}{locks}")
+        }
         EventKind::Server(ServerEvent::Command { by, command }) => {
             format!("ran {command} from {by}")
         }

@@ -251,7 +251,7 @@ pub fn explore(
     scenario: &Scenario,
     p: &Params,
 ) -> Result<Exploration, String> {
-    if !scenario.applies_to(design.masters) {
+    if !scenario.applies_to(design.backend, design.masters) {
         return Err(format!(
             "scenario {} does not run design {}",
             scenario.name, design.name

@@ -188,6 +188,7 @@ fn knobs(kind: &FaultKind) -> Vec<Knob> {
             vec![k("duration_ms", *duration_ms, 1)]
         }
         FaultKind::SlowWork { extra_ms, .. } => vec![k("extra_ms", *extra_ms, 1)],
+        FaultKind::ResetConnections { .. } => Vec::new(),
         // A smaller step or a gentler drift, keeping its direction.
         FaultKind::ClockJump { delta_ms, .. } => vec![k("delta_ms", delta_ms.unsigned_abs(), 1)],
         FaultKind::ClockDrift {
@@ -411,7 +412,7 @@ pub fn shrink(
         ));
     }
     let original = Candidate {
-        workload: scenario.workload_for(design.masters),
+        workload: scenario.workload_for(design.backend, design.masters),
         plan: scenario.plan(seed),
     };
     let first = crate::sweep::run_seed(design, scenario, seed, false)?;

@@ -27,6 +27,8 @@ pub struct DesignSpec {
     /// Independent masters it locks on (1 unless it is a Redlock): decides the world
     /// it runs in (see [`Scenario::workload_for`]).
     pub masters: usize,
+    /// The system it locks on: with `masters`, decides the world it runs in.
+    pub backend: lock_impl::Backend,
 }
 
 impl DesignSpec {
@@ -39,6 +41,10 @@ impl DesignSpec {
                 .iter()
                 .find(|d| d.name == name)
                 .map_or(1, |d| d.masters),
+            backend: lock_impl::DESIGNS
+                .iter()
+                .find(|d| d.name == name)
+                .map_or(lock_impl::Backend::Redis, |d| d.backend),
         })
     }
 }
@@ -94,7 +100,7 @@ pub fn config(design: &DesignSpec, scenario: &Scenario, seed: u64) -> RunConfig 
         design: design.name.clone(),
         factory: design.factory.clone(),
         scenario: scenario.name.to_string(),
-        workload: scenario.workload_for(design.masters),
+        workload: scenario.workload_for(design.backend, design.masters),
         client_clocks: Vec::new(),
         redis_clock: Default::default(),
         plan: scenario.plan(seed),

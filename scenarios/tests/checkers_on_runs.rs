@@ -65,10 +65,12 @@ fn liveness_judges_most_runs_of_every_scenario_with_a_fault() {
         if (0..SEEDS).all(|seed| scenario.plan(seed).faults.is_empty()) {
             continue;
         }
-        let design = if scenario.applies_to(1) {
+        let design = if scenario.applies_to(lock_impl::Backend::Redis, 1) {
             "set-nx-px-lua"
-        } else if scenario.applies_to(lock_impl::ZOOKEEPER) {
+        } else if scenario.applies_to(lock_impl::Backend::ZooKeeper, 0) {
             "zk-curator"
+        } else if scenario.applies_to(lock_impl::Backend::MySql, 0) {
+            "mysql-get-lock"
         } else {
             "redlock"
         };

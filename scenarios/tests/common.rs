@@ -115,7 +115,7 @@ pub fn assert_designs_valid(
 ) {
     for d in lock_impl::DESIGNS
         .iter()
-        .filter(|d| s.applies_to(d.masters) && which(d))
+        .filter(|d| s.applies_to(d.backend, d.masters) && which(d))
     {
         let runs =
             sweep(&design(d.name), s, seeds.clone(), 2, false, &|_, _| {}).expect("runs complete");

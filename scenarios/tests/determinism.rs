@@ -19,7 +19,7 @@ fn one_seed_run_twice_gives_the_same_history_for_every_design() {
         let s = scenario(s);
         for d in lock_impl::DESIGNS
             .iter()
-            .filter(|d| s.applies_to(d.masters))
+            .filter(|d| s.applies_to(d.backend, d.masters))
         {
             let cfg = config(&design(d.name), &s, 7);
             let a = sim::world::run(&cfg).expect("run");

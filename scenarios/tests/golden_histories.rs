@@ -52,7 +52,7 @@ fn history_lines() -> Vec<String> {
     for s in catalog() {
         for d in lock_impl::DESIGNS
             .iter()
-            .filter(|d| s.applies_to(d.masters))
+            .filter(|d| s.applies_to(d.backend, d.masters))
         {
             for seed in SEEDS {
                 cells.push((d.name, s.clone(), seed));

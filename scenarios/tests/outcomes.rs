@@ -57,6 +57,7 @@ fn an_acquire_that_errs_after_taking_the_lock_is_recorded_as_unknown() {
         name: "half-acquire".into(),
         factory: Arc::new(|deps| Arc::new(HalfAcquire { deps }) as Arc<dyn LockDesign>),
         masters: 1,
+        backend: lock_impl::Backend::Redis,
     };
     let scenario = find("no-faults").expect("catalog");
     let run = run_seed(&design, &scenario, 0, true).expect("run");

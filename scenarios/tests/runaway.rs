@@ -35,6 +35,7 @@ fn a_design_that_spins_forever_gives_unknown_verdicts_with_the_reason() {
         name: "spinner".into(),
         factory: Arc::new(|_deps| Arc::new(Spinner) as Arc<dyn LockDesign>),
         masters: 1,
+        backend: lock_impl::Backend::Redis,
     };
     let scenario = find("no-faults").expect("catalog");
     let summary = run_seed_within(&design, &scenario, 0, false, Duration::from_secs(2))

@@ -18,7 +18,7 @@ fn jumping_gives_the_tick_by_tick_history_in_every_cell() {
     for s in catalog::catalog() {
         for d in lock_impl::DESIGNS
             .iter()
-            .filter(|d| s.applies_to(d.masters))
+            .filter(|d| s.applies_to(d.backend, d.masters))
         {
             for seed in 0..seeds {
                 let mut cfg = config(&design(d.name), &s, seed);

@@ -115,7 +115,7 @@ fn redis_only_scenarios_do_not_apply_to_the_zookeeper_designs() {
     let catalog = scenarios::catalog::catalog();
     let fitting: Vec<&str> = catalog
         .iter()
-        .filter(|s| s.applies_to(lock_impl::ZOOKEEPER))
+        .filter(|s| s.applies_to(lock_impl::Backend::ZooKeeper, 0))
         .map(|s| s.name)
         .collect();
     assert_eq!(
@@ -131,5 +131,8 @@ fn redis_only_scenarios_do_not_apply_to_the_zookeeper_designs() {
         ]
     );
     let zk = common::scenario("zk-session-expiry");
-    assert!(!zk.applies_to(1) && !zk.applies_to(lock_impl::REDLOCK_MASTERS));
+    assert!(
+        !zk.applies_to(lock_impl::Backend::Redis, 1)
+            && !zk.applies_to(lock_impl::Backend::Redis, lock_impl::REDLOCK_MASTERS)
+    );
 }

@@ -201,6 +201,14 @@ pub enum FaultKind {
         /// Extra time inside the critical section.
         extra_ms: u64,
     },
+    /// Every TCP connection between the target and the lock servers is reset at once,
+    /// on both ends (a proxy or a firewall dropping idle connections, a pool recycling
+    /// them, a server's `KILL`): whatever the server scoped to those connections ends
+    /// with them. New dials work at once.
+    ResetConnections {
+        /// Whose connections.
+        target: Target,
+    },
 }
 
 impl FaultKind {
@@ -214,7 +222,8 @@ impl FaultKind {
             | FaultKind::ClockJump { target, .. }
             | FaultKind::ClockDrift { target, .. }
             | FaultKind::PauseBeforeWrite { target, .. }
-            | FaultKind::SlowWork { target, .. } => vec![target],
+            | FaultKind::SlowWork { target, .. }
+            | FaultKind::ResetConnections { target } => vec![target],
             FaultKind::Partition { a, b, .. } => a.iter().chain(b).collect(),
             FaultKind::DropPushes { .. } => Vec::new(),
         }

@@ -367,6 +367,19 @@ pub enum ServerEvent {
         #[serde(default, skip_serializing_if = "Vec::is_empty")]
         ephemerals: Vec<String>,
     },
+    /// A client's connection to the MySQL server logged in or ended, by the server's
+    /// own record (an ended connection's user locks are released with it).
+    MySqlConnection {
+        /// The connection id.
+        connection: u32,
+        /// The client host.
+        client: String,
+        /// `opened` or `closed`.
+        event: String,
+        /// The user locks (`GET_LOCK`) released by its end.
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        released: Vec<String>,
+    },
     /// A node under the lock's directory was created or deleted on the ZooKeeper
     /// server.
     ZkNode {

@@ -160,6 +160,26 @@ impl NetFaults {
         wake_all(&mut st, |c| c.local == host || c.peer == host);
     }
 
+    /// Every connection between `host` and any of `peers` fails at once on both ends
+    /// (a reset by a middlebox); `host`'s other connections and new dials are
+    /// untouched. The number of connection ends reset.
+    pub fn reset_between(&self, host: &str, peers: &[String]) -> usize {
+        let mut st = self.lock();
+        let hit = |c: &Conn| {
+            (c.local == host && peers.contains(&c.peer))
+                || (c.peer == host && peers.contains(&c.local))
+        };
+        let mut n = 0;
+        for conn in st.conns.values_mut() {
+            if hit(conn) && !conn.reset {
+                conn.reset = true;
+                n += 1;
+            }
+        }
+        wake_all(&mut st, hit);
+        n
+    }
+
     /// `host`'s machine died: nothing it sent is delivered, and no one is told.
     pub fn black_hole(&self, host: &str) {
         self.lock().black_holes.insert(host.to_string());

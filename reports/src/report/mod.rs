@@ -259,7 +259,7 @@ pub fn compute(args: &ReportArgs, shard: crate::shard::Shard) -> Result<Computed
     let mut cells: Vec<(usize, usize)> = Vec::new();
     for (di, d) in designs.iter().enumerate() {
         for (si, s) in args.scenarios.iter().enumerate() {
-            if s.applies_to(d.masters) {
+            if s.applies_to(d.backend, d.masters) {
                 cells.push((di, si));
             }
         }
@@ -284,7 +284,7 @@ pub fn compute(args: &ReportArgs, shard: crate::shard::Shard) -> Result<Computed
             let lines: Vec<(usize, Vec<usize>)> = designs
                 .iter()
                 .enumerate()
-                .filter(|(_, d)| base.applies_to(d.masters))
+                .filter(|(_, d)| base.applies_to(d.backend, d.masters))
                 .map(|(di, _)| (di, point_idx.clone()))
                 .collect();
             if !lines.is_empty() {

@@ -51,6 +51,7 @@ impl Broken {
             name: format!("{PREFIX}{}", self.name),
             factory: Arc::new(build),
             masters: 1,
+            backend: lock_impl::Backend::Redis,
         }
     }
 }

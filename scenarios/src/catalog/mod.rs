@@ -11,8 +11,10 @@
 //! `server` (a Redis server crashes or pauses), `replication` (failover and split
 //! brain under Sentinel), `clock` (a server's clock jumps or drifts, a client's wall
 //! clock steps) and `redlock`
-//! (five independent masters), `zookeeper` (a ZooKeeper session expiring), `profiles`
-//! (a design family's real time scale as the base of a world: Redisson's 30 s lease). The probes themselves are history readers in
+//! (five independent masters), `zookeeper` (a ZooKeeper session expiring), `mysql` (a
+//! holder's MySQL connection dropped under its `GET_LOCK`), `profiles` (a design
+//! family's real time scale as the base of a world: Redisson's 30 s lease). The probes
+//! themselves are history readers in
 //! [`crate::checkers`] (several scenarios share one, and they are tested on hand-built
 //! histories there); a `Def` names the one it uses and with what arguments.
 //!
@@ -24,6 +26,7 @@
 
 mod client_crash;
 mod clock;
+mod mysql;
 mod network;
 mod no_faults;
 mod pauses;
@@ -45,6 +48,7 @@ use sim::history::History;
 use sim::world::{ServerSpec, Workload, sub_seed};
 
 use crate::params::Param;
+use lock_impl::Backend;
 
 pub use profiles::Profile;
 pub use redlock::BARE_MAJORITY_CLIENT;
@@ -82,6 +86,8 @@ pub static SCENARIOS: &[&Def] = &[
     &clock::CLIENT_CLOCK_STEP,
     &clock::CLIENT_CLOCKS_APART,
     &profiles::RENEWAL_BLIP,
+    &mysql::MYSQL_CONNECTION_DROP,
+    &mysql::MYSQL_WAIT_TIMEOUT,
 ];
 
 /// One scenario, whole: what it says of itself, its world, its faults and its probe.
@@ -187,6 +193,19 @@ pub const ZOOKEEPER_SCENARIOS: &[&str] = &[
     "zk-session-expiry",
 ];
 
+/// The scenarios a MySQL design runs in: the client faults, as for ZooKeeper, and the
+/// `mysql-*` scenarios.
+pub const MYSQL_SCENARIOS: &[&str] = &[
+    "no-faults",
+    "client-crash",
+    "gc-pause",
+    "slow-work",
+    "network-delay",
+    "long-work",
+    "mysql-connection-drop",
+    "mysql-wait-timeout",
+];
+
 /// The workload every scenario's world starts from.
 pub fn base() -> Workload {
     // A reply timeout a real service would use: a few leases (500 ms for a 200 ms
@@ -259,14 +278,16 @@ impl Scenario {
             || self.def.quantities.contains(&param)
     }
 
-    /// Whether a design that locks on `masters` independent masters runs here
-    /// ([`lock_impl::ZOOKEEPER`]: a ZooKeeper design, which runs only in the
-    /// scenarios of [`ZOOKEEPER_SCENARIOS`]).
-    pub fn applies_to(&self, masters: usize) -> bool {
-        if masters == lock_impl::ZOOKEEPER {
-            return ZOOKEEPER_SCENARIOS.contains(&self.name);
+    /// Whether a design on `backend` that locks on `masters` independent Redis masters
+    /// runs here (a ZooKeeper design runs only in the scenarios of
+    /// [`ZOOKEEPER_SCENARIOS`], a MySQL design only in those of [`MYSQL_SCENARIOS`]).
+    pub fn applies_to(&self, backend: Backend, masters: usize) -> bool {
+        match backend {
+            Backend::ZooKeeper => return ZOOKEEPER_SCENARIOS.contains(&self.name),
+            Backend::MySql => return MYSQL_SCENARIOS.contains(&self.name),
+            Backend::Redis => {}
         }
-        if self.name.starts_with("zk-") {
+        if self.name.starts_with("zk-") || self.name.starts_with("mysql-") {
             return false;
         }
         match self.topology() {
@@ -276,12 +297,25 @@ impl Scenario {
         }
     }
 
-    /// The workload for a design on `masters` independent masters: a single-master
-    /// world becomes `redis-1` … `redis-N`, each configured as the one master was
-    /// (persistence, clock); every other world is the scenario's own.
-    pub fn workload_for(&self, masters: usize) -> Workload {
+    /// The workload for a design on `backend` that locks on `masters` independent
+    /// masters: a single-master world becomes `redis-1` … `redis-N`, each configured
+    /// as the one master was (persistence, clock); a ZooKeeper or MySQL design's world
+    /// has that server in the one master's place; every other world is the scenario's
+    /// own.
+    pub fn workload_for(&self, backend: Backend, masters: usize) -> Workload {
         let mut w = self.workload.clone();
-        if masters == lock_impl::ZOOKEEPER {
+        if backend == Backend::MySql {
+            // As for ZooKeeper below: the client faults and targets reach the MySQL
+            // server instead of the one master.
+            w.servers.clear();
+            w.sentinel = None;
+            w.zookeeper = None;
+            if w.mysql.is_none() {
+                w.mysql = Some(sim::world::MySqlSpec::default());
+            }
+            return w;
+        }
+        if backend == Backend::ZooKeeper {
             // The one master's place is taken by a ZooKeeper server: the client faults
             // and targets (`lock-server`, `all-servers`) reach it instead.
             w.servers.clear();

@@ -339,3 +339,41 @@ pub fn holder_cut_off_with_lease_left(h: &History) -> Option<String> {
         })
     })
 }
+
+/// The MySQL server ended a client's connection while that client believed it held
+/// the lock. The witness names the connection, the hold, and whether the key's
+/// `GET_LOCK` went with the connection (`mysql-get-lock`: the lock is gone) or not (a
+/// row of `mysql-unique-index` outlives its connection).
+pub fn connection_closed_during_a_hold(h: &History) -> Option<String> {
+    let holds = model::holds(h).ok()?;
+    h.events.iter().find_map(|e| {
+        let EventKind::Server(ServerEvent::MySqlConnection {
+            connection,
+            client,
+            event,
+            released,
+        }) = &e.kind
+        else {
+            return None;
+        };
+        if event != "closed" {
+            return None;
+        }
+        let hold = holds
+            .iter()
+            .find(|o| &o.host == client && o.open_at(e.at_us))?;
+        let lock = if released.contains(&h.params.key) {
+            format!("releasing GET_LOCK {}", h.params.key)
+        } else {
+            format!("keeping the lock {}", h.params.key)
+        };
+        Some(format!(
+            "{}: {} closed connection {connection} of {client}, {lock}, while {client} \
+             believed it held {} as {}",
+            fmt_s(e.at_us),
+            e.host,
+            hold.key,
+            hold.owner,
+        ))
+    })
+}

@@ -343,6 +343,15 @@ impl Client {
                 clock: self.clock.clone(),
             })),
             zookeeper,
+            mysql: w.mysql.as_ref().map(|spec| lock_impl::mysql::MySqlServer {
+                host: spec.name.clone(),
+                port: crate::mysql::MYSQL_PORT,
+                user: spec.user.clone(),
+                password: spec.password.clone(),
+                database: spec.database.clone(),
+                dialer: dialer.clone(),
+                timeout_ms: w.response_timeout_ms,
+            }),
         };
         let design = (self.factory)(deps);
         let mut rng = ChaCha8Rng::seed_from_u64(sub_seed(self.seed, 3 + 2 * stream_id));

@@ -199,6 +199,51 @@ pub struct Workload {
     /// it, `servers` may be empty and a client's `Deps.zookeeper` reaches it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub zookeeper: Option<ZkSpec>,
+    /// A MySQL (MariaDB 10.11 model) server (none by default): the world of the MySQL
+    /// designs. With it, `servers` may be empty and a client's `Deps.mysql` reaches it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mysql: Option<MySqlSpec>,
+}
+
+/// The world's MySQL server: its host name and the account clients log in with.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct MySqlSpec {
+    /// Its host name (`mysql-1`).
+    pub name: String,
+    /// The user clients log in as.
+    pub user: String,
+    /// Its password.
+    pub password: String,
+    /// The database.
+    pub database: String,
+    /// The server's global `wait_timeout`, seconds: a connection idle that long is
+    /// closed (with its `GET_LOCK`s). MariaDB's default, 28800, unless set.
+    #[serde(
+        default = "default_wait_timeout_s",
+        skip_serializing_if = "is_default_wait_timeout"
+    )]
+    pub wait_timeout_s: u64,
+}
+
+fn default_wait_timeout_s() -> u64 {
+    28_800
+}
+
+fn is_default_wait_timeout(s: &u64) -> bool {
+    *s == default_wait_timeout_s()
+}
+
+impl Default for MySqlSpec {
+    fn default() -> Self {
+        MySqlSpec {
+            name: "mysql-1".into(),
+            user: "locksim".into(),
+            password: "locksim".into(),
+            database: "locksim".into(),
+            wait_timeout_s: default_wait_timeout_s(),
+        }
+    }
 }
 
 /// The world's ZooKeeper server (one for now; an ensemble is the next step).
@@ -254,6 +299,7 @@ impl Default for Workload {
             sentinel: None,
             trace_commands: false,
             zookeeper: None,
+            mysql: None,
         }
     }
 }
@@ -274,7 +320,7 @@ impl Workload {
         if self.latency_ms_min > self.latency_ms_max {
             return bad("workload.latency_ms_min must not exceed latency_ms_max".into());
         }
-        if self.servers.is_empty() && self.zookeeper.is_none() {
+        if self.servers.is_empty() && self.zookeeper.is_none() && self.mysql.is_none() {
             return bad("workload.servers must name at least one Redis server".into());
         }
         for (i, s) in self.servers.iter().enumerate() {

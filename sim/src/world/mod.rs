@@ -14,6 +14,7 @@
 
 mod client;
 pub mod config;
+mod mysql;
 mod nemesis;
 mod observe;
 mod sentinels;
@@ -26,8 +27,8 @@ use std::sync::atomic::{AtomicU32, AtomicU64};
 use std::time::Duration;
 
 pub use config::{
-    DesignFactory, RunConfig, RunError, SentinelSpec, ServerSpec, Stepping, Workload, ZkSpec,
-    builtin_factory, default_servers, sub_seed,
+    DesignFactory, MySqlSpec, RunConfig, RunError, SentinelSpec, ServerSpec, Stepping, Workload,
+    ZkSpec, builtin_factory, default_servers, sub_seed,
 };
 
 use crate::clock::{ClockSpec, HostClock};
@@ -132,6 +133,11 @@ fn run_stepping(cfg: &RunConfig, stepping: Stepping) -> Result<History, RunError
         ctl.add_host(&mut sim, spec, clock, &net);
         ctl
     });
+    let mysql = w.mysql.as_ref().map(|spec| {
+        let ctl = mysql::MySqlCtl::new(spec, &w.key);
+        ctl.add_host(&mut sim, spec, sub_seed(cfg.seed, 7), &net);
+        ctl
+    });
     let stock = storage::Shared::new(w.initial_stock, w.fencing);
     {
         let (recorder, stock) = (recorder.clone(), stock.clone());
@@ -188,6 +194,7 @@ fn run_stepping(cfg: &RunConfig, stepping: Stepping) -> Result<History, RunError
         servers,
         sentinels: sentinel_hosts,
         zk,
+        mysql,
         clocks,
         observer: Observer::default(),
         key: w.key.clone(),

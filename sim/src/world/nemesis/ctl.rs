@@ -31,6 +31,8 @@ pub(crate) struct WorldCtl {
     pub sentinels: Vec<crate::world::sentinels::SentinelCtl>,
     /// The ZooKeeper server, if any.
     pub zk: Option<crate::world::zookeeper::ZkCtl>,
+    /// The MySQL server, if any.
+    pub mysql: Option<crate::world::mysql::MySqlCtl>,
     pub observer: Observer,
     /// Every host's clock, by host name.
     pub clocks: BTreeMap<String, crate::clock::HostClock>,
@@ -46,12 +48,13 @@ impl WorldCtl {
         self.servers.iter().find(|s| s.name == name)
     }
 
-    /// The lock servers: the Redis servers, and the ZooKeeper server.
+    /// The lock servers: the Redis servers, the ZooKeeper server and the MySQL server.
     pub(super) fn server_names(&self) -> Vec<String> {
         self.servers
             .iter()
             .map(|s| s.name.clone())
             .chain(self.zk.iter().map(|z| z.name.clone()))
+            .chain(self.mysql.iter().map(|m| m.name.clone()))
             .collect()
     }
 
@@ -64,6 +67,7 @@ impl WorldCtl {
             || self.server(name).is_some()
             || self.sentinel(name).is_some()
             || self.zk.as_ref().is_some_and(|z| z.name == name)
+            || self.mysql.as_ref().is_some_and(|m| m.name == name)
     }
 
     /// Drains every server's and Sentinel's record now (before a memory goes).
@@ -73,6 +77,9 @@ impl WorldCtl {
             .drain_sentinels(&self.sentinels, &self.recorder, now);
         if let Some(zk) = &mut self.zk {
             zk.drain(&self.recorder, now);
+        }
+        if let Some(mysql) = &mut self.mysql {
+            mysql.drain(&self.recorder, now);
         }
     }
 }

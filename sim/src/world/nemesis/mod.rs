@@ -28,6 +28,7 @@ mod delay;
 mod partition;
 mod pause;
 mod pubsub;
+mod reset;
 mod slow_work;
 mod target;
 
@@ -203,5 +204,6 @@ fn start(cx: &mut Cx, kind: &FaultKind) {
             duration_ms,
         } => clock::drift(cx, target, *drift_ppm, *duration_ms),
         FaultKind::SlowWork { target, extra_ms } => slow_work::start(cx, target, *extra_ms),
+        FaultKind::ResetConnections { target } => reset::start(cx, target),
     }
 }

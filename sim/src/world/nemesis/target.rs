@@ -42,6 +42,13 @@ pub(super) fn resolve(target: &Target, world: &WorldCtl, rng: &mut ChaCha8Rng) -
             .observer
             .owner_of(&world.servers, &world.key)
             .or_else(|| world.zk.as_ref().and_then(|z| z.owner()).map(String::from))
+            .or_else(|| {
+                world
+                    .mysql
+                    .as_ref()
+                    .and_then(|m| m.owner())
+                    .map(String::from)
+            })
             .filter(|h| world.clients.contains_key(h))
             .into_iter()
             .collect(),
@@ -54,6 +61,13 @@ pub(super) fn resolve(target: &Target, world: &WorldCtl, rng: &mut ChaCha8Rng) -
                     .as_ref()
                     .filter(|z| z.holds())
                     .map(|z| z.name.clone())
+            })
+            .or_else(|| {
+                world
+                    .mysql
+                    .as_ref()
+                    .filter(|m| m.holds())
+                    .map(|m| m.name.clone())
             })
             .into_iter()
             .collect(),

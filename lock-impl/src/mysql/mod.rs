@@ -1,0 +1,29 @@
+//! A MySQL / MariaDB client over any byte stream, for the MySQL lock designs: the
+//! client/server protocol's packets ([`proto`]) and one connection ([`client`]).
+//!
+//! Why written here rather than a published crate: `mysql_async` dials its own
+//! `tokio::net::TcpStream` (or Unix socket) from `Opts`, spawns nothing but reads the
+//! machine's clock for its timeouts and pool, and cannot be handed a stream;
+//! `mysql_common` has the packet types without a runtime, but pulls in a large
+//! dependency tree (big decimals, date-time crates, compression) for the handful of
+//! packets the lock recipes need, and is not in this workspace's offline registry.
+//! locksim must give a client turmoil's simulated streams and the host's [`Clock`]
+//! (so a paused or drifting client times out late), so the protocol is written against
+//! [`crate::zk::StreamDialer`] and [`Clock`], following MariaDB's protocol
+//! documentation (<https://mariadb.com/kb/en/clientserver-protocol/>).
+//!
+//! What it speaks: packet framing with sequence ids; Handshake V10 (with MariaDB's
+//! extended capabilities) and HandshakeResponse41 with `mysql_native_password`
+//! (`SHA1(pw) XOR SHA1(scramble + SHA1(SHA1(pw)))`); `COM_QUERY` with the text
+//! protocol (OK, ERR with error number, SQLSTATE and message, EOF, text resultsets);
+//! `COM_PING`; `COM_QUIT`. Not: TLS, compression, prepared statements, other auth
+//! plugins (an auth switch request is refused with a clear error), `LOCAL INFILE`,
+//! multi-statements, packets of 16 MiB or more.
+//!
+//! [`Clock`]: crate::Clock
+
+pub mod client;
+pub mod proto;
+
+pub use client::{MySqlConn, MySqlError, MySqlServer, describe, quote, scalar};
+pub use proto::{Column, EofPacket, ErrPacket, OkPacket, Reply, ResultSet};

@@ -1,0 +1,68 @@
+//! The MySQL client and the MySQL designs against a real MariaDB (Debian's
+//! `mariadb-server` 10.11 on 127.0.0.1:3306, database and user `locksim`, as `.ci/run`
+//! sets them up): the conformance bodies of `lock_impl::testing`, and the client's
+//! login and errors. Skips without a server, unless `LOCKSIM_REQUIRE_MYSQL` is set.
+
+use std::sync::Arc;
+
+use lock_impl::mysql::{MySqlConn, MySqlError, Reply};
+use lock_impl::testing::{Factory, MySqlBackend, mysql_server, real_mysql, run_all};
+use lock_impl::{Clock, TokioClock};
+
+async fn conformance(name: &'static str) {
+    let Some(addr) = real_mysql() else {
+        return;
+    };
+    let info = lock_impl::MYSQL_DESIGNS
+        .iter()
+        .find(|d| d.name == name)
+        .expect("a MySQL design");
+    let backend = MySqlBackend {
+        server: mysql_server(addr),
+    };
+    let factory: Factory = Arc::new(move |deps| lock_impl::build(name, deps).expect("built-in"));
+    run_all(&backend, &factory, info.expires, info.release_checks_owner).await;
+    println!("real-mysql conformance passed: design={name}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn mysql_unique_index_passes_the_conformance_bodies_on_real_mariadb() {
+    conformance("mysql-unique-index").await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn mysql_get_lock_passes_the_conformance_bodies_on_real_mariadb() {
+    conformance("mysql-get-lock").await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_client_logs_in_and_reports_server_errors() {
+    let Some(addr) = real_mysql() else {
+        return;
+    };
+    let clock: Arc<dyn Clock> = Arc::new(TokioClock::new());
+    let mut conn = MySqlConn::connect(&mysql_server(addr), clock.clone())
+        .await
+        .expect("login as locksim");
+    assert!(
+        conn.handshake().server_version.contains("MariaDB"),
+        "{:?}",
+        conn.handshake()
+    );
+    assert!(matches!(conn.ping().await, Ok(Reply::Ok(_))));
+    match conn.query("FOO BAR").await {
+        Err(MySqlError::Server(e)) => {
+            assert_eq!((e.code, e.sql_state.as_str()), (1064, "42000"), "{e}")
+        }
+        other => panic!("a syntax error expected, got {other:?}"),
+    }
+    let wrong = lock_impl::mysql::MySqlServer {
+        password: "not-the-password".into(),
+        ..mysql_server(addr)
+    };
+    match MySqlConn::connect(&wrong, clock).await {
+        Err(MySqlError::Server(e)) => assert_eq!(e.code, 1045, "{e}"),
+        other => panic!("access denied expected, got {other:?}"),
+    }
+    conn.quit().await;
+}

@@ -1,0 +1,81 @@
+//! MySQL's own faults: a holder's connection dropped under its `GET_LOCK`, by a reset
+//! or by the server's `wait_timeout`.
+
+use crate::params::Param;
+use sim::faults::{Fault, FaultKind, Target};
+use sim::world::{MySqlSpec, Workload};
+
+use super::{Def, Draw};
+use crate::checkers::probes;
+
+/// A world of one MySQL server (`mysql-1`, the MariaDB 10.11 model) and no Redis
+/// server; a critical section lasts five leases, so a holder whose connection drops
+/// keeps working long after the server released what the connection held.
+fn mysql_world(base: &Workload) -> Workload {
+    Workload {
+        servers: Vec::new(),
+        work_ms: base.lease_ms * 5,
+        mysql: Some(MySqlSpec::default()),
+        ..base.clone()
+    }
+}
+
+pub(super) static MYSQL_CONNECTION_DROP: Def = Def {
+    name: "mysql-connection-drop",
+    description: "the holder's connections to the MySQL server are reset (a proxy, a firewall, a pool recycling them) four times while it works for 5 leases",
+    fault_about: "the server ended the holder's connection (and with it whatever the connection held: a GET_LOCK) while the holder believed it held the lock",
+    world: mysql_world,
+    quantities: &[],
+    plan: holder_resets,
+    probe: |h, _| probes::connection_closed_during_a_hold(h),
+};
+
+/// Four resets of the holder's connections.
+fn holder_resets(d: &mut Draw) -> Vec<Fault> {
+    (0..4)
+        .map(|_| Fault {
+            at_ms: d.at(),
+            kind: FaultKind::ResetConnections {
+                target: Target::Holder,
+            },
+        })
+        .collect()
+}
+
+/// The same world with the server's `wait_timeout` at its smallest, 1 s (a DBA's
+/// setting to reap idle pool connections), and a critical section of 2 leases.
+fn mysql_wait_timeout_world(base: &Workload) -> Workload {
+    Workload {
+        servers: Vec::new(),
+        work_ms: base.lease_ms * 2,
+        mysql: Some(MySqlSpec {
+            wait_timeout_s: 1,
+            ..MySqlSpec::default()
+        }),
+        ..base.clone()
+    }
+}
+
+pub(super) static MYSQL_WAIT_TIMEOUT: Def = Def {
+    name: "mysql-wait-timeout",
+    description: "the server's wait_timeout is 1 s; the holder stops the world for 6-10 leases (1.2-2 s) while it holds the lock, so its connection sits idle past the timeout",
+    fault_about: "the server closed the paused holder's idle connection (and with it whatever the connection held: a GET_LOCK) while the holder believed it held the lock",
+    world: mysql_wait_timeout_world,
+    quantities: &[Param::PauseMs],
+    plan: holder_long_pauses,
+    probe: |h, _| probes::connection_closed_during_a_hold(h),
+};
+
+/// Three pauses of the holder, 6-10 leases each.
+fn holder_long_pauses(d: &mut Draw) -> Vec<Fault> {
+    let lease = d.lease;
+    (0..3)
+        .map(|_| Fault {
+            at_ms: d.at(),
+            kind: FaultKind::Pause {
+                target: Target::Holder,
+                duration_ms: d.quantity(Param::PauseMs, lease * 6..=lease * 10),
+            },
+        })
+        .collect()
+}

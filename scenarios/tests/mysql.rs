@@ -1,0 +1,192 @@
+//! The MySQL designs in locksim's world (one MariaDB model server, `mysql-1`):
+//! `mysql-unique-index` deadlocks when its holder dies (no expiry); `mysql-get-lock`
+//! loses its lock with its connection while the holder keeps working. The classes
+//! come from the checkers on the histories, never from the design's name.
+
+mod common;
+
+use scenarios::checkers::{Safety, probes};
+use scenarios::sweep::{RunSummary, replay_command, sweep};
+use sim::history::{EventKind, ServerEvent};
+
+const SEEDS: std::ops::Range<u64> = 0..4;
+
+fn runs(design: &str, scenario: &str) -> Vec<RunSummary> {
+    sweep(
+        &common::design(design),
+        &common::scenario(scenario),
+        SEEDS,
+        2,
+        true,
+        &|_, _| {},
+    )
+    .expect("runs complete")
+}
+
+fn verdict<'a>(run: &'a RunSummary, checker: &str) -> &'a scenarios::checkers::Verdict {
+    &run.verdicts
+        .iter()
+        .find(|(n, _)| n == checker)
+        .unwrap_or_else(|| panic!("no {checker} verdict"))
+        .1
+}
+
+#[test]
+fn mysql_designs_are_valid_without_faults() {
+    for design in ["mysql-unique-index", "mysql-get-lock"] {
+        for run in runs(design, "no-faults") {
+            let replay = replay_command(design, "no-faults", run.seed);
+            assert_eq!(
+                run.safety(),
+                Safety::Safe,
+                "{design} seed {}: {replay}",
+                run.seed
+            );
+            assert!(
+                run.acquisitions > 10,
+                "{design} seed {}: only {} acquisitions; {replay}",
+                run.seed,
+                run.acquisitions
+            );
+            for (name, v) in &run.verdicts {
+                assert!(
+                    !v.is_invalid(),
+                    "{design} seed {}: {name} {v:?}; {replay}",
+                    run.seed
+                );
+            }
+        }
+    }
+}
+
+#[test]
+fn mysql_unique_index_under_client_crash_is_stuck_but_safe() {
+    for run in runs("mysql-unique-index", "client-crash") {
+        let replay = replay_command("mysql-unique-index", "client-crash", run.seed);
+        assert!(
+            run.fault_seen.is_some(),
+            "seed {}: no crash of a holder; {replay}",
+            run.seed
+        );
+        assert!(
+            verdict(&run, "liveness").is_invalid(),
+            "seed {}: liveness {:?}; {replay}",
+            run.seed,
+            verdict(&run, "liveness")
+        );
+        assert!(
+            !verdict(&run, "mutual-exclusion").is_invalid(),
+            "seed {}: {replay}",
+            run.seed
+        );
+        assert_eq!(run.safety(), Safety::Safe, "seed {}: {replay}", run.seed);
+    }
+}
+
+#[test]
+fn mysql_get_lock_under_a_connection_drop_is_unsafe() {
+    for run in runs("mysql-get-lock", "mysql-connection-drop") {
+        let replay = replay_command("mysql-get-lock", "mysql-connection-drop", run.seed);
+        let history = run.history.as_ref().expect("kept");
+        let witness = probes::connection_closed_during_a_hold(history);
+        assert!(
+            witness.is_some(),
+            "seed {}: no connection of a holder closed with its lock; {replay}",
+            run.seed
+        );
+        assert_eq!(run.fault_seen, witness, "seed {}", run.seed);
+        assert!(
+            witness
+                .as_deref()
+                .is_some_and(|w| w.contains("releasing GET_LOCK")),
+            "seed {}: {witness:?}",
+            run.seed
+        );
+        let resets = history
+            .events
+            .iter()
+            .filter(|e| matches!(&e.kind, EventKind::Fault { .. }))
+            .count();
+        assert!(resets > 0, "seed {}: no fault recorded; {replay}", run.seed);
+        assert!(
+            verdict(&run, "mutual-exclusion").is_invalid(),
+            "seed {}: mutual exclusion {:?}; {replay}",
+            run.seed,
+            verdict(&run, "mutual-exclusion")
+        );
+        assert_eq!(run.safety(), Safety::Unsafe, "seed {}: {replay}", run.seed);
+        let closed = history.events.iter().any(|e| {
+            matches!(&e.kind, EventKind::Server(ServerEvent::MySqlConnection { event, released, .. })
+                if event == "closed" && !released.is_empty())
+        });
+        assert!(closed, "seed {}: {replay}", run.seed);
+    }
+}
+
+#[test]
+fn mysql_unique_index_keeps_its_row_through_a_connection_drop() {
+    for run in runs("mysql-unique-index", "mysql-connection-drop") {
+        let replay = replay_command("mysql-unique-index", "mysql-connection-drop", run.seed);
+        if let Some(w) = &run.fault_seen {
+            assert!(
+                w.contains("keeping the lock"),
+                "seed {}: {w}; {replay}",
+                run.seed
+            );
+        }
+        assert!(
+            !verdict(&run, "mutual-exclusion").is_invalid(),
+            "seed {}: {replay}",
+            run.seed
+        );
+    }
+}
+
+#[test]
+fn the_mysql_scenario_applies_to_the_mysql_designs_only() {
+    let catalog = scenarios::catalog::catalog();
+    let drop = catalog
+        .iter()
+        .find(|s| s.name == "mysql-connection-drop")
+        .expect("in the catalog");
+    assert!(drop.applies_to(lock_impl::Backend::MySql, 0));
+    assert!(!drop.applies_to(lock_impl::Backend::Redis, 1));
+    assert!(!drop.applies_to(lock_impl::Backend::ZooKeeper, 0));
+    for s in &catalog {
+        assert_eq!(
+            s.applies_to(lock_impl::Backend::MySql, 0),
+            scenarios::catalog::MYSQL_SCENARIOS.contains(&s.name),
+            "{}",
+            s.name
+        );
+    }
+}
+
+#[test]
+fn mysql_get_lock_is_unsafe_when_wait_timeout_reaps_a_paused_holder() {
+    for run in runs("mysql-get-lock", "mysql-wait-timeout") {
+        let replay = replay_command("mysql-get-lock", "mysql-wait-timeout", run.seed);
+        let witness = probes::connection_closed_during_a_hold(run.history.as_ref().expect("kept"));
+        assert!(
+            witness
+                .as_deref()
+                .is_some_and(|w| w.contains("releasing GET_LOCK")),
+            "seed {}: {witness:?}; {replay}",
+            run.seed
+        );
+        assert!(
+            verdict(&run, "mutual-exclusion").is_invalid(),
+            "seed {}: {replay}",
+            run.seed
+        );
+        assert_eq!(run.safety(), Safety::Unsafe, "seed {}: {replay}", run.seed);
+    }
+    for run in runs("mysql-unique-index", "mysql-wait-timeout") {
+        let replay = replay_command("mysql-unique-index", "mysql-wait-timeout", run.seed);
+        assert!(
+            !verdict(&run, "mutual-exclusion").is_invalid(),
+            "seed {}: {replay}",
+            run.seed
+        );
+    }
+}

@@ -1,0 +1,209 @@
+//! The world's MySQL server: its host (the MariaDB model of `crate::mysql`, every
+//! accepted connection wrapped by the link-fault registry as a Redis server's is, so
+//! a crashed client's or a reset link's connections end on both sides and the server
+//! releases what they held) and the observation that moves its record into the
+//! history.
+//!
+//! Recorded as server events, at true time: every connection logged in and ended
+//! (`MySqlConnection`, with the user locks its end released), and the lock as the
+//! server's record says it is held, in the terms every checker reads:
+//! - `mysql-unique-index`: a row of `locks` named by the key is the key's value (its
+//!   `owner`): `Written` by the inserting connection's host, `Removed` (`command`) by
+//!   the deleting one's;
+//! - `mysql-get-lock`: the user lock named by the key is the key's value
+//!   `connection-<id>` (the holder's connection, which the design's guard names too):
+//!   `Written` when taken, `Removed` (`command`) on `RELEASE_LOCK`, `Removed`
+//!   (`connection-closed`, by `connection-closed`) when its connection ended.
+
+use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use crate::history::{EventKind, ServerEvent};
+use crate::mysql::{
+    ConnId, MYSQL_PORT, MySqlConfig, ServerEvent as MyEvent, SharedMySql, serve_connection,
+};
+use crate::net::NetFaults;
+use crate::recorder::Recorder;
+
+use super::config::MySqlSpec;
+
+/// The owner value of a `GET_LOCK` held by connection `id` (the guard's owner too).
+pub fn get_lock_owner(id: ConnId) -> String {
+    lock_impl::designs::get_lock_owner(id)
+}
+
+/// The MySQL host's handle: the running server and what the observer has seen.
+pub(crate) struct MySqlCtl {
+    pub name: String,
+    slot: Arc<Mutex<Option<SharedMySql>>>,
+    key: String,
+    /// Connection → client host.
+    hosts: BTreeMap<ConnId, String>,
+    /// The key's holder by the server's record: (value, host).
+    holder: Option<(String, String)>,
+}
+
+impl MySqlCtl {
+    pub fn new(spec: &MySqlSpec, key: &str) -> Self {
+        MySqlCtl {
+            name: spec.name.clone(),
+            slot: Arc::default(),
+            key: key.to_string(),
+            hosts: BTreeMap::new(),
+            holder: None,
+        }
+    }
+
+    /// Adds the host to the simulation.
+    pub fn add_host(
+        &self,
+        sim: &mut turmoil::Sim<'_>,
+        spec: &MySqlSpec,
+        seed: u64,
+        net: &NetFaults,
+    ) {
+        let config = MySqlConfig {
+            user: spec.user.clone(),
+            password: spec.password.clone(),
+            database: spec.database.clone(),
+            seed,
+            wait_timeout_s: spec.wait_timeout_s,
+        };
+        let (slot, net, name) = (self.slot.clone(), net.clone(), self.name.clone());
+        sim.host(spec.name.as_str(), move || {
+            let (slot, net, name, config) =
+                (slot.clone(), net.clone(), name.clone(), config.clone());
+            async move {
+                // A fresh server on every start (nothing on disk is modelled yet).
+                let shared = SharedMySql::new(config);
+                *slot.lock().unwrap_or_else(|e| e.into_inner()) = Some(shared.clone());
+                let listener =
+                    turmoil::net::TcpListener::bind((std::net::Ipv4Addr::UNSPECIFIED, MYSQL_PORT))
+                        .await?;
+                loop {
+                    let Ok((stream, addr)) = listener.accept().await else {
+                        continue;
+                    };
+                    let peer =
+                        turmoil::reverse_lookup(addr.ip()).unwrap_or_else(|| addr.to_string());
+                    let stream = net.wrap(stream, &name, &peer);
+                    tokio::task::spawn_local(serve_connection(shared.clone(), stream, peer));
+                }
+            }
+        });
+    }
+
+    /// Whether the server's record has the lock held.
+    pub fn holds(&self) -> bool {
+        self.holder.is_some()
+    }
+
+    /// The lock holder's host, by the server's record.
+    pub fn owner(&self) -> Option<&str> {
+        self.holder.as_ref().map(|(_, h)| h.as_str())
+    }
+
+    /// Moves the server's new events into the history at `now`.
+    pub fn drain(&mut self, recorder: &Recorder, now: Duration) {
+        let Some(shared) = self.slot.lock().unwrap_or_else(|e| e.into_inner()).clone() else {
+            return;
+        };
+        let at = now.as_micros() as u64;
+        let events = shared.with(|m| m.take_events());
+        let name = self.name.clone();
+        let record = |kind: ServerEvent| recorder.record_at(at, &name, EventKind::Server(kind));
+        for event in events {
+            match event {
+                MyEvent::Connected { conn, host } => {
+                    self.hosts.insert(conn, host.clone());
+                    record(ServerEvent::MySqlConnection {
+                        connection: conn,
+                        client: host,
+                        event: "opened".into(),
+                        released: Vec::new(),
+                    });
+                }
+                MyEvent::Disconnected {
+                    conn,
+                    host,
+                    released,
+                } => {
+                    let lost = released.contains(&self.key);
+                    record(ServerEvent::MySqlConnection {
+                        connection: conn,
+                        client: host.clone(),
+                        event: "closed".into(),
+                        released,
+                    });
+                    if lost {
+                        self.set_holder(recorder, at, None, "connection-closed");
+                    }
+                }
+                MyEvent::Inserted { conn, name, owner } if name == self.key => {
+                    let host = self.hosts.get(&conn).cloned().unwrap_or_default();
+                    self.set_holder(recorder, at, Some((owner, host)), "command");
+                }
+                MyEvent::Deleted { conn, name, .. } if name == self.key => {
+                    let by = self.hosts.get(&conn).cloned().unwrap_or_default();
+                    self.set_holder(recorder, at, None, &by);
+                }
+                MyEvent::LockTaken { conn, name } if name == self.key => {
+                    let host = self.hosts.get(&conn).cloned().unwrap_or_default();
+                    self.set_holder(recorder, at, Some((get_lock_owner(conn), host)), "command");
+                }
+                MyEvent::LockReleased { conn, name } if name == self.key => {
+                    let by = self.hosts.get(&conn).cloned().unwrap_or_default();
+                    self.set_holder(recorder, at, None, &by);
+                }
+                _ => {}
+            }
+        }
+    }
+
+    /// Records the end of the current hold (`how`: the releasing host, or
+    /// `connection-closed`) and the start of `next`.
+    fn set_holder(
+        &mut self,
+        recorder: &Recorder,
+        at: u64,
+        next: Option<(String, String)>,
+        how: &str,
+    ) {
+        if let Some((value, host)) = self.holder.take()
+            && next.is_none()
+        {
+            let (by, cause) = if how == "connection-closed" {
+                ("connection-closed".to_string(), "connection-closed")
+            } else if how == "command" {
+                (host, "command")
+            } else {
+                (how.to_string(), "command")
+            };
+            recorder.record_at(
+                at,
+                &self.name,
+                EventKind::Server(ServerEvent::Removed {
+                    by,
+                    key: self.key.clone(),
+                    value,
+                    cause: cause.into(),
+                }),
+            );
+        }
+        if let Some((value, host)) = &next {
+            recorder.record_at(
+                at,
+                &self.name,
+                EventKind::Server(ServerEvent::Written {
+                    by: host.clone(),
+                    key: self.key.clone(),
+                    value: value.clone(),
+                }),
+            );
+        }
+        if next.is_some() {
+            self.holder = next;
+        }
+    }
+}
