@@ -319,22 +319,32 @@ pub fn render_matrix(
         format!("\x1b[{code}m{text}\x1b[0m")
     };
     let mut out = String::new();
-    let mut header = format!("{:<name_w$}", "design");
-    for i in 1..=scenarios.len() {
-        let _ = write!(header, "{i:>col_w$}");
-    }
-    let _ = writeln!(out, "{}", header.trim_end());
-    for d in designs {
-        let mut line = format!("{d:<name_w$}");
-        for s in scenarios {
-            let (mark, text) = cells
-                .iter()
-                .find(|c| c.design == *d && c.scenario == *s)
-                .map_or(('.', ".".to_string()), matrix_mark);
-            let pad = col_w.saturating_sub(text.chars().count());
-            let _ = write!(line, "{}{}", " ".repeat(pad), paint(mark, &text));
+    // As many scenario columns as fit 120 columns beside the design names; a catalog
+    // wider than that is printed in panels, each with its own header, the scenario
+    // numbers running on.
+    let per_panel = ((120 - name_w.min(100)) / col_w).max(1);
+    let indexed: Vec<(usize, &&str)> = scenarios.iter().enumerate().collect();
+    for (p, panel) in indexed.chunks(per_panel).enumerate() {
+        if p > 0 {
+            out.push('\n');
         }
-        let _ = writeln!(out, "{}", line.trim_end());
+        let mut header = format!("{:<name_w$}", "design");
+        for (i, _) in panel {
+            let _ = write!(header, "{:>col_w$}", i + 1);
+        }
+        let _ = writeln!(out, "{}", header.trim_end());
+        for d in designs {
+            let mut line = format!("{d:<name_w$}");
+            for (_, s) in panel {
+                let (mark, text) = cells
+                    .iter()
+                    .find(|c| c.design == *d && c.scenario == **s)
+                    .map_or(('.', ".".to_string()), matrix_mark);
+                let pad = col_w.saturating_sub(text.chars().count());
+                let _ = write!(line, "{}{}", " ".repeat(pad), paint(mark, &text));
+            }
+            let _ = writeln!(out, "{}", line.trim_end());
+        }
     }
     let _ = writeln!(
         out,

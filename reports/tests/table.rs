@@ -220,15 +220,28 @@ fn the_matrix_fits_120_columns_with_every_design_and_scenario_and_marks_each_cel
             line.chars().count()
         );
     }
+    // A design's marks, across every panel (a wide catalog is printed in several,
+    // each with its own header and a row per design).
     let row = |d: &str| {
-        text.lines()
-            .find(|l| l.split_whitespace().next() == Some(d))
-            .unwrap_or_else(|| panic!("no row for {d}: {text}"))
-            .split_whitespace()
-            .skip(1)
-            .map(String::from)
-            .collect::<Vec<_>>()
+        let rows: Vec<String> = text
+            .lines()
+            .filter(|l| l.split_whitespace().next() == Some(d))
+            .flat_map(|l| {
+                l.split_whitespace()
+                    .skip(1)
+                    .map(String::from)
+                    .collect::<Vec<_>>()
+            })
+            .collect();
+        assert!(!rows.is_empty(), "no row for {d}: {text}");
+        rows
     };
+    let panels = text.lines().filter(|l| l.starts_with("design")).count();
+    assert_eq!(
+        panels,
+        scenario_names.len().div_ceil((120 - 26) / 3),
+        "as many panels as 120 columns need: {text}"
+    );
     assert_eq!(row("setnx-del")[..3], ["U2", "L", "."]);
     assert_eq!(row("redlock")[..2], ["F", "n"]);
     assert_eq!(
