@@ -28,6 +28,7 @@
 //! | `redsync` | go-redsync v4.17.0 `Mutex`: `SET NX PX` on N pools concurrently, quorum, `until = now + expiry − elapsed − expiry×0.01`; 32 tries, 50-250 ms delay | redsync's delete script on all, quorum | 000, 003 |
 //! | `node-redlock` | node-redlock 5.0.0-beta.2: its Lua acquire script on N clients at once, decided at the first quorum; `expiration = start + duration − drift` on `Date.now()` (wall clock), not checked; 10 retries, 200 ± 100 ms | its Lua release script, with the same retries | 000, 003 |
 //! | `redisson-fenced` | Redisson 3.52.0 `RFencedLock.tryLockAndGetToken`: `reentrant-watchdog` with a lock script that `INCR`s `redisson_lock_token:{key}` and returns it as the fencing token; wait budget on `currentTimeMillis` (wall clock) | as `reentrant-watchdog` | 001, 003 |
+//! | `redisson-rw` | Redisson 3.52.0 `RReadWriteLock` (`RedissonReadLock` / `RedissonWriteLock`): one hash with `mode` and per-holder counts, a timeout key per read hold, watchdog (`ReadLockTask` for readers), pub/sub wait; `acquire` takes the write lock, `acquire_read` the read lock | their Lua unlock scripts (read: the hash lives as long as the longest timeout key left) | 004 |
 //!
 //! # Your own design
 //!
@@ -299,6 +300,18 @@ pub const DESIGNS: &[DesignInfo] = &[
         release_checks_owner: true,
         masters: 1,
     },
+    DesignInfo {
+        name: designs::RedissonRw::NAME,
+        summary: "Redisson 3.52.0 RReadWriteLock: read and write locks in one hash (mode, \
+                  per-holder counts, a timeout key per read hold), watchdog every lease/3, \
+                  pub/sub wait; acquire takes the write lock, acquire_read the read lock",
+        seeds: "004",
+        known_failure: "a pause freezes the watchdog too: past the lease a writer takes the \
+                        lock under a paused reader or writer",
+        expires: true,
+        release_checks_owner: true,
+        masters: 1,
+    },
 ];
 
 /// The `masters` of a design that locks on no Redis master but on the world's
@@ -370,6 +383,7 @@ pub fn build(name: &str, deps: Deps) -> Result<Arc<dyn LockDesign>, LockError> {
         designs::ReentrantWatchdog::FENCED_NAME => {
             Arc::new(designs::ReentrantWatchdog::fenced(deps))
         }
+        designs::RedissonRw::NAME => Arc::new(designs::RedissonRw::new(deps)),
         designs::ZkCurator::NAME => Arc::new(designs::ZkCurator::new(deps)),
         designs::ZkCurator::FENCED_NAME => Arc::new(designs::ZkCurator::fenced(deps)),
         other => {

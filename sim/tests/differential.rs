@@ -218,6 +218,7 @@ fn simple_cmd() -> impl Strategy<Value = Vec<String>> {
         (key(), field(), field()).prop_map(move |(k, f, g)| s(&["HDEL", k, f, g])),
         key().prop_map(move |k| s(&["HGETALL", k])),
         key().prop_map(move |k| s(&["HLEN", k])),
+        key().prop_map(move |k| s(&["HKEYS", k])),
         (key(), value()).prop_map(move |(k, v)| s(&["PUBLISH", k, &v])),
         Just(s(&["PING"])),
         value().prop_map(move |v| s(&["PING", &v])),
@@ -234,6 +235,8 @@ fn simple_cmd() -> impl Strategy<Value = Vec<String>> {
             vec!["ECHO"],
             vec!["DEL"],
             vec!["HGETALL", "a", "b"],
+            vec!["HKEYS"],
+            vec!["HKEYS", "a", "b"],
         ])
         .prop_map(move |v| s(&v)),
     ]
