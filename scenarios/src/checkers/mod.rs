@@ -42,6 +42,7 @@ mod mutual_exclusion;
 mod ownership;
 pub mod probes;
 mod reentrancy;
+pub mod rw_exclusion;
 mod server_probes;
 mod token_order;
 pub mod validity;
@@ -58,6 +59,7 @@ pub use lost_update::LostUpdate;
 pub use mutual_exclusion::MutualExclusion;
 pub use ownership::{Ownership, unattributed_removals};
 pub use reentrancy::{Reentrancy, still_held_count};
+pub use rw_exclusion::RwExclusion;
 pub use server_probes::{
     acquire_ok_later_than_lease, delayed_reply_to_a_granted_acquire, failover_lost_the_lock,
     holder_partitioned_past_the_lease, server_crashed_holding_the_lock,
@@ -147,6 +149,7 @@ pub fn all() -> Vec<Box<dyn Checker>> {
         Box::new(Validity),
         Box::new(Overrun),
         Box::new(Belief),
+        Box::new(RwExclusion),
     ]
 }
 
@@ -196,6 +199,13 @@ pub const PROMISE_CHECKERS: [&str; 1] = ["token-order"];
 /// The checker that judges exclusion in belief (overlapping believed holds): invalid
 /// alone makes a run [`Safety::Fenced`].
 pub const BELIEF_CHECKER: &str = "mutual-exclusion";
+
+/// The read-write lock's exclusion in belief (`rw-exclusion`): invalid, it counts as
+/// [`BELIEF_CHECKER`] does; unknown, it is left out of the class, because it is unknown
+/// either where it has nothing to judge (no read-mode hold: `mutual-exclusion` judges
+/// every hold) or where the holds cannot be derived (then `mutual-exclusion`, over the
+/// same holds, is unknown too).
+pub const RW_BELIEF_CHECKER: &str = rw_exclusion::NAME;
 
 /// Liveness checkers: they never change a run's [`Safety`] class.
 pub const LIVENESS_CHECKERS: [&str; 2] = ["liveness", "waiter-liveness"];
@@ -264,13 +274,13 @@ impl std::fmt::Display for Safety {
 /// whether the storage refused anyone ([`storage_refused`]):
 ///
 /// - [`Safety::Unsafe`] if any effect checker ([`EFFECT_CHECKERS`]) is invalid;
-/// - else [`Safety::Unsafe`] if `mutual-exclusion` (belief) is invalid and the storage
+/// - else [`Safety::Unsafe`] if `mutual-exclusion` or `rw-exclusion` (belief) is invalid and the storage
 ///   refused nobody: two clients held the lock at once and nothing stood between them
 ///   and the data, so that nothing was lost was luck. A proven violation decides the
 ///   class, whatever another checker could not judge (a run whose overlapping holders
 ///   never got to write leaves `lost-update` nothing to judge);
-/// - else, if any verdict other than a liveness checker's ([`LIVENESS_CHECKERS`]) is
-///   unknown (a checker that panicked is unknown too): [`Safety::Promise`] if a
+/// - else, if any verdict other than a liveness checker's ([`LIVENESS_CHECKERS`]) or
+///   `rw-exclusion`'s ([`RW_BELIEF_CHECKER`]) is unknown (a checker that panicked is unknown too): [`Safety::Promise`] if a
 ///   promise checker ([`PROMISE_CHECKERS`]) is invalid (proven, whatever else could
 ///   not be judged), else [`Safety::Unknown`]: an unjudged run proves nothing, and
 ///   "fenced" needs every effect judged;
@@ -288,13 +298,14 @@ pub fn safety<S: AsRef<str>>(verdicts: &[(S, Verdict)], storage_refused: bool) -
             .iter()
             .any(|(n, v)| want(n.as_ref()) && v.is_invalid())
     };
-    let overlapped = invalid(&|n| n == BELIEF_CHECKER);
+    let overlapped = invalid(&|n| n == BELIEF_CHECKER || n == RW_BELIEF_CHECKER);
     if invalid(&|n| EFFECT_CHECKERS.contains(&n)) || (overlapped && !storage_refused) {
         Safety::Unsafe
-    } else if verdicts
-        .iter()
-        .any(|(n, v)| !LIVENESS_CHECKERS.contains(&n.as_ref()) && v.is_unknown())
-    {
+    } else if verdicts.iter().any(|(n, v)| {
+        !LIVENESS_CHECKERS.contains(&n.as_ref())
+            && n.as_ref() != RW_BELIEF_CHECKER
+            && v.is_unknown()
+    }) {
         if invalid(&|n| PROMISE_CHECKERS.contains(&n)) {
             Safety::Promise
         } else {

@@ -199,6 +199,15 @@ pub struct Workload {
     /// it, `servers` may be empty and a client's `Deps.zookeeper` reaches it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub zookeeper: Option<ZkSpec>,
+    /// A read/write mix: this percentage (0 to 100) of rounds take the lock in read
+    /// (shared) mode (`LockDesign::acquire_read`) and only read the storage; the rest
+    /// take it in write mode (`acquire`) and read-modify-write. Each acquisition's
+    /// mode is recorded (`Op::mode`). `None` (the default): every round writes and no
+    /// mode is recorded, as before the knob existed. A design without a read mode
+    /// refuses the read rounds (`LockError::NoReadMode`, recorded as a failed
+    /// acquisition).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub read_share: Option<u8>,
 }
 
 /// The world's ZooKeeper server (one for now; an ensemble is the next step).
@@ -254,6 +263,7 @@ impl Default for Workload {
             sentinel: None,
             trace_commands: false,
             zookeeper: None,
+            read_share: None,
         }
     }
 }
@@ -270,6 +280,20 @@ impl Workload {
         }
         if self.connect_timeout_ms == 0 {
             return bad("workload.connect_timeout_ms must be positive".into());
+        }
+        if let Some(share) = self.read_share
+            && share > 100
+        {
+            return bad(format!(
+                "workload.read_share={share} is a percentage of rounds: 0 to 100"
+            ));
+        }
+        if self.read_share.is_some() && self.reentrant_depth > 1 {
+            return bad(
+                "workload.read_share and workload.reentrant_depth > 1 cannot be combined: \
+                 nested acquisitions of a read/write mix are not modelled"
+                    .into(),
+            );
         }
         if self.latency_ms_min > self.latency_ms_max {
             return bad("workload.latency_ms_min must not exceed latency_ms_max".into());
