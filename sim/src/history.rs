@@ -366,6 +366,16 @@ pub enum ServerEvent {
         /// The command's name and key (no values; a script by its digest's start).
         command: String,
     },
+    /// `HDEL` removed one field of a hash that keeps others (a read-write lock's reader
+    /// leaving while others hold): the field's hold on the key ended, the key lives on.
+    FieldRemoved {
+        /// The host whose command removed it.
+        by: String,
+        /// The key.
+        key: String,
+        /// The field.
+        field: String,
+    },
     /// A key was removed.
     Removed {
         /// The host whose command removed it, or `expiry`.

@@ -10,7 +10,7 @@
 //! `slow_work`, `network` (delays and partitions), `pubsub` (lost unlock messages),
 //! `server` (a Redis server crashes or pauses), `replication` (failover and split
 //! brain under Sentinel), `clock` (a server's clock jumps or drifts, a client's wall
-//! clock steps) and `redlock`
+//! clock steps), `read_write` (a read/write mix for read-write locks) and `redlock`
 //! (five independent masters), `zookeeper` (a ZooKeeper session expiring). The probes themselves are history readers in
 //! [`crate::checkers`] (several scenarios share one, and they are tested on hand-built
 //! histories there); a `Def` names the one it uses and with what arguments.
@@ -27,6 +27,7 @@ mod network;
 mod no_faults;
 mod pauses;
 mod pubsub;
+mod read_write;
 mod redlock;
 mod replication;
 mod server;
@@ -44,6 +45,7 @@ use sim::world::{ServerSpec, Workload, sub_seed};
 
 use crate::params::Param;
 
+pub use read_write::READ_SHARE;
 pub use redlock::BARE_MAJORITY_CLIENT;
 
 /// Every scenario, in the order reports list them.
@@ -77,6 +79,7 @@ pub static SCENARIOS: &[&Def] = &[
     &no_faults::FLASH_SALE,
     &zookeeper::ZK_SESSION_EXPIRY,
     &clock::CLIENT_CLOCK_STEP,
+    &read_write::READ_WRITE,
 ];
 
 /// One scenario, whole: what it says of itself, its world, its faults and its probe.

@@ -149,8 +149,32 @@ pub fn all() -> Vec<Box<dyn Checker>> {
         Box::new(Validity),
         Box::new(Overrun),
         Box::new(Belief),
-        Box::new(RwExclusion),
     ]
+}
+
+/// The checkers that judge only some histories, run by [`check_all`] on the histories
+/// they apply to, after [`all`]'s: `rw-exclusion`, on a read/write workload's history
+/// (one that records acquisition modes). On any other history they are not
+/// applicable and give no verdict at all, so the verdicts (and every report, gate
+/// cell and class) of a history without modes are what they were before them.
+pub fn conditional() -> Vec<Box<dyn Checker>> {
+    vec![Box::new(RwExclusion)]
+}
+
+/// [`all`], then the [`conditional`] checkers that apply to `h`.
+pub fn for_history(h: &History) -> Vec<Box<dyn Checker>> {
+    let mut checkers = all();
+    if rw_exclusion::applies(h) {
+        checkers.extend(conditional());
+    }
+    checkers
+}
+
+/// Every checker name a caller may ask for: [`names`], then the [`conditional`] ones.
+pub fn all_names() -> Vec<&'static str> {
+    let mut names = names();
+    names.extend(conditional().iter().map(|c| c.name()));
+    names
 }
 
 /// The names of [`all`]'s checkers, in order.
@@ -158,9 +182,10 @@ pub fn names() -> Vec<&'static str> {
     all().iter().map(|c| c.name()).collect()
 }
 
-/// Runs every checker of [`all`] on `h`, in order.
+/// Runs every checker of [`all`] on `h`, in order, then the [`conditional`] ones that
+/// apply to it ([`for_history`]).
 pub fn check_all(h: &History) -> Vec<(&'static str, Verdict)> {
-    check_with(&all(), h)
+    check_with(&for_history(h), h)
 }
 
 /// Runs the given checkers on `h`, in order. A checker that panics yields `Unknown`
@@ -201,10 +226,7 @@ pub const PROMISE_CHECKERS: [&str; 1] = ["token-order"];
 pub const BELIEF_CHECKER: &str = "mutual-exclusion";
 
 /// The read-write lock's exclusion in belief (`rw-exclusion`): invalid, it counts as
-/// [`BELIEF_CHECKER`] does; unknown, it is left out of the class, because it is unknown
-/// either where it has nothing to judge (no read-mode hold: `mutual-exclusion` judges
-/// every hold) or where the holds cannot be derived (then `mutual-exclusion`, over the
-/// same holds, is unknown too).
+/// [`BELIEF_CHECKER`] does.
 pub const RW_BELIEF_CHECKER: &str = rw_exclusion::NAME;
 
 /// Liveness checkers: they never change a run's [`Safety`] class.
@@ -279,8 +301,8 @@ impl std::fmt::Display for Safety {
 ///   and the data, so that nothing was lost was luck. A proven violation decides the
 ///   class, whatever another checker could not judge (a run whose overlapping holders
 ///   never got to write leaves `lost-update` nothing to judge);
-/// - else, if any verdict other than a liveness checker's ([`LIVENESS_CHECKERS`]) or
-///   `rw-exclusion`'s ([`RW_BELIEF_CHECKER`]) is unknown (a checker that panicked is unknown too): [`Safety::Promise`] if a
+/// - else, if any verdict other than a liveness checker's ([`LIVENESS_CHECKERS`]) is
+///   unknown (a checker that panicked is unknown too): [`Safety::Promise`] if a
 ///   promise checker ([`PROMISE_CHECKERS`]) is invalid (proven, whatever else could
 ///   not be judged), else [`Safety::Unknown`]: an unjudged run proves nothing, and
 ///   "fenced" needs every effect judged;
@@ -301,11 +323,10 @@ pub fn safety<S: AsRef<str>>(verdicts: &[(S, Verdict)], storage_refused: bool) -
     let overlapped = invalid(&|n| n == BELIEF_CHECKER || n == RW_BELIEF_CHECKER);
     if invalid(&|n| EFFECT_CHECKERS.contains(&n)) || (overlapped && !storage_refused) {
         Safety::Unsafe
-    } else if verdicts.iter().any(|(n, v)| {
-        !LIVENESS_CHECKERS.contains(&n.as_ref())
-            && n.as_ref() != RW_BELIEF_CHECKER
-            && v.is_unknown()
-    }) {
+    } else if verdicts
+        .iter()
+        .any(|(n, v)| !LIVENESS_CHECKERS.contains(&n.as_ref()) && v.is_unknown())
+    {
         if invalid(&|n| PROMISE_CHECKERS.contains(&n)) {
             Safety::Promise
         } else {

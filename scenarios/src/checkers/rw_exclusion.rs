@@ -5,13 +5,14 @@
 //! from the acquire's `ok` to the release's invocation, a crash or the run's end), with
 //! the mode each acquisition recorded (`Op::mode`; a hold without one is exclusive).
 //!
-//! A history without any read-mode hold has nothing for this checker to judge: every
-//! hold is exclusive and `mutual-exclusion` already judges them. It is then `Unknown`
-//! (never a vacuous `Valid`), and [`super::safety`] leaves that `Unknown` out of the
-//! class, since `mutual-exclusion` judges the same holds (and is `Unknown` itself when
-//! the holds cannot be derived).
+//! It applies to a read/write workload's history, one that records acquisition modes
+//! ([`applies`]); [`super::check_all`] does not run it on any other, where every hold
+//! is exclusive and `mutual-exclusion` judges them (no verdict at all, rather than a
+//! vacuous one). On a read/write history without a single read hold (a design with no
+//! read mode refuses every read) it is exactly `mutual-exclusion`'s judgement: every
+//! pair of overlapping holds has a writer in it; `Unknown` when nobody held the lock.
 
-use sim::history::History;
+use sim::history::{EventKind, History};
 
 use super::model::{self, Hold, HoldEnd};
 use super::{Checker, Evidence, Verdict, fmt_s};
@@ -23,9 +24,12 @@ pub struct RwExclusion;
 /// Its name, as reports and [`super::safety`] spell it.
 pub const NAME: &str = "rw-exclusion";
 
-/// The reason it gives on a history without read-mode holds.
-pub const NOTHING_TO_JUDGE: &str =
-    "no read-mode hold: every hold is exclusive, and mutual-exclusion judges those";
+/// Whether `h` is a read/write workload's history: some operation records a mode.
+pub fn applies(h: &History) -> bool {
+    h.events
+        .iter()
+        .any(|e| matches!(&e.kind, EventKind::Op(op) if op.mode.is_some()))
+}
 
 fn mode_name(h: &Hold) -> &'static str {
     if h.is_read() { "read" } else { "write" }
@@ -41,9 +45,10 @@ impl Checker for RwExclusion {
             Ok(x) => x,
             Err(reason) => return Verdict::Unknown { reason },
         };
-        if !holds.iter().any(Hold::is_read) {
+        if holds.is_empty() {
+            // No client ever held the lock: nothing was excluded, so nothing is proved.
             return Verdict::Unknown {
-                reason: NOTHING_TO_JUDGE.into(),
+                reason: "no acquisition succeeded: no hold to judge".into(),
             };
         }
         // Every overlapping pair of different hosts on one key with a writer among
@@ -243,30 +248,45 @@ mod tests {
     }
 
     #[test]
-    fn without_read_holds_there_is_nothing_to_judge_and_the_class_is_mutual_exclusions() {
-        // Exclusive holds only (no modes at all, as before modes existed; or all
-        // writes): unknown, never a vacuous valid, and left out of the class.
-        for mode in [None, W] {
-            let overlapping =
-                history(&[("client-1", mode, 100, 500), ("client-2", mode, 300, 700)]);
-            let verdict = RwExclusion.check(&overlapping);
-            assert_eq!(
-                verdict,
-                Verdict::Unknown {
-                    reason: NOTHING_TO_JUDGE.into()
-                }
-            );
-            let me = MutualExclusion.check(&overlapping);
-            assert!(me.is_invalid());
-            let verdicts = [("mutual-exclusion", me), (NAME, verdict.clone())];
-            assert_eq!(safety(&verdicts, false), Safety::Unsafe);
-            let apart = history(&[("client-1", mode, 100, 200), ("client-2", mode, 300, 700)]);
-            assert!(RwExclusion.check(&apart).is_unknown());
-            let verdicts = [
-                ("mutual-exclusion", MutualExclusion.check(&apart)),
-                (NAME, RwExclusion.check(&apart)),
-            ];
-            assert_eq!(safety(&verdicts, false), Safety::Safe);
-        }
+    fn without_read_holds_it_is_mutual_exclusions_judgement() {
+        // All writes (a design without a read mode refused every read).
+        let overlapping = history(&[("client-1", W, 100, 500), ("client-2", W, 300, 700)]);
+        let verdict = RwExclusion.check(&overlapping);
+        assert!(verdict.is_invalid());
+        assert_eq!(
+            verdict.evidence().map(|e| (e.at_us, e.hosts.clone())),
+            MutualExclusion
+                .check(&overlapping)
+                .evidence()
+                .map(|e| (e.at_us, e.hosts.clone()))
+        );
+        let apart = history(&[("client-1", W, 100, 200), ("client-2", W, 300, 700)]);
+        assert_eq!(RwExclusion.check(&apart), Verdict::Valid);
+        assert_eq!(MutualExclusion.check(&apart), Verdict::Valid);
+        let nobody = history(&[]);
+        assert!(
+            RwExclusion.check(&nobody).is_unknown(),
+            "never a vacuous valid"
+        );
+    }
+
+    #[test]
+    fn a_history_without_modes_gets_no_rw_exclusion_verdict() {
+        // Before modes existed: overlapping exclusive holds. Only the standard
+        // checkers judge it; with modes, rw-exclusion joins them.
+        let plain = history(&[("client-1", None, 100, 500), ("client-2", None, 300, 700)]);
+        assert!(!applies(&plain));
+        let names: Vec<&str> = crate::checkers::check_all(&plain)
+            .into_iter()
+            .map(|(n, _)| n)
+            .collect();
+        assert_eq!(names, crate::checkers::names());
+        let mixed = history(&[("client-1", R, 100, 500), ("client-2", W, 300, 700)]);
+        assert!(applies(&mixed));
+        let verdicts = crate::checkers::check_all(&mixed);
+        assert!(
+            verdicts.iter().any(|(n, v)| *n == NAME && v.is_invalid()),
+            "{verdicts:?}"
+        );
     }
 }
