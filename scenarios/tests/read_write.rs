@@ -103,3 +103,12 @@ fn a_design_without_a_read_mode_refuses_the_read_rounds() {
     let holds = model::holds(&h).expect("a well-formed history");
     assert!(!holds.is_empty() && holds.iter().all(|x| !x.is_read()));
 }
+
+/// The same through the `locksim` facade, as a user's suite asks it.
+#[test]
+fn the_facade_finds_the_paused_writer_by_rw_exclusion() {
+    locksim::check(locksim::builtin(DESIGN))
+        .scenario("read-write")
+        .seeds(0..SEARCH_BOUND)
+        .expect_invalid("rw-exclusion");
+}
