@@ -124,6 +124,12 @@ pub enum LockError {
         /// The smallest lease a watchdog can renew.
         min_ms: u64,
     },
+    /// A read (shared) acquisition asked of a design that has only one, exclusive, mode.
+    #[error("design {design} has no read mode: it only takes an exclusive lock")]
+    NoReadMode {
+        /// The design asked.
+        design: String,
+    },
 }
 
 impl LockError {
@@ -143,7 +149,8 @@ impl LockError {
             | LockError::LeaseTooShortForWatchdog { .. }
             | LockError::NoZooKeeper { .. }
             | LockError::NoMySql { .. }
-            | LockError::BadZooKeeperAddress { .. } => true,
+            | LockError::BadZooKeeperAddress { .. }
+            | LockError::NoReadMode { .. } => true,
             LockError::Connect { .. }
             | LockError::Redis { .. }
             | LockError::NotOwner { .. }

@@ -31,6 +31,7 @@
 //! | `redisson-fenced` | Redisson 3.52.0 `RFencedLock.tryLockAndGetToken`: `reentrant-watchdog` with a lock script that `INCR`s `redisson_lock_token:{key}` and returns it as the fencing token; wait budget on `currentTimeMillis` (wall clock) | as `reentrant-watchdog` | 001, 003 |
 //! | `mysql-unique-index` | `INSERT INTO locks (name, owner)` (duplicate key: held) | `DELETE ... WHERE name AND owner` | 002 |
 //! | `mysql-get-lock` | `SELECT GET_LOCK(name, 0)` (held by the connection) | `SELECT RELEASE_LOCK(name)` | 002 |
+//! | `redisson-rw` | Redisson 3.52.0 `RReadWriteLock` (`RedissonReadLock` / `RedissonWriteLock`): one hash with `mode` and per-holder counts, a timeout key per read hold, watchdog (`ReadLockTask` for readers), pub/sub wait; `acquire` takes the write lock, `acquire_read` the read lock | their Lua unlock scripts (read: the hash lives as long as the longest timeout key left) | 004 |
 //!
 //! # Your own design
 //!
@@ -358,6 +359,19 @@ pub const DESIGNS: &[DesignInfo] = &[
     },
     MYSQL_UNIQUE_INDEX,
     MYSQL_GET_LOCK,
+    DesignInfo {
+        name: designs::RedissonRw::NAME,
+        summary: "Redisson 3.52.0 RReadWriteLock: read and write locks in one hash (mode, \
+                  per-holder counts, a timeout key per read hold), watchdog every lease/3, \
+                  pub/sub wait; acquire takes the write lock, acquire_read the read lock",
+        seeds: "004",
+        known_failure: "a pause freezes the watchdog too: past the lease a writer takes the \
+                        lock under a paused reader or writer",
+        expires: true,
+        release_checks_owner: true,
+        masters: 1,
+        backend: Backend::Redis,
+    },
 ];
 
 const ZK_CURATOR: DesignInfo = DesignInfo {
@@ -467,6 +481,7 @@ pub fn build(name: &str, deps: Deps) -> Result<Arc<dyn LockDesign>, LockError> {
         designs::ReentrantWatchdog::FENCED_NAME => {
             Arc::new(designs::ReentrantWatchdog::fenced(deps))
         }
+        designs::RedissonRw::NAME => Arc::new(designs::RedissonRw::new(deps)),
         designs::ZkCurator::NAME => Arc::new(designs::ZkCurator::new(deps)),
         designs::ZkCurator::FENCED_NAME => Arc::new(designs::ZkCurator::fenced(deps)),
         designs::MySqlUniqueIndex::NAME => Arc::new(designs::MySqlUniqueIndex::new(deps)),

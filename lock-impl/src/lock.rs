@@ -236,6 +236,29 @@ pub trait LockDesign: Send + Sync {
 
     /// Release the lock that `guard` stands for.
     async fn release(&self, guard: &Guard) -> Result<Release, LockError>;
+
+    /// Acquire `key` in shared (read) mode: holders in read mode share the lock with
+    /// each other and exclude [`Self::acquire`]'s holders, which are exclusive.
+    ///
+    /// A read-write lock (`redisson-rw`) implements both sides: `acquire` takes its
+    /// write lock and this its read lock, and `release` tells them apart by the guard.
+    /// The mode is a method rather than a field of [`AcquireOptions`] so that the
+    /// designs with one mode, and every caller that builds options by hand, stay as
+    /// they are; those designs refuse a read acquisition with
+    /// [`LockError::NoReadMode`], before sending anything.
+    async fn acquire_read(&self, key: &str, options: AcquireOptions) -> Result<Acquire, LockError> {
+        let _ = (key, options);
+        Err(LockError::NoReadMode {
+            design: self.name().to_string(),
+        })
+    }
+
+    /// Whether [`Self::acquire_read`] takes a shared lock (a read-write lock), rather
+    /// than refusing. A service whose lock has one mode takes that lock for its reads
+    /// too, and so does locksim's read/write workload.
+    fn has_read_mode(&self) -> bool {
+        false
+    }
 }
 
 /// One attempt's outcome, for [`retry_acquire`].

@@ -469,6 +469,138 @@ pub async fn contention_keeps_a_counter_exact(backend: &dyn Backend, factory: &F
     );
 }
 
+/// The read-write bodies, for a design with a read mode ([`LockDesign::acquire_read`]):
+/// readers share; a writer excludes readers and writers, and readers exclude a writer;
+/// a reader waiting on a writer gets the lock once the writer releases, not before; a
+/// release by a non-holder does nothing; a dead reader's hold expires with its lease.
+pub async fn read_write_bodies(backend: &dyn Backend, factory: &Factory) {
+    let key = fresh_key("rw");
+    let (a, b, w) = (
+        client(backend, factory).await,
+        client(backend, factory).await,
+        client(backend, factory).await,
+    );
+    let name = a.name().to_string();
+    let opts = AcquireOptions::new(10_000, 0).unwrap();
+    // Readers share.
+    let ra = acquired(a.acquire_read(&key, opts).await.unwrap(), "first reader");
+    let rb = acquired(b.acquire_read(&key, opts).await.unwrap(), "second reader");
+    assert_ne!(
+        ra.owner, rb.owner,
+        "design={name}: readers are distinct holders"
+    );
+    // Readers exclude a writer, at once and within a wait.
+    assert_eq!(
+        w.acquire(&key, opts).await.unwrap(),
+        Acquire::NotAcquired,
+        "design={name}: a writer while two read"
+    );
+    let short_wait = AcquireOptions::new(10_000, 150).unwrap();
+    assert_eq!(
+        w.acquire(&key, short_wait).await.unwrap(),
+        Acquire::NotAcquired,
+        "design={name}: a writer waiting while two read"
+    );
+    // One reader gone: the other still excludes the writer.
+    assert_eq!(
+        a.release(&ra).await.unwrap(),
+        Release::Removed,
+        "design={name}"
+    );
+    assert_eq!(
+        w.acquire(&key, opts).await.unwrap(),
+        Acquire::NotAcquired,
+        "design={name}: a writer while one reads"
+    );
+    assert_eq!(
+        b.release(&rb).await.unwrap(),
+        Release::Removed,
+        "design={name}"
+    );
+    // A writer excludes readers and writers.
+    let gw = acquired(
+        w.acquire(&key, opts).await.unwrap(),
+        "writer on a free lock",
+    );
+    assert_eq!(
+        a.acquire_read(&key, opts).await.unwrap(),
+        Acquire::NotAcquired,
+        "design={name}: a reader while one writes"
+    );
+    assert_eq!(
+        b.acquire(&key, opts).await.unwrap(),
+        Acquire::NotAcquired,
+        "design={name}: a second writer"
+    );
+    // A release by a non-holder does nothing.
+    let forged = Guard {
+        owner: format!("{}-not-mine", gw.owner),
+        ..gw.clone()
+    };
+    match b.release(&forged).await {
+        Ok(Release::NotRemoved | Release::HeldByOther) | Err(LockError::NotOwner { .. }) => {}
+        other => panic!("design={name}: a non-holder's release gave {other:?}"),
+    }
+    assert_eq!(
+        a.acquire_read(&key, opts).await.unwrap(),
+        Acquire::NotAcquired,
+        "design={name}: the writer still holds after a non-holder's release"
+    );
+    // A reader waiting on the writer gets the lock once it releases, not before.
+    let released = Arc::new(AtomicBool::new(false));
+    let waiter = {
+        let (a, key, released) = (a.clone(), key.clone(), released.clone());
+        tokio::spawn(async move {
+            let wait = AcquireOptions::new(10_000, 5_000).unwrap();
+            let got = a.acquire_read(&key, wait).await.unwrap();
+            (got, released.load(Ordering::SeqCst))
+        })
+    };
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    released.store(true, Ordering::SeqCst);
+    assert_eq!(
+        w.release(&gw).await.unwrap(),
+        Release::Removed,
+        "design={name}"
+    );
+    let (got, after) = waiter.await.expect("waiting reader");
+    let ra = acquired(got, "reader waiting on the writer");
+    assert!(
+        after,
+        "design={name}: the reader got the lock before the writer released"
+    );
+    assert_eq!(
+        a.release(&ra).await.unwrap(),
+        Release::Removed,
+        "design={name}"
+    );
+    // A dead reader (its watchdog never runs) holds only for its lease.
+    let mut dead_deps = backend.deps().await;
+    dead_deps.spawner = Arc::new(DroppingSpawner);
+    let dead = factory(dead_deps);
+    let _ = acquired(
+        dead.acquire_read(&key, AcquireOptions::new(150, 0).unwrap())
+            .await
+            .unwrap(),
+        "reader that dies",
+    );
+    assert_eq!(
+        w.acquire(&key, opts).await.unwrap(),
+        Acquire::NotAcquired,
+        "design={name}: a writer under a live read lease"
+    );
+    tokio::time::sleep(Duration::from_millis(400)).await;
+    let gw = acquired(
+        w.acquire(&key, opts).await.unwrap(),
+        "writer after a dead reader's lease",
+    );
+    assert_eq!(
+        w.release(&gw).await.unwrap(),
+        Release::Removed,
+        "design={name}"
+    );
+}
+
 /// Every body in turn, for one design.
 pub async fn run_all(backend: &dyn Backend, factory: &Factory, expires: bool, checks_owner: bool) {
     exclusive_between_two_owners(backend, factory).await;

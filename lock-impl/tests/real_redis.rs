@@ -626,3 +626,104 @@ async fn redisson_fenced_tokens_come_from_the_lock_script() {
     );
     assert_eq!(b.release(&gb).await.unwrap(), lock_impl::Release::Removed);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn redisson_rw_passes_conformance_on_real_redis() {
+    conformance(designs::RedissonRw::NAME).await;
+}
+
+/// Redisson's read-write lock on a real server: readers share, a writer excludes, a
+/// reader waits for a writer, a non-holder's release does nothing.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn redisson_rw_read_write_bodies_on_real_redis() {
+    let Some((_server, backend)) = backend() else {
+        return;
+    };
+    lock_impl::testing::read_write_bodies(&backend, &builtin(designs::RedissonRw::NAME)).await;
+    println!("real-redis read-write bodies passed: design=redisson-rw");
+}
+
+/// The hash and the timeout keys are Redisson's: `mode`, one count per holder (a write
+/// holder's field ends in `:write`), `{key}:<lock name>:rwlock_timeout:<n>` per read
+/// hold; a design with one mode refuses a read acquisition before sending anything.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn redisson_rw_keeps_redissons_hash_and_timeout_keys() {
+    let Some((server, backend)) = backend() else {
+        return;
+    };
+    let deps = || lock_impl::testing::Backend::deps(&backend);
+    let a = designs::RedissonRw::new(deps().await);
+    let key = lock_impl::testing::fresh_key("redisson-rw");
+    let lock_impl::Acquire::Acquired(ga) = a.read_with_watchdog(&key, 10_000, 0, 7).await.unwrap()
+    else {
+        panic!("a free read lock is granted");
+    };
+    assert_eq!(ga.owner, format!("{}:7", a.client_id()));
+    let mut conn = redis::Client::open(server.url())
+        .unwrap()
+        .get_multiplexed_async_connection()
+        .await
+        .unwrap();
+    let hash: Vec<(String, String)> = redis::cmd("HGETALL")
+        .arg(&key)
+        .query_async(&mut conn)
+        .await
+        .unwrap();
+    assert_eq!(
+        hash,
+        vec![
+            ("mode".to_string(), "read".to_string()),
+            (ga.owner.clone(), "1".to_string())
+        ]
+    );
+    let timeout_key = format!("{}:1", designs::timeout_prefix(&key, &ga.owner));
+    assert_eq!(
+        timeout_key,
+        format!("{{{key}}}:{}:rwlock_timeout:1", ga.owner)
+    );
+    let ttl: i64 = redis::cmd("PTTL")
+        .arg(&timeout_key)
+        .query_async(&mut conn)
+        .await
+        .unwrap();
+    assert!((1..=10_000).contains(&ttl), "timeout key armed: {ttl}");
+    assert!(a.watchdog_running(&key, 7, false));
+    assert_eq!(
+        lock_impl::LockDesign::release(&a, &ga).await.unwrap(),
+        lock_impl::Release::Removed
+    );
+    assert!(!a.watchdog_running(&key, 7, false));
+    let exists: i64 = redis::cmd("EXISTS")
+        .arg(&key)
+        .arg(&timeout_key)
+        .query_async(&mut conn)
+        .await
+        .unwrap();
+    assert_eq!(
+        exists, 0,
+        "the last reader's unlock deletes the hash and its key"
+    );
+    let lock_impl::Acquire::Acquired(gw) = a.write_with_watchdog(&key, 10_000, 0, 7).await.unwrap()
+    else {
+        panic!("a free write lock is granted");
+    };
+    assert_eq!(gw.owner, format!("{}:7:write", a.client_id()));
+    let mode: String = redis::cmd("HGET")
+        .arg(&key)
+        .arg("mode")
+        .query_async(&mut conn)
+        .await
+        .unwrap();
+    assert_eq!(mode, "write");
+    assert_eq!(
+        lock_impl::LockDesign::release(&a, &gw).await.unwrap(),
+        lock_impl::Release::Removed
+    );
+    let exclusive = lock_impl::build(designs::SetNxPxLua::NAME, deps().await).unwrap();
+    let refused = exclusive
+        .acquire_read(&key, AcquireOptions::new(1_000, 0).unwrap())
+        .await
+        .unwrap_err();
+    assert!(matches!(refused, LockError::NoReadMode { .. }), "{refused}");
+    assert!(refused.nothing_sent());
+}

@@ -540,11 +540,11 @@ impl Check {
     pub fn verify(&self, expect: Expect) -> Result<Runs, Failure> {
         let p = self.prepare()?;
         if let Some(c) = expect.checker()
-            && !checkers::names().contains(&c)
+            && !checkers::all_names().contains(&c)
         {
             return Err(Failure::input(format!(
                 "locksim: unknown checker '{c}'; allowed: {}",
-                checkers::names().join(", ")
+                checkers::all_names().join(", ")
             )));
         }
         if expect.searches() {

@@ -560,7 +560,7 @@ pub fn list(extra: &[DesignSpec]) -> ExitCode {
         println!("  {:<22} {}", s.name, s.description);
     }
     println!("checkers:");
-    for c in checkers::names() {
+    for c in checkers::all_names() {
         println!("  {c}");
     }
     ExitCode::SUCCESS

@@ -31,6 +31,7 @@ pub fn code(checker: &str) -> String {
         "reentrancy" => "RE",
         "validity" => "VA",
         "belief" => "BE",
+        "rw-exclusion" => "RW",
         _ => "",
     };
     if !known.is_empty() {

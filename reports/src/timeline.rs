@@ -137,6 +137,9 @@ pub fn describe(h: &History, e: &Event) -> String {
             value,
             cause,
         }) => format!("removed {key} (owner={value} by {by}, {cause})"),
+        EventKind::Server(ServerEvent::FieldRemoved { by, key, field }) => {
+            format!("removed field {field} of {key} (by {by})")
+        }
         EventKind::Server(ServerEvent::ExpireSet { by, key, ttl_ms }) => {
             format!("expiry of {key} set to {ttl_ms} ms by {by}")
         }

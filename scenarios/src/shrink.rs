@@ -268,7 +268,7 @@ impl Search<'_> {
             return None;
         }
         let history = run_bounded(&self.config(c), Duration::from_secs(30)).ok()?;
-        let all = checkers::all();
+        let all = checkers::for_history(&history);
         let only: Vec<_> = all
             .into_iter()
             .filter(|ch| ch.name() == self.checker)
@@ -404,11 +404,11 @@ pub fn shrink(
     progress: &(dyn Fn(usize, Option<&Candidate>) + Sync),
 ) -> Result<Shrunk, ShrinkError> {
     if let Some(c) = checker
-        && !checkers::names().contains(&c)
+        && !checkers::all_names().contains(&c)
     {
         return Err(ShrinkError::UnknownChecker(
             c.to_string(),
-            checkers::names().join(", "),
+            checkers::all_names().join(", "),
         ));
     }
     let original = Candidate {

@@ -78,6 +78,7 @@ impl B {
                 token: None,
                 valid_until_us: None,
                 detail: None,
+                mode: None,
             }),
         );
     }
@@ -280,6 +281,7 @@ impl B {
                 token,
                 valid_until_us: valid_ms.map(|v| v * MS),
                 detail: None,
+                mode: None,
             }),
         )
     }

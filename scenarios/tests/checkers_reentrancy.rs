@@ -84,6 +84,7 @@ impl B {
                 token: None,
                 valid_until_us: None,
                 detail: detail.map(Into::into),
+                mode: None,
             }),
         )
     }

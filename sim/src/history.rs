@@ -188,6 +188,31 @@ pub struct Op {
     pub valid_until_us: Option<u64>,
     /// Extra text: a release's outcome (`removed`, `not-found`, ...), an error.
     pub detail: Option<String>,
+    /// The lock mode of an acquisition (all its phases) and of its release, in a
+    /// read/write workload (`Workload::read_share`); `None` elsewhere, where every
+    /// acquisition is exclusive.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mode: Option<LockMode>,
+}
+
+/// The mode of a read-write lock's acquisition.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum LockMode {
+    /// Shared: readers may hold together.
+    Read,
+    /// Exclusive: no other holder, reader or writer.
+    Write,
+}
+
+impl LockMode {
+    /// Its name in histories and timelines: `read`, `write`.
+    pub fn name(self) -> &'static str {
+        match self {
+            LockMode::Read => "read",
+            LockMode::Write => "write",
+        }
+    }
 }
 
 /// Operation kinds.
@@ -340,6 +365,16 @@ pub enum ServerEvent {
         by: String,
         /// The command's name and key (no values; a script by its digest's start).
         command: String,
+    },
+    /// `HDEL` removed one field of a hash that keeps others (a read-write lock's reader
+    /// leaving while others hold): the field's hold on the key ended, the key lives on.
+    FieldRemoved {
+        /// The host whose command removed it.
+        by: String,
+        /// The key.
+        key: String,
+        /// The field.
+        field: String,
     },
     /// A key was removed.
     Removed {

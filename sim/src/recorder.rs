@@ -147,6 +147,7 @@ fn blank(op: u64, f: OpF, phase: Phase) -> Op {
         token: None,
         valid_until_us: None,
         detail: None,
+        mode: None,
     }
 }
 

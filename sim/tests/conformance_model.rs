@@ -31,3 +31,12 @@ async fn every_builtin_design_passes_the_conformance_bodies_on_the_model() {
         println!("model conformance passed: design={name}");
     }
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn redisson_rw_passes_the_read_write_bodies_on_the_model() {
+    let backend = model_backend().await;
+    let factory: Factory =
+        Arc::new(|deps| lock_impl::build(lock_impl::designs::RedissonRw::NAME, deps).unwrap());
+    lock_impl::testing::read_write_bodies(&backend, &factory).await;
+    println!("model read-write bodies passed: design=redisson-rw");
+}

@@ -88,6 +88,12 @@ impl std::fmt::Debug for Case {
 const LOCK: &str = lock_impl::designs::REDISSON_LOCK;
 const UNLOCK: &str = lock_impl::designs::REDISSON_UNLOCK;
 const RENEW: &str = lock_impl::designs::REDISSON_RENEW;
+// Redisson 3.52.0's read-write lock scripts, as `redisson-rw` sends them.
+const READ_LOCK: &str = lock_impl::designs::REDISSON_READ_LOCK;
+const READ_UNLOCK: &str = lock_impl::designs::REDISSON_READ_UNLOCK;
+const WRITE_LOCK: &str = lock_impl::designs::REDISSON_WRITE_LOCK;
+const WRITE_UNLOCK: &str = lock_impl::designs::REDISSON_WRITE_UNLOCK;
+const READ_RENEW: &str = lock_impl::designs::REDISSON_READ_RENEW;
 
 /// Small scripts: literals of every type, calls, pcalls, errors, tables with nils.
 const SCRIPTS: &[&str] = &[
@@ -218,6 +224,7 @@ fn simple_cmd() -> impl Strategy<Value = Vec<String>> {
         (key(), field(), field()).prop_map(move |(k, f, g)| s(&["HDEL", k, f, g])),
         key().prop_map(move |k| s(&["HGETALL", k])),
         key().prop_map(move |k| s(&["HLEN", k])),
+        key().prop_map(move |k| s(&["HKEYS", k])),
         (key(), value()).prop_map(move |(k, v)| s(&["PUBLISH", k, &v])),
         Just(s(&["PING"])),
         value().prop_map(move |v| s(&["PING", &v])),
@@ -234,6 +241,8 @@ fn simple_cmd() -> impl Strategy<Value = Vec<String>> {
             vec!["ECHO"],
             vec!["DEL"],
             vec!["HGETALL", "a", "b"],
+            vec!["HKEYS"],
+            vec!["HKEYS", "a", "b"],
         ])
         .prop_map(move |v| s(&v)),
     ]
@@ -274,6 +283,58 @@ fn script_cmd() -> impl Strategy<Value = Cmd> {
         (key(), millis(), owner())
             .prop_map(|(k, lease, o)| Cmd::new(&["EVAL", RENEW, "1", k, &lease, o])),
     ];
+    // The read-write lock: the hash and the unlock latch in `a`/`b`/`c` (so they collide
+    // with each other and with strings), each holder's timeout keys under
+    // `{c}:<owner>:rwlock_timeout`, the key prefix `{c}`, as Redisson names them.
+    let rw = prop_oneof![
+        (key(), millis(), owner()).prop_map(|(k, lease, o)| {
+            let write = format!("{o}:write");
+            let timeouts = format!("{{c}}:{o}:rwlock_timeout");
+            // Returns PTTL when a writer holds the lock.
+            Cmd::new(&["EVAL", READ_LOCK, "2", k, &timeouts, &lease, o, &write]).within(2000)
+        }),
+        (key(), millis(), owner()).prop_map(|(k, lease, o)| {
+            let write = format!("{o}:write");
+            Cmd::new(&["EVAL", WRITE_LOCK, "1", k, &lease, &write]).within(2000)
+        }),
+        (key(), owner(), key()).prop_map(|(k, o, latch)| {
+            let timeouts = format!("{{c}}:{o}:rwlock_timeout");
+            Cmd::new(&[
+                "EVAL",
+                READ_UNLOCK,
+                "5",
+                k,
+                "ch1",
+                &timeouts,
+                "{c}",
+                latch,
+                "0",
+                o,
+                "publish",
+                "20000",
+            ])
+        }),
+        (key(), millis(), owner(), key()).prop_map(|(k, lease, o, latch)| {
+            let write = format!("{o}:write");
+            Cmd::new(&[
+                "EVAL",
+                WRITE_UNLOCK,
+                "3",
+                k,
+                "ch1",
+                latch,
+                "1",
+                &lease,
+                &write,
+                "publish",
+                "20000",
+            ])
+        }),
+        (key(), millis(), owner()).prop_map(|(k, lease, o)| {
+            Cmd::new(&["EVAL", READ_RENEW, "2", k, "{c}", &lease, o])
+        }),
+        key().prop_map(|k| Cmd::new(&["HKEYS", k])),
+    ];
     let admin = prop_oneof![
         prop::sample::select(SCRIPTS.to_vec()).prop_map(|s| Cmd::new(&["SCRIPT", "LOAD", s])),
         prop::sample::select(vec![LOCK, UNLOCK, RENEW])
@@ -299,7 +360,7 @@ fn script_cmd() -> impl Strategy<Value = Cmd> {
         Just(Cmd::new(&["EVAL", "return 1", "5", "a"])),
         Just(Cmd::new(&["EVAL", "return 1"])),
     ];
-    prop_oneof![4 => eval, 3 => redisson, 2 => admin]
+    prop_oneof![4 => eval, 3 => redisson, 3 => rw, 2 => admin]
 }
 
 fn cmd() -> impl Strategy<Value = Cmd> {

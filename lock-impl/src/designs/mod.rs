@@ -5,6 +5,7 @@ mod mysql;
 mod node_redlock;
 mod redis_py;
 mod redisson_redlock;
+mod redisson_rw;
 mod redlock;
 mod redsync;
 mod reentrant_watchdog;
@@ -24,6 +25,10 @@ pub use node_redlock::{
 };
 pub use redis_py::{REDIS_PY_EXTEND, REDIS_PY_REACQUIRE, REDIS_PY_RELEASE, RedisPy};
 pub use redisson_redlock::RedissonRedlock;
+pub use redisson_rw::{
+    REDISSON_READ_LOCK, REDISSON_READ_RENEW, REDISSON_READ_UNLOCK, REDISSON_WRITE_LOCK,
+    REDISSON_WRITE_UNLOCK, RedissonRw, UNLOCK_LATCH_MS, timeout_prefix,
+};
 pub use redlock::Redlock;
 pub use redsync::{REDSYNC_DELETE, REDSYNC_TOUCH, REDSYNC_TOUCH_SETNX, Redsync};
 pub use reentrant_watchdog::{

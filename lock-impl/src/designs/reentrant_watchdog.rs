@@ -85,7 +85,7 @@ pub(crate) const UNLOCK_MESSAGE: i64 = 0;
 /// the lock's master, so a failover to a replica that missed an `INCR` reissues a token.
 pub struct ReentrantWatchdog {
     deps: Deps,
-    fenced: bool,
+    flavor: Flavor,
     client_id: String,
     holds: Arc<Mutex<BTreeMap<(String, String), Hold>>>,
 }
@@ -136,6 +136,29 @@ impl Drop for AliveFlag {
     }
 }
 
+/// Which Redisson lock an instance ports.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Flavor {
+    /// `RLock` (`reentrant-watchdog`).
+    Lock,
+    /// `RFencedLock` (`redisson-fenced`).
+    Fenced,
+    /// `RReadWriteLock` (`redisson-rw`, see [`super::RedissonRw`]): each call says which
+    /// of its two locks it takes ([`Side`]).
+    ReadWrite,
+}
+
+/// The lock one call takes: the flavor's only lock, or one side of a read-write lock.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub(crate) enum Side {
+    /// The `RLock` / `RFencedLock` itself.
+    Only,
+    /// `RedissonReadLock`.
+    Read,
+    /// `RedissonWriteLock`.
+    Write,
+}
+
 /// The lease mode of one acquisition.
 #[derive(Clone, Copy)]
 enum Lease {
@@ -177,7 +200,7 @@ impl ReentrantWatchdog {
         let client_id = deps.entropy.owner_value();
         Self {
             deps,
-            fenced: false,
+            flavor: Flavor::Lock,
             client_id,
             holds: Arc::new(Mutex::new(BTreeMap::new())),
         }
@@ -187,16 +210,24 @@ impl ReentrantWatchdog {
     /// doc).
     pub fn fenced(deps: Deps) -> Self {
         Self {
-            fenced: true,
+            flavor: Flavor::Fenced,
+            ..Self::new(deps)
+        }
+    }
+
+    /// The machinery of `redisson-rw` (see [`super::RedissonRw`]).
+    pub(crate) fn read_write(deps: Deps) -> Self {
+        Self {
+            flavor: Flavor::ReadWrite,
             ..Self::new(deps)
         }
     }
 
     fn name_of(&self) -> &'static str {
-        if self.fenced {
-            Self::FENCED_NAME
-        } else {
-            Self::NAME
+        match self.flavor {
+            Flavor::Lock => Self::NAME,
+            Flavor::Fenced => Self::FENCED_NAME,
+            Flavor::ReadWrite => super::RedissonRw::NAME,
         }
     }
 
@@ -213,7 +244,7 @@ impl ReentrantWatchdog {
     /// for the fenced lock, `System.currentTimeMillis()`, the wall clock, as Redisson's
     /// `tryLockAndGetTokenAsync` reads it.
     fn wait_clock(&self) -> Duration {
-        if self.fenced {
+        if self.flavor == Flavor::Fenced {
             self.deps.clock.wall()
         } else {
             self.deps.clock.now()
@@ -236,6 +267,23 @@ impl ReentrantWatchdog {
         format!("redisson_lock__channel:{{{key}}}")
     }
 
+    /// The channel this instance's waiters listen on.
+    fn channel_of(&self, key: &str) -> String {
+        match self.flavor {
+            Flavor::ReadWrite => super::redisson_rw::channel(key),
+            Flavor::Lock | Flavor::Fenced => Self::channel(key),
+        }
+    }
+
+    /// The hash field an acquisition of `task` on `side` holds: a write lock's is
+    /// `getLockName(threadId) + ":write"` (`RedissonWriteLock.getLockName`).
+    fn owner_on(&self, task: u64, side: Side) -> String {
+        match side {
+            Side::Write => format!("{}:write", self.owner_field(task)),
+            Side::Only | Side::Read => self.owner_field(task),
+        }
+    }
+
     /// `tryLock(wait, lease)`: acquire `key` for `task` with an explicit lease and no
     /// watchdog, waiting up to `wait_ms` (zero: try once) for unlock messages.
     pub async fn acquire_with_lease(
@@ -250,7 +298,7 @@ impl ReentrantWatchdog {
                 lease_ms: lease_ms.min(i64::MAX as u64) as i64,
             });
         }
-        self.try_lock(key, Lease::Fixed(lease_ms), wait_ms, task)
+        self.try_lock(key, Lease::Fixed(lease_ms), wait_ms, task, Side::Only)
             .await
     }
 
@@ -263,6 +311,25 @@ impl ReentrantWatchdog {
         wait_ms: u64,
         task: u64,
     ) -> Result<Acquire, LockError> {
+        let side = if self.flavor == Flavor::ReadWrite {
+            Side::Write
+        } else {
+            Side::Only
+        };
+        self.watchdog_side(key, watchdog_lease_ms, wait_ms, task, side)
+            .await
+    }
+
+    /// [`Self::acquire_with_watchdog`] on one `side` (a read-write lock's read or write
+    /// lock).
+    pub(crate) async fn watchdog_side(
+        &self,
+        key: &str,
+        watchdog_lease_ms: u64,
+        wait_ms: u64,
+        task: u64,
+        side: Side,
+    ) -> Result<Acquire, LockError> {
         if watchdog_lease_ms < Self::MIN_WATCHDOG_LEASE_MS {
             return Err(LockError::LeaseTooShortForWatchdog {
                 lease_ms: watchdog_lease_ms,
@@ -272,7 +339,7 @@ impl ReentrantWatchdog {
         if watchdog_lease_ms > i64::MAX as u64 {
             return Err(LockError::InvalidLease { lease_ms: i64::MAX });
         }
-        self.try_lock(key, Lease::Watchdog(watchdog_lease_ms), wait_ms, task)
+        self.try_lock(key, Lease::Watchdog(watchdog_lease_ms), wait_ms, task, side)
             .await
     }
 
@@ -309,6 +376,16 @@ impl ReentrantWatchdog {
             .is_some_and(Watchdog::running)
     }
 
+    /// Whether a watchdog for `task`'s read (`write == false`) or write hold on `key`
+    /// is running (`redisson-rw`).
+    pub(crate) fn side_watchdog_running(&self, key: &str, task: u64, write: bool) -> bool {
+        let side = if write { Side::Write } else { Side::Read };
+        self.holds()
+            .get(&(key.to_string(), self.owner_on(task, side)))
+            .and_then(|h| h.watchdog.as_ref())
+            .is_some_and(Watchdog::running)
+    }
+
     fn holds(&self) -> MutexGuard<'_, BTreeMap<(String, String), Hold>> {
         self.holds.lock().unwrap_or_else(|p| p.into_inner())
     }
@@ -321,15 +398,21 @@ impl ReentrantWatchdog {
         lease: Lease,
         wait_ms: u64,
         task: u64,
+        side: Side,
     ) -> Result<Acquire, LockError> {
         if key.is_empty() {
             return Err(LockError::EmptyKey);
         }
-        let owner = self.owner_field(task);
+        // A read-write lock has no lock of its own: its exclusive side is the write lock.
+        let side = match (self.flavor, side) {
+            (Flavor::ReadWrite, Side::Only) => Side::Write,
+            (_, side) => side,
+        };
+        let owner = self.owner_on(task, side);
         let clock = &self.deps.clock;
         let start = self.wait_clock();
         let budget = Duration::from_millis(wait_ms);
-        match self.attempt(key, &owner, lease).await? {
+        match self.attempt(key, &owner, lease, side).await? {
             Try::Acquired(g) => return Ok(Acquire::Acquired(g)),
             Try::Unknown(why) => return Ok(Acquire::Unknown(why)),
             Try::Held { .. } => {}
@@ -344,7 +427,7 @@ impl ReentrantWatchdog {
         let mut subscriber = match &self.deps.pubsub {
             None => None,
             Some(connector) => {
-                let channel = Self::channel(key);
+                let channel = self.channel_of(key);
                 let subscribe = async {
                     let mut sub = connector.connect().await.ok()?;
                     sub.subscribe(&channel).await.ok()?;
@@ -358,7 +441,7 @@ impl ReentrantWatchdog {
             }
         };
         loop {
-            let ttl_ms = match self.attempt(key, &owner, lease).await? {
+            let ttl_ms = match self.attempt(key, &owner, lease, side).await? {
                 Try::Acquired(g) => return Ok(Acquire::Acquired(g)),
                 Try::Unknown(why) => return Ok(Acquire::Unknown(why)),
                 Try::Held { ttl_ms } => ttl_ms,
@@ -395,22 +478,34 @@ impl ReentrantWatchdog {
     }
 
     /// One run of the lock script.
-    async fn attempt(&self, key: &str, owner: &str, lease: Lease) -> Result<Try, LockError> {
-        if self.fenced {
+    async fn attempt(
+        &self,
+        key: &str,
+        owner: &str,
+        lease: Lease,
+        side: Side,
+    ) -> Result<Try, LockError> {
+        if self.flavor == Flavor::Fenced {
             return self.attempt_fenced(key, owner, lease).await;
         }
         let sent_at = self.deps.clock.now();
-        let reply: redis::RedisResult<Option<i64>> = LOCK
-            .key(key)
-            .arg(lease.ms())
-            .arg(owner)
-            .invoke_async(&mut self.deps.conn.clone())
-            .await;
+        let mut conn = self.deps.conn.clone();
+        let reply: redis::RedisResult<Option<i64>> = match side {
+            Side::Only => {
+                LOCK.key(key)
+                    .arg(lease.ms())
+                    .arg(owner)
+                    .invoke_async(&mut conn)
+                    .await
+            }
+            Side::Read => super::redisson_rw::lock_read(&mut conn, key, owner, lease.ms()).await,
+            Side::Write => super::redisson_rw::lock_write(&mut conn, key, owner, lease.ms()).await,
+        };
         match reply {
             Ok(None) => {
-                self.acquired(key, owner, lease);
+                self.acquired(key, owner, lease, side);
                 Ok(Try::Acquired(guard(
-                    Self::NAME,
+                    self.name_of(),
                     key,
                     owner.to_string(),
                     sent_at,
@@ -439,7 +534,7 @@ impl ReentrantWatchdog {
         };
         match reply.as_slice() {
             [-1, token] => {
-                self.acquired(key, owner, lease);
+                self.acquired(key, owner, lease, Side::Only);
                 Ok(Try::Acquired(Guard {
                     token: u64::try_from(*token).ok(),
                     ..guard(
@@ -465,7 +560,7 @@ impl ReentrantWatchdog {
 
     /// Counts an acquisition; a watchdog acquisition without a running watchdog starts
     /// one (`scheduleExpirationRenewal`: re-entries do not start a second).
-    fn acquired(&self, key: &str, owner: &str, lease: Lease) {
+    fn acquired(&self, key: &str, owner: &str, lease: Lease, side: Side) {
         let mut holds = self.holds();
         let hold = holds
             .entry((key.to_string(), owner.to_string()))
@@ -495,7 +590,7 @@ impl ReentrantWatchdog {
             self.deps.clone(),
             key.to_string(),
             owner.to_string(),
-            lease_ms,
+            (lease_ms, side),
             stopped,
             turn,
             AliveFlag(alive),
@@ -559,7 +654,7 @@ async fn renew_loop(
     deps: Deps,
     key: String,
     owner: String,
-    lease_ms: u64,
+    (lease_ms, side): (u64, Side),
     mut stop: watch::Receiver<bool>,
     turn: Arc<tokio::sync::Mutex<()>>,
     _alive: AliveFlag,
@@ -583,12 +678,20 @@ async fn renew_loop(
             return;
         }
         let sent_at = deps.clock.now();
-        let renewed: redis::RedisResult<i64> = RENEW
-            .key(&key)
-            .arg(lease_ms)
-            .arg(&owner)
-            .invoke_async(&mut conn)
-            .await;
+        let renewed: redis::RedisResult<i64> = match side {
+            // `renewReadLock`: `ReadLockTask`'s script, which re-arms the hash and
+            // every holder's timeout keys.
+            Side::Read => super::redisson_rw::renew_read(&mut conn, &key, &owner, lease_ms).await,
+            // A write lock renews as `RedissonLock` does, under its `:write` field.
+            Side::Only | Side::Write => {
+                RENEW
+                    .key(&key)
+                    .arg(lease_ms)
+                    .arg(&owner)
+                    .invoke_async(&mut conn)
+                    .await
+            }
+        };
         if !matches!(renewed, Ok(1)) {
             return;
         }
@@ -630,14 +733,29 @@ impl LockDesign for ReentrantWatchdog {
                         u.saturating_sub(guard.acquired_at).as_millis() as u64
                     })
             });
-        let reply: redis::RedisResult<Option<i64>> = UNLOCK
-            .key(&guard.key)
-            .key(Self::channel(&guard.key))
-            .arg(UNLOCK_MESSAGE)
-            .arg(lease_ms.max(1))
-            .arg(&guard.owner)
-            .invoke_async(&mut self.deps.conn.clone())
-            .await;
+        let mut conn = self.deps.conn.clone();
+        let reply: redis::RedisResult<Option<i64>> = match self.flavor {
+            Flavor::ReadWrite => {
+                super::redisson_rw::unlock(
+                    &self.deps,
+                    &mut conn,
+                    &guard.key,
+                    &guard.owner,
+                    lease_ms.max(1),
+                )
+                .await
+            }
+            Flavor::Lock | Flavor::Fenced => {
+                UNLOCK
+                    .key(&guard.key)
+                    .key(Self::channel(&guard.key))
+                    .arg(UNLOCK_MESSAGE)
+                    .arg(lease_ms.max(1))
+                    .arg(&guard.owner)
+                    .invoke_async(&mut conn)
+                    .await
+            }
+        };
         match reply {
             Ok(None) => {
                 self.released(&guard.key, &guard.owner, Some(false)).await;
@@ -646,9 +764,18 @@ impl LockDesign for ReentrantWatchdog {
                     owner: guard.owner.clone(),
                 })
             }
-            Ok(Some(0)) => Ok(Release::StillHeld {
-                count: self.released(&guard.key, &guard.owner, Some(true)).await,
-            }),
+            Ok(Some(0)) => {
+                let count = self.released(&guard.key, &guard.owner, Some(true)).await;
+                // A read unlock also answers `0` when this reader's last hold ended
+                // while other holders keep the hash: its hold is over.
+                if count == 0
+                    && self.flavor == Flavor::ReadWrite
+                    && !super::redisson_rw::is_write_owner(&guard.owner)
+                {
+                    return Ok(Release::Removed);
+                }
+                Ok(Release::StillHeld { count })
+            }
             Ok(Some(_)) => {
                 self.released(&guard.key, &guard.owner, Some(false)).await;
                 Ok(Release::Removed)

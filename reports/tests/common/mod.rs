@@ -19,6 +19,7 @@ pub fn op(at_us: u64, host: &str, op: u64, f: OpF, phase: Phase, owner: Option<&
             token: None,
             valid_until_us: None,
             detail: None,
+            mode: None,
         }),
     }
 }

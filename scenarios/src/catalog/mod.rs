@@ -10,7 +10,7 @@
 //! `slow_work`, `network` (delays and partitions), `pubsub` (lost unlock messages),
 //! `server` (a Redis server crashes or pauses), `replication` (failover and split
 //! brain under Sentinel), `clock` (a server's clock jumps or drifts, a client's wall
-//! clock steps) and `redlock`
+//! clock steps), `read_write` (a read/write mix for read-write locks) and `redlock`
 //! (five independent masters), `zookeeper` (a ZooKeeper session expiring), `mysql` (a
 //! holder's MySQL connection dropped under its `GET_LOCK`), `profiles` (a design
 //! family's real time scale as the base of a world: Redisson's 30 s lease). The probes
@@ -32,6 +32,7 @@ mod no_faults;
 mod pauses;
 mod profiles;
 mod pubsub;
+mod read_write;
 mod redlock;
 mod replication;
 mod server;
@@ -51,6 +52,7 @@ use crate::params::Param;
 use lock_impl::Backend;
 
 pub use profiles::Profile;
+pub use read_write::READ_SHARE;
 pub use redlock::BARE_MAJORITY_CLIENT;
 
 /// Every scenario, in the order reports list them.
@@ -88,6 +90,7 @@ pub static SCENARIOS: &[&Def] = &[
     &profiles::RENEWAL_BLIP,
     &mysql::MYSQL_CONNECTION_DROP,
     &mysql::MYSQL_WAIT_TIMEOUT,
+    &read_write::READ_WRITE,
 ];
 
 /// One scenario, whole: what it says of itself, its world, its faults and its probe.

@@ -42,6 +42,7 @@ mod mutual_exclusion;
 mod ownership;
 pub mod probes;
 mod reentrancy;
+pub mod rw_exclusion;
 mod server_probes;
 mod token_order;
 pub mod validity;
@@ -58,6 +59,7 @@ pub use lost_update::LostUpdate;
 pub use mutual_exclusion::MutualExclusion;
 pub use ownership::{Ownership, unattributed_removals};
 pub use reentrancy::{Reentrancy, still_held_count};
+pub use rw_exclusion::RwExclusion;
 pub use server_probes::{
     acquire_ok_later_than_lease, delayed_reply_to_a_granted_acquire, failover_lost_the_lock,
     holder_partitioned_past_the_lease, server_crashed_holding_the_lock,
@@ -150,14 +152,40 @@ pub fn all() -> Vec<Box<dyn Checker>> {
     ]
 }
 
+/// The checkers that judge only some histories, run by [`check_all`] on the histories
+/// they apply to, after [`all`]'s: `rw-exclusion`, on a read/write workload's history
+/// (one that records acquisition modes). On any other history they are not
+/// applicable and give no verdict at all, so the verdicts (and every report, gate
+/// cell and class) of a history without modes are what they were before them.
+pub fn conditional() -> Vec<Box<dyn Checker>> {
+    vec![Box::new(RwExclusion)]
+}
+
+/// [`all`], then the [`conditional`] checkers that apply to `h`.
+pub fn for_history(h: &History) -> Vec<Box<dyn Checker>> {
+    let mut checkers = all();
+    if rw_exclusion::applies(h) {
+        checkers.extend(conditional());
+    }
+    checkers
+}
+
+/// Every checker name a caller may ask for: [`names`], then the [`conditional`] ones.
+pub fn all_names() -> Vec<&'static str> {
+    let mut names = names();
+    names.extend(conditional().iter().map(|c| c.name()));
+    names
+}
+
 /// The names of [`all`]'s checkers, in order.
 pub fn names() -> Vec<&'static str> {
     all().iter().map(|c| c.name()).collect()
 }
 
-/// Runs every checker of [`all`] on `h`, in order.
+/// Runs every checker of [`all`] on `h`, in order, then the [`conditional`] ones that
+/// apply to it ([`for_history`]).
 pub fn check_all(h: &History) -> Vec<(&'static str, Verdict)> {
-    check_with(&all(), h)
+    check_with(&for_history(h), h)
 }
 
 /// Runs the given checkers on `h`, in order. A checker that panics yields `Unknown`
@@ -196,6 +224,10 @@ pub const PROMISE_CHECKERS: [&str; 1] = ["token-order"];
 /// The checker that judges exclusion in belief (overlapping believed holds): invalid
 /// alone makes a run [`Safety::Fenced`].
 pub const BELIEF_CHECKER: &str = "mutual-exclusion";
+
+/// The read-write lock's exclusion in belief (`rw-exclusion`): invalid, it counts as
+/// [`BELIEF_CHECKER`] does.
+pub const RW_BELIEF_CHECKER: &str = rw_exclusion::NAME;
 
 /// Liveness checkers: they never change a run's [`Safety`] class.
 pub const LIVENESS_CHECKERS: [&str; 2] = ["liveness", "waiter-liveness"];
@@ -264,7 +296,7 @@ impl std::fmt::Display for Safety {
 /// whether the storage refused anyone ([`storage_refused`]):
 ///
 /// - [`Safety::Unsafe`] if any effect checker ([`EFFECT_CHECKERS`]) is invalid;
-/// - else [`Safety::Unsafe`] if `mutual-exclusion` (belief) is invalid and the storage
+/// - else [`Safety::Unsafe`] if `mutual-exclusion` or `rw-exclusion` (belief) is invalid and the storage
 ///   refused nobody: two clients held the lock at once and nothing stood between them
 ///   and the data, so that nothing was lost was luck. A proven violation decides the
 ///   class, whatever another checker could not judge (a run whose overlapping holders
@@ -288,7 +320,7 @@ pub fn safety<S: AsRef<str>>(verdicts: &[(S, Verdict)], storage_refused: bool) -
             .iter()
             .any(|(n, v)| want(n.as_ref()) && v.is_invalid())
     };
-    let overlapped = invalid(&|n| n == BELIEF_CHECKER);
+    let overlapped = invalid(&|n| n == BELIEF_CHECKER || n == RW_BELIEF_CHECKER);
     if invalid(&|n| EFFECT_CHECKERS.contains(&n)) || (overlapped && !storage_refused) {
         Safety::Unsafe
     } else if verdicts

@@ -8,7 +8,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use sim::faults::FaultKind;
-use sim::history::{Event, EventKind, FaultPhase, History, Op, OpF, Phase, ServerEvent};
+use sim::history::{Event, EventKind, FaultPhase, History, LockMode, Op, OpF, Phase, ServerEvent};
 
 /// One client operation: its invocation and, if any, its completion.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -126,12 +126,20 @@ pub struct Hold {
     pub end_event: Option<usize>,
     /// Why it ended.
     pub end: HoldEnd,
+    /// The acquisition's mode in a read/write workload (`Op::mode`); `None` for an
+    /// exclusive lock's acquisition, which is what every hold was before modes.
+    pub mode: Option<LockMode>,
 }
 
 impl Hold {
     /// Length of the hold in microseconds.
     pub fn len_us(&self) -> u64 {
         self.end_us.saturating_sub(self.start_us)
+    }
+
+    /// Whether the hold was a read (shared) one.
+    pub fn is_read(&self) -> bool {
+        self.mode == Some(LockMode::Read)
     }
 
     /// Whether the hold was open at `t_us` (started at or before, ends after).
@@ -247,6 +255,7 @@ pub fn holds(h: &History) -> Result<Vec<Hold>, String> {
                     end_us: h.end_us,
                     end_event: None,
                     end: HoldEnd::EndOfRun,
+                    mode: op.mode,
                 });
             }
             EventKind::Op(op) if op.f == OpF::Release && op.phase == Phase::Invoke => {

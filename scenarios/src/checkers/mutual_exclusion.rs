@@ -4,6 +4,11 @@
 //! client acting as holder, whatever the server thinks. Belief starts at the acquire's
 //! `ok` and ends at the release's invocation (see [`model::holds`]), so a client that
 //! was paused past its lease still counts as holding until it says otherwise.
+//!
+//! Two *read* holds of a read-write lock (a read/write workload records each
+//! acquisition's mode) may overlap: that is the lock's promise, not a breach of it. Any
+//! other overlap is judged here; `rw-exclusion` judges the same holds and names the
+//! modes. A history without modes is judged as it always was.
 
 use sim::history::{EventKind, History, ServerEvent};
 
@@ -37,7 +42,7 @@ impl Checker for MutualExclusion {
         for (i, a) in holds.iter().enumerate() {
             for b in &holds[i + 1..] {
                 // `holds` is ordered by acquire event, so `b` started no earlier.
-                if a.key != b.key || a.host == b.host {
+                if a.key != b.key || a.host == b.host || (a.is_read() && b.is_read()) {
                     continue;
                 }
                 if b.start_us < a.end_us && a.start_us < b.end_us {

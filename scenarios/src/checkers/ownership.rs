@@ -81,6 +81,14 @@ struct Judgement {
 
 fn judge(h: &History) -> Judgement {
     let believed = believed_writers(h);
+    let mut lock_keys: std::collections::BTreeSet<&str> =
+        believed.keys().map(|(k, _)| k.as_str()).collect();
+    lock_keys.insert(h.params.key.as_str());
+    // Hosts releasing a read-mode hold (a read-write lock's reader, by the history's
+    // recorded mode): the leaving reader re-arms the shared key for the readers that
+    // stay (Redisson's read unlock sets it to their longest timeout), which takes
+    // nothing from them.
+    let mut releasing_read: std::collections::BTreeSet<&str> = Default::default();
     let servers = model::server_hosts(h);
     let mut record: Record = BTreeMap::new();
     let mut lives = model::Lives::default();
@@ -100,6 +108,13 @@ fn judge(h: &History) -> Judgement {
     for (i, e) in h.events.iter().enumerate() {
         lives.observe(h, e);
         match &e.kind {
+            EventKind::Op(op) if op.f == OpF::Release => {
+                if op.phase == Phase::Invoke && op.mode == Some(sim::history::LockMode::Read) {
+                    releasing_read.insert(e.host.as_str());
+                } else if op.phase != Phase::Invoke {
+                    releasing_read.remove(e.host.as_str());
+                }
+            }
             EventKind::Server(ServerEvent::Written { by, key, value }) => {
                 record
                     .entry((e.host.clone(), key.clone()))
@@ -113,7 +128,20 @@ fn judge(h: &History) -> Judgement {
                         },
                     );
             }
+            EventKind::Server(ServerEvent::FieldRemoved { key, field, .. }) => {
+                // One holder's field of a shared hash (a reader of a read-write lock)
+                // is gone: the key now holds only the others'.
+                if let Some(held) = record.get_mut(&(e.host.clone(), key.clone())) {
+                    held.remove(field);
+                }
+            }
             EventKind::Server(ServerEvent::ExpireSet { by, key, .. }) => {
+                // Only lock keys are judged: a read-write lock's per-hold timeout keys
+                // (which any reader's renewal re-arms for all) and unlock latches are
+                // the algorithm's bookkeeping, not locks anyone holds.
+                if !lock_keys.contains(key.as_str()) || releasing_read.contains(by.as_str()) {
+                    continue;
+                }
                 // Re-arming a lock: only its owner should (a watchdog renews its own).
                 let Some(held) = record.get(&(e.host.clone(), key.clone())) else {
                     continue;

@@ -92,7 +92,11 @@ impl Checker for Validity {
         for (i, a) in valid.iter().enumerate() {
             for b in &valid[i + 1..] {
                 // Ordered by acquire event: `b` started no earlier than `a`.
-                if a.hold.key != b.hold.key || a.hold.host == b.hold.host {
+                // Two readers of a read-write lock may hold together.
+                if a.hold.key != b.hold.key
+                    || a.hold.host == b.hold.host
+                    || (a.hold.is_read() && b.hold.is_read())
+                {
                     continue;
                 }
                 let (a_end, b_end) = (a.end_us(), b.end_us());

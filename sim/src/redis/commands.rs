@@ -95,6 +95,7 @@ const COMMANDS: &[Spec] = &[
     wspec("hdel", -3),
     spec("hgetall", 2, false),
     spec("hlen", 2, false),
+    spec("hkeys", 2, false),
     spec("eval", -3, true),
     spec("evalsha", -3, true),
     spec("publish", 3, false),
@@ -547,6 +548,17 @@ impl Core {
                         .map(|(f, v)| (Reply::Bulk(f.clone()), Reply::Bulk(v.clone())))
                         .collect(),
                 ),
+                Some(_) => wrongtype(),
+            },
+            // `hkeysCommand` (`genericHgetallCommand` with `OBJ_HASH_KEY`): the fields in
+            // the hash's order (a listpack's insertion order, which the model keeps for
+            // every hash), an empty array for a missing key.
+            "hkeys" => match self.ks.get(ctx.db, &argv[1], ctx.now_us) {
+                None => Reply::Array(Vec::new()),
+                Some(Entry {
+                    value: Value::Hash(h),
+                    ..
+                }) => Reply::Array(h.keys().map(|f| Reply::Bulk(f.clone())).collect()),
                 Some(_) => wrongtype(),
             },
             "hincrby" => self.hincrby(ctx, argv),

@@ -227,12 +227,25 @@ impl Keyspace {
             return Err(WrongType);
         };
         let mut n = 0;
+        let mut gone = Vec::new();
         for f in fields {
             if h.shift_remove(f).is_some() {
                 n += 1;
+                gone.push(String::from_utf8_lossy(f).into_owned());
             }
         }
-        if h.is_empty() {
+        let emptied = h.is_empty();
+        if !emptied {
+            for field in gone {
+                self.emit(KeyEvent::FieldRemoved {
+                    at_us: now_us,
+                    by: by.to_string(),
+                    key: key_text(key),
+                    field,
+                });
+            }
+        }
+        if emptied {
             self.dbs[db].remove(key);
             self.emit(KeyEvent::Removed {
                 at_us: now_us,
@@ -471,6 +484,7 @@ impl Keyspace {
             let key = match event {
                 KeyEvent::Written { key, .. }
                 | KeyEvent::ExpireSet { key, .. }
+                | KeyEvent::FieldRemoved { key, .. }
                 | KeyEvent::Removed { key, .. } => key.as_bytes().to_vec(),
             };
             for db in 0..DATABASES {

@@ -11,7 +11,7 @@ use rand::{RngExt, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
 use crate::clock::{HostClock, SimClock, true_now};
-use crate::history::{EventKind, OpF, Phase};
+use crate::history::{EventKind, LockMode, OpF, Phase};
 use crate::net::{NetFaults, until_reachable};
 use crate::pause::PauseGate;
 use crate::recorder::Recorder;
@@ -361,20 +361,37 @@ impl Client {
         let sleep = |ms: u64| clock_sleep(&self.clock, Duration::from_millis(ms));
 
         while true_now() < deadline {
+            // A read/write mix draws each round's mode (only then: without the knob the
+            // random stream, and so the history, is what it always was).
+            let reading = w.read_share.map(|share| rng.random_range(0..100u8) < share);
+            // The lock a round takes: a read round takes the read lock of a design that
+            // has one and its only, exclusive, lock otherwise (as a service would), so
+            // exclusive designs run the same rounds and are judged on what they hold.
+            let mode = reading.map(|r| {
+                if r && design.has_read_mode() {
+                    LockMode::Read
+                } else {
+                    LockMode::Write
+                }
+            });
             // The outer acquisition, then `reentrant_depth - 1` nested ones by the same
             // client (a reentrant design counts them; others refuse them).
             let mut guards = Vec::new();
             for depth in 1..=w.reentrant_depth.max(1) {
-                match self.acquire(design.as_ref(), options, depth).await {
+                match self.acquire(design.as_ref(), options, depth, mode).await {
                     Some(g) => guards.push(g),
                     None => break,
                 }
             }
             if let Some(outer) = guards.first() {
-                self.critical_section(&mut storage, outer).await;
+                if reading == Some(true) {
+                    self.read_section(&mut storage, outer).await;
+                } else {
+                    self.critical_section(&mut storage, outer).await;
+                }
             }
             while let Some(guard) = guards.pop() {
-                self.release(design.as_ref(), &guard, guards.len() as i64 + 1)
+                self.release(design.as_ref(), &guard, guards.len() as i64 + 1, mode)
                     .await;
             }
             let think = rng.random_range(0..=w.think_ms_max);
@@ -383,20 +400,29 @@ impl Client {
     }
 
     /// One acquisition, recorded; `depth` is the client's hold count if it succeeds
-    /// (recorded as the ok's `value`).
+    /// (recorded as the ok's `value`); `mode`, in a read/write workload, says which
+    /// side to take and is recorded on every phase.
     async fn acquire(
         &self,
         design: &dyn LockDesign,
         options: AcquireOptions,
         depth: u32,
+        mode: Option<LockMode>,
     ) -> Option<lock_impl::Guard> {
         let (rec, host, key) = (
             &self.recorder,
             self.name.as_str(),
             self.workload.key.as_str(),
         );
-        let op = rec.invoke(host, OpF::Acquire, |o| o.key = Some(key.into()));
-        let (phase, guard, detail) = match design.acquire(key, options).await {
+        let op = rec.invoke(host, OpF::Acquire, |o| {
+            o.key = Some(key.into());
+            o.mode = mode;
+        });
+        let outcome = match mode {
+            Some(LockMode::Read) => design.acquire_read(key, options).await,
+            Some(LockMode::Write) | None => design.acquire(key, options).await,
+        };
+        let (phase, guard, detail) = match outcome {
             Ok(Acquire::Acquired(g)) => (Phase::Ok, Some(g), None),
             Ok(Acquire::NotAcquired) => (Phase::Fail, None, None),
             Ok(Acquire::Unknown(why)) => (Phase::Info, None, Some(why)),
@@ -408,6 +434,7 @@ impl Client {
         rec.complete(host, op, OpF::Acquire, phase, |o| {
             o.key = Some(key.into());
             o.detail = detail;
+            o.mode = mode;
             if let Some(g) = &guard {
                 o.owner = Some(g.owner.clone());
                 o.token = g.token;
@@ -423,7 +450,13 @@ impl Client {
 
     /// One release, recorded; `depth` is the client's hold count before it (recorded as
     /// the invocation's `value`).
-    async fn release(&self, design: &dyn LockDesign, guard: &lock_impl::Guard, depth: i64) {
+    async fn release(
+        &self,
+        design: &dyn LockDesign,
+        guard: &lock_impl::Guard,
+        depth: i64,
+        mode: Option<LockMode>,
+    ) {
         let (rec, host, key) = (
             &self.recorder,
             self.name.as_str(),
@@ -433,6 +466,7 @@ impl Client {
             o.key = Some(key.into());
             o.owner = Some(guard.owner.clone());
             o.value = Some(depth);
+            o.mode = mode;
         });
         let (phase, detail) = match design.release(guard).await {
             Ok(Release::Removed) => (Phase::Ok, "removed".to_string()),
@@ -447,7 +481,37 @@ impl Client {
             o.key = Some(key.into());
             o.owner = Some(guard.owner.clone());
             o.detail = Some(detail);
+            o.mode = mode;
         });
+    }
+
+    /// A reader's section: read the stock, then work as long as a writer would (the
+    /// cache refill of seed 004's read-write lock); nothing is written.
+    async fn read_section(&self, storage: &mut StorageClient, guard: &lock_impl::Guard) {
+        let token = guard.token;
+        let (rec, host) = (&self.recorder, self.name.as_str());
+        let op = rec.invoke(host, OpF::Read, |o| o.token = token);
+        match storage.read(token).await {
+            Ok(Some(v)) => rec.complete(host, op, OpF::Read, Phase::Ok, |o| o.value = Some(v)),
+            Ok(None) => {
+                rec.complete(host, op, OpF::Read, Phase::Fail, |o| {
+                    o.detail = Some("rejected by fencing".into())
+                });
+                return;
+            }
+            Err(e) => {
+                rec.complete(host, op, OpF::Read, Phase::Info, |o| {
+                    o.detail = Some(e.to_string())
+                });
+                return;
+            }
+        }
+        let extra = self.slow_ms.swap(0, Ordering::Relaxed);
+        clock_sleep(
+            &self.clock,
+            Duration::from_millis(self.workload.work_ms + extra),
+        )
+        .await;
     }
 
     /// Read the stock, work, write stock − 1: the read-modify-write the lock protects.

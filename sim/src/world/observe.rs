@@ -107,6 +107,9 @@ impl Observer {
                 KeyEvent::ExpireSet {
                     by, key, ttl_ms, ..
                 } => ServerEvent::ExpireSet { by, key, ttl_ms },
+                KeyEvent::FieldRemoved { by, key, field, .. } => {
+                    ServerEvent::FieldRemoved { by, key, field }
+                }
                 KeyEvent::Removed {
                     by,
                     key,

@@ -166,6 +166,18 @@ pub enum KeyEvent {
         /// Time to live from now, in milliseconds.
         ttl_ms: i64,
     },
+    /// `HDEL` removed a field of a hash that still has others (a hash left empty is
+    /// removed instead: [`KeyEvent::Removed`]).
+    FieldRemoved {
+        /// Server clock, unix microseconds.
+        at_us: u64,
+        /// The session's peer.
+        by: String,
+        /// The key.
+        key: String,
+        /// The field removed (lossy UTF-8).
+        field: String,
+    },
     /// A key was removed.
     Removed {
         /// Server clock, unix microseconds.

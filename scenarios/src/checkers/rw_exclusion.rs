@@ -1,0 +1,292 @@
+//! `rw-exclusion`: a read-write lock's promise. No writer's hold overlaps any other
+//! client's hold, reader or writer; readers may overlap each other.
+//!
+//! Judged on belief, as `mutual-exclusion` is, over the same holds ([`model::holds`]:
+//! from the acquire's `ok` to the release's invocation, a crash or the run's end), with
+//! the mode each acquisition recorded (`Op::mode`; a hold without one is exclusive).
+//!
+//! It applies to a read/write workload's history, one that records acquisition modes
+//! ([`applies`]); [`super::check_all`] does not run it on any other, where every hold
+//! is exclusive and `mutual-exclusion` judges them (no verdict at all, rather than a
+//! vacuous one). On a read/write history without a single read hold (a design with no
+//! read mode refuses every read) it is exactly `mutual-exclusion`'s judgement: every
+//! pair of overlapping holds has a writer in it; `Unknown` when nobody held the lock.
+
+use sim::history::{EventKind, History};
+
+use super::model::{self, Hold, HoldEnd};
+use super::{Checker, Evidence, Verdict, fmt_s};
+
+/// The rw-exclusion checker.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct RwExclusion;
+
+/// Its name, as reports and [`super::safety`] spell it.
+pub const NAME: &str = "rw-exclusion";
+
+/// Whether `h` is a read/write workload's history: some operation records a mode.
+pub fn applies(h: &History) -> bool {
+    h.events
+        .iter()
+        .any(|e| matches!(&e.kind, EventKind::Op(op) if op.mode.is_some()))
+}
+
+fn mode_name(h: &Hold) -> &'static str {
+    if h.is_read() { "read" } else { "write" }
+}
+
+impl Checker for RwExclusion {
+    fn name(&self) -> &'static str {
+        NAME
+    }
+
+    fn check(&self, h: &History) -> Verdict {
+        let holds = match model::holds(h) {
+            Ok(x) => x,
+            Err(reason) => return Verdict::Unknown { reason },
+        };
+        if holds.is_empty() {
+            // No client ever held the lock: nothing was excluded, so nothing is proved.
+            return Verdict::Unknown {
+                reason: "no acquisition succeeded: no hold to judge".into(),
+            };
+        }
+        // Every overlapping pair of different hosts on one key with a writer among
+        // them; report the one whose overlap starts first, count the rest.
+        let mut found: Option<(&Hold, &Hold)> = None;
+        let mut pairs = 0usize;
+        let mut shared = 0usize;
+        for (i, a) in holds.iter().enumerate() {
+            for b in &holds[i + 1..] {
+                if a.key != b.key || a.host == b.host {
+                    continue;
+                }
+                if !(b.start_us < a.end_us && a.start_us < b.end_us) {
+                    continue;
+                }
+                if a.is_read() && b.is_read() {
+                    shared += 1;
+                    continue;
+                }
+                pairs += 1;
+                let better = match found {
+                    None => true,
+                    Some((_, fb)) => {
+                        (b.start_us, b.acquire_event) < (fb.start_us, fb.acquire_event)
+                    }
+                };
+                if better {
+                    found = Some((a, b));
+                }
+            }
+        }
+        let Some((a, b)) = found else {
+            return Verdict::Valid;
+        };
+        let overlap_end = a.end_us.min(b.end_us);
+        let until = if overlap_end == h.end_us
+            && a.end == HoldEnd::EndOfRun
+            && b.end == HoldEnd::EndOfRun
+        {
+            "the end of the run".to_string()
+        } else {
+            fmt_s(overlap_end)
+        };
+        let more = if pairs > 1 {
+            format!(" ({pairs} overlapping pairs with a writer in all)")
+        } else {
+            String::new()
+        };
+        let readers = if shared > 0 {
+            format!("; {shared} pairs of readers shared it, as they may")
+        } else {
+            String::new()
+        };
+        // Name the writer first.
+        let (w, o) = if a.is_read() { (b, a) } else { (a, b) };
+        let mut events = vec![a.acquire_event, b.acquire_event];
+        events.extend(a.end_event);
+        events.extend(b.end_event);
+        events.sort_unstable();
+        events.dedup();
+        Verdict::Invalid(Evidence {
+            summary: format!(
+                "{} held lock {} in write mode while {} held it in {} mode, from {} to {} \
+                 (owner={} and owner={}){more}{readers}",
+                w.host,
+                w.key,
+                o.host,
+                mode_name(o),
+                fmt_s(b.start_us),
+                until,
+                w.owner,
+                o.owner
+            ),
+            at_us: b.start_us,
+            hosts: vec![w.host.clone(), o.host.clone()],
+            owners: vec![w.owner.clone(), o.owner.clone()],
+            first_event: b.acquire_event,
+            events,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use sim::faults::FaultPlan;
+    use sim::history::{Event, EventKind, LockMode, Op, OpF, Phase, RunParams};
+
+    use super::*;
+    use crate::checkers::{MutualExclusion, Safety, safety};
+
+    const MS: u64 = 1_000;
+
+    /// A history of holds `(host, mode, from ms, to ms)`: an acquire invoked and ok at
+    /// `from`, a release invoked at `to` and ok a millisecond later.
+    fn history(holds: &[(&str, Option<LockMode>, u64, u64)]) -> History {
+        let mut events = Vec::new();
+        let op = |op, f, phase, owner: &str, mode| {
+            EventKind::Op(Op {
+                op,
+                f,
+                phase,
+                key: Some("lock".into()),
+                owner: (phase != Phase::Invoke || f == OpF::Release).then(|| owner.into()),
+                value: None,
+                token: None,
+                valid_until_us: None,
+                detail: None,
+                mode,
+            })
+        };
+        for (i, (host, mode, from, to)) in holds.iter().enumerate() {
+            let (a, r) = (2 * i as u64 + 1, 2 * i as u64 + 2);
+            let owner = format!("{host}-owner");
+            for (at, kind) in [
+                (*from, op(a, OpF::Acquire, Phase::Invoke, &owner, *mode)),
+                (*from, op(a, OpF::Acquire, Phase::Ok, &owner, *mode)),
+                (*to, op(r, OpF::Release, Phase::Invoke, &owner, *mode)),
+                (to + 1, op(r, OpF::Release, Phase::Ok, &owner, *mode)),
+            ] {
+                events.push(Event {
+                    at_us: at * MS,
+                    host: (*host).into(),
+                    kind,
+                });
+            }
+        }
+        events.sort_by_key(|e| e.at_us);
+        History {
+            seed: 1,
+            design: "design".into(),
+            scenario: "scenario".into(),
+            params: RunParams {
+                key: "lock".into(),
+                lease_ms: 1_000,
+                liveness_bound_ms: 2_000,
+                initial_stock: 10,
+                clients: 3,
+                masters: 1,
+            },
+            plan: FaultPlan::default(),
+            events,
+            end_us: 10_000 * MS,
+            stats: Default::default(),
+        }
+    }
+
+    const R: Option<LockMode> = Some(LockMode::Read);
+    const W: Option<LockMode> = Some(LockMode::Write);
+
+    #[test]
+    fn a_writer_overlapping_a_reader_is_invalid_and_names_both() {
+        let h = history(&[("client-1", R, 100, 500), ("client-2", W, 300, 700)]);
+        let verdict = RwExclusion.check(&h);
+        let evidence = verdict.evidence().expect("a writer overlapped a reader");
+        assert_eq!(evidence.hosts, vec!["client-2", "client-1"], "writer first");
+        assert!(
+            evidence
+                .summary
+                .contains("in write mode while client-1 held it in read mode"),
+            "{}",
+            evidence.summary
+        );
+        assert_eq!(evidence.at_us, 300 * MS);
+        // mutual-exclusion sees the same breach; the class counts it as overlap.
+        assert!(MutualExclusion.check(&h).is_invalid());
+        let verdicts = [(NAME, verdict)];
+        assert_eq!(safety(&verdicts, false), Safety::Unsafe);
+    }
+
+    #[test]
+    fn two_writers_overlapping_are_invalid() {
+        let h = history(&[
+            ("client-1", R, 0, 50),
+            ("client-2", W, 100, 500),
+            ("client-3", W, 300, 700),
+        ]);
+        assert!(RwExclusion.check(&h).is_invalid());
+    }
+
+    #[test]
+    fn overlapping_readers_are_valid_and_so_for_mutual_exclusion() {
+        let h = history(&[
+            ("client-1", R, 100, 500),
+            ("client-2", R, 200, 600),
+            ("client-3", R, 300, 400),
+            ("client-1", W, 700, 800),
+            ("client-2", R, 900, 950),
+        ]);
+        assert_eq!(RwExclusion.check(&h), Verdict::Valid);
+        assert_eq!(MutualExclusion.check(&h), Verdict::Valid);
+    }
+
+    #[test]
+    fn a_reader_after_a_writer_released_is_valid() {
+        let h = history(&[("client-1", W, 100, 500), ("client-2", R, 500, 900)]);
+        assert_eq!(RwExclusion.check(&h), Verdict::Valid);
+    }
+
+    #[test]
+    fn without_read_holds_it_is_mutual_exclusions_judgement() {
+        // All writes (a design without a read mode refused every read).
+        let overlapping = history(&[("client-1", W, 100, 500), ("client-2", W, 300, 700)]);
+        let verdict = RwExclusion.check(&overlapping);
+        assert!(verdict.is_invalid());
+        assert_eq!(
+            verdict.evidence().map(|e| (e.at_us, e.hosts.clone())),
+            MutualExclusion
+                .check(&overlapping)
+                .evidence()
+                .map(|e| (e.at_us, e.hosts.clone()))
+        );
+        let apart = history(&[("client-1", W, 100, 200), ("client-2", W, 300, 700)]);
+        assert_eq!(RwExclusion.check(&apart), Verdict::Valid);
+        assert_eq!(MutualExclusion.check(&apart), Verdict::Valid);
+        let nobody = history(&[]);
+        assert!(
+            RwExclusion.check(&nobody).is_unknown(),
+            "never a vacuous valid"
+        );
+    }
+
+    #[test]
+    fn a_history_without_modes_gets_no_rw_exclusion_verdict() {
+        // Before modes existed: overlapping exclusive holds. Only the standard
+        // checkers judge it; with modes, rw-exclusion joins them.
+        let plain = history(&[("client-1", None, 100, 500), ("client-2", None, 300, 700)]);
+        assert!(!applies(&plain));
+        let names: Vec<&str> = crate::checkers::check_all(&plain)
+            .into_iter()
+            .map(|(n, _)| n)
+            .collect();
+        assert_eq!(names, crate::checkers::names());
+        let mixed = history(&[("client-1", R, 100, 500), ("client-2", W, 300, 700)]);
+        assert!(applies(&mixed));
+        let verdicts = crate::checkers::check_all(&mixed);
+        assert!(
+            verdicts.iter().any(|(n, v)| *n == NAME && v.is_invalid()),
+            "{verdicts:?}"
+        );
+    }
+}
