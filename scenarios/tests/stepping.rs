@@ -8,6 +8,7 @@ mod common;
 use common::{design, seeds_from_env};
 use scenarios::catalog;
 use scenarios::sweep::config;
+use sim::history::{EventKind, OpF, Phase};
 use sim::world::Stepping;
 
 #[test]
@@ -31,7 +32,13 @@ fn jumping_gives_the_tick_by_tick_history_in_every_cell() {
                 if let Some(diff) = first_difference(&tick, &jump) {
                     panic!("{at}: the histories differ (tick-by-tick, then jumping): {diff}");
                 }
-                assert!(tick.events.len() > 100, "{at}: the run did something");
+                // The run did something: somebody held the lock (a world of 70 s holds,
+                // `renewal-blip`, records only a few dozen events in all).
+                assert!(
+                    tick.events.iter().any(|e| matches!(&e.kind,
+                        EventKind::Op(op) if op.f == OpF::Acquire && op.phase == Phase::Ok)),
+                    "{at}: nobody ever held the lock"
+                );
                 assert!(jump.stats.steps <= tick.stats.steps, "{at}: more steps");
                 saved += tick.stats.steps - jump.stats.steps;
                 cells += 1;
