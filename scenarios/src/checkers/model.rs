@@ -519,3 +519,59 @@ impl Lives {
         self.0.get(host).copied().unwrap_or(0)
     }
 }
+
+/// The overlapping holds of different hosts on one key that exclusion forbids: every
+/// pair but two readers of a read-write lock. `first` is the pair whose overlap starts
+/// first (ties: the lowest acquire event), `pairs` how many there are, `shared` how many
+/// pairs of readers overlapped, as they may.
+pub struct Overlaps<'a> {
+    /// The first forbidden pair, the earlier acquisition first.
+    pub first: Option<(&'a Hold, &'a Hold)>,
+    /// Forbidden pairs in all.
+    pub pairs: usize,
+    /// Overlapping pairs of readers.
+    pub shared: usize,
+}
+
+/// [`Overlaps`] of `holds` (as [`holds`] orders them: by acquire event).
+pub fn overlaps(holds: &[Hold]) -> Overlaps<'_> {
+    let mut o = Overlaps {
+        first: None,
+        pairs: 0,
+        shared: 0,
+    };
+    for (i, a) in holds.iter().enumerate() {
+        for b in &holds[i + 1..] {
+            // `holds` is ordered by acquire event, so `b` started no earlier.
+            if a.key != b.key || a.host == b.host {
+                continue;
+            }
+            if !(b.start_us < a.end_us && a.start_us < b.end_us) {
+                continue;
+            }
+            if a.is_read() && b.is_read() {
+                o.shared += 1;
+                continue;
+            }
+            o.pairs += 1;
+            let better = o.first.is_none_or(|(_, fb)| {
+                (b.start_us, b.acquire_event) < (fb.start_us, fb.acquire_event)
+            });
+            if better {
+                o.first = Some((a, b));
+            }
+        }
+    }
+    o
+}
+
+/// Where the overlap of `a` and `b` ends, as evidence says it: a time, or "the end of
+/// the run" when both still held the lock then.
+pub fn overlap_until(h: &History, a: &Hold, b: &Hold) -> String {
+    let overlap_end = a.end_us.min(b.end_us);
+    if overlap_end == h.end_us && a.end == HoldEnd::EndOfRun && b.end == HoldEnd::EndOfRun {
+        "the end of the run".to_string()
+    } else {
+        super::fmt_s(overlap_end)
+    }
+}

@@ -12,7 +12,7 @@
 
 use sim::history::{EventKind, History, ServerEvent};
 
-use super::model::{self, Hold, HoldEnd};
+use super::model;
 use super::{Checker, Evidence, Verdict, fmt_s};
 
 /// The mutual-exclusion checker.
@@ -37,40 +37,11 @@ impl Checker for MutualExclusion {
         }
         // Every overlapping pair of different hosts on one key; report the one whose
         // overlap starts first (ties: lowest event index), and count the rest.
-        let mut found: Option<(&Hold, &Hold)> = None;
-        let mut pairs = 0usize;
-        for (i, a) in holds.iter().enumerate() {
-            for b in &holds[i + 1..] {
-                // `holds` is ordered by acquire event, so `b` started no earlier.
-                if a.key != b.key || a.host == b.host || (a.is_read() && b.is_read()) {
-                    continue;
-                }
-                if b.start_us < a.end_us && a.start_us < b.end_us {
-                    pairs += 1;
-                    let better = match found {
-                        None => true,
-                        Some((_, fb)) => {
-                            (b.start_us, b.acquire_event) < (fb.start_us, fb.acquire_event)
-                        }
-                    };
-                    if better {
-                        found = Some((a, b));
-                    }
-                }
-            }
-        }
-        let Some((a, b)) = found else {
+        let model::Overlaps { first, pairs, .. } = model::overlaps(&holds);
+        let Some((a, b)) = first else {
             return Verdict::Valid;
         };
-        let overlap_end = a.end_us.min(b.end_us);
-        let until = if overlap_end == h.end_us
-            && a.end == HoldEnd::EndOfRun
-            && b.end == HoldEnd::EndOfRun
-        {
-            "the end of the run".to_string()
-        } else {
-            fmt_s(overlap_end)
-        };
+        let until = model::overlap_until(h, a, b);
         let more = if pairs > 1 {
             format!(" ({} overlapping pairs in all)", pairs)
         } else {

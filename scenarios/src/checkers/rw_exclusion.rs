@@ -14,7 +14,7 @@
 
 use sim::history::{EventKind, History};
 
-use super::model::{self, Hold, HoldEnd};
+use super::model::{self, Hold};
 use super::{Checker, Evidence, Verdict, fmt_s};
 
 /// The rw-exclusion checker.
@@ -53,45 +53,15 @@ impl Checker for RwExclusion {
         }
         // Every overlapping pair of different hosts on one key with a writer among
         // them; report the one whose overlap starts first, count the rest.
-        let mut found: Option<(&Hold, &Hold)> = None;
-        let mut pairs = 0usize;
-        let mut shared = 0usize;
-        for (i, a) in holds.iter().enumerate() {
-            for b in &holds[i + 1..] {
-                if a.key != b.key || a.host == b.host {
-                    continue;
-                }
-                if !(b.start_us < a.end_us && a.start_us < b.end_us) {
-                    continue;
-                }
-                if a.is_read() && b.is_read() {
-                    shared += 1;
-                    continue;
-                }
-                pairs += 1;
-                let better = match found {
-                    None => true,
-                    Some((_, fb)) => {
-                        (b.start_us, b.acquire_event) < (fb.start_us, fb.acquire_event)
-                    }
-                };
-                if better {
-                    found = Some((a, b));
-                }
-            }
-        }
-        let Some((a, b)) = found else {
+        let model::Overlaps {
+            first,
+            pairs,
+            shared,
+        } = model::overlaps(&holds);
+        let Some((a, b)) = first else {
             return Verdict::Valid;
         };
-        let overlap_end = a.end_us.min(b.end_us);
-        let until = if overlap_end == h.end_us
-            && a.end == HoldEnd::EndOfRun
-            && b.end == HoldEnd::EndOfRun
-        {
-            "the end of the run".to_string()
-        } else {
-            fmt_s(overlap_end)
-        };
+        let until = model::overlap_until(h, a, b);
         let more = if pairs > 1 {
             format!(" ({pairs} overlapping pairs with a writer in all)")
         } else {
