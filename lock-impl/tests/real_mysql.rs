@@ -20,6 +20,19 @@ async fn conformance(name: &'static str) {
     let backend = MySqlBackend {
         server: mysql_server(addr),
     };
+    if name == "mysql-unique-index" {
+        // The database outlives the process, and so do rows a failed earlier run left
+        // behind: without expiry they hold their keys forever (the design's own known
+        // failure), and the keys of this run's bodies are the same. Start empty.
+        let clock: Arc<dyn Clock> = Arc::new(TokioClock::new());
+        let mut conn = MySqlConn::connect(&backend.server, clock)
+            .await
+            .expect("login as locksim");
+        conn.query("DROP TABLE IF EXISTS locks")
+            .await
+            .expect("drop the locks table");
+        conn.quit().await;
+    }
     let factory: Factory = Arc::new(move |deps| lock_impl::build(name, deps).expect("built-in"));
     run_all(&backend, &factory, info.expires, info.release_checks_owner).await;
     println!("real-mysql conformance passed: design={name}");

@@ -8,7 +8,9 @@
 //!   NULL PRIMARY KEY, owner VARCHAR(255) NOT NULL)`;
 //! - acquire: `INSERT INTO locks (name, owner) VALUES ('<key>', '<owner>')`: OK is the
 //!   lock; `ER_DUP_ENTRY` (1062) means held (retried with backoff within the wait
-//!   budget);
+//!   budget), and so does a statement InnoDB rolled back (`ER_LOCK_DEADLOCK` 1213,
+//!   `ER_LOCK_WAIT_TIMEOUT` 1205: real InnoDB picks deadlock victims among
+//!   concurrent `INSERT`s of one key racing its `DELETE`; the model never does);
 //! - release: `DELETE FROM locks WHERE name = '<key>' AND owner = '<owner>'`: one row
 //!   deleted is ours released, none means it was not ours (or gone);
 //! - known failure (seed 002's 缺点 1 and 2): no expiry, so a holder that dies leaves
@@ -56,6 +58,25 @@ pub fn get_lock_owner(connection_id: u32) -> String {
 
 /// `ER_DUP_ENTRY`.
 const ER_DUP_ENTRY: u16 = 1062;
+/// `ER_LOCK_WAIT_TIMEOUT`: InnoDB gave up waiting for a row lock; with autocommit
+/// (innodb_rollback_on_timeout off) the statement is rolled back: nothing happened.
+const ER_LOCK_WAIT_TIMEOUT: u16 = 1205;
+/// `ER_LOCK_DEADLOCK` ("Deadlock found when trying to get lock; try restarting
+/// transaction"): InnoDB chose this statement's transaction as the deadlock victim and
+/// rolled it back. Real InnoDB does this to concurrent `INSERT`s of one unique key
+/// racing a `DELETE` of it (each waits for the other's shared next-key lock on the
+/// duplicate), so a lock built on a unique index meets it under plain contention.
+/// Under autocommit nothing was written: the statement may simply be run again.
+const ER_LOCK_DEADLOCK: u16 = 1213;
+
+/// Whether a server error means the statement was rolled back and may be retried.
+fn rolled_back(code: u16) -> bool {
+    code == ER_LOCK_DEADLOCK || code == ER_LOCK_WAIT_TIMEOUT
+}
+
+/// How often a release `DELETE` rolled back by InnoDB is run again before the error is
+/// returned (a client retries "try restarting transaction").
+const RELEASE_ROLLBACK_RETRIES: usize = 3;
 
 /// One connection, redialled after it broke.
 struct Session {
@@ -213,6 +234,9 @@ impl LockDesign for MySqlUniqueIndex {
                     Attempt::Acquired(guard(Self::NAME, key, owner, sent_at, None))
                 }
                 Outcome::Reply(Reply::Err(e), _) if e.code == ER_DUP_ENTRY => Attempt::Held,
+                // Rolled back (a deadlock victim, a lock-wait timeout): no row was
+                // written; try again within the budget, as a duplicate is.
+                Outcome::Reply(Reply::Err(e), _) if rolled_back(e.code) => Attempt::Held,
                 Outcome::Reply(other, _) => return Err(server_error(&sql, other)),
                 Outcome::NotSent(_) => Attempt::Held,
                 Outcome::Unknown(why) => Attempt::Unknown(why),
@@ -228,7 +252,17 @@ impl LockDesign for MySqlUniqueIndex {
             quote(&guard.key),
             quote(&guard.owner)
         );
-        match self.session.run(Self::NAME, &sql).await? {
+        let mut outcome = self.session.run(Self::NAME, &sql).await?;
+        for _ in 0..RELEASE_ROLLBACK_RETRIES {
+            match &outcome {
+                // Rolled back: the row is still there; delete it again.
+                Outcome::Reply(Reply::Err(e), _) if rolled_back(e.code) => {
+                    outcome = self.session.run(Self::NAME, &sql).await?;
+                }
+                _ => break,
+            }
+        }
+        match outcome {
             Outcome::Reply(Reply::Ok(ok), _) if ok.affected_rows == 1 => Ok(Release::Removed),
             Outcome::Reply(Reply::Ok(_), _) => Ok(Release::NotRemoved),
             Outcome::Reply(other, _) => Err(server_error(&sql, other)),
