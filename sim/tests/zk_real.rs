@@ -45,13 +45,17 @@ impl Transcript {
             .map_or("unknown-session".into(), |(_, n)| n.to_string())
     }
 
+    /// A `Stat` in comparable form. Times are compared by order only (`mtime>=ctime`):
+    /// whether a node's `setData` lands in the same millisecond as its `create` is up
+    /// to the real server's machine (on a loaded one it does not; CI met both), and
+    /// the model's simulated clock has its own pace.
     fn stat(&self, s: &Stat) -> String {
         format!(
-            "czxid={} mzxid={} pzxid={} ctime==mtime:{} version={} cversion={} aversion={} owner={} dataLength={} numChildren={}",
+            "czxid={} mzxid={} pzxid={} mtime>=ctime:{} version={} cversion={} aversion={} owner={} dataLength={} numChildren={}",
             self.zx(s.czxid),
             self.zx(s.mzxid),
             self.zx(s.pzxid),
-            s.ctime == s.mtime,
+            s.mtime >= s.ctime,
             s.version,
             s.cversion,
             s.aversion,
