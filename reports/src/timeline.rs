@@ -215,12 +215,14 @@ pub fn describe(h: &History, e: &Event) -> String {
             value,
             token,
             accepted,
+            segment,
         }) => {
             let token = token.map(|t| format!(", token {t}")).unwrap_or_default();
+            let of = segment_of(*segment);
             if *accepted {
-                format!("read by {reader}: {value}{token}")
+                format!("read{of} by {reader}: {value}{token}")
             } else {
-                format!("read by {reader} refused{token}")
+                format!("read{of} by {reader} refused{token}")
             }
         }
         EventKind::Storage(StorageEvent::Write {
@@ -230,8 +232,10 @@ pub fn describe(h: &History, e: &Event) -> String {
             current,
             token,
             accepted,
+            segment,
         }) => {
             let token = token.map(|t| format!(", token {t}")).unwrap_or_default();
+            let of = segment_of(*segment);
             let verdict = if *accepted { "accepted" } else { "rejected" };
             let lost = if *accepted && current != read {
                 " LOST UPDATE"
@@ -239,13 +243,18 @@ pub fn describe(h: &History, e: &Event) -> String {
                 ""
             };
             format!(
-                "write by {writer}: read {read}, wrote {wrote}, found {current}{token}, {verdict}{lost}"
+                "write{of} by {writer}: read {read}, wrote {wrote}, found {current}{token}, {verdict}{lost}"
             )
         }
-        EventKind::Storage(StorageEvent::Final { value }) => {
-            format!("final stock {value}")
+        EventKind::Storage(StorageEvent::Final { value, segment }) => {
+            format!("final stock{} {value}", segment_of(*segment))
         }
     }
+}
+
+/// ` of segment N` for a segmented stock's counter; nothing for the one counter.
+fn segment_of(segment: Option<u32>) -> String {
+    segment.map_or(String::new(), |s| format!(" of segment {s}"))
 }
 
 /// One line: marker, time, host, description.

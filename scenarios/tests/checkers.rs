@@ -32,6 +32,7 @@ impl B {
                     initial_stock: 10,
                     clients: 5,
                     masters: 1,
+                    segments: None,
                 },
                 plan: FaultPlan::default(),
                 events: Vec::new(),
@@ -251,6 +252,7 @@ impl B {
                 current,
                 token: None,
                 accepted,
+                segment: None,
             }),
         )
     }
@@ -457,6 +459,7 @@ fn a_write_that_is_not_a_sale_of_one_is_unknown() {
             current: 10,
             token: None,
             accepted: true,
+            segment: None,
         }),
     );
     assert!(unknown(LostUpdate.check(&b.build())).contains("not a sale of one"));
@@ -1065,7 +1068,10 @@ fn a_final_stock_read_from_the_storage_that_disagrees_with_the_writes_is_invalid
     b.push(
         300,
         "storage",
-        EventKind::Storage(StorageEvent::Final { value: 7 }),
+        EventKind::Storage(StorageEvent::Final {
+            value: 7,
+            segment: None,
+        }),
     );
     let e = invalid(LostUpdate.check(&b.build()));
     assert!(e.summary.contains("final stock 7"), "{}", e.summary);

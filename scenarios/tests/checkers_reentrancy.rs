@@ -35,6 +35,7 @@ impl B {
                     initial_stock: 10,
                     clients: 5,
                     masters: 1,
+                    segments: None,
                 },
                 plan: FaultPlan::default(),
                 events: Vec::new(),
@@ -267,6 +268,7 @@ impl B {
                 value: 10,
                 token,
                 accepted,
+                segment: None,
             }),
         )
     }
@@ -290,6 +292,7 @@ impl B {
                 current,
                 token,
                 accepted,
+                segment: None,
             }),
         )
     }

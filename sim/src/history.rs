@@ -76,6 +76,46 @@ pub struct RunParams {
     /// fewer than a majority of them is not held.
     #[serde(default = "one")]
     pub masters: u32,
+    /// Seed 004's segmented stock (`Workload::segments`): the stock is split into this
+    /// many segments, each its own counter guarded by its own lock key
+    /// (`<key>:<segment>`); `None` for the one counter under the one key.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub segments: Option<u32>,
+}
+
+impl RunParams {
+    /// Each segment's stock at the start ([`segment_stocks`] of the initial stock), or
+    /// the one counter's.
+    pub fn segment_stocks(&self) -> Vec<i64> {
+        match self.segments {
+            Some(n) => segment_stocks(self.initial_stock, n),
+            None => vec![self.initial_stock],
+        }
+    }
+
+    /// The lock key of `segment` (`<key>:<segment>`), or the one key.
+    pub fn segment_key(&self, segment: Option<u32>) -> String {
+        segment_key(&self.key, segment)
+    }
+}
+
+/// `total` split into `n` segments as evenly as whole units allow, the first
+/// `total % n` segments one unit larger (2,000 over 5: 400 each; 1,002 over 5: 201,
+/// 201, 200, 200, 200).
+pub fn segment_stocks(total: i64, n: u32) -> Vec<i64> {
+    let n = i64::from(n.max(1));
+    (0..n)
+        .map(|i| total / n + i64::from(i < total % n))
+        .collect()
+}
+
+/// The lock key guarding `segment` of the stock: `<key>:<segment>`; `key` itself
+/// without segments.
+pub fn segment_key(key: &str, segment: Option<u32>) -> String {
+    match segment {
+        Some(s) => format!("{key}:{s}"),
+        None => key.to_string(),
+    }
 }
 
 fn one() -> u32 {
@@ -171,7 +211,8 @@ pub struct Op {
     pub f: OpF,
     /// Invoke or one of the completions.
     pub phase: Phase,
-    /// The lock key (acquire, release).
+    /// The lock key (acquire, release; on a segmented stock, reads and writes too:
+    /// their segment's lock key).
     pub key: Option<String>,
     /// The owner value: on an acquire's `ok`, the value it stored; on a release, the
     /// value the client releases.
@@ -294,6 +335,10 @@ pub enum StorageEvent {
         /// False if a fencing storage refused the read.
         #[serde(default = "accepted_default")]
         accepted: bool,
+
+        /// The stock segment read (a segmented stock); `None`: the one counter.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        segment: Option<u32>,
     },
     /// A read-modify-write's write arrived.
     Write {
@@ -310,12 +355,20 @@ pub enum StorageEvent {
         token: Option<u64>,
         /// False if a fencing storage rejected the write.
         accepted: bool,
+
+        /// The stock segment written (a segmented stock); `None`: the one counter.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        segment: Option<u32>,
     },
     /// The counter's value when the run ended, read from the storage itself (not
     /// derived from the writes it recorded).
     Final {
         /// The stock at the end.
         value: i64,
+        /// The segment (a segmented stock records one `Final` per segment, in order);
+        /// `None`: the one counter.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        segment: Option<u32>,
     },
 }
 

@@ -17,12 +17,21 @@ use crate::recorder::Recorder;
 /// The storage host's port.
 pub const PORT: u16 = 7000;
 
-/// The counter and the fencing high-water mark.
+/// One counter and its fencing high-water mark.
+#[derive(Debug)]
+struct Counter {
+    value: i64,
+    max_token: Option<u64>,
+}
+
+/// The counters: one, or one per segment of a segmented stock (each its own resource
+/// behind its own lock, so each keeps its own fencing mark: the segments' locks issue
+/// their tokens independently).
 #[derive(Debug)]
 struct Stock {
-    value: i64,
+    counters: Vec<Counter>,
     fencing: bool,
-    max_token: Option<u64>,
+    segmented: bool,
 }
 
 /// The storage's state, shared between its host and the world that reads the final
@@ -33,24 +42,51 @@ pub struct Shared(Arc<Mutex<Stock>>);
 impl Shared {
     /// A counter at `initial`; `fencing` refuses stale tokens.
     pub fn new(initial: i64, fencing: bool) -> Self {
+        Self::with(vec![initial], fencing, false)
+    }
+
+    /// A segmented stock: one counter per segment, at `initial[i]`.
+    pub fn segmented(initial: Vec<i64>, fencing: bool) -> Self {
+        Self::with(initial, fencing, true)
+    }
+
+    fn with(initial: Vec<i64>, fencing: bool, segmented: bool) -> Self {
         Self(Arc::new(Mutex::new(Stock {
-            value: initial,
+            counters: initial
+                .into_iter()
+                .map(|value| Counter {
+                    value,
+                    max_token: None,
+                })
+                .collect(),
             fencing,
-            max_token: None,
+            segmented,
         })))
     }
 
-    /// The counter's current value.
+    /// The counter's current value (the first segment's, for a segmented stock).
     pub fn value(&self) -> i64 {
-        self.0.lock().expect("storage state").value
+        self.0.lock().expect("storage state").counters[0].value
+    }
+
+    /// Every counter's current value with its segment (`None`: the one counter).
+    pub fn finals(&self) -> Vec<(Option<u32>, i64)> {
+        let stock = self.0.lock().expect("storage state");
+        stock
+            .counters
+            .iter()
+            .enumerate()
+            .map(|(i, c)| (stock.segmented.then_some(i as u32), c.value))
+            .collect()
     }
 }
 
 /// Serves the storage protocol on `PORT` until the host stops.
 ///
-/// Requests are lines: `R <reader> <token|->` answers the value or `REJECTED`;
-/// `W <writer> <read> <wrote> <token|->` applies a write and answers `OK` or
-/// `REJECTED`.
+/// Requests are lines: `R <reader> <token|-> [segment]` answers the value or
+/// `REJECTED`; `W <writer> <read> <wrote> <token|-> [segment]` applies a write and
+/// answers `OK` or `REJECTED`. The segment (a segmented stock's counter) is left out
+/// for the one counter.
 pub async fn serve(recorder: Recorder, shared: Shared) -> turmoil::Result {
     let listener = TcpListener::bind(("0.0.0.0", PORT)).await?;
     let stock = shared.0;
@@ -77,49 +113,84 @@ pub async fn serve(recorder: Recorder, shared: Shared) -> turmoil::Result {
 /// the newer holder's, would be accepted and the newer write would then lose it).
 /// Requests without a token are never checked, so designs without tokens see a plain
 /// storage.
-fn admit(stock: &mut Stock, token: Option<u64>) -> bool {
+fn admit(fencing: bool, counter: &mut Counter, token: Option<u64>) -> bool {
     let Some(t) = token else {
         return true;
     };
-    if !stock.fencing {
+    if !fencing {
         return true;
     }
-    if stock.max_token.is_some_and(|max| t < max) {
+    if counter.max_token.is_some_and(|max| t < max) {
         return false;
     }
-    stock.max_token = Some(t);
+    counter.max_token = Some(t);
     true
+}
+
+/// The counter a request names: its segment (`Some` only on a segmented stock), or
+/// `Err` with the reply for a segment that does not exist or is missing.
+fn counter_of<'a>(
+    stock: &'a mut Stock,
+    segment: Option<&str>,
+) -> Result<(&'a mut Counter, Option<u32>, bool), String> {
+    let fencing = stock.fencing;
+    match (stock.segmented, segment) {
+        (false, None) => Ok((&mut stock.counters[0], None, fencing)),
+        (true, Some(s)) => {
+            let i = s
+                .parse::<u32>()
+                .map_err(|_| "ERR bad segment\n".to_string())?;
+            let counter = stock
+                .counters
+                .get_mut(i as usize)
+                .ok_or_else(|| "ERR no such segment\n".to_string())?;
+            Ok((counter, Some(i), fencing))
+        }
+        (true, None) => Err("ERR segment required\n".into()),
+        (false, Some(_)) => Err("ERR not segmented\n".into()),
+    }
 }
 
 fn handle(line: &str, stock: &Mutex<Stock>, recorder: &Recorder) -> String {
     let parts: Vec<&str> = line.split(' ').collect();
     let mut stock = stock.lock().expect("stock poisoned");
     match parts.as_slice() {
-        ["R", reader, token] => {
+        ["R", reader, token, segment @ ..] if segment.len() <= 1 => {
+            let (counter, segment, fencing) = match counter_of(&mut stock, segment.first().copied())
+            {
+                Ok(c) => c,
+                Err(reply) => return reply,
+            };
             let token = token.parse::<u64>().ok();
-            let accepted = admit(&mut stock, token);
+            let accepted = admit(fencing, counter, token);
             recorder.record(
                 "storage",
                 EventKind::Storage(StorageEvent::Read {
                     reader: reader.to_string(),
-                    value: stock.value,
+                    value: counter.value,
                     token,
                     accepted,
+                    segment,
                 }),
             );
             if accepted {
-                format!("{}\n", stock.value)
+                format!("{}\n", counter.value)
             } else {
                 "REJECTED\n".into()
             }
         }
-        ["W", writer, read, wrote, token] => {
+        ["W", writer, read, wrote, token, segment @ ..] if segment.len() <= 1 => {
             let (Ok(read), Ok(wrote)) = (read.parse::<i64>(), wrote.parse::<i64>()) else {
                 return "ERR bad numbers\n".into();
             };
+            let (counter, segment, fencing) = match counter_of(&mut stock, segment.first().copied())
+            {
+                Ok(c) => c,
+                Err(reply) => return reply,
+            };
             let token = token.parse::<u64>().ok();
-            let current = stock.value;
-            let accepted = admit(&mut stock, token);
+            let current = counter.value;
+            let accepted = admit(fencing, counter, token);
             recorder.record(
                 "storage",
                 EventKind::Storage(StorageEvent::Write {
@@ -129,10 +200,11 @@ fn handle(line: &str, stock: &Mutex<Stock>, recorder: &Recorder) -> String {
                     current,
                     token,
                     accepted,
+                    segment,
                 }),
             );
             if accepted {
-                stock.value = wrote;
+                counter.value = wrote;
                 "OK\n".into()
             } else {
                 "REJECTED\n".into()
@@ -169,10 +241,21 @@ impl StorageClient {
             .ok_or_else(|| std::io::Error::other("storage closed the connection"))
     }
 
-    /// Reads the counter; `Ok(None)` if a fencing storage refused the token.
-    pub async fn read(&mut self, token: Option<u64>) -> std::io::Result<Option<i64>> {
+    /// Reads the counter (of `segment`, on a segmented stock); `Ok(None)` if a fencing
+    /// storage refused the token.
+    pub async fn read(
+        &mut self,
+        token: Option<u64>,
+        segment: Option<u32>,
+    ) -> std::io::Result<Option<i64>> {
         let token = token.map_or("-".to_string(), |t| t.to_string());
-        let reply = self.request(format!("R {} {token}\n", self.name)).await?;
+        let reply = self
+            .request(format!(
+                "R {} {token}{}\n",
+                self.name,
+                segment_field(segment)
+            ))
+            .await?;
         if reply == "REJECTED" {
             return Ok(None);
         }
@@ -182,18 +265,28 @@ impl StorageClient {
             .map_err(|_| std::io::Error::other(format!("bad storage reply {reply:?}")))
     }
 
-    /// Writes `wrote` after having read `read`; `Ok(false)` if a fencing storage
-    /// rejected it.
+    /// Writes `wrote` after having read `read` (to `segment`, on a segmented stock);
+    /// `Ok(false)` if a fencing storage rejected it.
     pub async fn write(
         &mut self,
         read: i64,
         wrote: i64,
         token: Option<u64>,
+        segment: Option<u32>,
     ) -> std::io::Result<bool> {
         let token = token.map_or("-".to_string(), |t| t.to_string());
         let reply = self
-            .request(format!("W {} {read} {wrote} {token}\n", self.name))
+            .request(format!(
+                "W {} {read} {wrote} {token}{}\n",
+                self.name,
+                segment_field(segment)
+            ))
             .await?;
         Ok(reply == "OK")
     }
+}
+
+/// A request's trailing segment field: ` <segment>`, or nothing for the one counter.
+fn segment_field(segment: Option<u32>) -> String {
+    segment.map_or(String::new(), |s| format!(" {s}"))
 }

@@ -84,6 +84,7 @@ pub fn history() -> History {
                 current: 10,
                 token: None,
                 accepted: true,
+                segment: None,
             }),
         ),
         ev(
@@ -114,6 +115,7 @@ pub fn history() -> History {
             initial_stock: 10,
             clients: 5,
             masters: 1,
+            segments: None,
         },
         plan: FaultPlan {
             faults: vec![Fault {

@@ -13,7 +13,8 @@
 //! clock steps), `read_write` (a read/write mix for read-write locks) and `redlock`
 //! (five independent masters), `zookeeper` (a ZooKeeper session expiring), `mysql` (a
 //! holder's MySQL connection dropped under its `GET_LOCK`), `profiles` (a design
-//! family's real time scale as the base of a world: Redisson's 30 s lease). The probes
+//! family's real time scale as the base of a world: Redisson's 30 s lease), `segments`
+//! (seed 004's segmented stock: one lock per stock segment). The probes
 //! themselves are history readers in
 //! [`crate::checkers`] (several scenarios share one, and they are tested on hand-built
 //! histories there); a `Def` names the one it uses and with what arguments.
@@ -35,6 +36,7 @@ mod pubsub;
 mod read_write;
 mod redlock;
 mod replication;
+mod segments;
 mod server;
 mod slow_work;
 mod zookeeper;
@@ -91,6 +93,7 @@ pub static SCENARIOS: &[&Def] = &[
     &mysql::MYSQL_CONNECTION_DROP,
     &mysql::MYSQL_WAIT_TIMEOUT,
     &read_write::READ_WRITE,
+    &segments::SEGMENTED_STOCK,
 ];
 
 /// One scenario, whole: what it says of itself, its world, its faults and its probe.

@@ -46,7 +46,7 @@ pub(super) static ACQUIRE_PAUSE: Def = Def {
 };
 
 /// Four pauses of the holder, 2-4 leases each.
-fn holder_pauses(d: &mut Draw) -> Vec<Fault> {
+pub(super) fn holder_pauses(d: &mut Draw) -> Vec<Fault> {
     let lease = d.lease;
     let mut faults = Vec::new();
     for _ in 0..4 {

@@ -6,9 +6,15 @@
 //! final stock, as the storage reports it when the run ends, must equal the initial
 //! stock minus the accepted sales. A write rejected
 //! by a fencing storage changed nothing and is not a lost update.
+//!
+//! A segmented stock is judged segment by segment (see [`super::segments`]); the
+//! evidence then adds the whole stock's arithmetic: how many sales were accepted of how
+//! many units, so a lost update in a sold-out segment reads as what it is, an
+//! oversold stock.
 
 use sim::history::{EventKind, History, OpF, Phase, StorageEvent};
 
+use super::segments::{self, SegmentView};
 use super::{Checker, Evidence, Verdict, fmt_s};
 
 /// The lost-update checker.
@@ -27,6 +33,54 @@ struct Write<'a> {
 impl Checker for LostUpdate {
     fn name(&self) -> &'static str {
         "lost-update"
+    }
+
+    fn combine_segments(
+        &self,
+        h: &History,
+        views: &[SegmentView],
+        verdicts: Vec<Verdict>,
+    ) -> Verdict {
+        let (initial, sales, finals) = segments::totals(h);
+        let whole = if sales > initial {
+            format!(
+                "; in all {sales} sales were accepted of a stock of {initial} over {} segments: oversold by {}",
+                views.len(),
+                sales - initial
+            )
+        } else {
+            format!(
+                "; in all {sales} sales were accepted of a stock of {initial} over {} segments, {finals} left",
+                views.len()
+            )
+        };
+        match segments::combine(views, verdicts) {
+            Verdict::Invalid(mut e) => {
+                e.summary.push_str(&whole);
+                Verdict::Invalid(e)
+            }
+            // Every segment exact makes the sum exact; checked all the same, since a
+            // storage record that disagrees with itself must not pass.
+            Verdict::Valid if finals != initial - sales => {
+                let last = h
+                    .events
+                    .iter()
+                    .rposition(|e| matches!(e.kind, EventKind::Storage(StorageEvent::Final { .. })))
+                    .unwrap_or(0);
+                Verdict::Invalid(Evidence {
+                    summary: format!(
+                        "the segments' final stocks sum to {finals} but {initial} - {sales} accepted sales = {}",
+                        initial - sales
+                    ),
+                    at_us: h.events.get(last).map_or(0, |e| e.at_us),
+                    hosts: vec!["storage".into()],
+                    owners: Vec::new(),
+                    first_event: last,
+                    events: vec![last],
+                })
+            }
+            other => other,
+        }
     }
 
     fn check(&self, h: &History) -> Verdict {
@@ -61,7 +115,7 @@ impl Checker for LostUpdate {
             .iter()
             .rev()
             .find_map(|e| match e.kind {
-                EventKind::Storage(StorageEvent::Final { value }) => Some(value),
+                EventKind::Storage(StorageEvent::Final { value, .. }) => Some(value),
                 _ => None,
             })
             .unwrap_or_else(|| writes.last().map_or(h.params.initial_stock, |w| w.wrote));

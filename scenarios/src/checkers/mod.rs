@@ -43,6 +43,7 @@ mod ownership;
 pub mod probes;
 mod reentrancy;
 pub mod rw_exclusion;
+pub mod segments;
 mod server_probes;
 mod token_order;
 pub mod validity;
@@ -134,6 +135,18 @@ pub trait Checker {
     fn name(&self) -> &'static str;
     /// Judge the history.
     fn check(&self, h: &History) -> Verdict;
+    /// A segmented stock's verdict (`Workload::segments`): `check` judged each
+    /// segment's view on its own ([`segments::split`]); by default the verdicts fold as
+    /// [`segments::combine`] folds them. A checker with something to say about the
+    /// whole stock says it here.
+    fn combine_segments(
+        &self,
+        _h: &History,
+        views: &[segments::SegmentView],
+        verdicts: Vec<Verdict>,
+    ) -> Verdict {
+        segments::combine(views, verdicts)
+    }
 }
 
 /// Every checker, in the fixed order reports list them.
@@ -190,13 +203,25 @@ pub fn check_all(h: &History) -> Vec<(&'static str, Verdict)> {
 
 /// Runs the given checkers on `h`, in order. A checker that panics yields `Unknown`
 /// with the panic message: a crashed checker must never count as a pass.
+///
+/// A segmented stock's history is judged segment by segment: each checker judges
+/// every segment's view ([`segments::split`]) and folds the verdicts
+/// ([`Checker::combine_segments`]).
 pub fn check_with(checkers: &[Box<dyn Checker>], h: &History) -> Vec<(&'static str, Verdict)> {
+    let views = segments::split(h);
     checkers
         .iter()
         .map(|c| {
+            let judge = || match &views {
+                None => c.check(h),
+                Some(views) => {
+                    let verdicts = views.iter().map(|v| c.check(&v.history)).collect();
+                    c.combine_segments(h, views, verdicts)
+                }
+            };
             // AssertUnwindSafe: a checker only reads `h`; after a panic we discard
             // whatever it computed and never look at its state again.
-            let verdict = catch_unwind(AssertUnwindSafe(|| c.check(h))).unwrap_or_else(|p| {
+            let verdict = catch_unwind(AssertUnwindSafe(judge)).unwrap_or_else(|p| {
                 let msg = p
                     .downcast_ref::<&str>()
                     .map(|s| (*s).to_string())

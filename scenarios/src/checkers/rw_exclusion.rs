@@ -157,6 +157,7 @@ mod tests {
                 initial_stock: 10,
                 clients: 3,
                 masters: 1,
+                segments: None,
             },
             plan: FaultPlan::default(),
             events,

@@ -374,11 +374,18 @@ impl Client {
                     LockMode::Write
                 }
             });
+            // A segmented stock draws the round's segment (only then, as above), and
+            // the round takes that segment's lock.
+            let segment = w.segments.map(|n| rng.random_range(0..n));
+            let key = crate::history::segment_key(&w.key, segment);
             // The outer acquisition, then `reentrant_depth - 1` nested ones by the same
             // client (a reentrant design counts them; others refuse them).
             let mut guards = Vec::new();
             for depth in 1..=w.reentrant_depth.max(1) {
-                match self.acquire(design.as_ref(), options, depth, mode).await {
+                match self
+                    .acquire(design.as_ref(), &key, options, depth, mode)
+                    .await
+                {
                     Some(g) => guards.push(g),
                     None => break,
                 }
@@ -387,11 +394,11 @@ impl Client {
                 if reading == Some(true) {
                     self.read_section(&mut storage, outer).await;
                 } else {
-                    self.critical_section(&mut storage, outer).await;
+                    self.critical_section(&mut storage, outer, segment).await;
                 }
             }
             while let Some(guard) = guards.pop() {
-                self.release(design.as_ref(), &guard, guards.len() as i64 + 1, mode)
+                self.release(design.as_ref(), &key, &guard, guards.len() as i64 + 1, mode)
                     .await;
             }
             let think = rng.random_range(0..=w.think_ms_max);
@@ -405,15 +412,12 @@ impl Client {
     async fn acquire(
         &self,
         design: &dyn LockDesign,
+        key: &str,
         options: AcquireOptions,
         depth: u32,
         mode: Option<LockMode>,
     ) -> Option<lock_impl::Guard> {
-        let (rec, host, key) = (
-            &self.recorder,
-            self.name.as_str(),
-            self.workload.key.as_str(),
-        );
+        let (rec, host) = (&self.recorder, self.name.as_str());
         let op = rec.invoke(host, OpF::Acquire, |o| {
             o.key = Some(key.into());
             o.mode = mode;
@@ -453,15 +457,12 @@ impl Client {
     async fn release(
         &self,
         design: &dyn LockDesign,
+        key: &str,
         guard: &lock_impl::Guard,
         depth: i64,
         mode: Option<LockMode>,
     ) {
-        let (rec, host, key) = (
-            &self.recorder,
-            self.name.as_str(),
-            self.workload.key.as_str(),
-        );
+        let (rec, host) = (&self.recorder, self.name.as_str());
         let op = rec.invoke(host, OpF::Release, |o| {
             o.key = Some(key.into());
             o.owner = Some(guard.owner.clone());
@@ -491,7 +492,7 @@ impl Client {
         let token = guard.token;
         let (rec, host) = (&self.recorder, self.name.as_str());
         let op = rec.invoke(host, OpF::Read, |o| o.token = token);
-        match storage.read(token).await {
+        match storage.read(token, None).await {
             Ok(Some(v)) => rec.complete(host, op, OpF::Read, Phase::Ok, |o| o.value = Some(v)),
             Ok(None) => {
                 rec.complete(host, op, OpF::Read, Phase::Fail, |o| {
@@ -517,36 +518,58 @@ impl Client {
     /// Read the stock, work, write stock − 1: the read-modify-write the lock protects.
     /// With `check_validity_ms`, the write is abandoned (recorded as a failed write)
     /// unless the guard has at least that much validity left, as careful code checks
-    /// `Guard::remaining` before acting.
-    async fn critical_section(&self, storage: &mut StorageClient, guard: &lock_impl::Guard) {
+    /// `Guard::remaining` before acting. On a segmented stock the section reads and
+    /// writes the round's `segment`, and sells only if the segment has stock left: a
+    /// sold-out segment is read and left alone.
+    async fn critical_section(
+        &self,
+        storage: &mut StorageClient,
+        guard: &lock_impl::Guard,
+        segment: Option<u32>,
+    ) {
         let token = guard.token;
         let rec = &self.recorder;
         let host = self.name.as_str();
-        let op = rec.invoke(host, OpF::Read, |o| o.token = token);
-        let read = match storage.read(token).await {
+        // A segmented stock's reads and writes name the segment's lock key, so that
+        // each segment's record can be judged on its own.
+        let key = segment.map(|s| crate::history::segment_key(&self.workload.key, Some(s)));
+        let op = rec.invoke(host, OpF::Read, |o| {
+            o.token = token;
+            o.key = key.clone();
+        });
+        let read = match storage.read(token, segment).await {
             Ok(Some(v)) => {
-                rec.complete(host, op, OpF::Read, Phase::Ok, |o| o.value = Some(v));
+                rec.complete(host, op, OpF::Read, Phase::Ok, |o| {
+                    o.value = Some(v);
+                    o.key = key.clone();
+                });
                 v
             }
             Ok(None) => {
                 rec.complete(host, op, OpF::Read, Phase::Fail, |o| {
-                    o.detail = Some("rejected by fencing".into())
+                    o.detail = Some("rejected by fencing".into());
+                    o.key = key.clone();
                 });
                 return;
             }
             Err(e) => {
                 rec.complete(host, op, OpF::Read, Phase::Info, |o| {
-                    o.detail = Some(e.to_string())
+                    o.detail = Some(e.to_string());
+                    o.key = key.clone();
                 });
                 return;
             }
         };
+        if segment.is_some() && read <= 0 {
+            return;
+        }
         let extra = self.slow_ms.swap(0, Ordering::Relaxed);
         let work = Duration::from_millis(self.workload.work_ms + extra);
         clock_sleep(&self.clock, work).await;
         let op = rec.invoke(host, OpF::Write, |o| {
             o.value = Some(read - 1);
             o.token = token;
+            o.key = key.clone();
         });
         if let Some(margin) = self.workload.check_validity_ms {
             let left = guard.remaining(self.clock.monotonic(true_now()));
@@ -555,7 +578,8 @@ impl Client {
                 rec.complete(host, op, OpF::Write, Phase::Fail, |o| {
                     o.detail = Some(format!(
                         "abandoned: {left_ms} ms of validity left, {margin} ms required"
-                    ))
+                    ));
+                    o.key = key.clone();
                 });
                 return;
             }
@@ -593,15 +617,18 @@ impl Client {
                 ),
             );
         }
-        match storage.write(read, read - 1, token).await {
+        match storage.write(read, read - 1, token, segment).await {
             Ok(true) => rec.complete(host, op, OpF::Write, Phase::Ok, |o| {
-                o.value = Some(read - 1)
+                o.value = Some(read - 1);
+                o.key = key.clone();
             }),
             Ok(false) => rec.complete(host, op, OpF::Write, Phase::Fail, |o| {
-                o.detail = Some("rejected by fencing".into())
+                o.detail = Some("rejected by fencing".into());
+                o.key = key.clone();
             }),
             Err(e) => rec.complete(host, op, OpF::Write, Phase::Info, |o| {
-                o.detail = Some(e.to_string())
+                o.detail = Some(e.to_string());
+                o.key = key.clone();
             }),
         }
     }

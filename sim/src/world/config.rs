@@ -212,6 +212,16 @@ pub struct Workload {
     /// acquisition).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub read_share: Option<u8>,
+    /// Seed 004's segmented stock ("expand the inventory to different nodes ... like
+    /// ConcurrentHashMap's segmented locks"): the stock is split into this many
+    /// segments (2 to 64; [`crate::history::segment_stocks`]), segment `i` a counter of
+    /// its own guarded by the lock key `<key>:<i>`. Each round a client picks a segment
+    /// at random, takes that segment's lock, reads its stock and sells one unit only
+    /// if any is left (a sold-out segment is read and released; the buyer tries again
+    /// next round). `None` (the default): one counter under `key`, written down
+    /// whatever it holds, as before the knob existed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub segments: Option<u32>,
 }
 
 /// The world's MySQL server: its host name and the account clients log in with.
@@ -284,6 +294,9 @@ impl ZkSpec {
     }
 }
 
+/// The most segments a stock may be split into (`Workload::segments`).
+pub const MAX_SEGMENTS: u32 = 64;
+
 impl Default for Workload {
     fn default() -> Self {
         Self {
@@ -310,6 +323,7 @@ impl Default for Workload {
             zookeeper: None,
             mysql: None,
             read_share: None,
+            segments: None,
         }
     }
 }
@@ -340,6 +354,35 @@ impl Workload {
                  nested acquisitions of a read/write mix are not modelled"
                     .into(),
             );
+        }
+        if let Some(n) = self.segments {
+            if !(2..=MAX_SEGMENTS).contains(&n) {
+                return bad(format!(
+                    "workload.segments={n} splits the stock into segments: 2 to {MAX_SEGMENTS} \
+                     (leave it out for one counter)"
+                ));
+            }
+            if self.initial_stock < i64::from(n) {
+                return bad(format!(
+                    "workload.initial_stock={} cannot fill workload.segments={n}: every \
+                     segment needs at least one unit",
+                    self.initial_stock
+                ));
+            }
+            if self.read_share.is_some() {
+                return bad(
+                    "workload.segments and workload.read_share cannot be combined: a read/write \
+                     mix over a segmented stock is not modelled"
+                        .into(),
+                );
+            }
+            if self.zookeeper.is_some() || self.mysql.is_some() {
+                return bad(
+                    "workload.segments needs Redis servers: the ZooKeeper and MySQL worlds \
+                     follow one lock key"
+                        .into(),
+                );
+            }
         }
         if self.latency_ms_min > self.latency_ms_max {
             return bad("workload.latency_ms_min must not exceed latency_ms_max".into());

@@ -138,7 +138,13 @@ fn run_stepping(cfg: &RunConfig, stepping: Stepping) -> Result<History, RunError
         ctl.add_host(&mut sim, spec, sub_seed(cfg.seed, 7), &net);
         ctl
     });
-    let stock = storage::Shared::new(w.initial_stock, w.fencing);
+    let stock = match w.segments {
+        Some(n) => storage::Shared::segmented(
+            crate::history::segment_stocks(w.initial_stock, n),
+            w.fencing,
+        ),
+        None => storage::Shared::new(w.initial_stock, w.fencing),
+    };
     {
         let (recorder, stock) = (recorder.clone(), stock.clone());
         sim.host("storage", move || {
@@ -246,13 +252,14 @@ fn run_stepping(cfg: &RunConfig, stepping: Stepping) -> Result<History, RunError
         world.observe(sim.elapsed() - tick);
     }
     world.observe(sim.elapsed());
-    recorder.record_at(
-        sim.elapsed().as_micros() as u64,
-        "storage",
-        EventKind::Storage(crate::history::StorageEvent::Final {
-            value: stock.value(),
-        }),
-    );
+    // The storage's own final value of each counter (one for an unsegmented stock).
+    for (segment, value) in stock.finals() {
+        recorder.record_at(
+            sim.elapsed().as_micros() as u64,
+            "storage",
+            EventKind::Storage(crate::history::StorageEvent::Final { value, segment }),
+        );
+    }
 
     let unhinted_wakes = sim.unhinted_wakes();
     let host_runs = sim.host_runs();
@@ -295,6 +302,7 @@ fn run_stepping(cfg: &RunConfig, stepping: Stepping) -> Result<History, RunError
             initial_stock: w.initial_stock,
             clients: w.clients,
             masters: (w.servers.iter().filter(|s| s.replica_of.is_none()).count() as u32).max(1),
+            segments: w.segments,
         },
         plan: cfg.plan.clone(),
         events,
