@@ -28,6 +28,7 @@
 //! | `redis-py-3` | redis-py 3.5.3 `Lock`: as `redis-py`, `blocking_timeout` on `time.time()` (wall clock) | as `redis-py` | 001, 003 |
 //! | `redsync` | go-redsync v4.17.0 `Mutex`: `SET NX PX` on N pools concurrently, quorum, `until = now + expiry − elapsed − expiry×0.01`; 32 tries, 50-250 ms delay | redsync's delete script on all, quorum | 000, 003 |
 //! | `node-redlock` | node-redlock 5.0.0-beta.2: its Lua acquire script on N clients at once, decided at the first quorum; `expiration = start + duration − drift` on `Date.now()` (wall clock), not checked; 10 retries, 200 ± 100 ms | its Lua release script, with the same retries | 000, 003 |
+//! | `node-redlock-using` | node-redlock 5.0.0-beta.2's `using()`: `node-redlock`'s acquire, then a timer that extends the lock `automaticExtensionThreshold` before its `expiration` (computed on `Date.now()`), again at once after a failure while `expiration` has not passed, else abort | clears the timer, waits for an extension in flight, then `node-redlock`'s release | 000, 003 |
 //! | `redisson-fenced` | Redisson 3.52.0 `RFencedLock.tryLockAndGetToken`: `reentrant-watchdog` with a lock script that `INCR`s `redisson_lock_token:{key}` and returns it as the fencing token; wait budget on `currentTimeMillis` (wall clock) | as `reentrant-watchdog` | 001, 003 |
 //! | `mysql-unique-index` | `INSERT INTO locks (name, owner)` (duplicate key: held) | `DELETE ... WHERE name AND owner` | 002 |
 //! | `mysql-get-lock` | `SELECT GET_LOCK(name, 0)` (held by the connection) | `SELECT RELEASE_LOCK(name)` | 002 |
@@ -345,6 +346,21 @@ pub const DESIGNS: &[DesignInfo] = &[
         backend: Backend::Redis,
     },
     DesignInfo {
+        name: designs::NodeRedlockUsing::NAME,
+        summary: "node-redlock 5.0.0-beta.2 using(): node-redlock's acquire, then a timer \
+                  that extends the lock automaticExtensionThreshold (500 ms; a quarter of a \
+                  lease under 600 ms) before its Date.now() expiration, retried at once while \
+                  it has not passed, else the routine's signal aborts; release stops the timer",
+        seeds: "000, 003",
+        known_failure: "the extension timer freezes with a paused holder: past the expiration \
+                        the signal aborts, and a routine that does not check it works on under \
+                        the next holder",
+        expires: true,
+        release_checks_owner: true,
+        masters: REDLOCK_MASTERS,
+        backend: Backend::Redis,
+    },
+    DesignInfo {
         name: designs::ReentrantWatchdog::FENCED_NAME,
         summary: "Redisson 3.52.0 RFencedLock: the RLock hash lock, watchdog and pub/sub wait, \
                   with a lock script that INCRs redisson_lock_token:{key} and returns it as \
@@ -478,6 +494,7 @@ pub fn build(name: &str, deps: Deps) -> Result<Arc<dyn LockDesign>, LockError> {
         designs::RedisPy::V3_NAME => Arc::new(designs::RedisPy::v3(deps)),
         designs::Redsync::NAME => Arc::new(designs::Redsync::new(deps)),
         designs::NodeRedlock::NAME => Arc::new(designs::NodeRedlock::new(deps)),
+        designs::NodeRedlockUsing::NAME => Arc::new(designs::NodeRedlockUsing::new(deps)),
         designs::ReentrantWatchdog::FENCED_NAME => {
             Arc::new(designs::ReentrantWatchdog::fenced(deps))
         }

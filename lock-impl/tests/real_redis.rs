@@ -4,7 +4,7 @@
 use std::sync::Arc;
 
 use lock_impl::testing::{Factory, MultiUrlBackend, RealRedis, UrlBackend, run_all};
-use lock_impl::{AcquireOptions, LockError, designs};
+use lock_impl::{AcquireOptions, LockDesign, LockError, designs};
 
 #[allow(dead_code)]
 #[path = "../examples/custom_design.rs"]
@@ -726,4 +726,70 @@ async fn redisson_rw_keeps_redissons_hash_and_timeout_keys() {
         .unwrap_err();
     assert!(matches!(refused, LockError::NoReadMode { .. }), "{refused}");
     assert!(refused.nothing_sent());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn node_redlock_using_passes_conformance_on_five_real_masters() {
+    conformance_on_five(designs::NodeRedlockUsing::NAME).await;
+}
+
+/// node-redlock's `using()`: the timer extends the lock before its expiration for as
+/// long as the holder lives, so a 200 ms lock is still held after a second; release
+/// stops the timer and frees it; a lease too short for the threshold is refused.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn node_redlock_using_extends_until_released() {
+    let mut servers = Vec::new();
+    for _ in 0..lock_impl::REDLOCK_MASTERS {
+        let Some(server) = lock_impl::testing::RealRedis::start() else {
+            return;
+        };
+        servers.push(server);
+    }
+    let backend = MultiUrlBackend {
+        urls: servers
+            .iter()
+            .map(lock_impl::testing::RealRedis::url)
+            .collect(),
+    };
+    let deps = || lock_impl::testing::Backend::deps(&backend);
+    let (a, b) = (
+        designs::NodeRedlockUsing::new(deps().await),
+        designs::NodeRedlockUsing::new(deps().await),
+    );
+    let key = lock_impl::testing::fresh_key("node-redlock-using");
+    let opts = AcquireOptions::new(200, 0).unwrap();
+    let Ok(lock_impl::Acquire::Acquired(guard)) = a.acquire(&key, opts).await else {
+        panic!("a free lock on five masters is granted");
+    };
+    tokio::time::sleep(std::time::Duration::from_millis(1_000)).await;
+    assert_eq!(
+        b.acquire(&key, opts).await.unwrap(),
+        lock_impl::Acquire::NotAcquired,
+        "five leases later the extended lock is still held"
+    );
+    assert_eq!(
+        a.release(&guard).await.unwrap(),
+        lock_impl::Release::Removed
+    );
+    let Ok(lock_impl::Acquire::Acquired(other)) = b.acquire(&key, opts).await else {
+        panic!("released, the lock is free");
+    };
+    // The first holder's timer is stopped: the second holder's lock expires on its
+    // own once its own timer is stopped by its release, and nothing re-arms the
+    // first's value.
+    assert_eq!(
+        b.release(&other).await.unwrap(),
+        lock_impl::Release::Removed
+    );
+    let short = a
+        .acquire(&key, AcquireOptions::new(100, 0).unwrap())
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(
+            short,
+            LockError::LeaseTooShortForWatchdog { lease_ms: 100, .. }
+        ),
+        "{short:?}"
+    );
 }

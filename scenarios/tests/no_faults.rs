@@ -14,12 +14,13 @@ fn every_single_master_design_is_valid_on_every_checker_without_faults() {
 
 /// The Redlock designs run five masters each, so fewer seeds by default here
 /// (`LOCKSIM_REDLOCK_SEEDS=200` for the full sweep; `redlock.rs` sweeps `redlock` too).
-/// `node-redlock` overruns without faults, as the published client does (below).
+/// `node-redlock` (and `node-redlock-using`, which acquires as it does) overruns
+/// without faults, as the published client does (below).
 #[test]
 fn every_redlock_design_is_valid_on_every_checker_without_faults() {
     let seeds = common::seeds_from_env("LOCKSIM_REDLOCK_SEEDS", 50);
     assert_designs_valid(&scenario("no-faults"), 0..seeds, true, |d| {
-        d.masters > 1 && d.name != "node-redlock"
+        d.masters > 1 && !d.name.starts_with("node-redlock")
     });
 }
 
@@ -29,13 +30,21 @@ fn every_redlock_design_is_valid_on_every_checker_without_faults() {
 /// little or no validity left by its own account, and a holder that works anyway
 /// overruns it. Without faults that is the only thing wrong: every other checker is
 /// Valid, and every overrun is by a lock whose acquire took a retry (100 ms or more).
+/// `using()` acquires the same way, and its extension timer finds such a lock's
+/// expiration already passed and aborts at once: the same overruns, and no others.
 #[test]
 fn node_redlock_overruns_only_the_locks_it_won_after_a_retry_without_faults() {
+    for design in ["node-redlock", "node-redlock-using"] {
+        overruns_only_after_a_retry(design);
+    }
+}
+
+fn overruns_only_after_a_retry(design: &str) {
     use scenarios::checkers::{self, model};
     use scenarios::sweep::{DesignSpec, config};
     use sim::history::OpF;
     let s = scenario("no-faults");
-    let node = DesignSpec::builtin("node-redlock").expect("design");
+    let node = DesignSpec::builtin(design).expect("design");
     let mut overruns = 0;
     for seed in 0..10 {
         let h = sim::world::run(&config(&node, &s, seed)).expect("run completes");
@@ -57,13 +66,13 @@ fn node_redlock_overruns_only_the_locks_it_won_after_a_retry_without_faults() {
                 let took_us = acquire.completion_us.expect("completed") - acquire.invoke_us;
                 assert!(
                     took_us >= 100_000,
-                    "seed {seed}: {owner} overran a lock it won at once ({took_us} us): {}",
+                    "{design} seed {seed}: {owner} overran a lock it won at once ({took_us} us): {}",
                     evidence.summary
                 );
             }
         }
     }
-    assert!(overruns > 0, "node-redlock never overran without faults");
+    assert!(overruns > 0, "{design} never overran without faults");
 }
 
 /// Critical sections far longer than the lease, and a run too short for any of them to

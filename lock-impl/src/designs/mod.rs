@@ -3,6 +3,7 @@
 mod fenced;
 mod mysql;
 mod node_redlock;
+mod node_redlock_using;
 mod redis_py;
 mod redisson_redlock;
 mod redisson_rw;
@@ -23,6 +24,7 @@ pub use mysql::{MYSQL_LOCKS_TABLE, MySqlGetLock, MySqlUniqueIndex, get_lock_owne
 pub use node_redlock::{
     NODE_REDLOCK_ACQUIRE, NODE_REDLOCK_EXTEND, NODE_REDLOCK_RELEASE, NodeRedlock,
 };
+pub use node_redlock_using::NodeRedlockUsing;
 pub use redis_py::{REDIS_PY_EXTEND, REDIS_PY_REACQUIRE, REDIS_PY_RELEASE, RedisPy};
 pub use redisson_redlock::RedissonRedlock;
 pub use redisson_rw::{

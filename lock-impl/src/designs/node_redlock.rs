@@ -222,6 +222,20 @@ impl NodeRedlock {
         {
             return Ok(None);
         }
+        Ok(self
+            .extend_unchecked(guard, duration_ms)
+            .await
+            .map(|(g, _)| g))
+    }
+
+    /// `extend` once its expiration check passed: `EXTEND_SCRIPT` through `_execute`;
+    /// the replacement guard and its `expiration` (wall ms), or `None` without a
+    /// quorum.
+    pub(crate) async fn extend_unchecked(
+        &self,
+        guard: &Guard,
+        duration_ms: u64,
+    ) -> Option<(Guard, i128)> {
         // 5.0.0-beta.2: `const start = Date.now()` before `_execute`.
         let start = self.date_now();
         let decision = self
@@ -233,23 +247,24 @@ impl NodeRedlock {
             )
             .await;
         if !decision.for_quorum {
-            return Ok(None);
+            return None;
         }
         let expiration = start + duration_ms as i128 - Self::drift_ms(duration_ms) as i128;
-        Ok(Some(Guard {
-            valid_until: Some(self.valid_until(expiration)),
-            ..guard.clone()
-        }))
-    }
-}
-
-#[async_trait]
-impl LockDesign for NodeRedlock {
-    fn name(&self) -> &str {
-        Self::NAME
+        Some((
+            Guard {
+                valid_until: Some(self.valid_until(expiration)),
+                ..guard.clone()
+            },
+            expiration,
+        ))
     }
 
-    async fn acquire(&self, key: &str, options: AcquireOptions) -> Result<Acquire, LockError> {
+    /// `acquire`, with the lock's `expiration` (wall ms) when it was taken.
+    pub(crate) async fn acquire_with_expiration(
+        &self,
+        key: &str,
+        options: AcquireOptions,
+    ) -> Result<(Acquire, Option<i128>), LockError> {
         if key.is_empty() {
             return Err(LockError::EmptyKey);
         }
@@ -280,17 +295,31 @@ impl LockDesign for NodeRedlock {
             // Release any partial lock state, one attempt, errors ignored.
             self.execute(&RELEASE, key, std::slice::from_ref(&value), 0)
                 .await;
-            return Ok(Acquire::NotAcquired);
+            return Ok((Acquire::NotAcquired, None));
         }
         let expiration = start + duration as i128 - Self::drift_ms(duration) as i128;
-        Ok(Acquire::Acquired(Guard {
-            design: Self::NAME.to_string(),
-            key: key.to_string(),
-            owner: value,
-            acquired_at,
-            valid_until: Some(self.valid_until(expiration)),
-            token: None,
-        }))
+        Ok((
+            Acquire::Acquired(Guard {
+                design: Self::NAME.to_string(),
+                key: key.to_string(),
+                owner: value,
+                acquired_at,
+                valid_until: Some(self.valid_until(expiration)),
+                token: None,
+            }),
+            Some(expiration),
+        ))
+    }
+}
+
+#[async_trait]
+impl LockDesign for NodeRedlock {
+    fn name(&self) -> &str {
+        Self::NAME
+    }
+
+    async fn acquire(&self, key: &str, options: AcquireOptions) -> Result<Acquire, LockError> {
+        Ok(self.acquire_with_expiration(key, options).await?.0)
     }
 
     async fn release(&self, guard: &Guard) -> Result<Release, LockError> {
