@@ -154,6 +154,32 @@ impl Backend {
             Backend::MySql => "MySQL",
         }
     }
+
+    /// What the system promises a lock, and what it does not, in a sentence (the
+    /// report's legend and the README's design table).
+    pub fn promise(self) -> &'static str {
+        match self {
+            Backend::Redis => {
+                "Redis: a key with a TTL on one master, so a lock holds only while that \
+                 master lives, its clock keeps time and the holder finishes within the \
+                 lease; replication is asynchronous, so a failover can promote a replica \
+                 that never had the lock, and Redlock's majority of independent masters \
+                 still leans on their clocks and persistence"
+            }
+            Backend::ZooKeeper => {
+                "ZooKeeper: a lock node is committed by a quorum (Zab) before anyone sees \
+                 it and carries a czxid no failover reissues, but it is ephemeral: it lives \
+                 as long as its holder's session, which the leader expires when the holder \
+                 is silent past the session timeout, a paused holder included"
+            }
+            Backend::MySql => {
+                "MySQL: a row under a unique key is durable and never expires (a dead \
+                 holder's row stays until someone deletes it), and a GET_LOCK belongs to \
+                 its connection: the server releases it the moment the connection drops, \
+                 whatever the client still believes"
+            }
+        }
+    }
 }
 
 /// How many independent masters the Redlock designs run against in locksim's world

@@ -533,6 +533,16 @@ fn a_report_is_the_same_on_one_thread_or_two_and_never_writes_over_foreign_files
     }
     let md = std::fs::read_to_string(a.join("summary.md")).unwrap();
     assert!(md.contains("| setnx-expire |"), "{md}");
+    // The legend says what the rows' system promises, and only theirs.
+    let html = std::fs::read_to_string(a.join("index.html")).unwrap();
+    assert!(
+        html.contains("Redis: a key with a TTL on one master"),
+        "no promise of Redis in the legend"
+    );
+    assert!(
+        !html.contains("ZooKeeper: a lock node"),
+        "a system without rows"
+    );
     // Running again over its own report replaces it; over someone's files, refuses.
     let (code, _, err) = run(&a, "2");
     assert_eq!(code, 0, "{err}");

@@ -158,8 +158,26 @@ impl Page {
              <span class=\"m-nofault\">n fault never happened: no evidence</span></p>\n\
              <p class=\"small\">A number after the mark counts the runs in that class when not all \
              were; the line below counts the runs that saw the scenario's fault. Failing cells \
-             link to their first violation.</p>\n<table class=\"matrix\"><tr><th></th>",
+             link to their first violation.</p>\n",
         );
+        // What each system in the rows promises, so the matrix reads as seed 002's
+        // table of lock services, measured.
+        let mut backends: Vec<lock_impl::Backend> = r
+            .designs
+            .iter()
+            .filter_map(|d| lock_impl::DESIGNS.iter().find(|i| i.name == d.as_str()))
+            .map(|i| i.backend)
+            .collect();
+        backends.sort_unstable();
+        backends.dedup();
+        if !backends.is_empty() {
+            self.html.push_str("<ul class=\"small promises\">");
+            for b in backends {
+                let _ = write!(self.html, "<li>{}</li>", esc(b.promise()));
+            }
+            self.html.push_str("</ul>\n");
+        }
+        self.html.push_str("<table class=\"matrix\"><tr><th></th>");
         for s in &r.scenarios {
             let _ = write!(self.html, "<th class=\"col\">{}</th>", esc(s));
         }
