@@ -261,6 +261,10 @@ struct RunArgs {
     /// Worker threads (default: all cores).
     #[arg(long)]
     threads: Option<usize>,
+    /// A design family's time scale as the world's base: `catalog` (200 ms leases, the
+    /// default) or `redisson` (30 s lease, 3 s reply timeout, 4 clients, 240 s).
+    #[arg(long, default_value = "catalog")]
+    profile: String,
     /// Pin a scenario quantity, NAME=V (repeatable; see `locksim sweep --help`).
     #[arg(long = "param")]
     params: Vec<String>,
@@ -285,6 +289,10 @@ struct ReplayArgs {
     /// The seed to replay.
     #[arg(long)]
     seed: u64,
+    /// A design family's time scale as the world's base: `catalog` (200 ms leases, the
+    /// default) or `redisson` (30 s lease, 3 s reply timeout, 4 clients, 240 s).
+    #[arg(long, default_value = "catalog")]
+    profile: String,
     /// Pin a scenario quantity, NAME=V (repeatable; see `locksim sweep --help`).
     #[arg(long = "param")]
     params: Vec<String>,
@@ -320,6 +328,10 @@ struct ShrinkArgs {
     /// the run fails).
     #[arg(long)]
     checker: Option<String>,
+    /// A design family's time scale as the world's base: `catalog` (200 ms leases, the
+    /// default) or `redisson` (30 s lease, 3 s reply timeout, 4 clients, 240 s).
+    #[arg(long, default_value = "catalog")]
+    profile: String,
     /// Pin a scenario quantity, NAME=V (repeatable; see `locksim sweep --help`).
     #[arg(long = "param")]
     params: Vec<String>,
@@ -463,7 +475,10 @@ fn run(cli: Cli, extra: Vec<DesignSpec>) -> ExitCode {
         Some(Command::Run(a)) => (|| {
             let d = design(&a.design)?;
             let s = input::with_plan(
-                input::with_params(input::scenario(&a.scenario)?, &a.params)?,
+                input::with_params(
+                    input::with_profile(input::scenario(&a.scenario)?, &a.profile)?,
+                    &a.params,
+                )?,
                 a.plan.as_deref(),
             )?;
             input::check_pair(&d, &s)?;
@@ -481,7 +496,10 @@ fn run(cli: Cli, extra: Vec<DesignSpec>) -> ExitCode {
         Some(Command::Replay(a)) => (|| {
             let d = design(&a.design)?;
             let s = input::with_plan(
-                input::with_params(input::scenario(&a.scenario)?, &a.params)?,
+                input::with_params(
+                    input::with_profile(input::scenario(&a.scenario)?, &a.profile)?,
+                    &a.params,
+                )?,
                 a.plan.as_deref(),
             )?;
             input::check_pair(&d, &s)?;
@@ -497,7 +515,10 @@ fn run(cli: Cli, extra: Vec<DesignSpec>) -> ExitCode {
         Some(Command::Shrink(a)) => (|| {
             let d = design(&a.design)?;
             let s = input::with_plan(
-                input::with_params(input::scenario(&a.scenario)?, &a.params)?,
+                input::with_params(
+                    input::with_profile(input::scenario(&a.scenario)?, &a.profile)?,
+                    &a.params,
+                )?,
                 a.plan.as_deref(),
             )?;
             input::check_pair(&d, &s)?;

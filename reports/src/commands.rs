@@ -480,6 +480,7 @@ pub fn shrink(
     // Against the catalog's workload, not `scenario`'s: a run that started from a plan
     // file already carries that file's workload changes, and the new file must too.
     let base = catalog::find(scenario.name)
+        .and_then(|s| s.with_profile(scenario.profile))
         .map(|s| s.workload)
         .unwrap_or_else(|_| scenario.workload.clone());
     let file =
@@ -511,8 +512,9 @@ pub fn shrink(
     println!("minimal plan written to {}:", out.display());
     print!("{}", file.to_json());
     let replay = format!(
-        "{} --plan {}",
+        "{}{} --plan {}",
         replay_command(&design.name, scenario.name, seed),
+        scenario.param_flags(),
         out.display()
     );
     println!("replay:  {replay}");

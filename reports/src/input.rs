@@ -86,6 +86,17 @@ pub fn scenario(name: &str) -> Result<Scenario, BadInput> {
     catalog::find(name).map_err(BadInput)
 }
 
+/// Rebuilds `scenario`'s world at `--profile`'s time scale (`catalog` leaves it as it
+/// is), or says which profiles there are.
+pub fn with_profile(scenario: Scenario, profile: &str) -> Result<Scenario, BadInput> {
+    let profile = scenarios::catalog::Profile::parse(profile)
+        .map_err(|e| BadInput(format!("--profile: {e}")))?;
+    if profile == scenarios::catalog::Profile::Catalog {
+        return Ok(scenario);
+    }
+    scenario.with_profile(profile).map_err(BadInput)
+}
+
 /// Reads a plan file (hand-written, or written by `locksim shrink`: faults, and
 /// optionally the workload fields that differ) and puts it in place of the scenario's.
 pub fn with_plan(scenario: Scenario, path: Option<&std::path::Path>) -> Result<Scenario, BadInput> {

@@ -51,3 +51,31 @@ fn a_profile_is_named_and_a_wrong_name_lists_the_allowed_ones() {
         "{err}"
     );
 }
+
+#[test]
+fn any_scenario_runs_at_a_profiles_scale_and_its_replay_command_says_so() {
+    let s = catalog::find("gc-pause")
+        .expect("scenario")
+        .with_param(scenarios::params::Param::Clients, 3)
+        .expect("pinned")
+        .with_profile(Profile::Redisson)
+        .expect("rebuilt");
+    assert_eq!(s.workload.lease_ms, 30_000);
+    assert_eq!(s.workload.response_timeout_ms, 3_000);
+    // A pinned quantity stays pinned through the rebuild.
+    assert_eq!(s.workload.clients, 3);
+    assert_eq!(s.param_flags(), " --profile redisson --param clients=3");
+    // The pauses are drawn as multiples of the lease: 2-4 of Redisson's.
+    let plan = s.plan(0);
+    assert!(!plan.faults.is_empty());
+    for f in &plan.faults {
+        let sim::faults::FaultKind::Pause { duration_ms, .. } = f.kind else {
+            panic!("gc-pause plans pauses: {f:?}");
+        };
+        assert!((60_000..=120_000).contains(&duration_ms), "{duration_ms}");
+    }
+    // The catalog's scale is the default, and names no flag.
+    let c = catalog::find("gc-pause").expect("scenario");
+    assert_eq!(c.profile, Profile::Catalog);
+    assert_eq!(c.param_flags(), "");
+}

@@ -170,6 +170,8 @@ pub struct Scenario {
     def: &'static Def,
     /// Quantities pinned by `--param` (see [`crate::params`]), sorted.
     pub(crate) params: Vec<(Param, u64)>,
+    /// The time scale its world was built at (`--profile`; the catalog's by default).
+    pub profile: Profile,
 }
 
 /// The shape of a scenario's world, which decides the designs it runs.
@@ -262,7 +264,29 @@ impl Scenario {
             fixed_plan: None,
             def,
             params: Vec::new(),
+            profile: Profile::Catalog,
         }
+    }
+
+    /// This scenario's world rebuilt from `profile`'s base workload (`locksim run
+    /// --profile redisson`), its pinned quantities pinned again. The faults' sizes
+    /// that the scenario draws as multiples of the lease scale with the profile's
+    /// lease, and their times spread over its run; a world's absolute settings
+    /// (Sentinel timeouts, link latencies, a fixed number of clients) stay as the
+    /// scenario sets them. A scenario whose world ignores the base (`renewal-blip`
+    /// sets Redisson's scale itself) is unchanged by it.
+    pub fn with_profile(self, profile: Profile) -> Result<Scenario, String> {
+        let params = self.params.clone();
+        let mut s = Scenario {
+            workload: (self.def.world)(&profile.base()),
+            params: Vec::new(),
+            profile,
+            ..self
+        };
+        for (p, v) in params {
+            s = s.with_param(p, v)?;
+        }
+        Ok(s)
     }
 
     /// The shape of this scenario's world.
@@ -395,12 +419,19 @@ impl Scenario {
         Ok(self)
     }
 
-    /// The pinned parameters, as `--param` flags (empty if none), for replay commands.
+    /// The profile (unless the catalog's) and the pinned parameters, as `--profile` and
+    /// `--param` flags (empty if neither), for replay commands.
     pub fn param_flags(&self) -> String {
-        self.params
+        let profile = match self.profile {
+            Profile::Catalog => String::new(),
+            other => format!(" --profile {}", other.name()),
+        };
+        let params: String = self
+            .params
             .iter()
             .map(|(p, v)| format!(" --param {p}={v}"))
-            .collect()
+            .collect();
+        profile + &params
     }
 }
 
