@@ -14,39 +14,68 @@ use sim::world::Stepping;
 #[test]
 fn jumping_gives_the_tick_by_tick_history_in_every_cell() {
     let seeds = seeds_from_env("LOCKSIM_STEPPING_SEEDS", 1);
-    let mut cells = 0;
-    let mut saved = 0u64;
+    let mut work = Vec::new();
     for s in catalog::catalog() {
         for d in lock_impl::DESIGNS
             .iter()
             .filter(|d| s.applies_to(d.backend, d.masters))
         {
             for seed in 0..seeds {
-                let mut cfg = config(&design(d.name), &s, seed);
-                cfg.stepping = Stepping::Tick;
-                let tick = sim::world::run(&cfg).expect("run");
-                cfg.stepping = Stepping::Jump;
-                let jump = sim::world::run(&cfg).expect("run");
-                let at = format!("design={} scenario={} seed={seed}", d.name, s.name);
-                assert_eq!(jump.stats.unhinted_wakes, 0, "{at}: a timer was not hinted");
-                if let Some(diff) = first_difference(&tick, &jump) {
-                    panic!("{at}: the histories differ (tick-by-tick, then jumping): {diff}");
-                }
-                // The run did something: somebody held the lock (a world of 70 s holds,
-                // `renewal-blip`, records only a few dozen events in all).
-                assert!(
-                    tick.events.iter().any(|e| matches!(&e.kind,
-                        EventKind::Op(op) if op.f == OpF::Acquire && op.phase == Phase::Ok)),
-                    "{at}: nobody ever held the lock"
-                );
-                assert!(jump.stats.steps <= tick.stats.steps, "{at}: more steps");
-                saved += tick.stats.steps - jump.stats.steps;
-                cells += 1;
+                work.push((s.clone(), d.name, seed));
             }
         }
     }
-    assert!(cells > 200, "every cell of the catalog: {cells}");
-    assert!(saved > 0, "no step saved anywhere");
+    // Every cell twice (tick by tick, then jumping) is most of this suite's time: the
+    // cells are shared out over two threads (the machine's cores), each run on its
+    // own, so the comparison is the same whatever thread runs it.
+    let next = std::sync::atomic::AtomicUsize::new(0);
+    let saved = std::sync::atomic::AtomicU64::new(0);
+    std::thread::scope(|scope| {
+        for _ in 0..2 {
+            scope.spawn(|| {
+                loop {
+                    let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                    let Some((s, name, seed)) = work.get(i) else {
+                        break;
+                    };
+                    saved.fetch_add(
+                        compare_one(s, name, *seed),
+                        std::sync::atomic::Ordering::Relaxed,
+                    );
+                }
+            });
+        }
+    });
+    assert!(
+        work.len() > 200,
+        "every cell of the catalog: {}",
+        work.len()
+    );
+    assert!(saved.into_inner() > 0, "no step saved anywhere");
+}
+
+/// One cell's seed tick by tick and jumping: the same history, no unhinted timer,
+/// somebody held the lock, and no more steps jumping; the steps saved.
+fn compare_one(s: &catalog::Scenario, name: &str, seed: u64) -> u64 {
+    let mut cfg = config(&design(name), s, seed);
+    cfg.stepping = Stepping::Tick;
+    let tick = sim::world::run(&cfg).expect("run");
+    cfg.stepping = Stepping::Jump;
+    let jump = sim::world::run(&cfg).expect("run");
+    let at = format!("design={name} scenario={} seed={seed}", s.name);
+    assert_eq!(jump.stats.unhinted_wakes, 0, "{at}: a timer was not hinted");
+    if let Some(diff) = first_difference(&tick, &jump) {
+        panic!("{at}: the histories differ (tick-by-tick, then jumping): {diff}");
+    }
+    // The run did something: somebody held the lock (a world of 70 s holds,
+    // `renewal-blip`, records only a few dozen events in all).
+    assert!(
+        tick.events.iter().any(|e| matches!(&e.kind,
+            EventKind::Op(op) if op.f == OpF::Acquire && op.phase == Phase::Ok)),
+        "{at}: nobody ever held the lock"
+    );
+    assert!(jump.stats.steps <= tick.stats.steps, "{at}: more steps");
+    tick.stats.steps - jump.stats.steps
 }
 
 /// Where two histories first part, in a few lines (the whole JSON of both is too
