@@ -343,6 +343,7 @@ impl Client {
                 clock: self.clock.clone(),
             })),
             zookeeper,
+            mongo: None,
             mysql: w.mysql.as_ref().map(|spec| lock_impl::mysql::MySqlServer {
                 host: spec.name.clone(),
                 port: crate::mysql::MYSQL_PORT,
