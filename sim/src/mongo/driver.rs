@@ -265,7 +265,12 @@ pub fn start_background(shared: &SharedMember, dialer: Arc<dyn StreamDialer>) {
             .collect();
         dialer.spawn(Box::pin(async move {
             loop {
-                turmoil::time::sleep(heartbeat).await;
+                // Until the election is due, or the next liveness check.
+                let now = s.now();
+                let wait = s
+                    .read(|m| m.election_deadline())
+                    .map_or(heartbeat, |d| d.saturating_sub(now).min(heartbeat));
+                turmoil::time::sleep(wait.max(Duration::from_millis(1))).await;
                 let now = s.now();
                 let req = s.with(|m| {
                     m.check_liveness(now);

@@ -425,6 +425,11 @@ impl Member {
         m.data = m.replay(m.durable.oplog.len());
         let me = m.config.me;
         m.applied[me] = m.last_applied();
+        m.events.push(MemberEvent::Role {
+            role: "SECONDARY",
+            term: m.durable.term,
+            why: "starting up".into(),
+        });
         m
     }
 
@@ -626,6 +631,49 @@ impl Member {
             && now
                 >= self.primary_contact
                     + Duration::from_millis(self.config.election_timeout_ms + self.offset_ms)
+    }
+
+    /// When it will stand for election if it hears from no primary (`None`: it is
+    /// primary).
+    pub fn election_deadline(&self) -> Option<Duration> {
+        (self.role != Role::Primary).then(|| {
+            self.primary_contact
+                + Duration::from_millis(self.config.election_timeout_ms + self.offset_ms)
+        })
+    }
+
+    /// Makes a new set's oplog and, for member `primary`, its role as a replica set
+    /// whose `rs.initiate()` already ran when the run starts: every member has the
+    /// "initiating set" entry of term 1, and `primary` is primary in term 1 (a running
+    /// deployment has a primary; the run does not wait for the first election). A
+    /// no-op on a member that has an oplog.
+    pub fn initiate(&mut self, primary: usize, now: Duration) {
+        if !self.durable.oplog.is_empty() {
+            return;
+        }
+        self.durable.term = 1;
+        self.durable.last_vote = Some((1, primary));
+        self.durable.oplog.push(Entry {
+            optime: OpTime { t: 1, ts: 1 },
+            op: Op::Noop("initiating set".into()),
+        });
+        let me = self.config.me;
+        self.applied[me] = OpTime { t: 1, ts: 1 };
+        self.primary_contact = now;
+        if me == primary {
+            self.role = Role::Primary;
+            self.primary = Some(me);
+            for h in self.heard.iter_mut() {
+                *h = Some(now);
+            }
+            self.events.push(MemberEvent::Role {
+                role: "PRIMARY",
+                term: 1,
+                why: "the set was initiated with it as primary".into(),
+            });
+        } else {
+            self.primary = Some(primary);
+        }
     }
 
     /// Stands for election: its vote request to send every other member.
