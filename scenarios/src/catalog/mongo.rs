@@ -12,7 +12,7 @@ use crate::params::Param;
 
 pub(super) static MONGO_FAILOVER: Def = Def {
     name: "mongo-failover",
-    description: "a three-member replica set whose members receive everything 5-20 ms late; the primary crashes right after applying a lock write no secondary has yet; a secondary is elected (election timeout 1 s), and the old primary, restarted, rejoins and rolls the write back",
+    description: "a three-member replica set whose secondaries (mongo-2, mongo-3) receive everything 5-20 ms late; the primary (mongo-1) crashes right after applying a lock write no secondary has yet; a secondary is elected (election timeout 1 s), and the old primary, restarted, rejoins and rolls the write back",
     fault_about: "the primary crashed holding a lock write no other member had, another member was elected without it, and the old primary rolled it back when it rejoined",
     world: mongo_world,
     quantities: &[Param::LagMs],
@@ -39,17 +39,18 @@ fn mongo_world(base: &Workload) -> Workload {
     }
 }
 
-/// Every member lags 5-20 ms (what reaches it is delayed: clients' commands, and the
-/// oplog batches and heartbeats of its peers), as a busy or distant replica set does;
-/// the crash is armed early and hits the first lock write the primary has applied and
-/// answered but no secondary has; the old primary restarts after the election.
+/// The secondaries lag 5-20 ms (what reaches them is delayed: the primary's oplog
+/// batches and heartbeats, and clients' commands), as busy or distant replicas do
+/// (the Redis `failover` delays its replica the same way); the crash is armed early
+/// and hits the first lock write the primary has applied and answered but no
+/// secondary has; the old primary restarts after the election.
 fn failover(d: &mut Draw) -> Vec<Fault> {
     let w = d.workload;
     let lag = d.quantity(Param::LagMs, 5..=20);
     let mut faults: Vec<Fault> = w
         .mongo
         .iter()
-        .flat_map(|m| m.members.clone())
+        .flat_map(|m| m.members.iter().skip(1).cloned().collect::<Vec<_>>())
         .map(|member| Fault {
             at_ms: 0,
             kind: FaultKind::Delay {
