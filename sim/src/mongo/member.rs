@@ -404,7 +404,7 @@ impl Member {
     /// for a primary, with its data rebuilt from its oplog.
     pub fn new(config: MongoConfig, durable: Durable, now: Duration) -> Member {
         let n = config.members.len();
-        let mut rng = ChaCha8Rng::seed_from_u64(config.seed ^ (config.me as u64 + 1) * 0x9e37);
+        let mut rng = ChaCha8Rng::seed_from_u64(config.seed ^ ((config.me as u64 + 1) * 0x9e37));
         let offset_ms = rng.random_range(0..=config.election_timeout_ms * 15 / 100);
         let mut m = Member {
             applied: vec![OpTime::default(); n],
@@ -1722,16 +1722,17 @@ impl Member {
         let last = self.last_applied();
         let await_data = body.get("awaitData").is_some_and(Value::truthy);
         // Nothing new past the reader's own last entry (which we have too): wait.
-        if await_data && last.ts <= from && self.entry_at(from).is_some() {
-            if let Some(max) = body.get_i64("maxTimeMS").filter(|m| *m > 0)
-                && !body.get("$retried").is_some_and(Value::truthy)
-            {
-                return Handled::WaitOplog {
-                    body: body.clone().with("$retried", true),
-                    after: last,
-                    max_ms: max as u64,
-                };
-            }
+        if await_data
+            && last.ts <= from
+            && self.entry_at(from).is_some()
+            && let Some(max) = body.get_i64("maxTimeMS").filter(|m| *m > 0)
+            && !body.get("$retried").is_some_and(Value::truthy)
+        {
+            return Handled::WaitOplog {
+                body: body.clone().with("$retried", true),
+                after: last,
+                max_ms: max as u64,
+            };
         }
         let batch: Vec<Value> = self
             .durable
