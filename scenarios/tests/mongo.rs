@@ -184,3 +184,28 @@ fn the_mongo_scenario_applies_to_the_mongo_designs_only() {
         );
     }
 }
+
+/// Every timer of the replica set (heartbeats, election timers, long polls, write
+/// concern waits) is hinted: jumping to the next event gives the tick-by-tick history
+/// in every mongo cell of seed 0. (`stepping.rs` checks every cell of the catalog; this
+/// is the mongo part of it, quick to run on its own.)
+#[test]
+fn jumping_gives_the_tick_by_tick_history_in_the_mongo_cells() {
+    use sim::world::Stepping;
+    for s in scenarios::catalog::catalog() {
+        for d in DESIGNS {
+            if !s.applies_to(lock_impl::Backend::MongoDb, 0) {
+                continue;
+            }
+            let mut cfg = scenarios::sweep::config(&common::design(d), &s, 0);
+            cfg.stepping = Stepping::Tick;
+            let tick = sim::world::run(&cfg).expect("run");
+            cfg.stepping = Stepping::Jump;
+            let jump = sim::world::run(&cfg).expect("run");
+            let at = format!("design={d} scenario={}", s.name);
+            assert_eq!(jump.stats.unhinted_wakes, 0, "{at}: a timer was not hinted");
+            assert_eq!(tick.digest(), jump.digest(), "{at}: the histories differ");
+            assert!(jump.stats.steps < tick.stats.steps, "{at}: no step saved");
+        }
+    }
+}
