@@ -232,6 +232,31 @@ mod tests {
         );
     }
 
+    /// Every byte of a valid message replaced by every value, and every prefix: the
+    /// decoder answers or refuses, never panics.
+    #[test]
+    fn damaged_messages_are_refused_never_panicked_on() {
+        let good = Message {
+            request_id: 7,
+            response_to: 0,
+            flags: 0,
+            body: Document::new()
+                .with("findAndModify", "locks")
+                .with("query", Document::new().with("_id", "k"))
+                .with("$db", "d"),
+        }
+        .encode();
+        for i in 0..good.len() {
+            for b in [0u8, 1, 2, 0x7f, 0xff] {
+                let mut m = good.clone();
+                m[i] = b;
+                let _ = Message::decode(&m);
+                let _ = split_message(&m);
+            }
+            let _ = Message::decode(&good[..i]);
+        }
+    }
+
     #[test]
     fn other_opcodes_and_fire_and_forget_are_refused_by_name() {
         let mut bytes = Message {

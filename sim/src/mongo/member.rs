@@ -1386,6 +1386,16 @@ impl Member {
             }
             _ => {}
         }
+        // The filter and the update are parsed before anything is looked up, as mongod
+        // parses them: a malformed one is refused even when no document matches.
+        if let Err(e) = query::matches(&Document::new(), filter) {
+            return Handled::Reply(query_error(e));
+        }
+        if let Some(u) = update
+            && let Err(e) = query::apply_update(&mut Document::new(), u, true)
+        {
+            return Handled::Reply(query_error(e));
+        }
         let mut found = None;
         for doc in self.documents(&ns) {
             match query::matches(doc, filter) {
@@ -1610,6 +1620,9 @@ impl Member {
                     format!("The limit field in delete objects must be 0 or 1. Got {limit}"),
                 ));
             }
+            if let Err(e) = query::matches(&Document::new(), q) {
+                return Handled::Reply(query_error(e));
+            }
             let mut ids = Vec::new();
             for doc in self.documents(&ns) {
                 match query::matches(doc, q) {
@@ -1681,6 +1694,9 @@ impl Member {
                 ));
             }
         };
+        if let Err(e) = query::matches(&Document::new(), filter) {
+            return Handled::Reply(query_error(e));
+        }
         let limit = body.get_i64("limit").unwrap_or(0).max(0) as usize;
         let mut batch = Vec::new();
         for doc in docs {
@@ -1889,6 +1905,121 @@ mod tests {
                 .unwrap()
                 .starts_with("already voted for another candidate")
         );
+    }
+
+    /// `w: "majority"` waits for a second member's position; a step-down meanwhile is
+    /// `PrimarySteppedDown` (189), a `wtimeout` `WriteConcernFailed` (64).
+    #[test]
+    fn a_majority_write_waits_for_a_majority_and_fails_as_mongod_says() {
+        let t = Duration::from_secs(2);
+        let mut p = Member::new(config(0, 3), Durable::default(), Duration::ZERO);
+        p.initiate(0, Duration::ZERO);
+        let cmd = lock_impl::designs::MongoFindAndModify::acquire_command(
+            "k",
+            "a",
+            1,
+            100,
+            Document::new()
+                .with("w", "majority")
+                .with("wtimeout", 50i64),
+        )
+        .with("$db", "locksim");
+        let Handled::WaitConcern(w) = p.command("c1", &cmd, t) else {
+            panic!("a majority write waits");
+        };
+        assert_eq!(p.concern_met(&w), ConcernState::Waiting);
+        let e = Member::wtimeout_error(&w);
+        assert_eq!(
+            (
+                e.get_i64("code"),
+                e.get_str("codeName"),
+                e.get_str("errmsg")
+            ),
+            (
+                Some(64),
+                Some("WriteConcernFailed"),
+                Some("waiting for replication timed out")
+            )
+        );
+        let mut s = Member::new(config(1, 3), Durable::default(), Duration::ZERO);
+        s.initiate(0, Duration::ZERO);
+        let batch = reply(p.command("mongo-2", &s.fetch_request(1, 0).with("$db", "local"), t));
+        assert_eq!(s.on_fetch_reply(0, 1, &batch, t), Fetched::Applied(1));
+        reply(p.command("mongo-2", &s.update_position().with("$db", "admin"), t));
+        assert_eq!(p.concern_met(&w), ConcernState::Met);
+        // A second write, then a higher term: the wait fails with PrimarySteppedDown.
+        let mut other_key = cmd.clone();
+        other_key.set("query", Document::new().with("_id", "j"));
+        let Handled::WaitConcern(w2) = p.command("c1", &other_key, t) else {
+            panic!("a majority write waits");
+        };
+        p.see_term(5, "test");
+        let ConcernState::Failed(e) = p.concern_met(&w2) else {
+            panic!("a step-down fails the wait");
+        };
+        assert_eq!(
+            (e.get_i64("code"), e.get_str("codeName")),
+            (Some(189), Some("PrimarySteppedDown"))
+        );
+    }
+
+    /// Malformed commands get mongod's errors (`ok: 0` with a code), never a panic.
+    #[test]
+    fn malformed_commands_are_refused_with_errors_never_panicked_on() {
+        let t = Duration::from_secs(1);
+        let mut p = Member::new(config(0, 1), Durable::default(), Duration::ZERO);
+        p.initiate(0, Duration::ZERO);
+        let bad = [
+            Document::new().with("findAndModify", "locks"),
+            Document::new().with("findAndModify", 5).with("$db", "d"),
+            Document::new()
+                .with("findAndModify", "locks")
+                .with("update", Document::new().with("$set", 3))
+                .with("$db", "d"),
+            Document::new()
+                .with("findAndModify", "locks")
+                .with("remove", true)
+                .with("update", Document::new())
+                .with("$db", "d"),
+            Document::new()
+                .with("findAndModify", "locks")
+                .with("query", "x")
+                .with("update", Document::new())
+                .with("$db", "d"),
+            Document::new().with("insert", "locks").with("$db", "d"),
+            Document::new()
+                .with("insert", "locks")
+                .with("documents", vec![Value::Int32(1)])
+                .with("$db", "d"),
+            Document::new()
+                .with("delete", "locks")
+                .with(
+                    "deletes",
+                    vec![Value::Document(
+                        Document::new().with("q", Document::new()).with("limit", 7),
+                    )],
+                )
+                .with("$db", "d"),
+            Document::new()
+                .with("insert", "locks")
+                .with("documents", vec![Value::Document(Document::new())])
+                .with("writeConcern", Document::new().with("w", "nodes"))
+                .with("$db", "d"),
+            Document::new()
+                .with("find", "locks")
+                .with("filter", Document::new().with("$where", "1"))
+                .with("$db", "d"),
+            Document::new(),
+        ];
+        for cmd in bad {
+            let r = reply(p.command("c", &cmd, t));
+            assert!(!r.get("ok").unwrap().truthy(), "{cmd} -> {r}");
+            assert!(r.get_i64("code").is_some_and(|c| c != 0), "{cmd} -> {r}");
+            assert!(
+                !r.get_str("errmsg").unwrap_or("").is_empty(),
+                "{cmd} -> {r}"
+            );
+        }
     }
 
     /// An acknowledged `w: 1` write that only the old primary had is rolled back when
