@@ -23,7 +23,7 @@ struct Cli {
     #[command(subcommand)]
     command: Option<Command>,
     /// Seeds for the catalog table (A..B or N). The default runs the whole catalog (25
-    /// designs, 35 scenarios, 524 cells) in about 84 s on two cores after the build;
+    /// designs, 36 scenarios, 527 cells) in about 84 s on two cores after the build;
     /// `locksim run` and `--seeds 0..100` give a cell or the table more evidence.
     #[arg(long, default_value = "0..10", allow_hyphen_values = true)]
     seeds: String,

@@ -1,5 +1,6 @@
 //! The MongoDB designs in locksim's world (a three-member replica set, `mongo-1` …
-//! `mongo-3`): a `w: 1` lock is lost in a failover and the old primary rolls it back,
+//! `mongo-3`): a `w: 1` lock is lost in a failover (the primary crashed, or cut off)
+//! and the old primary rolls it back,
 //! a `w: "majority"` lock survives it; the client faults reach them as they reach the
 //! other lease locks. The classes come from the checkers on the histories, never from
 //! the design's name.
@@ -69,8 +70,8 @@ fn mongo_designs_are_valid_without_faults() {
 /// The failover happened in every run (the probe found the crash at the moment, the
 /// election and the rollback), and every run's old primary rolled back at least one
 /// entry.
-fn assert_failover_happened(design: &str, run: &RunSummary) {
-    let replay = replay_command(design, "mongo-failover", run.seed);
+fn assert_failover_happened(design: &str, scenario: &str, run: &RunSummary) {
+    let replay = replay_command(design, scenario, run.seed);
     let history = run.history.as_ref().expect("kept");
     let witness = mongo_probes::rollback_of_a_lock_write(history);
     assert!(
@@ -85,27 +86,31 @@ fn assert_failover_happened(design: &str, run: &RunSummary) {
     assert!(rolled_back, "seed {}: {replay}", run.seed);
 }
 
+const FAILOVERS: [&str; 2] = ["mongo-failover", "mongo-partition"];
+
 #[test]
 fn a_w1_lock_is_lost_in_a_failover_and_rolled_back() {
     let design = "mongo-find-and-modify";
-    for run in runs(design, "mongo-failover") {
-        let replay = replay_command(design, "mongo-failover", run.seed);
-        assert_failover_happened(design, &run);
-        let me = verdict(&run, "mutual-exclusion");
-        let scenarios::checkers::Verdict::Invalid(evidence) = me else {
-            panic!("seed {}: mutual exclusion {me:?}; {replay}", run.seed);
-        };
-        // The evidence names the mechanism: acknowledged by one member, another
-        // elected without it, the write rolled back.
-        assert!(
-            evidence.summary.contains("acknowledged by mongo-")
-                && evidence.summary.contains("became primary")
-                && evidence.summary.contains("rolled the write back"),
-            "seed {}: {}",
-            run.seed,
-            evidence.summary
-        );
-        assert_eq!(run.safety(), Safety::Unsafe, "seed {}: {replay}", run.seed);
+    for scenario in FAILOVERS {
+        for run in runs(design, scenario) {
+            let replay = replay_command(design, scenario, run.seed);
+            assert_failover_happened(design, scenario, &run);
+            let me = verdict(&run, "mutual-exclusion");
+            let scenarios::checkers::Verdict::Invalid(evidence) = me else {
+                panic!("seed {}: mutual exclusion {me:?}; {replay}", run.seed);
+            };
+            // The evidence names the mechanism: acknowledged by one member, another
+            // elected without it, the write rolled back.
+            assert!(
+                evidence.summary.contains("acknowledged by mongo-")
+                    && evidence.summary.contains("became primary")
+                    && evidence.summary.contains("rolled the write back"),
+                "seed {}: {}",
+                run.seed,
+                evidence.summary
+            );
+            assert_eq!(run.safety(), Safety::Unsafe, "seed {}: {replay}", run.seed);
+        }
     }
 }
 
@@ -115,22 +120,24 @@ fn a_majority_lock_survives_the_same_failover() {
         "mongo-find-and-modify-majority",
         "mongo-find-and-modify-fenced",
     ] {
-        for run in runs(design, "mongo-failover") {
-            let replay = replay_command(design, "mongo-failover", run.seed);
-            assert_failover_happened(design, &run);
-            assert!(
-                !verdict(&run, "mutual-exclusion").is_invalid(),
-                "{design} seed {}: {:?}; {replay}",
-                run.seed,
-                verdict(&run, "mutual-exclusion")
-            );
-            assert_eq!(
-                run.safety(),
-                Safety::Safe,
-                "{design} seed {}: {replay}",
-                run.seed
-            );
-            assert!(run.acquisitions > 2, "{design} seed {}: {replay}", run.seed);
+        for scenario in FAILOVERS {
+            for run in runs(design, scenario) {
+                let replay = replay_command(design, scenario, run.seed);
+                assert_failover_happened(design, scenario, &run);
+                assert!(
+                    !verdict(&run, "mutual-exclusion").is_invalid(),
+                    "{design} seed {}: {:?}; {replay}",
+                    run.seed,
+                    verdict(&run, "mutual-exclusion")
+                );
+                assert_eq!(
+                    run.safety(),
+                    Safety::Safe,
+                    "{design} seed {}: {replay}",
+                    run.seed
+                );
+                assert!(run.acquisitions > 2, "{design} seed {}: {replay}", run.seed);
+            }
         }
     }
 }
@@ -166,15 +173,17 @@ fn a_pause_past_the_lease_breaks_every_mongo_lock_and_fencing_catches_it() {
 }
 
 #[test]
-fn the_mongo_scenario_applies_to_the_mongo_designs_only() {
+fn the_mongo_scenarios_apply_to_the_mongo_designs_only() {
     let catalog = scenarios::catalog::catalog();
-    let failover = catalog
-        .iter()
-        .find(|s| s.name == "mongo-failover")
-        .expect("in the catalog");
-    assert!(failover.applies_to(lock_impl::Backend::MongoDb, 0));
-    assert!(!failover.applies_to(lock_impl::Backend::Redis, 1));
-    assert!(!failover.applies_to(lock_impl::Backend::MySql, 0));
+    for name in FAILOVERS {
+        let failover = catalog
+            .iter()
+            .find(|s| s.name == name)
+            .expect("in the catalog");
+        assert!(failover.applies_to(lock_impl::Backend::MongoDb, 0));
+        assert!(!failover.applies_to(lock_impl::Backend::Redis, 1));
+        assert!(!failover.applies_to(lock_impl::Backend::MySql, 0));
+    }
     for s in &catalog {
         assert_eq!(
             s.applies_to(lock_impl::Backend::MongoDb, 0),

@@ -44,8 +44,8 @@
 //! (limit 1) with the design's write concern: one deleted is ours released, none
 //! means it was not ours (taken over after expiry, or gone).
 //!
-//! Finding the primary: the seed list in order, `hello` on each; a member that is not
-//! primary but names one (`primary`) sends the client there. A command answered
+//! Finding the primary: `hello` on every member of the seed list at once; the first
+//! that answers as writable primary is used. A command answered
 //! `NotWritablePrimary` (10107) did nothing: the connection is dropped and the next
 //! attempt looks for the primary again, as a driver marks the server unknown.
 
@@ -107,52 +107,43 @@ impl Session {
         self.server.as_ref().ok_or(LockError::NoMongo { design })
     }
 
-    /// Dials the members in seed order and returns a connection to the one that says
-    /// it is the writable primary (following a secondary's `primary` hint once).
+    /// Dials every member at once and returns a connection to the first that says it
+    /// is the writable primary, as a driver's monitors find it (they check every
+    /// member concurrently: one member that cannot be reached, its dial hanging across
+    /// a partition, does not hold up the others).
     async fn find_primary(&self, server: &MongoServer) -> Result<MongoConn, String> {
-        let mut tried = Vec::new();
-        let mut candidates: Vec<(String, u16)> = server.seeds.clone();
-        let mut i = 0;
-        while i < candidates.len() && i < server.seeds.len() + 1 {
-            let (host, port) = candidates[i].clone();
-            i += 1;
-            let mut conn = match MongoConn::connect(
-                server.dialer.as_ref(),
-                &host,
-                port,
-                self.deps.clock.clone(),
-                server.timeout_ms,
-            )
-            .await
-            {
-                Ok(c) => c,
-                Err(e) => {
-                    tried.push(format!("{host}:{port}: {e}"));
-                    continue;
-                }
-            };
-            let hello = match conn
-                .command("admin", Document::new().with("hello", 1))
+        use futures_util::StreamExt;
+        let probes: futures_util::stream::FuturesUnordered<_> = server
+            .seeds
+            .iter()
+            .map(|(host, port)| async move {
+                let addr = format!("{host}:{port}");
+                let mut conn = MongoConn::connect(
+                    server.dialer.as_ref(),
+                    host,
+                    *port,
+                    self.deps.clock.clone(),
+                    server.timeout_ms,
+                )
                 .await
-            {
-                Ok(r) => r,
-                Err(e) => {
-                    tried.push(format!("{host}:{port}: hello: {e}"));
-                    continue;
+                .map_err(|e| format!("{addr}: {e}"))?;
+                let hello = conn
+                    .command("admin", Document::new().with("hello", 1))
+                    .await
+                    .map_err(|e| format!("{addr}: hello: {e}"))?;
+                if hello.get("isWritablePrimary").is_some_and(Value::truthy) {
+                    Ok(conn)
+                } else {
+                    Err(format!("{addr}: not primary"))
                 }
-            };
-            if hello.get("isWritablePrimary").is_some_and(Value::truthy) {
-                return Ok(conn);
-            }
-            tried.push(format!("{host}:{port}: not primary"));
-            if let Some((h, p)) = hello
-                .get_str("primary")
-                .and_then(|p| p.rsplit_once(':'))
-                .and_then(|(h, p)| Some((h.to_string(), p.parse::<u16>().ok()?)))
-                && !candidates[i..].contains(&(h.clone(), p))
-            {
-                // The member names the primary it follows: try it next.
-                candidates.insert(i, (h, p));
+            })
+            .collect();
+        futures_util::pin_mut!(probes);
+        let mut tried = Vec::new();
+        while let Some(result) = probes.next().await {
+            match result {
+                Ok(conn) => return Ok(conn),
+                Err(why) => tried.push(why),
             }
         }
         Err(format!("no writable primary: {}", tried.join("; ")))

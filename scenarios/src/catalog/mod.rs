@@ -93,6 +93,7 @@ pub static SCENARIOS: &[&Def] = &[
     &mysql::MYSQL_WAIT_TIMEOUT,
     &read_write::READ_WRITE,
     &mongo::MONGO_FAILOVER,
+    &mongo::MONGO_PARTITION,
 ];
 
 /// One scenario, whole: what it says of itself, its world, its faults and its probe.
@@ -221,6 +222,7 @@ pub const MONGO_SCENARIOS: &[&str] = &[
     "network-delay",
     "long-work",
     "mongo-failover",
+    "mongo-partition",
 ];
 
 /// The workload every scenario's world starts from.

@@ -20,6 +20,16 @@ pub(super) static MONGO_FAILOVER: Def = Def {
     probe: |h, _| mongo_probes::rollback_of_a_lock_write(h),
 };
 
+pub(super) static MONGO_PARTITION: Def = Def {
+    name: "mongo-partition",
+    description: "mongo-failover's world, but the primary is cut off from every other host (members and clients) right after applying a lock write no secondary has, for 3-4 s: it steps down when it hears from no majority, a secondary is elected, and at the heal the old primary rolls the write back",
+    fault_about: "the primary was cut off holding a lock write no other member had, another member was elected without it, and the old primary rolled it back when the partition healed",
+    world: mongo_world,
+    quantities: &[Param::LagMs],
+    plan: partition,
+    probe: |h, _| mongo_probes::rollback_of_a_lock_write(h),
+};
+
 /// Three members `mongo-1` … `mongo-3` and no Redis server; leases and critical
 /// sections as long as the Redis failover world's (8 s and 3 s), so the holder is
 /// still working when the election completes; four clients that think up to a second
@@ -67,5 +77,24 @@ fn failover(d: &mut Draw) -> Vec<Fault> {
             restart_after_ms: Some(d.rng.random_range(3_000..=4_000)),
         },
     });
+    faults
+}
+
+/// As [`failover`], with a partition of the primary from everyone else instead of a
+/// crash: the old primary stays up, steps down on its own, and rejoins at the heal.
+fn partition(d: &mut Draw) -> Vec<Fault> {
+    let mut faults = failover(d);
+    let crash = faults.pop();
+    if let Some(Fault { at_ms, .. }) = crash {
+        faults.push(Fault {
+            at_ms,
+            kind: FaultKind::Partition {
+                a: vec![Target::UnreplicatedLockMaster { within_ms: 5_000 }],
+                b: vec![Target::Rest],
+                one_way: false,
+                duration_ms: d.rng.random_range(3_000..=4_000),
+            },
+        });
+    }
     faults
 }
