@@ -104,6 +104,20 @@ pub enum LockError {
         /// The design.
         design: &'static str,
     },
+    /// A MongoDB design was given no replica set ([`crate::Deps::mongo`] is `None`).
+    #[error("design {design} locks on MongoDB, but this world has no MongoDB replica set")]
+    NoMongo {
+        /// The design.
+        design: &'static str,
+    },
+    /// MongoDB answered a command with an error the design does not expect.
+    #[error("MongoDB command `{command}` failed: {source}")]
+    Mongo {
+        /// The command's name.
+        command: String,
+        /// What the client reported.
+        source: crate::mongo::MongoError,
+    },
     /// MySQL answered a statement with an error the design does not expect.
     #[error("MySQL statement `{statement}` failed: {source}")]
     MySql {
@@ -149,13 +163,15 @@ impl LockError {
             | LockError::LeaseTooShortForWatchdog { .. }
             | LockError::NoZooKeeper { .. }
             | LockError::NoMySql { .. }
+            | LockError::NoMongo { .. }
             | LockError::BadZooKeeperAddress { .. }
             | LockError::NoReadMode { .. } => true,
             LockError::Connect { .. }
             | LockError::Redis { .. }
             | LockError::NotOwner { .. }
             | LockError::ZooKeeper { .. }
-            | LockError::MySql { .. } => false,
+            | LockError::MySql { .. }
+            | LockError::Mongo { .. } => false,
         }
     }
 }

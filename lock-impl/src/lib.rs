@@ -32,6 +32,9 @@
 //! | `redisson-fenced` | Redisson 3.52.0 `RFencedLock.tryLockAndGetToken`: `reentrant-watchdog` with a lock script that `INCR`s `redisson_lock_token:{key}` and returns it as the fencing token; wait budget on `currentTimeMillis` (wall clock) | as `reentrant-watchdog` | 001, 003 |
 //! | `mysql-unique-index` | `INSERT INTO locks (name, owner)` (duplicate key: held) | `DELETE ... WHERE name AND owner` | 002 |
 //! | `mysql-get-lock` | `SELECT GET_LOCK(name, 0)` (held by the connection) | `SELECT RELEASE_LOCK(name)` | 002 |
+//! | `mongo-find-and-modify` | `findAndModify` upsert of `{_id: key}` unless a live `expiresAt` (client clock); `w: 1` | `delete {_id, owner}` | 002 |
+//! | `mongo-find-and-modify-majority` | as `mongo-find-and-modify`, `w: "majority"` | as `mongo-find-and-modify`, `w: "majority"` | 002 |
+//! | `mongo-find-and-modify-fenced` | as `-majority`; the document's `version` (`$inc` per acquisition) is the fencing token | `findAndModify {_id, owner}` setting `expiresAt` to the epoch | 002 |
 //! | `redisson-rw` | Redisson 3.52.0 `RReadWriteLock` (`RedissonReadLock` / `RedissonWriteLock`): one hash with `mode` and per-holder counts, a timeout key per read hold, watchdog (`ReadLockTask` for readers), pub/sub wait; `acquire` takes the write lock, `acquire_read` the read lock | their Lua unlock scripts (read: the hash lives as long as the longest timeout key left) | 004 |
 //!
 //! # Your own design
@@ -90,6 +93,7 @@ pub mod designs;
 mod entropy;
 mod error;
 mod lock;
+pub mod mongo;
 pub mod mysql;
 mod sentinel;
 #[cfg(feature = "testing")]
@@ -143,6 +147,8 @@ pub enum Backend {
     ZooKeeper,
     /// The world's MySQL / MariaDB server ([`Deps::mysql`]).
     MySql,
+    /// The world's MongoDB replica set ([`Deps::mongo`]).
+    MongoDb,
 }
 
 impl Backend {
@@ -152,6 +158,7 @@ impl Backend {
             Backend::Redis => "Redis",
             Backend::ZooKeeper => "ZooKeeper",
             Backend::MySql => "MySQL",
+            Backend::MongoDb => "MongoDB",
         }
     }
 
@@ -177,6 +184,12 @@ impl Backend {
                  holder's row stays until someone deletes it), and a GET_LOCK belongs to \
                  its connection: the server releases it the moment the connection drops, \
                  whatever the client still believes"
+            }
+            Backend::MongoDb => {
+                "MongoDB: a lock document acknowledged with w:\"majority\" survives any \
+                 failover, one acknowledged with w:1 is only on the primary and is rolled \
+                 back if a member elected without it takes over; the lease is a date the \
+                 clients write and compare with their own clocks"
             }
         }
     }
@@ -401,6 +414,9 @@ pub const DESIGNS: &[DesignInfo] = &[
     },
     MYSQL_UNIQUE_INDEX,
     MYSQL_GET_LOCK,
+    MONGO_FIND_AND_MODIFY,
+    MONGO_FIND_AND_MODIFY_MAJORITY,
+    MONGO_FIND_AND_MODIFY_FENCED,
     DesignInfo {
         name: designs::RedissonRw::NAME,
         summary: "Redisson 3.52.0 RReadWriteLock: read and write locks in one hash (mode, \
@@ -475,6 +491,55 @@ const MYSQL_GET_LOCK: DesignInfo = DesignInfo {
 /// builds them by name over [`Deps::mysql`].
 pub const MYSQL_DESIGNS: &[DesignInfo] = &[MYSQL_UNIQUE_INDEX, MYSQL_GET_LOCK];
 
+const MONGO_FIND_AND_MODIFY: DesignInfo = DesignInfo {
+    name: designs::MongoFindAndModify::NAME,
+    summary: "seed 002's MongoDB findAndModify: upsert {_id: key} unless its expiresAt \
+              (the client's clock) is still ahead, w:1; delete {_id, owner} to unlock",
+    seeds: "002",
+    known_failure: "w:1 acknowledges a lock only the primary has: a failover before a \
+                    secondary copied it elects a member without it, and the old primary \
+                    rolls it back: two holders",
+    expires: true,
+    release_checks_owner: true,
+    masters: 0,
+    backend: Backend::MongoDb,
+};
+
+const MONGO_FIND_AND_MODIFY_MAJORITY: DesignInfo = DesignInfo {
+    name: designs::MongoFindAndModify::MAJORITY_NAME,
+    summary: "mongo-find-and-modify with writeConcern w:\"majority\": acknowledged once a \
+              majority of the replica set has the lock",
+    seeds: "002",
+    known_failure: "survives a failover; the lease is still on client clocks, so a pause \
+                    past it gives two holders",
+    expires: true,
+    release_checks_owner: true,
+    masters: 0,
+    backend: Backend::MongoDb,
+};
+
+const MONGO_FIND_AND_MODIFY_FENCED: DesignInfo = DesignInfo {
+    name: designs::MongoFindAndModify::FENCED_NAME,
+    summary: "mongo-find-and-modify-majority with the lock document's version ($inc per \
+              acquisition) as fencing token; release expires the document instead of \
+              deleting it",
+    seeds: "002",
+    known_failure: "two holders in belief after a pause; a fencing storage refuses the \
+                    stale one",
+    expires: true,
+    release_checks_owner: true,
+    masters: 0,
+    backend: Backend::MongoDb,
+};
+
+/// The MongoDB designs (also in [`DESIGNS`], with backend [`Backend::MongoDb`]);
+/// [`build`] builds them by name over [`Deps::mongo`].
+pub const MONGO_DESIGNS: &[DesignInfo] = &[
+    MONGO_FIND_AND_MODIFY,
+    MONGO_FIND_AND_MODIFY_MAJORITY,
+    MONGO_FIND_AND_MODIFY_FENCED,
+];
+
 impl DesignInfo {
     /// Whether it locks on the world's ZooKeeper server instead of Redis masters.
     pub fn on_zookeeper(&self) -> bool {
@@ -529,6 +594,13 @@ pub fn build(name: &str, deps: Deps) -> Result<Arc<dyn LockDesign>, LockError> {
         designs::ZkCurator::FENCED_NAME => Arc::new(designs::ZkCurator::fenced(deps)),
         designs::MySqlUniqueIndex::NAME => Arc::new(designs::MySqlUniqueIndex::new(deps)),
         designs::MySqlGetLock::NAME => Arc::new(designs::MySqlGetLock::new(deps)),
+        designs::MongoFindAndModify::NAME => Arc::new(designs::MongoFindAndModify::new(deps)),
+        designs::MongoFindAndModify::MAJORITY_NAME => {
+            Arc::new(designs::MongoFindAndModify::majority(deps))
+        }
+        designs::MongoFindAndModify::FENCED_NAME => {
+            Arc::new(designs::MongoFindAndModify::fenced(deps))
+        }
         other => {
             return Err(LockError::UnknownDesign {
                 name: other.to_string(),
@@ -610,6 +682,7 @@ pub async fn production_deps_multi(
         observer: None,
         zookeeper: None,
         mysql: None,
+        mongo: None,
     })
 }
 
@@ -662,6 +735,7 @@ pub fn zookeeper_deps(
         observer: None,
         zookeeper: Some(ensemble),
         mysql: None,
+        mongo: None,
     }
 }
 
@@ -685,7 +759,42 @@ pub fn mysql_deps(
         observer: None,
         zookeeper: None,
         mysql: Some(server),
+        mongo: None,
     }
+}
+
+/// Dependencies for the MongoDB designs: the replica set's members, and `clock`,
+/// `entropy` and `spawner` as given; [`Deps::conn`] reaches no Redis.
+pub fn mongo_deps(
+    server: mongo::MongoServer,
+    clock: Arc<dyn Clock>,
+    entropy: Arc<dyn Entropy>,
+    spawner: Arc<dyn Spawner>,
+) -> Deps {
+    let conn = Conn::new(Arc::new(NoRedis), clock.clone(), ReconnectPolicy::default());
+    Deps {
+        servers: vec![conn.clone()],
+        conn,
+        clock,
+        entropy,
+        spawner,
+        pubsub: None,
+        observer: None,
+        zookeeper: None,
+        mysql: None,
+        mongo: Some(server),
+    }
+}
+
+/// Production dependencies for the MongoDB designs: `server` (over tokio TCP) with
+/// tokio's clock and OS randomness.
+pub fn production_mongo_deps(server: mongo::MongoServer) -> Deps {
+    mongo_deps(
+        server,
+        Arc::new(TokioClock::new()),
+        Arc::new(OsEntropy),
+        Arc::new(TokioSpawner),
+    )
 }
 
 /// Production dependencies for the MySQL designs: `server` (over tokio TCP, see

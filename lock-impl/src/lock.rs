@@ -71,6 +71,9 @@ pub struct Deps {
     /// `mysql-get-lock`); `None` elsewhere, where those designs refuse to run
     /// ([`LockError::NoMySql`]).
     pub mysql: Option<crate::mysql::MySqlServer>,
+    /// The MongoDB replica set, for the MongoDB designs (`mongo-find-and-modify`, …);
+    /// `None` elsewhere, where those designs refuse to run ([`LockError::NoMongo`]).
+    pub mongo: Option<crate::mongo::MongoServer>,
 }
 
 /// What a design does on its own, between the calls it answers: a watchdog extends the

@@ -692,3 +692,16 @@ impl Backend for MySqlBackend {
         Box::pin(async move { crate::production_mysql_deps(self.server.clone()) })
     }
 }
+
+/// A backend over a MongoDB replica set: each client its own connection to the
+/// primary.
+pub struct MongoBackend {
+    /// The members.
+    pub server: crate::mongo::MongoServer,
+}
+
+impl Backend for MongoBackend {
+    fn deps(&self) -> Pin<Box<dyn Future<Output = Deps> + Send + '_>> {
+        Box::pin(async move { crate::production_mongo_deps(self.server.clone()) })
+    }
+}

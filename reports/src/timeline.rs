@@ -180,6 +180,14 @@ pub fn describe(h: &History, e: &Event) -> String {
             };
             format!("connection {connection} of {client} {event}{locks}")
         }
+        EventKind::Server(ServerEvent::MongoRollback {
+            source,
+            common,
+            last_undone,
+            undone,
+        }) => format!(
+            "rolled back {undone} oplog entries (to {last_undone}) against {source}: common point {common}"
+        ),
         EventKind::Server(ServerEvent::Command { by, command }) => {
             format!("ran {command} from {by}")
         }

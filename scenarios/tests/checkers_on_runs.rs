@@ -71,6 +71,8 @@ fn liveness_judges_most_runs_of_every_scenario_with_a_fault() {
             "zk-curator"
         } else if scenario.applies_to(lock_impl::Backend::MySql, 0) {
             "mysql-get-lock"
+        } else if scenario.applies_to(lock_impl::Backend::MongoDb, 0) {
+            "mongo-find-and-modify-majority"
         } else {
             "redlock"
         };

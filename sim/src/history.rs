@@ -468,6 +468,18 @@ pub enum ServerEvent {
         #[serde(default, skip_serializing_if = "Vec::is_empty")]
         released: Vec<String>,
     },
+    /// A MongoDB member rolled back oplog entries its sync source never had (the
+    /// writes after the common point are gone from its data), by its own record.
+    MongoRollback {
+        /// The sync source it rolled back against (`host:port`).
+        source: String,
+        /// The last optime it shares with the source, `{ ts: Timestamp(1, n), t: term }`.
+        common: String,
+        /// The last optime undone.
+        last_undone: String,
+        /// How many oplog entries were undone.
+        undone: u64,
+    },
     /// A node under the lock's directory was created or deleted on the ZooKeeper
     /// server.
     ZkNode {

@@ -4,6 +4,7 @@
 pub mod clock;
 pub mod faults;
 pub mod history;
+pub mod mongo;
 pub mod mysql;
 pub mod net;
 pub mod pause;

@@ -1,6 +1,7 @@
 //! The built-in designs, one module each, and the commands they share.
 
 mod fenced;
+mod mongo;
 mod mysql;
 mod node_redlock;
 mod node_redlock_using;
@@ -20,6 +21,7 @@ mod wait_synced;
 mod zk_curator;
 
 pub use fenced::{FENCED_ACQUIRE, Fenced};
+pub use mongo::{MONGO_LOCKS_COLLECTION, MongoFindAndModify};
 pub use mysql::{MYSQL_LOCKS_TABLE, MySqlGetLock, MySqlUniqueIndex, get_lock_owner};
 pub use node_redlock::{
     NODE_REDLOCK_ACQUIRE, NODE_REDLOCK_EXTEND, NODE_REDLOCK_RELEASE, NodeRedlock,

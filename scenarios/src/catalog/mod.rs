@@ -27,6 +27,7 @@
 
 mod client_crash;
 mod clock;
+mod mongo;
 mod mysql;
 mod network;
 mod no_faults;
@@ -94,6 +95,8 @@ pub static SCENARIOS: &[&Def] = &[
     &mysql::MYSQL_WAIT_TIMEOUT,
     &read_write::READ_WRITE,
     &segments::SEGMENTED_STOCK,
+    &mongo::MONGO_FAILOVER,
+    &mongo::MONGO_PARTITION,
 ];
 
 /// One scenario, whole: what it says of itself, its world, its faults and its probe.
@@ -214,6 +217,19 @@ pub const MYSQL_SCENARIOS: &[&str] = &[
     "mysql-wait-timeout",
 ];
 
+/// The scenarios a MongoDB design runs in: the client faults, as for MySQL, and the
+/// `mongo-*` scenarios.
+pub const MONGO_SCENARIOS: &[&str] = &[
+    "no-faults",
+    "client-crash",
+    "gc-pause",
+    "slow-work",
+    "network-delay",
+    "long-work",
+    "mongo-failover",
+    "mongo-partition",
+];
+
 /// The workload every scenario's world starts from.
 pub fn base() -> Workload {
     // A reply timeout a real service would use: a few leases (500 ms for a 200 ms
@@ -315,9 +331,13 @@ impl Scenario {
         match backend {
             Backend::ZooKeeper => return ZOOKEEPER_SCENARIOS.contains(&self.name),
             Backend::MySql => return MYSQL_SCENARIOS.contains(&self.name),
+            Backend::MongoDb => return MONGO_SCENARIOS.contains(&self.name),
             Backend::Redis => {}
         }
-        if self.name.starts_with("zk-") || self.name.starts_with("mysql-") {
+        if self.name.starts_with("zk-")
+            || self.name.starts_with("mysql-")
+            || self.name.starts_with("mongo-")
+        {
             return false;
         }
         match self.topology() {
@@ -334,6 +354,18 @@ impl Scenario {
     /// own.
     pub fn workload_for(&self, backend: Backend, masters: usize) -> Workload {
         let mut w = self.workload.clone();
+        if backend == Backend::MongoDb {
+            // As for MySQL: the client faults and targets reach the replica set's
+            // members instead of the one master.
+            w.servers.clear();
+            w.sentinel = None;
+            w.zookeeper = None;
+            w.mysql = None;
+            if w.mongo.is_none() {
+                w.mongo = Some(sim::world::MongoSpec::default());
+            }
+            return w;
+        }
         if backend == Backend::MySql {
             // As for ZooKeeper below: the client faults and targets reach the MySQL
             // server instead of the one master.

@@ -56,7 +56,8 @@ impl Excuses {
                     roles
                         .entry(e.host.clone())
                         .or_default()
-                        .push((e.at_us, role == "master"));
+                        // A Redis `master`, or a MongoDB `primary (term n): …`.
+                        .push((e.at_us, role == "master" || role.starts_with("primary")));
                 }
                 EventKind::Server(_) => {
                     roles.entry(e.host.clone()).or_default();

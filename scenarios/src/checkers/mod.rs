@@ -38,6 +38,7 @@ pub mod excuse;
 mod liveness;
 mod lost_update;
 pub mod model;
+pub mod mongo_probes;
 mod mutual_exclusion;
 mod ownership;
 pub mod probes;

@@ -69,12 +69,53 @@ impl Checker for MutualExclusion {
             }
             _ => None,
         });
-        let cause = match expiry {
-            Some((i, note)) => {
+        // A MongoDB member that rolled the first holder's lock write back (it was on
+        // that member alone when it failed) and another member elected primary
+        // between the two grants: the second got the lock from a primary that never had
+        // the first one's write.
+        let rollback = || {
+            let (ri, re) = h.events.iter().enumerate().find(|(_, e)| {
+                e.at_us >= a.start_us
+                    && matches!(&e.kind, EventKind::Server(ServerEvent::Removed { key, value, cause, .. })
+                        if *key == a.key && *value == a.owner && cause == "rolled-back")
+            })?;
+            let (pi, pe, role) = h
+                .events
+                .iter()
+                .enumerate()
+                .find_map(|(i, e)| match &e.kind {
+                    EventKind::Server(ServerEvent::Role { role })
+                        if e.host != re.host
+                            && role.starts_with("primary")
+                            && (a.start_us..=b.start_us).contains(&e.at_us) =>
+                    {
+                        Some((i, e, role))
+                    }
+                    _ => None,
+                })?;
+            Some((
+                vec![pi, ri],
+                format!(
+                    "; {}'s lock write was acknowledged by {} alone: {} became {role} at {} without it and granted the lock again, and {} rolled the write back at {}",
+                    a.host,
+                    re.host,
+                    pe.host,
+                    fmt_s(pe.at_us),
+                    re.host,
+                    fmt_s(re.at_us)
+                ),
+            ))
+        };
+        let cause = match (expiry, rollback()) {
+            (Some((i, note)), _) => {
                 events.push(i);
                 note
             }
-            None => String::new(),
+            (None, Some((is, note))) => {
+                events.extend(is);
+                note
+            }
+            (None, None) => String::new(),
         };
         events.extend(b.end_event);
         events.sort_unstable();

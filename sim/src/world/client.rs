@@ -343,6 +343,16 @@ impl Client {
                 clock: self.clock.clone(),
             })),
             zookeeper,
+            mongo: w.mongo.as_ref().map(|spec| lock_impl::mongo::MongoServer {
+                seeds: spec
+                    .members
+                    .iter()
+                    .map(|m| (m.clone(), crate::mongo::MONGO_PORT))
+                    .collect(),
+                database: spec.database.clone(),
+                dialer: dialer.clone(),
+                timeout_ms: w.response_timeout_ms,
+            }),
             mysql: w.mysql.as_ref().map(|spec| lock_impl::mysql::MySqlServer {
                 host: spec.name.clone(),
                 port: crate::mysql::MYSQL_PORT,

@@ -203,6 +203,10 @@ pub struct Workload {
     /// designs. With it, `servers` may be empty and a client's `Deps.mysql` reaches it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub mysql: Option<MySqlSpec>,
+    /// A MongoDB replica set (none by default): the world of the MongoDB designs. With
+    /// it, `servers` may be empty and a client's `Deps.mongo` reaches its members.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mongo: Option<MongoSpec>,
     /// A read/write mix: this percentage (0 to 100) of rounds take the lock in read
     /// (shared) mode (`LockDesign::acquire_read`) and only read the storage; the rest
     /// take it in write mode (`acquire`) and read-modify-write. Each acquisition's
@@ -265,6 +269,36 @@ impl Default for MySqlSpec {
     }
 }
 
+/// The world's MongoDB replica set (the MongoDB 7.0 model of `crate::mongo`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct MongoSpec {
+    /// Its members' host names, in configuration order (`mongo-1` … `mongo-3`).
+    pub members: Vec<String>,
+    /// `replSetName`.
+    pub set_name: String,
+    /// The database the locks live in.
+    pub database: String,
+    /// `heartbeatIntervalMillis`: 200 (MongoDB's default is 2 000; scaled down with the
+    /// election timeout, as the Sentinel worlds scale `down-after-milliseconds`, so a
+    /// failover takes about a second and a run stays short).
+    pub heartbeat_ms: u64,
+    /// `electionTimeoutMillis`: 1 000 (MongoDB's default is 10 000).
+    pub election_timeout_ms: u64,
+}
+
+impl Default for MongoSpec {
+    fn default() -> Self {
+        MongoSpec {
+            members: (1..=3).map(|i| format!("mongo-{i}")).collect(),
+            set_name: "rs0".into(),
+            database: "locksim".into(),
+            heartbeat_ms: 200,
+            election_timeout_ms: 1_000,
+        }
+    }
+}
+
 /// The world's ZooKeeper server (one for now; an ensemble is the next step).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -322,6 +356,7 @@ impl Default for Workload {
             trace_commands: false,
             zookeeper: None,
             mysql: None,
+            mongo: None,
             read_share: None,
             segments: None,
         }
@@ -376,10 +411,10 @@ impl Workload {
                         .into(),
                 );
             }
-            if self.zookeeper.is_some() || self.mysql.is_some() {
+            if self.zookeeper.is_some() || self.mysql.is_some() || self.mongo.is_some() {
                 return bad(
-                    "workload.segments needs Redis servers: the ZooKeeper and MySQL worlds \
-                     follow one lock key"
+                    "workload.segments needs Redis servers: the ZooKeeper, MySQL and MongoDB \
+                     worlds follow one lock key"
                         .into(),
                 );
             }
@@ -387,7 +422,24 @@ impl Workload {
         if self.latency_ms_min > self.latency_ms_max {
             return bad("workload.latency_ms_min must not exceed latency_ms_max".into());
         }
-        if self.servers.is_empty() && self.zookeeper.is_none() && self.mysql.is_none() {
+        if let Some(m) = &self.mongo {
+            if m.members.is_empty() || m.members.len() > 7 {
+                return bad(format!(
+                    "workload.mongo.members has {} members: a replica set here has 1 to 7",
+                    m.members.len()
+                ));
+            }
+            if m.heartbeat_ms == 0 || m.election_timeout_ms == 0 {
+                return bad(
+                    "workload.mongo heartbeat_ms and election_timeout_ms must be positive".into(),
+                );
+            }
+        }
+        if self.servers.is_empty()
+            && self.zookeeper.is_none()
+            && self.mysql.is_none()
+            && self.mongo.is_none()
+        {
             return bad("workload.servers must name at least one Redis server".into());
         }
         for (i, s) in self.servers.iter().enumerate() {

@@ -14,6 +14,7 @@
 
 mod client;
 pub mod config;
+mod mongo;
 mod mysql;
 mod nemesis;
 mod observe;
@@ -27,8 +28,8 @@ use std::sync::atomic::{AtomicU32, AtomicU64};
 use std::time::Duration;
 
 pub use config::{
-    DesignFactory, MySqlSpec, RunConfig, RunError, SentinelSpec, ServerSpec, Stepping, Workload,
-    ZkSpec, builtin_factory, default_servers, sub_seed,
+    DesignFactory, MongoSpec, MySqlSpec, RunConfig, RunError, SentinelSpec, ServerSpec, Stepping,
+    Workload, ZkSpec, builtin_factory, default_servers, sub_seed,
 };
 
 use crate::clock::{ClockSpec, HostClock};
@@ -138,6 +139,11 @@ fn run_stepping(cfg: &RunConfig, stepping: Stepping) -> Result<History, RunError
         ctl.add_host(&mut sim, spec, sub_seed(cfg.seed, 7), &net);
         ctl
     });
+    let mongo = w.mongo.as_ref().map(|spec| {
+        let ctl = mongo::MongoCtl::new(spec, &w.key);
+        ctl.add_hosts(&mut sim, spec, sub_seed(cfg.seed, 8), &net);
+        ctl
+    });
     let stock = match w.segments {
         Some(n) => storage::Shared::segmented(
             crate::history::segment_stocks(w.initial_stock, n),
@@ -201,6 +207,7 @@ fn run_stepping(cfg: &RunConfig, stepping: Stepping) -> Result<History, RunError
         sentinels: sentinel_hosts,
         zk,
         mysql,
+        mongo,
         clocks,
         observer: Observer::default(),
         key: w.key.clone(),

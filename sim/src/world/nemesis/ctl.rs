@@ -33,6 +33,8 @@ pub(crate) struct WorldCtl {
     pub zk: Option<crate::world::zookeeper::ZkCtl>,
     /// The MySQL server, if any.
     pub mysql: Option<crate::world::mysql::MySqlCtl>,
+    /// The MongoDB replica set, if any.
+    pub mongo: Option<crate::world::mongo::MongoCtl>,
     pub observer: Observer,
     /// Every host's clock, by host name.
     pub clocks: BTreeMap<String, crate::clock::HostClock>,
@@ -55,6 +57,11 @@ impl WorldCtl {
             .map(|s| s.name.clone())
             .chain(self.zk.iter().map(|z| z.name.clone()))
             .chain(self.mysql.iter().map(|m| m.name.clone()))
+            .chain(
+                self.mongo
+                    .iter()
+                    .flat_map(|m| m.names().map(String::from).collect::<Vec<_>>()),
+            )
             .collect()
     }
 
@@ -68,6 +75,10 @@ impl WorldCtl {
             || self.sentinel(name).is_some()
             || self.zk.as_ref().is_some_and(|z| z.name == name)
             || self.mysql.as_ref().is_some_and(|m| m.name == name)
+            || self
+                .mongo
+                .as_ref()
+                .is_some_and(|m| m.names().any(|n| n == name))
     }
 
     /// Drains every server's and Sentinel's record now (before a memory goes).
@@ -80,6 +91,9 @@ impl WorldCtl {
         }
         if let Some(mysql) = &mut self.mysql {
             mysql.drain(&self.recorder, now);
+        }
+        if let Some(mongo) = &mut self.mongo {
+            mongo.drain(&self.recorder, now);
         }
     }
 }

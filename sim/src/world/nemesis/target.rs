@@ -49,6 +49,13 @@ pub(super) fn resolve(target: &Target, world: &WorldCtl, rng: &mut ChaCha8Rng) -
                     .and_then(|m| m.owner())
                     .map(String::from)
             })
+            .or_else(|| {
+                world
+                    .mongo
+                    .as_ref()
+                    .and_then(|m| m.owner())
+                    .map(String::from)
+            })
             .filter(|h| world.clients.contains_key(h))
             .into_iter()
             .collect(),
@@ -69,6 +76,7 @@ pub(super) fn resolve(target: &Target, world: &WorldCtl, rng: &mut ChaCha8Rng) -
                     .filter(|m| m.holds())
                     .map(|m| m.name.clone())
             })
+            .or_else(|| world.mongo.as_ref().and_then(|m| m.server_holding()))
             .into_iter()
             .collect(),
         Target::UnreplicatedLockMaster { .. } => lock_master(world, true)
@@ -100,6 +108,19 @@ pub(super) fn resolve(target: &Target, world: &WorldCtl, rng: &mut ChaCha8Rng) -
 /// a replication offset that no replica has acknowledged (by the master's record) or
 /// received (by the replicas' own offsets), and no replica holds the key at all.
 fn lock_master(world: &WorldCtl, unreplicated: bool) -> Option<(String, String, u64)> {
+    // A MongoDB primary holding the lock by a client's write (that no other member
+    // has, for the unreplicated moment).
+    if let Some(mongo) = &world.mongo
+        && let Some((name, detail, ts)) = mongo.lock_primary(unreplicated)
+    {
+        let fresh_in_hand = unreplicated
+            || mongo
+                .writer_on(&name)
+                .is_some_and(|w| world.recorder.holders().iter().any(|h| h == w));
+        if fresh_in_hand {
+            return Some((name, detail, ts));
+        }
+    }
     for server in &world.servers {
         if !world.observer.holds(&server.name, &world.key) {
             continue;

@@ -1,0 +1,100 @@
+//! MongoDB's own fault: the primary lost right after acknowledging a lock write that
+//! no secondary has yet, a secondary elected, and the old primary rolling the write
+//! back when it rejoins.
+
+use rand::RngExt;
+use sim::faults::{Fault, FaultKind, Target};
+use sim::world::{MongoSpec, Workload};
+
+use super::{Def, Draw};
+use crate::checkers::mongo_probes;
+use crate::params::Param;
+
+pub(super) static MONGO_FAILOVER: Def = Def {
+    name: "mongo-failover",
+    description: "a three-member replica set whose secondaries (mongo-2, mongo-3) receive everything 5-20 ms late; the primary (mongo-1) crashes right after applying a lock write no secondary has yet; a secondary is elected (election timeout 1 s), and the old primary, restarted, rejoins and rolls the write back",
+    fault_about: "the primary crashed holding a lock write no other member had, another member was elected without it, and the old primary rolled it back when it rejoined",
+    world: mongo_world,
+    quantities: &[Param::LagMs],
+    plan: failover,
+    probe: |h, _| mongo_probes::rollback_of_a_lock_write(h),
+};
+
+pub(super) static MONGO_PARTITION: Def = Def {
+    name: "mongo-partition",
+    description: "mongo-failover's world, but the primary is cut off from every other host (members and clients) right after applying a lock write no secondary has, for 3-4 s: it steps down when it hears from no majority, a secondary is elected, and at the heal the old primary rolls the write back",
+    fault_about: "the primary was cut off holding a lock write no other member had, another member was elected without it, and the old primary rolled it back when the partition healed",
+    world: mongo_world,
+    quantities: &[Param::LagMs],
+    plan: partition,
+    probe: |h, _| mongo_probes::rollback_of_a_lock_write(h),
+};
+
+/// Three members `mongo-1` … `mongo-3` and no Redis server; leases and critical
+/// sections as long as the Redis failover world's (8 s and 3 s), so the holder is
+/// still working when the election completes; four clients that think up to a second
+/// between attempts.
+fn mongo_world(base: &Workload) -> Workload {
+    Workload {
+        servers: Vec::new(),
+        clients: 4,
+        think_ms_max: 1_000,
+        lease_ms: 8_000,
+        work_ms: 3_000,
+        duration_ms: 9_000,
+        drain_ms: 2_000,
+        response_timeout_ms: 2_000,
+        mongo: Some(MongoSpec::default()),
+        ..base.clone()
+    }
+}
+
+/// The secondaries lag 5-20 ms (what reaches them is delayed: the primary's oplog
+/// batches and heartbeats, and clients' commands), as busy or distant replicas do
+/// (the Redis `failover` delays its replica the same way); the crash is armed early
+/// and hits the first lock write the primary has applied and answered but no
+/// secondary has; the old primary restarts after the election.
+fn failover(d: &mut Draw) -> Vec<Fault> {
+    let w = d.workload;
+    let lag = d.quantity(Param::LagMs, 5..=20);
+    let mut faults: Vec<Fault> = w
+        .mongo
+        .iter()
+        .flat_map(|m| m.members.iter().skip(1).cloned().collect::<Vec<_>>())
+        .map(|member| Fault {
+            at_ms: 0,
+            kind: FaultKind::Delay {
+                target: Target::Host(member),
+                latency_ms: lag,
+                duration_ms: w.duration_ms + w.drain_ms,
+            },
+        })
+        .collect();
+    faults.push(Fault {
+        at_ms: d.rng.random_range(1_500..=2_500),
+        kind: FaultKind::Crash {
+            target: Target::UnreplicatedLockMaster { within_ms: 5_000 },
+            restart_after_ms: Some(d.rng.random_range(3_000..=4_000)),
+        },
+    });
+    faults
+}
+
+/// As [`failover`], with a partition of the primary from everyone else instead of a
+/// crash: the old primary stays up, steps down on its own, and rejoins at the heal.
+fn partition(d: &mut Draw) -> Vec<Fault> {
+    let mut faults = failover(d);
+    let crash = faults.pop();
+    if let Some(Fault { at_ms, .. }) = crash {
+        faults.push(Fault {
+            at_ms,
+            kind: FaultKind::Partition {
+                a: vec![Target::UnreplicatedLockMaster { within_ms: 5_000 }],
+                b: vec![Target::Rest],
+                one_way: false,
+                duration_ms: d.rng.random_range(3_000..=4_000),
+            },
+        });
+    }
+    faults
+}
