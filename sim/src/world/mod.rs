@@ -21,6 +21,8 @@ mod sentinels;
 mod servers;
 mod zookeeper;
 
+pub(crate) use servers::dial_host as dial_quorum;
+
 use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU32, AtomicU64};

@@ -14,7 +14,9 @@
 //! tracker moves to the leader. The simplifications are listed in [`server`].
 
 pub mod driver;
+pub mod ensemble;
 pub mod java;
+pub mod peer_host;
 pub mod server;
 pub mod tree;
 

@@ -671,7 +671,7 @@ fn check_version(current: i32, expected: i32) -> Result<(), ErrorCode> {
 
 /// `PrepRequestProcessor.pRequest2Txn` for one write: its txn and its result, or the
 /// error, checked in ZooKeeper's order against `tree`.
-fn prep(
+pub(crate) fn prep(
     tree: &DataTree,
     one: &MultiOp,
     session_id: i64,
@@ -772,7 +772,7 @@ fn prep(
 
 /// A `multi`: each op checked against the tree as the ops before it left it; all
 /// applied, or none.
-fn prep_multi(
+pub(crate) fn prep_multi(
     tree: &DataTree,
     ops: &[MultiOp],
     session_id: i64,
