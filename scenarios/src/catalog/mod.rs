@@ -319,12 +319,13 @@ impl Scenario {
             return w;
         }
         if backend == Backend::ZooKeeper {
-            // The one master's place is taken by a ZooKeeper server: the client faults
-            // and targets (`lock-server`, `all-servers`) reach it instead.
+            // The one master's place is taken by a ZooKeeper ensemble of three: the
+            // client faults and targets (`lock-server`: its leader, `all-servers`)
+            // reach it instead.
             w.servers.clear();
             w.sentinel = None;
             if w.zookeeper.is_none() {
-                w.zookeeper = Some(sim::world::ZkSpec::for_lease(w.lease_ms));
+                w.zookeeper = Some(sim::world::ZkSpec::ensemble_for_lease(w.lease_ms));
             }
             return w;
         }

@@ -7,14 +7,14 @@ use super::{Def, Draw};
 use crate::checkers::probes;
 use crate::params::Param;
 
-/// A world of one ZooKeeper server (`zk-1`, session timeout 1.5 leases, see
-/// [`ZkSpec::for_lease`]) and no Redis server; a critical section lasts five leases,
-/// so a holder cut off keeps working past its session's expiry.
+/// A world of a ZooKeeper ensemble (`zk-1` to `zk-3`, session timeout 1.5 leases,
+/// see [`ZkSpec::for_lease`]) and no Redis server; a critical section lasts five
+/// leases, so a holder cut off keeps working past its session's expiry.
 fn zk_world(base: &Workload) -> Workload {
     Workload {
         servers: Vec::new(),
         work_ms: base.lease_ms * 5,
-        zookeeper: Some(ZkSpec::for_lease(base.lease_ms)),
+        zookeeper: Some(ZkSpec::ensemble_for_lease(base.lease_ms)),
         ..base.clone()
     }
 }

@@ -318,7 +318,11 @@ impl Client {
             return;
         };
         let zookeeper = w.zookeeper.as_ref().map(|spec| lock_impl::zk::ZkEnsemble {
-            servers: vec![(spec.name.clone(), crate::zk::ZK_PORT)],
+            servers: spec
+                .names()
+                .into_iter()
+                .map(|n| (n, crate::zk::ZK_PORT))
+                .collect(),
             dialer: dialer.clone(),
             session_timeout_ms: spec.session_timeout_ms,
         });

@@ -131,8 +131,21 @@ fn run_stepping(cfg: &RunConfig, stepping: Stepping) -> Result<History, RunError
     }
     let zk = w.zookeeper.as_ref().map(|spec| {
         let ctl = zookeeper::ZkCtl::new(spec, &w.key);
-        let clock = clock_of(&spec.name, cfg.redis_clock);
-        ctl.add_host(&mut sim, spec, clock, &net);
+        let zk_clocks: BTreeMap<String, HostClock> = spec
+            .names()
+            .into_iter()
+            .map(|n| {
+                let c = clock_of(&n, cfg.redis_clock);
+                (n, c)
+            })
+            .collect();
+        let clock = |name: &str| {
+            zk_clocks
+                .get(name)
+                .cloned()
+                .unwrap_or_else(|| HostClock::new(ClockSpec::default()))
+        };
+        ctl.add_host(&mut sim, spec, &clock, &net);
         ctl
     });
     let mysql = w.mysql.as_ref().map(|spec| {
