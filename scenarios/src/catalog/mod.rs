@@ -11,7 +11,8 @@
 //! `server` (a Redis server crashes or pauses), `replication` (failover and split
 //! brain under Sentinel), `clock` (a server's clock jumps or drifts, a client's wall
 //! clock steps), `read_write` (a read/write mix for read-write locks) and `redlock`
-//! (five independent masters), `zookeeper` (a ZooKeeper session expiring), `mysql` (a
+//! (five independent masters), `zookeeper` (a ZooKeeper session expiring, a leader
+//! crashing after a commit, a lagging follower), `mysql` (a
 //! holder's MySQL connection dropped under its `GET_LOCK`), `profiles` (a design
 //! family's real time scale as the base of a world: Redisson's 30 s lease). The probes
 //! themselves are history readers in
@@ -85,6 +86,8 @@ pub static SCENARIOS: &[&Def] = &[
     &redlock::REDLOCK_GC_PAUSE,
     &no_faults::FLASH_SALE,
     &zookeeper::ZK_SESSION_EXPIRY,
+    &zookeeper::ZK_LEADER_CRASH,
+    &zookeeper::ZK_FOLLOWER_STALE,
     &clock::CLIENT_CLOCK_STEP,
     &clock::CLIENT_CLOCKS_APART,
     &profiles::RENEWAL_BLIP,
@@ -194,6 +197,8 @@ pub const ZOOKEEPER_SCENARIOS: &[&str] = &[
     "network-delay",
     "long-work",
     "zk-session-expiry",
+    "zk-leader-crash",
+    "zk-follower-stale",
 ];
 
 /// The scenarios a MySQL design runs in: the client faults, as for ZooKeeper, and the

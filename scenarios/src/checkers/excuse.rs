@@ -56,7 +56,8 @@ impl Excuses {
                     roles
                         .entry(e.host.clone())
                         .or_default()
-                        .push((e.at_us, role == "master"));
+                        // A ZooKeeper ensemble's leader is its one master.
+                        .push((e.at_us, role == "master" || role.starts_with("leader")));
                 }
                 EventKind::Server(_) => {
                     roles.entry(e.host.clone()).or_default();

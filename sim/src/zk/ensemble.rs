@@ -1154,7 +1154,24 @@ impl Peer {
             Role::Following(f) => {
                 let limit = if f.uptodate { sync } else { init };
                 if t > f.last_heard_ms + limit {
-                    self.look(now, "no word from the leader within the limit");
+                    return self.look(now, "no word from the leader within the limit");
+                }
+                if f.epoch == 0 {
+                    // No sync yet: the leader may not have been leading when our
+                    // FOLLOWERINFO came (a learner retries its connection to the
+                    // leader until `initLimit`).
+                    let leader = f.leader;
+                    let (accepted_epoch, last_zxid) = {
+                        let d = lock(&self.disk);
+                        (d.accepted_epoch, d.last_zxid())
+                    };
+                    self.to(
+                        leader,
+                        PeerMsg::FollowerInfo {
+                            accepted_epoch,
+                            last_zxid,
+                        },
+                    );
                 }
             }
             Role::Leading(l) => {
