@@ -23,7 +23,8 @@ struct Cli {
     #[command(subcommand)]
     command: Option<Command>,
     /// Seeds for the catalog table (A..B or N). The default runs the whole catalog (22
-    /// designs, 34 scenarios, 503 cells) in about 84 s on two cores after the build;
+    /// designs, 36 scenarios, 507 cells) in about 84 s on two cores after the build
+    /// (measured at 503 cells);
     /// `locksim run` and `--seeds 0..100` give a cell or the table more evidence.
     #[arg(long, default_value = "0..10", allow_hyphen_values = true)]
     seeds: String,

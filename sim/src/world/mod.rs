@@ -190,6 +190,10 @@ fn run_stepping(cfg: &RunConfig, stepping: Stepping) -> Result<History, RunError
             slow_ms: ctl.slow_ms.clone(),
             pause_before_write: ctl.pause_before_write.clone(),
             incarnation: Arc::new(AtomicU32::new(0)),
+            zk_ready: zk
+                .as_ref()
+                .filter(|z| z.is_ensemble())
+                .map(|z| z.ready.clone()),
         };
         sim.host(name.as_str(), move || {
             let client = client.clone();

@@ -67,6 +67,8 @@ pub(crate) struct ZkCtl {
     /// (a follower had forwarded it), and is then its previous life's act.
     crashes: BTreeMap<String, u32>,
     session_life: BTreeMap<i64, u32>,
+    /// Set once a leader first serves (clients start then).
+    pub ready: Arc<std::sync::atomic::AtomicBool>,
     /// The lock's directory (`/locksim/<key>`).
     dir: String,
     /// Txns of the running server already seen.
@@ -118,6 +120,7 @@ impl ZkCtl {
             lagging: BTreeMap::new(),
             crashes: BTreeMap::new(),
             session_life: BTreeMap::new(),
+            ready: Arc::default(),
             slot: Arc::default(),
             dir: format!("{ZK_LOCK_ROOT}/{key}"),
             seen: 0,
@@ -482,6 +485,7 @@ impl ZkCtl {
             events.extend(evs.into_iter().map(|e| (host.clone(), e)));
             if state.1 {
                 if state.0 == PeerState::Leading {
+                    self.ready.store(true, std::sync::atomic::Ordering::Relaxed);
                     leader_zxid = Some((sid, zxid));
                 } else {
                     serving.push((sid, zxid, clients));

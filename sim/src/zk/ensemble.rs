@@ -36,9 +36,10 @@
 //! Simplifications, stated: quorum messages are serde frames of this model, not the
 //! quorum protocol's jute packets; every peer pair uses two one-way TCP streams
 //! (ZooKeeper: one connection per pair for election, one per learner for Zab); the
-//! election decides as soon as a quorum agrees (no `finalizeWait` of 200 ms) and
-//! re-sends its vote every four ticks while LOOKING (ZooKeeper: on a notification
-//! timeout doubling from 200 ms); no snapshots (the log from the first zxid is kept
+//! election decides once a quorum agreed with its vote for `finalizeWait` (200 ms)
+//! with no better vote meanwhile, judged at its timer's ticks, and re-sends its vote
+//! every four ticks while LOOKING (ZooKeeper: on a notification timeout doubling
+//! from 200 ms); no snapshots (the log from the first zxid is kept
 //! and replayed: `SNAP` sends it whole); `TRUNC` is folded into `SNAP`; a reconnecting
 //! session is checked against the learner's own committed sessions
 //! (ZooKeeper: `revalidateSession` asks the leader); `sync` on a learner is answered
@@ -59,6 +60,10 @@ use serde::{Deserialize, Serialize};
 use super::java::session_password;
 use super::server::{ConnId, Out, ServerEvent, ZkConfig, ZkNow, prep, prep_multi};
 use super::tree::{DataTree, Trigger, Txn, TxnBody, WatchTable};
+
+/// `FastLeaderElection.finalizeWait`: how long a vote a quorum agreed with waits for
+/// a better one before it is final, ms.
+pub const FINALIZE_WAIT_MS: u64 = 200;
 
 /// A server's id in the ensemble (`myid`), from 1.
 pub type Sid = u64;
@@ -383,6 +388,9 @@ enum Role {
     Looking {
         round_votes: BTreeMap<Sid, Vote>,
         last_sent_ms: u64,
+        /// A quorum agreed with our vote: decide at this time unless a better vote
+        /// comes first (`finalizeWait`).
+        decide_at_ms: Option<u64>,
     },
     Following(Following),
     Leading(Box<Leading>),
@@ -470,6 +478,7 @@ impl Peer {
             role: Role::Looking {
                 round_votes: BTreeMap::new(),
                 last_sent_ms: 0,
+                decide_at_ms: None,
             },
             next_session_id,
             conns: BTreeMap::new(),
@@ -626,6 +635,7 @@ impl Peer {
         self.role = Role::Looking {
             round_votes,
             last_sent_ms: now.elapsed_ms,
+            decide_at_ms: None,
         };
         self.roles.push(RoleEvent::Looking { why: why.into() });
         self.broadcast_vote(now.elapsed_ms);
@@ -633,12 +643,29 @@ impl Peer {
     }
 
     fn try_decide(&mut self, now: ZkNow) {
-        let Role::Looking { round_votes, .. } = &self.role else {
+        let quorum = &self.cfg;
+        let vote = self.vote;
+        let Role::Looking {
+            round_votes,
+            decide_at_ms,
+            ..
+        } = &mut self.role
+        else {
             return;
         };
-        let agree = round_votes.values().filter(|v| **v == self.vote).count();
-        if !self.cfg.quorum(agree) {
+        let agree = round_votes.values().filter(|v| **v == vote).count();
+        if !quorum.quorum(agree) {
+            *decide_at_ms = None;
             return;
+        }
+        // `finalizeWait`: a quorum agrees; a better vote may still be on its way.
+        match decide_at_ms {
+            None => {
+                *decide_at_ms = Some(now.elapsed_ms + FINALIZE_WAIT_MS);
+                return;
+            }
+            Some(at) if now.elapsed_ms < *at => return,
+            Some(_) => {}
         }
         let leader = self.vote.leader;
         if leader == self.me {
@@ -701,6 +728,9 @@ impl Peer {
             return;
         } else if vote.beats(&self.vote) {
             self.vote = vote;
+            if let Role::Looking { decide_at_ms, .. } = &mut self.role {
+                *decide_at_ms = None;
+            }
             self.broadcast_vote(now.elapsed_ms);
         }
         let mine = self.vote;
@@ -1150,6 +1180,7 @@ impl Peer {
                 if t >= *last_sent_ms + 4 * tick {
                     self.broadcast_vote(t);
                 }
+                self.try_decide(now);
             }
             Role::Following(f) => {
                 let limit = if f.uptodate { sync } else { init };
