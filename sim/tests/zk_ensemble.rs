@@ -38,6 +38,15 @@ type Slots = Arc<Mutex<BTreeMap<u64, SharedPeer>>>;
 
 /// Three servers `zk-1..3` (tick 50 ms); returns their live handles and disks.
 fn ensemble(sim: &mut turmoil::Sim<'_>) -> (Slots, BTreeMap<u64, SharedDisk>) {
+    let (slots, disks, _) = ensemble_on(sim, NetFaults::new());
+    (slots, disks)
+}
+
+/// [`ensemble`] with its links through `net`.
+fn ensemble_on(
+    sim: &mut turmoil::Sim<'_>,
+    net: NetFaults,
+) -> (Slots, BTreeMap<u64, SharedDisk>, NetFaults) {
     let slots: Slots = Arc::default();
     let names: BTreeMap<u64, String> = (1..=3).map(|i| (i, format!("zk-{i}"))).collect();
     let zk = ZkConfig {
@@ -45,7 +54,6 @@ fn ensemble(sim: &mut turmoil::Sim<'_>) -> (Slots, BTreeMap<u64, SharedDisk>) {
         ..ZkConfig::default()
     };
     let cfg = EnsembleConfig::of(3, zk);
-    let net = NetFaults::new();
     let mut disks = BTreeMap::new();
     for (sid, name) in &names {
         let disk: SharedDisk = Arc::default();
@@ -71,7 +79,7 @@ fn ensemble(sim: &mut turmoil::Sim<'_>) -> (Slots, BTreeMap<u64, SharedDisk>) {
             }
         });
     }
-    (slots, disks)
+    (slots, disks, net)
 }
 
 fn states(slots: &Slots) -> BTreeMap<u64, (PeerState, bool, i64)> {
@@ -314,4 +322,100 @@ fn the_leader_expires_a_silent_session_and_every_server_drops_its_ephemeral_node
     for s in 1..=3 {
         assert!(!has_node(&slots, s, "/gone"), "zk-{s} still has the node");
     }
+}
+
+#[test]
+fn a_follower_cut_off_from_its_leader_serves_a_stale_read_then_catches_up() {
+    use std::sync::atomic::{AtomicU8, Ordering};
+    let mut sim = turmoil::Builder::new()
+        .simulation_duration(Duration::from_secs(30))
+        .rng_seed(5)
+        .build();
+    let (slots, _, net) = ensemble_on(&mut sim, NetFaults::new());
+    step_for(&mut sim, 1_000);
+    let leader = leader_of(&slots, &[1, 2, 3]).expect("a leader");
+    let follower = (1..=3).find(|s| *s != leader).unwrap();
+    let (leader_name, follower_name) = (format!("zk-{leader}"), format!("zk-{follower}"));
+    // 0: connecting; 1: the test holds the link, write; 2: written; 3: read stale;
+    // 4: the test released the link.
+    let phase = Arc::new(AtomicU8::new(0));
+    let connected = Arc::new(AtomicU8::new(0));
+    let seen = Arc::new(Mutex::new(Vec::<String>::new()));
+    let wait_for = |phase: Arc<AtomicU8>, at: u8| async move {
+        while phase.load(Ordering::SeqCst) < at {
+            tokio::time::sleep(Duration::from_millis(1)).await;
+        }
+    };
+    let (p1, c1, s1, fname) = (
+        phase.clone(),
+        connected.clone(),
+        seen.clone(),
+        follower_name.clone(),
+    );
+    sim.client("reader", async move {
+        let (e, clock, entropy) = client(6, &[fname.as_str()], 2_000);
+        let zk = ZkClient::connect(&e, clock, entropy, Duration::from_secs(5))
+            .await
+            .unwrap();
+        c1.fetch_add(1, Ordering::SeqCst);
+        wait_for(p1.clone(), 2).await;
+        s1.lock()
+            .unwrap()
+            .push(format!("{:?}", zk.exists("/x").await.map(|s| s.is_some())));
+        p1.store(3, Ordering::SeqCst);
+        wait_for(p1.clone(), 4).await;
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        s1.lock()
+            .unwrap()
+            .push(format!("{:?}", zk.exists("/x").await.map(|s| s.is_some())));
+        Ok(())
+    });
+    let (p2, c2, lname) = (phase.clone(), connected.clone(), leader_name.clone());
+    sim.client("writer", async move {
+        let (e, clock, entropy) = client(7, &[lname.as_str()], 2_000);
+        let zk = ZkClient::connect(&e, clock, entropy, Duration::from_secs(5))
+            .await
+            .unwrap();
+        c2.fetch_add(1, Ordering::SeqCst);
+        wait_for(p2.clone(), 1).await;
+        zk.create("/x", None, create_mode::PERSISTENT)
+            .await
+            .unwrap();
+        p2.store(2, Ordering::SeqCst);
+        tokio::time::sleep(Duration::from_secs(2)).await;
+        Ok(())
+    });
+    for _ in 0..2_000 {
+        if connected.load(Ordering::SeqCst) == 2 {
+            break;
+        }
+        step_for(&mut sim, 1);
+    }
+    // The leader's messages to the follower are held (under syncLimit, 250 ms: it
+    // keeps serving) while the write commits on the leader and the other follower.
+    net.hold(
+        0,
+        std::slice::from_ref(&leader_name),
+        std::slice::from_ref(&follower_name),
+    );
+    phase.store(1, Ordering::SeqCst);
+    let mut held_ms = 0;
+    while phase.load(Ordering::SeqCst) < 3 && held_ms < 200 {
+        step_for(&mut sim, 1);
+        held_ms += 1;
+    }
+    net.release(0);
+    phase.store(4, Ordering::SeqCst);
+    step_for(&mut sim, 1_000);
+    let s = states(&slots);
+    assert_eq!(
+        s[&follower].0,
+        PeerState::Following,
+        "it kept following: {s:?}"
+    );
+    assert_eq!(
+        *seen.lock().unwrap(),
+        ["Ok(false)", "Ok(true)"],
+        "{follower_name} answered from its stale tree while held {held_ms} ms, then caught up"
+    );
 }

@@ -2,8 +2,8 @@
 //! ephemeral nodes of each session, and the transactions that change them.
 //!
 //! Changes come only as [`Txn`]s through [`DataTree::apply`], the one write path: a
-//! standalone server applies each txn as it is made, and a replica of an ensemble
-//! would apply the same txns, in zxid order, once a quorum committed them. Applying
+//! standalone server applies each txn as it is made, and a server of an ensemble
+//! applies the same txns, in zxid order, once a quorum committed them. Applying
 //! returns the watch triggers (`dataWatches`/`childWatches.triggerWatch`) the server
 //! turns into notifications; the tree itself knows nothing of connections.
 
