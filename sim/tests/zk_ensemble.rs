@@ -359,15 +359,13 @@ fn a_follower_cut_off_from_its_leader_serves_a_stale_read_then_catches_up() {
             .unwrap();
         c1.fetch_add(1, Ordering::SeqCst);
         wait_for(p1.clone(), 2).await;
-        s1.lock()
-            .unwrap()
-            .push(format!("{:?}", zk.exists("/x").await.map(|s| s.is_some())));
+        let read = format!("{:?}", zk.exists("/x").await.map(|s| s.is_some()));
+        s1.lock().unwrap().push(read);
         p1.store(3, Ordering::SeqCst);
         wait_for(p1.clone(), 4).await;
         tokio::time::sleep(Duration::from_millis(300)).await;
-        s1.lock()
-            .unwrap()
-            .push(format!("{:?}", zk.exists("/x").await.map(|s| s.is_some())));
+        let read = format!("{:?}", zk.exists("/x").await.map(|s| s.is_some()));
+        s1.lock().unwrap().push(read);
         Ok(())
     });
     let (p2, c2, lname) = (phase.clone(), connected.clone(), leader_name.clone());
