@@ -158,8 +158,18 @@ impl Page {
              <span class=\"m-nofault\">n fault never happened: no evidence</span></p>\n\
              <p class=\"small\">A number after the mark counts the runs in that class when not all \
              were; the line below counts the runs that saw the scenario's fault. Failing cells \
-             link to their first violation.</p>\n<table class=\"matrix\"><tr><th></th>",
+             link to their first violation.</p>\n",
         );
+        if r.designs.iter().any(|d| d.starts_with("zk-")) {
+            self.html.push_str(
+                "<p class=\"small\">ZooKeeper rows: a lock node lives exactly as long as its \
+                 creator's session, and a create the ensemble acknowledged was committed by a \
+                 quorum, so a leader crash loses no lock; ZooKeeper does not tell a paused or \
+                 cut-off holder that its session expired, so only the node's <code>czxid</code> \
+                 checked as a fencing token keeps the storage safe.</p>\n",
+            );
+        }
+        self.html.push_str("<table class=\"matrix\"><tr><th></th>");
         for s in &r.scenarios {
             let _ = write!(self.html, "<th class=\"col\">{}</th>", esc(s));
         }
