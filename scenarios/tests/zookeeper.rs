@@ -9,7 +9,7 @@ mod common;
 
 use scenarios::checkers::{Safety, probes};
 use scenarios::sweep::{RunSummary, replay_command, sweep};
-use sim::history::{EventKind, ServerEvent};
+use sim::history::{EventKind, FaultPhase, ServerEvent};
 
 const SEEDS: std::ops::Range<u64> = 0..4;
 
@@ -164,6 +164,24 @@ fn zk_curator_is_safe_when_the_leader_crashes_right_after_committing_a_lock_crea
             )),
             "seed {}: a lock node vanished otherwise; {replay}",
             run.seed
+        );
+        // The crashed leader restarts from its log and rejoins the ensemble.
+        let restart = h
+            .events
+            .iter()
+            .find(|e| {
+                matches!(&e.kind, EventKind::Fault { phase: FaultPhase::End, detail, .. }
+                    if detail.ends_with("restarts"))
+            })
+            .expect("the crashed leader restarts");
+        assert!(
+            h.events.iter().any(|e| e.host == restart.host
+                && e.at_us >= restart.at_us
+                && matches!(&e.kind, EventKind::Server(ServerEvent::Role { role })
+                    if role.starts_with("follower") || role.starts_with("leader"))),
+            "seed {}: {} never rejoined after its restart; {replay}",
+            run.seed,
+            restart.host
         );
         assert_eq!(run.safety(), Safety::Safe, "seed {}: {replay}", run.seed);
     }

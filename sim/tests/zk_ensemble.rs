@@ -47,13 +47,22 @@ fn ensemble_on(
     sim: &mut turmoil::Sim<'_>,
     net: NetFaults,
 ) -> (Slots, BTreeMap<u64, SharedDisk>, NetFaults) {
+    ensemble_of(sim, net, 3)
+}
+
+/// `n` servers `zk-1..n` with their links through `net`.
+fn ensemble_of(
+    sim: &mut turmoil::Sim<'_>,
+    net: NetFaults,
+    n: u64,
+) -> (Slots, BTreeMap<u64, SharedDisk>, NetFaults) {
     let slots: Slots = Arc::default();
-    let names: BTreeMap<u64, String> = (1..=3).map(|i| (i, format!("zk-{i}"))).collect();
+    let names: BTreeMap<u64, String> = (1..=n).map(|i| (i, format!("zk-{i}"))).collect();
     let zk = ZkConfig {
         tick_time_ms: 50,
         ..ZkConfig::default()
     };
-    let cfg = EnsembleConfig::of(3, zk);
+    let cfg = EnsembleConfig::of(n, zk);
     let mut disks = BTreeMap::new();
     for (sid, name) in &names {
         let disk: SharedDisk = Arc::default();
@@ -416,4 +425,69 @@ fn a_follower_cut_off_from_its_leader_serves_a_stale_read_then_catches_up() {
         ["Ok(false)", "Ok(true)"],
         "{follower_name} answered from its stale tree while held {held_ms} ms, then caught up"
     );
+}
+
+#[test]
+fn five_servers_keep_committing_after_two_crashes_and_not_after_three() {
+    let mut sim = turmoil::Builder::new()
+        .simulation_duration(Duration::from_secs(30))
+        .rng_seed(8)
+        .build();
+    let (slots, _, _) = ensemble_of(&mut sim, NetFaults::new(), 5);
+    let made = Arc::new(Mutex::new(Vec::<String>::new()));
+    let m = made.clone();
+    sim.client("client-1", async move {
+        let servers = ["zk-1", "zk-2", "zk-3", "zk-4", "zk-5"];
+        let (e, clock, entropy) = client(8, &servers, 1_000);
+        let zk = ZkClient::connect(&e, clock, entropy, Duration::from_secs(5))
+            .await
+            .unwrap();
+        for i in 0..40 {
+            // Each create is retried across connection losses until it is known.
+            for _ in 0..20 {
+                match zk
+                    .create(&format!("/n{i}"), None, create_mode::PERSISTENT)
+                    .await
+                {
+                    Ok(p) => {
+                        m.lock().unwrap().push(p);
+                        break;
+                    }
+                    Err(e) if e.code() == lock_impl::zk::proto::ErrorCode::NODE_EXISTS => break,
+                    Err(_) => tokio::time::sleep(Duration::from_millis(100)).await,
+                }
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        Ok(())
+    });
+    step_for(&mut sim, 1_000);
+    let all: Vec<u64> = (1..=5).collect();
+    let first = leader_of(&slots, &all).expect("a leader of five");
+    // Two crashes, the leader first: three of five are a quorum.
+    let second = all.iter().copied().find(|s| *s != first).unwrap();
+    for s in [first, second] {
+        sim.crash(format!("zk-{s}").as_str());
+    }
+    let alive: Vec<u64> = all
+        .iter()
+        .copied()
+        .filter(|s| *s != first && *s != second)
+        .collect();
+    let before = made.lock().unwrap().len();
+    step_for(&mut sim, 2_000);
+    let leader = leader_of(&slots, &alive).expect("three survivors elect a leader");
+    let after = made.lock().unwrap().len();
+    assert!(
+        after > before,
+        "writes go on with three of five ({before} -> {after})"
+    );
+    // A third crash leaves two of five: no quorum, no leader, no write.
+    sim.crash(format!("zk-{leader}").as_str());
+    let two: Vec<u64> = alive.iter().copied().filter(|s| *s != leader).collect();
+    step_for(&mut sim, 1_000);
+    let stuck = made.lock().unwrap().len();
+    step_for(&mut sim, 1_000);
+    assert_eq!(leader_of(&slots, &two), None, "two of five elect nobody");
+    assert_eq!(made.lock().unwrap().len(), stuck, "and commit nothing");
 }
