@@ -67,6 +67,8 @@ pub(crate) struct ZkCtl {
     /// (a follower had forwarded it), and is then its previous life's act.
     crashes: BTreeMap<String, u32>,
     session_life: BTreeMap<i64, u32>,
+    /// The ensemble's `tickTime`: a follower behind for less is not recorded lagging.
+    tick: Duration,
     /// Set once a leader first serves (clients start then).
     pub ready: Arc<std::sync::atomic::AtomicBool>,
     /// The lock's directory (`/locksim/<key>`).
@@ -121,6 +123,7 @@ impl ZkCtl {
             crashes: BTreeMap::new(),
             session_life: BTreeMap::new(),
             ready: Arc::default(),
+            tick: Duration::from_millis(u64::from(spec.tick_time_ms)),
             slot: Arc::default(),
             dir: format!("{ZK_LOCK_ROOT}/{key}"),
             seen: 0,
@@ -505,7 +508,7 @@ impl ZkCtl {
                     still.insert(sid, (e.0, e.1.max(behind), e.2.max(clients)));
                 }
             }
-            let tick = Duration::from_millis(50);
+            let tick = self.tick;
             for (sid, (since, behind, clients)) in std::mem::take(&mut self.lagging) {
                 if still.contains_key(&sid) || now < since + tick {
                     continue;
