@@ -167,6 +167,15 @@ pub fn describe(h: &History, e: &Event) -> String {
             path,
             op,
         }) => format!("node {path} {op} (session {session} of {by})"),
+        EventKind::Server(ServerEvent::ZkFollowerLag {
+            leader,
+            since_us,
+            txns_behind,
+            clients,
+        }) => format!(
+            "caught up with {leader}: behind since {:.3} s by up to {txns_behind} txns while serving {clients} clients",
+            *since_us as f64 / 1e6
+        ),
         EventKind::Server(ServerEvent::MySqlConnection {
             connection,
             client,

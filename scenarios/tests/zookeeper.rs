@@ -1,12 +1,15 @@
-//! The ZooKeeper designs in locksim's world (one model server, `zk-1`): a holder paused
-//! past its session timeout loses its node to the next client while it keeps working.
-//! The classes come from the checkers on the histories, never from the design's name.
+//! The ZooKeeper designs in locksim's world (an ensemble of three model servers, `zk-1`
+//! to `zk-3`): a holder paused past its session timeout loses its node to the next
+//! client while it keeps working; a leader crashing right after it committed a lock
+//! node's create loses nothing (a quorum logged it); a client on a lagging follower
+//! reads a stale tree and stays safe. The classes come from the checkers on the
+//! histories, never from the design's name.
 
 mod common;
 
 use scenarios::checkers::{Safety, probes};
 use scenarios::sweep::{RunSummary, replay_command, sweep};
-use sim::history::{EventKind, ServerEvent};
+use sim::history::{EventKind, FaultPhase, ServerEvent};
 
 const SEEDS: std::ops::Range<u64> = 0..4;
 
@@ -127,7 +130,9 @@ fn redis_only_scenarios_do_not_apply_to_the_zookeeper_designs() {
             "slow-work",
             "network-delay",
             "long-work",
-            "zk-session-expiry"
+            "zk-session-expiry",
+            "zk-leader-crash",
+            "zk-follower-stale"
         ]
     );
     let zk = common::scenario("zk-session-expiry");
@@ -135,4 +140,63 @@ fn redis_only_scenarios_do_not_apply_to_the_zookeeper_designs() {
         !zk.applies_to(lock_impl::Backend::Redis, 1)
             && !zk.applies_to(lock_impl::Backend::Redis, lock_impl::REDLOCK_MASTERS)
     );
+}
+
+#[test]
+fn zk_curator_is_safe_when_the_leader_crashes_right_after_committing_a_lock_create() {
+    for run in runs("zk-curator", "zk-leader-crash") {
+        let replay = replay_command("zk-curator", "zk-leader-crash", run.seed);
+        let h = run.history.as_ref().expect("kept");
+        let witness = probes::zk_leader_crashed_after_a_lock_create(h);
+        assert!(
+            witness.is_some(),
+            "seed {}: the leader never crashed after a lock create; {replay}",
+            run.seed
+        );
+        // The create the crash followed was committed by a quorum: no server's record
+        // ever loses a node it did not see deleted (every node deletion is a client's
+        // delete or its session's end, never a failover).
+        assert!(
+            h.events.iter().all(|e| !matches!(
+                &e.kind,
+                EventKind::Server(ServerEvent::Removed { cause, .. })
+                    if cause != "command" && cause != "expired" && cause != "command-before-crash"
+            )),
+            "seed {}: a lock node vanished otherwise; {replay}",
+            run.seed
+        );
+        // The crashed leader restarts from its log and rejoins the ensemble.
+        let restart = h
+            .events
+            .iter()
+            .find(|e| {
+                matches!(&e.kind, EventKind::Fault { phase: FaultPhase::End, detail, .. }
+                    if detail.ends_with("restarts"))
+            })
+            .expect("the crashed leader restarts");
+        assert!(
+            h.events.iter().any(|e| e.host == restart.host
+                && e.at_us >= restart.at_us
+                && matches!(&e.kind, EventKind::Server(ServerEvent::Role { role })
+                    if role.starts_with("follower") || role.starts_with("leader"))),
+            "seed {}: {} never rejoined after its restart; {replay}",
+            run.seed,
+            restart.host
+        );
+        assert_eq!(run.safety(), Safety::Safe, "seed {}: {replay}", run.seed);
+    }
+}
+
+#[test]
+fn zk_curator_on_a_lagging_follower_reads_stale_children_and_stays_safe() {
+    for run in runs("zk-curator", "zk-follower-stale") {
+        let replay = replay_command("zk-curator", "zk-follower-stale", run.seed);
+        let h = run.history.as_ref().expect("kept");
+        assert!(
+            probes::zk_follower_served_stale(h, 100).is_some(),
+            "seed {}: no follower served clients while lagging; {replay}",
+            run.seed
+        );
+        assert_eq!(run.safety(), Safety::Safe, "seed {}: {replay}", run.seed);
+    }
 }

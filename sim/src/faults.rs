@@ -75,6 +75,21 @@ pub enum Target {
         /// How long the fault waits for the moment.
         within_ms: u64,
     },
+    /// The ZooKeeper ensemble's leader serving at the fault's start (an established
+    /// leader); no-op if none.
+    ZkLeader,
+    /// The ZooKeeper ensemble's leader right after it committed a create of a lock node
+    /// (a quorum logged it): the fault waits from its start for up to `within_ms` for
+    /// a lock node created after it started, and hits the leader at the first tick
+    /// the commit is seen, whether or not the reply has reached the client. A no-op if
+    /// no create comes.
+    ZkLeaderAfterLockCreate {
+        /// How long the fault waits for the commit.
+        within_ms: u64,
+    },
+    /// The ZooKeeper follower serving the most client sessions at the fault's start
+    /// (ties: name order); no-op if no follower serves.
+    ZkBusiestFollower,
     /// Every Redis server of the world (for partitions: "the servers' side").
     AllServers,
     /// Every client of the world.

@@ -437,7 +437,9 @@ pub enum ServerEvent {
         key: String,
         /// Its value (for a hash: the field names).
         value: String,
-        /// `command`, `expired`, `overwritten` or `flushed`.
+        /// `command`, `expired`, `overwritten` or `flushed`; for a ZooKeeper ensemble
+        /// also `command-before-crash` (a request its client sent before it crashed,
+        /// committed after: its previous life's act).
         cause: String,
     },
     /// A ZooKeeper session was created, expired or closed, by the ZooKeeper server's
@@ -492,6 +494,19 @@ pub enum ServerEvent {
         path: String,
         /// `created`, `deleted` or `deleted-with-session` (expired or closed).
         op: String,
+    },
+    /// A ZooKeeper follower served clients while behind its leader's commits for a
+    /// tick or more (recorded on the follower when it caught up or stopped serving):
+    /// its clients read a stale tree meanwhile.
+    ZkFollowerLag {
+        /// Its leader.
+        leader: String,
+        /// When it fell behind, µs of true time.
+        since_us: u64,
+        /// The most txns it was behind.
+        txns_behind: u64,
+        /// The most client sessions it served meanwhile.
+        clients: u32,
     },
 }
 

@@ -11,7 +11,8 @@
 //! `server` (a Redis server crashes or pauses), `replication` (failover and split
 //! brain under Sentinel), `clock` (a server's clock jumps or drifts, a client's wall
 //! clock steps), `read_write` (a read/write mix for read-write locks) and `redlock`
-//! (five independent masters), `zookeeper` (a ZooKeeper session expiring), `mysql` (a
+//! (five independent masters), `zookeeper` (a ZooKeeper session expiring, a leader
+//! crashing after a commit, a lagging follower), `mysql` (a
 //! holder's MySQL connection dropped under its `GET_LOCK`), `profiles` (a design
 //! family's real time scale as the base of a world: Redisson's 30 s lease), `segments`
 //! (seed 004's segmented stock: one lock per stock segment). The probes
@@ -88,6 +89,8 @@ pub static SCENARIOS: &[&Def] = &[
     &redlock::REDLOCK_GC_PAUSE,
     &no_faults::FLASH_SALE,
     &zookeeper::ZK_SESSION_EXPIRY,
+    &zookeeper::ZK_LEADER_CRASH,
+    &zookeeper::ZK_FOLLOWER_STALE,
     &clock::CLIENT_CLOCK_STEP,
     &clock::CLIENT_CLOCKS_APART,
     &profiles::RENEWAL_BLIP,
@@ -202,6 +205,8 @@ pub const ZOOKEEPER_SCENARIOS: &[&str] = &[
     "network-delay",
     "long-work",
     "zk-session-expiry",
+    "zk-leader-crash",
+    "zk-follower-stale",
 ];
 
 /// The scenarios a MySQL design runs in: the client faults, as for ZooKeeper, and the
@@ -378,12 +383,13 @@ impl Scenario {
             return w;
         }
         if backend == Backend::ZooKeeper {
-            // The one master's place is taken by a ZooKeeper server: the client faults
-            // and targets (`lock-server`, `all-servers`) reach it instead.
+            // The one master's place is taken by a ZooKeeper ensemble of three: the
+            // client faults and targets (`lock-server`: its leader, `all-servers`)
+            // reach it instead.
             w.servers.clear();
             w.sentinel = None;
             if w.zookeeper.is_none() {
-                w.zookeeper = Some(sim::world::ZkSpec::for_lease(w.lease_ms));
+                w.zookeeper = Some(sim::world::ZkSpec::ensemble_for_lease(w.lease_ms));
             }
             return w;
         }

@@ -1,28 +1,31 @@
-//! ZooKeeper's own faults: a holder's session expiring under it.
+//! ZooKeeper's own faults, in an ensemble of three (`zk-1` to `zk-3`): a holder's
+//! session expiring under it, the leader crashing right after it committed a lock
+//! node's create, and a client served by a follower that lags behind its leader.
 
-use sim::faults::Fault;
+use rand::RngExt;
+use sim::faults::{Fault, FaultKind, Target};
 use sim::world::{Workload, ZkSpec};
 
 use super::{Def, Draw};
 use crate::checkers::probes;
 use crate::params::Param;
 
-/// A world of one ZooKeeper server (`zk-1`, session timeout 1.5 leases, see
-/// [`ZkSpec::for_lease`]) and no Redis server; a critical section lasts five leases,
-/// so a holder cut off keeps working past its session's expiry.
+/// A world of a ZooKeeper ensemble (`zk-1` to `zk-3`, session timeout 1.5 leases,
+/// see [`ZkSpec::for_lease`]) and no Redis server; a critical section lasts five
+/// leases, so a holder cut off keeps working past its session's expiry.
 fn zk_world(base: &Workload) -> Workload {
     Workload {
         servers: Vec::new(),
         work_ms: base.lease_ms * 5,
-        zookeeper: Some(ZkSpec::for_lease(base.lease_ms)),
+        zookeeper: Some(ZkSpec::ensemble_for_lease(base.lease_ms)),
         ..base.clone()
     }
 }
 
 pub(super) static ZK_SESSION_EXPIRY: Def = Def {
     name: "zk-session-expiry",
-    description: "the holder is cut off from the ZooKeeper server for 3-6 leases (twice its session timeout and more) while it works for 5 leases",
-    fault_about: "the server expired the holder's session while it believed it held the lock",
+    description: "the holder is cut off from the ZooKeeper ensemble for 3-6 leases (twice its session timeout and more) while it works for 5 leases",
+    fault_about: "the leader expired the holder's session while it believed it held the lock",
     world: zk_world,
     quantities: &[Param::PartitionMs],
     plan: holder_cut_off,
@@ -32,4 +35,82 @@ pub(super) static ZK_SESSION_EXPIRY: Def = Def {
 /// Four partitions of the holder from the servers, 3-6 leases each.
 fn holder_cut_off(d: &mut Draw) -> Vec<Fault> {
     super::network::holder_partitions(d, 4, 3..=6)
+}
+
+/// The ensemble with a `tickTime` of 100 ms and sessions of 2 s: a leader's crash is
+/// noticed after `syncLimit` (5 ticks, 500 ms), and a session outlives the election
+/// and its client's reconnection (the Java client waits up to a second before each
+/// reconnect), as production sessions (Curator's default: 60 s) outlive a failover.
+fn failover_world(base: &Workload) -> Workload {
+    Workload {
+        servers: Vec::new(),
+        zookeeper: Some(ZkSpec {
+            tick_time_ms: 100,
+            session_timeout_ms: 2_000,
+            ..ZkSpec::ensemble_for_lease(base.lease_ms)
+        }),
+        ..base.clone()
+    }
+}
+
+pub(super) static ZK_LEADER_CRASH: Def = Def {
+    name: "zk-leader-crash",
+    description: "the ZooKeeper leader crashes right after it commits a lock node's create, and restarts 5-8 leases later from its txn log",
+    fault_about: "the leader crashed right after a quorum committed a lock create, and a new epoch's leader took over",
+    world: failover_world,
+    quantities: &[],
+    plan: leader_crash,
+    probe: |h, _| probes::zk_leader_crashed_after_a_lock_create(h),
+};
+
+/// One crash of the leader, at the first lock create it commits after the fault's
+/// start; it restarts 5-8 leases later (1-1.6 s: after the survivors elected a leader).
+fn leader_crash(d: &mut Draw) -> Vec<Fault> {
+    let lease = d.lease;
+    let at_ms = d.at();
+    let restart = d.rng.random_range(lease * 5..=lease * 8);
+    vec![Fault {
+        at_ms,
+        kind: FaultKind::Crash {
+            target: Target::ZkLeaderAfterLockCreate { within_ms: 2_000 },
+            restart_after_ms: Some(restart),
+        },
+    }]
+}
+
+pub(super) static ZK_FOLLOWER_STALE: Def = Def {
+    name: "zk-follower-stale",
+    description: "the follower serving the most clients stops hearing its leader for 3-4 ticks (under syncLimit), four times: its clients read a stale tree",
+    fault_about: "a follower served clients while it lagged behind its leader's commits",
+    world: |base| Workload {
+        servers: Vec::new(),
+        zookeeper: Some(ZkSpec::ensemble_for_lease(base.lease_ms)),
+        ..base.clone()
+    },
+    quantities: &[],
+    plan: follower_lags,
+    probe: |h, _| probes::zk_follower_served_stale(h, 100),
+};
+
+/// Four one-way holds of the leader's messages to the busiest follower, 150-200 ms
+/// each (3-4 ticks of 50 ms: under `syncLimit`, 5 ticks, so it keeps serving), one in
+/// each quarter of the fault window, so that two never add up past `syncLimit`.
+fn follower_lags(d: &mut Draw) -> Vec<Fault> {
+    let mut faults = Vec::new();
+    let (start, end) = (d.window.start, d.window.end);
+    let quarter = (end.saturating_sub(start) / 4).max(401);
+    for i in 0..4 {
+        let at_ms = start + i * quarter + d.rng.random_range(0..quarter - 400);
+        let duration_ms = d.rng.random_range(150..=200);
+        faults.push(Fault {
+            at_ms,
+            kind: FaultKind::Partition {
+                a: vec![Target::ZkLeader],
+                b: vec![Target::ZkBusiestFollower],
+                one_way: true,
+                duration_ms,
+            },
+        });
+    }
+    faults
 }

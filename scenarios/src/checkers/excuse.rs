@@ -56,8 +56,14 @@ impl Excuses {
                     roles
                         .entry(e.host.clone())
                         .or_default()
-                        // A Redis `master`, or a MongoDB `primary (term n): …`.
-                        .push((e.at_us, role == "master" || role.starts_with("primary")));
+                        // A Redis `master`, a MongoDB `primary (term n): …`, or a
+                        // ZooKeeper ensemble's leader: each world's one master.
+                        .push((
+                            e.at_us,
+                            role == "master"
+                                || role.starts_with("primary")
+                                || role.starts_with("leader"),
+                        ));
                 }
                 EventKind::Server(_) => {
                     roles.entry(e.host.clone()).or_default();

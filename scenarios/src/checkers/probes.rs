@@ -377,3 +377,58 @@ pub fn connection_closed_during_a_hold(h: &History) -> Option<String> {
         ))
     })
 }
+
+/// The ZooKeeper leader crashed right after committing a lock node's create (its crash
+/// record names the commit), and a leader of a later epoch was elected after it (a
+/// survivor, or the crashed server itself once restarted: the highest zxid wins): the
+/// witness names both.
+pub fn zk_leader_crashed_after_a_lock_create(h: &History) -> Option<String> {
+    h.events.iter().enumerate().find_map(|(i, e)| {
+        let EventKind::Fault {
+            phase: FaultPhase::Start,
+            detail,
+            ..
+        } = &e.kind
+        else {
+            return None;
+        };
+        if !detail.contains("lock node's create committed") {
+            return None;
+        }
+        let (at, leader, role) = h.events[i..].iter().find_map(|x| match &x.kind {
+            EventKind::Server(ServerEvent::Role { role }) if role.starts_with("leader") => {
+                Some((x.at_us, x.host.as_str(), role.as_str()))
+            }
+            _ => None,
+        })?;
+        Some(format!(
+            "{}: {detail}; {}: {leader} is {role}",
+            fmt_s(e.at_us),
+            fmt_s(at)
+        ))
+    })
+}
+
+/// A ZooKeeper follower served client sessions while it lagged behind its leader's
+/// commits for at least `min_ms` (its clients read a stale tree meanwhile).
+pub fn zk_follower_served_stale(h: &History, min_ms: u64) -> Option<String> {
+    h.events.iter().find_map(|e| match &e.kind {
+        EventKind::Server(ServerEvent::ZkFollowerLag {
+            leader,
+            since_us,
+            txns_behind,
+            clients,
+        }) if *clients > 0
+            && *txns_behind > 0
+            && e.at_us.saturating_sub(*since_us) >= min_ms * 1000 =>
+        {
+            Some(format!(
+                "{}: {} served {clients} client sessions while up to {txns_behind} txns behind {leader} for {}",
+                fmt_s(*since_us),
+                e.host,
+                fmt_ms(e.at_us - since_us)
+            ))
+        }
+        _ => None,
+    })
+}

@@ -238,10 +238,20 @@ pub(crate) struct Client {
     pub slow_ms: Arc<AtomicU64>,
     pub pause_before_write: PauseBeforeWrite,
     pub incarnation: Arc<AtomicU32>,
+    /// A ZooKeeper ensemble's first leader is serving: the client starts only then,
+    /// as a service starts once its ZooKeeper is up (a connection made during the
+    /// first election is closed, and the Java client's reconnect waits up to a
+    /// second). `None`: no ensemble.
+    pub zk_ready: Option<Arc<std::sync::atomic::AtomicBool>>,
 }
 
 impl Client {
     pub async fn main(self) {
+        if let Some(ready) = &self.zk_ready {
+            while !ready.load(Ordering::Relaxed) {
+                turmoil::time::sleep(Duration::from_millis(1)).await;
+            }
+        }
         let w = &self.workload;
         let incarnation = u64::from(self.incarnation.fetch_add(1, Ordering::Relaxed));
         let stream_id = (self.index << 16) | incarnation;
@@ -318,7 +328,11 @@ impl Client {
             return;
         };
         let zookeeper = w.zookeeper.as_ref().map(|spec| lock_impl::zk::ZkEnsemble {
-            servers: vec![(spec.name.clone(), crate::zk::ZK_PORT)],
+            servers: spec
+                .names()
+                .into_iter()
+                .map(|n| (n, crate::zk::ZK_PORT))
+                .collect(),
             dialer: dialer.clone(),
             session_timeout_ms: spec.session_timeout_ms,
         });

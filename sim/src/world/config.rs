@@ -299,12 +299,16 @@ impl Default for MongoSpec {
     }
 }
 
-/// The world's ZooKeeper server (one for now; an ensemble is the next step).
+/// The world's ZooKeeper servers: one standalone server (the model of
+/// `crate::zk::server`), or an ensemble of 3 or 5 (`crate::zk::ensemble`).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ZkSpec {
-    /// Its host name (`zk-1`).
+    /// The first server's host name (`zk-1`); an ensemble's are `zk-1` … `zk-N`.
     pub name: String,
+    /// How many servers: 1 (standalone, the default), 3 or 5 (an ensemble).
+    #[serde(default = "one_server", skip_serializing_if = "is_one_server")]
+    pub servers: u8,
     /// The model's `tickTime`, ms: sessions may last 2 to 20 ticks.
     pub tick_time_ms: u32,
     /// The session timeout each client asks for, ms (the server clamps it to
@@ -322,10 +326,36 @@ impl ZkSpec {
         let session = (lease_ms * 3 / 2).clamp(2 * 50, 20 * 50) as u32;
         ZkSpec {
             name: "zk-1".into(),
+            servers: 1,
             tick_time_ms,
             session_timeout_ms: session,
         }
     }
+
+    /// [`ZkSpec::for_lease`] as an ensemble of three servers, `zk-1` to `zk-3`.
+    pub fn ensemble_for_lease(lease_ms: u64) -> ZkSpec {
+        ZkSpec {
+            servers: 3,
+            ..Self::for_lease(lease_ms)
+        }
+    }
+
+    /// The servers' host names.
+    pub fn names(&self) -> Vec<String> {
+        if self.servers <= 1 {
+            vec![self.name.clone()]
+        } else {
+            (1..=self.servers).map(|i| format!("zk-{i}")).collect()
+        }
+    }
+}
+
+fn one_server() -> u8 {
+    1
+}
+
+fn is_one_server(n: &u8) -> bool {
+    *n == 1
 }
 
 /// The most segments a stock may be split into (`Workload::segments`).
@@ -421,6 +451,14 @@ impl Workload {
         }
         if self.latency_ms_min > self.latency_ms_max {
             return bad("workload.latency_ms_min must not exceed latency_ms_max".into());
+        }
+        if let Some(zk) = &self.zookeeper
+            && ![1, 3, 5].contains(&zk.servers)
+        {
+            return bad(format!(
+                "workload.zookeeper.servers={} must be 1 (standalone), 3 or 5 (an ensemble)",
+                zk.servers
+            ));
         }
         if let Some(m) = &self.mongo {
             if m.members.is_empty() || m.members.len() > 7 {

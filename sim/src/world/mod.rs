@@ -22,6 +22,8 @@ mod sentinels;
 mod servers;
 mod zookeeper;
 
+pub(crate) use servers::dial_host as dial_quorum;
+
 use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU32, AtomicU64};
@@ -130,8 +132,21 @@ fn run_stepping(cfg: &RunConfig, stepping: Stepping) -> Result<History, RunError
     }
     let zk = w.zookeeper.as_ref().map(|spec| {
         let ctl = zookeeper::ZkCtl::new(spec, &w.key);
-        let clock = clock_of(&spec.name, cfg.redis_clock);
-        ctl.add_host(&mut sim, spec, clock, &net);
+        let zk_clocks: BTreeMap<String, HostClock> = spec
+            .names()
+            .into_iter()
+            .map(|n| {
+                let c = clock_of(&n, cfg.redis_clock);
+                (n, c)
+            })
+            .collect();
+        let clock = |name: &str| {
+            zk_clocks
+                .get(name)
+                .cloned()
+                .unwrap_or_else(|| HostClock::new(ClockSpec::default()))
+        };
+        ctl.add_host(&mut sim, spec, &clock, &net);
         ctl
     });
     let mysql = w.mysql.as_ref().map(|spec| {
@@ -187,6 +202,10 @@ fn run_stepping(cfg: &RunConfig, stepping: Stepping) -> Result<History, RunError
             slow_ms: ctl.slow_ms.clone(),
             pause_before_write: ctl.pause_before_write.clone(),
             incarnation: Arc::new(AtomicU32::new(0)),
+            zk_ready: zk
+                .as_ref()
+                .filter(|z| z.is_ensemble())
+                .map(|z| z.ready.clone()),
         };
         sim.host(name.as_str(), move || {
             let client = client.clone();

@@ -1,20 +1,22 @@
-//! A ZooKeeper 3.8 model: one server speaking ZooKeeper's wire protocol (the codec is
-//! `lock_impl::zk::proto`, shared with the client), with sessions that expire by the
-//! server's clock, the data tree with its Stat, one-shot watches, and the operations
-//! the lock recipes use, with ZooKeeper's exact errors.
+//! A ZooKeeper 3.8 model speaking ZooKeeper's wire protocol (the codec is
+//! `lock_impl::zk::proto`, shared with the client): a standalone server, and an
+//! ensemble of 3 or 5 servers electing a leader and replicating writes with Zab.
 //!
-//! Layout: [`tree`] (the data tree and its txns: the one write path), [`server`] (the
-//! server as a state machine without I/O: sessions, connections, requests, watches),
-//! [`driver`] (the same core over turmoil or tokio TCP, and a turmoil host), [`java`]
-//! (the JVM behaviours that reach the wire: `HashSet` order, `java.util.Random`).
-//!
-//! Next (an ensemble of 3 or 5): a leader turns requests into [`tree::Txn`]s exactly
-//! as [`server`] does now, replicates [`server::ZkServer::log`]'s entries to followers
-//! that apply them in zxid order through [`tree::DataTree::apply`], and the session
-//! tracker moves to the leader. The simplifications are listed in [`server`].
+//! Layout: [`tree`] (the data tree and its txns: the one write path, shared by both),
+//! [`server`] (a standalone server as a state machine without I/O: sessions,
+//! connections, requests, watches; the model the differential test compares with a
+//! real `zookeeperd`), [`driver`] (that server over turmoil or tokio TCP, and a turmoil
+//! host), [`ensemble`] (one server of an ensemble as a state machine without I/O:
+//! election, sync, proposals, acks, commits, the leader's session tracker, learners
+//! forwarding writes and serving reads from their own tree, a durable txn log),
+//! [`peer_host`] (an ensemble server as a turmoil host: clients on 2181, peers on
+//! 2888), [`java`] (the JVM behaviours that reach the wire: `HashSet` order,
+//! `java.util.Random`). Each module lists its simplifications.
 
 pub mod driver;
+pub mod ensemble;
 pub mod java;
+pub mod peer_host;
 pub mod server;
 pub mod tree;
 

@@ -21,8 +21,8 @@
 //! tracker wakes at every bucket boundary; expiry is a `closeSession` txn and closes
 //! the session's connection), `NIOServerCnxn` (notifications have xid -1, zxid -1).
 //!
-//! Simplifications, stated: one server (no quorum, no leader: the txn log
-//! [`ZkServer::log`] is the seam Zab replication will use); writes are applied as they
+//! Simplifications, stated: one server (no quorum, no leader: the ensemble is
+//! [`super::ensemble`], which prepares writes with the same [`prep`]); writes are applied as they
 //! arrive (ZooKeeper's pipeline gives the same order for one server); sessions of one
 //! expiry bucket expire in id order (ZooKeeper: a hash set's order); no ACL checks (any
 //! non-empty ACL is accepted, `INVALIDACL` for an empty one), no auth, quotas,
@@ -671,7 +671,7 @@ fn check_version(current: i32, expected: i32) -> Result<(), ErrorCode> {
 
 /// `PrepRequestProcessor.pRequest2Txn` for one write: its txn and its result, or the
 /// error, checked in ZooKeeper's order against `tree`.
-fn prep(
+pub(crate) fn prep(
     tree: &DataTree,
     one: &MultiOp,
     session_id: i64,
@@ -772,7 +772,7 @@ fn prep(
 
 /// A `multi`: each op checked against the tree as the ops before it left it; all
 /// applied, or none.
-fn prep_multi(
+pub(crate) fn prep_multi(
     tree: &DataTree,
     ops: &[MultiOp],
     session_id: i64,

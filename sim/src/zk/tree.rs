@@ -2,8 +2,8 @@
 //! ephemeral nodes of each session, and the transactions that change them.
 //!
 //! Changes come only as [`Txn`]s through [`DataTree::apply`], the one write path: a
-//! standalone server applies each txn as it is made, and a replica of an ensemble
-//! would apply the same txns, in zxid order, once a quorum committed them. Applying
+//! standalone server applies each txn as it is made, and a server of an ensemble
+//! applies the same txns, in zxid order, once a quorum committed them. Applying
 //! returns the watch triggers (`dataWatches`/`childWatches.triggerWatch`) the server
 //! turns into notifications; the tree itself knows nothing of connections.
 
@@ -39,8 +39,9 @@ impl Node {
     }
 }
 
-/// A change to the tree, as the txn log records it.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// A change to the tree, as the txn log records it (serializable: an ensemble's
+/// servers send txns to each other).
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub enum TxnBody {
     /// A session was created.
     CreateSession {
@@ -82,11 +83,25 @@ pub enum TxnBody {
     /// A `multi`: every sub-txn, or (if one failed) an error per op.
     Multi(Vec<TxnBody>),
     /// A write that failed its checks: it still takes a zxid, as in ZooKeeper.
-    Error(ErrorCode),
+    Error(#[serde(with = "error_code")] ErrorCode),
+}
+
+/// `ErrorCode` as its number.
+mod error_code {
+    use lock_impl::zk::proto::ErrorCode;
+    use serde::{Deserialize, Deserializer, Serializer};
+
+    pub fn serialize<S: Serializer>(code: &ErrorCode, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_i32(code.0)
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<ErrorCode, D::Error> {
+        i32::deserialize(d).map(ErrorCode)
+    }
 }
 
 /// One entry of the txn log: the seam an ensemble replicates.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct Txn {
     /// Its zxid.
     pub zxid: i64,

@@ -32,6 +32,9 @@ pub(super) fn start(cx: &mut Cx, target: &Target, restart_after_ms: Option<u64>,
         if let Some(sentinel) = cx.world.sentinel(&host) {
             sentinel.crash();
         }
+        if let Some(zk) = &mut cx.world.zk {
+            zk.crashed(&host);
+        }
         if let Some(server) = cx.world.server(&host).cloned() {
             if let Some(engine) = server.engine() {
                 cx.world.observer.commands_of_dead_engines +=

@@ -55,7 +55,7 @@ impl WorldCtl {
         self.servers
             .iter()
             .map(|s| s.name.clone())
-            .chain(self.zk.iter().map(|z| z.name.clone()))
+            .chain(self.zk.iter().flat_map(|z| z.names.clone()))
             .chain(self.mysql.iter().map(|m| m.name.clone()))
             .chain(
                 self.mongo
@@ -73,7 +73,10 @@ impl WorldCtl {
         self.clients.contains_key(name)
             || self.server(name).is_some()
             || self.sentinel(name).is_some()
-            || self.zk.as_ref().is_some_and(|z| z.name == name)
+            || self
+                .zk
+                .as_ref()
+                .is_some_and(|z| z.names.iter().any(|n| n == name))
             || self.mysql.as_ref().is_some_and(|m| m.name == name)
             || self
                 .mongo

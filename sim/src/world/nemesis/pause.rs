@@ -15,7 +15,10 @@ pub(super) fn start(cx: &mut Cx, target: &Target, duration_ms: u64) {
             None => match (cx.world.server(&host), cx.world.sentinel(&host)) {
                 (Some(s), _) => s.gate.clone(),
                 (None, Some(s)) => s.gate.clone(),
-                (None, None) => continue,
+                (None, None) => match cx.world.zk.as_ref().and_then(|z| z.gate(&host)) {
+                    Some(g) => g,
+                    None => continue,
+                },
             },
         };
         gate.pause_until(cx.after(duration_ms));

@@ -63,11 +63,14 @@ pub(super) fn resolve(target: &Target, world: &WorldCtl, rng: &mut ChaCha8Rng) -
             .observer
             .server_holding(&world.servers, &world.key)
             .or_else(|| {
-                world
-                    .zk
-                    .as_ref()
-                    .filter(|z| z.holds())
-                    .map(|z| z.name.clone())
+                // An ensemble's lock server is its leader.
+                world.zk.as_ref().filter(|z| z.holds()).and_then(|z| {
+                    if z.is_ensemble() {
+                        z.leader()
+                    } else {
+                        Some(z.name.clone())
+                    }
+                })
             })
             .or_else(|| {
                 world
@@ -91,6 +94,19 @@ pub(super) fn resolve(target: &Target, world: &WorldCtl, rng: &mut ChaCha8Rng) -
             server_of_holder(world, client).into_iter().collect()
         }
         Target::MidAcquire { .. } => pick(granted_acquirers(world)),
+        Target::ZkLeader | Target::ZkLeaderAfterLockCreate { .. } => world
+            .zk
+            .as_ref()
+            .and_then(|z| z.leader())
+            .into_iter()
+            .collect(),
+        Target::ZkBusiestFollower => world
+            .zk
+            .as_ref()
+            .and_then(|z| z.followers().into_iter().find(|(_, n)| *n > 0))
+            .map(|(f, _)| f)
+            .into_iter()
+            .collect(),
         Target::AllServers => world.server_names(),
         Target::AllClients => world.clients.keys().cloned().collect(),
         Target::Rest => world
@@ -242,6 +258,9 @@ enum Moment {
     HeldBy(String),
     /// A granted acquisition is still in flight (`mid-acquire`).
     MidAcquire,
+    /// The ZooKeeper leader committed a lock node's create
+    /// (`zk-leader-after-lock-create`).
+    ZkLockCreate,
 }
 
 /// How long a fault waits for its target's moment, and which moment, if it targets
@@ -254,6 +273,7 @@ fn waits_for(kind: &FaultKind) -> Option<(u64, Moment)> {
             Some((*within_ms, Moment::HeldBy(client.clone())))
         }
         Target::MidAcquire { within_ms } => Some((*within_ms, Moment::MidAcquire)),
+        Target::ZkLeaderAfterLockCreate { within_ms } => Some((*within_ms, Moment::ZkLockCreate)),
         _ => None,
     })
 }
@@ -273,6 +293,19 @@ pub(super) fn moment(kind: &FaultKind, world: &WorldCtl) -> String {
             "a server has granted the acquisition in flight".to_string(),
             0,
         )),
+        Some((_, Moment::ZkLockCreate)) => {
+            world
+                .zk
+                .as_ref()
+                .and_then(|z| z.lock_create)
+                .map(|(zxid, _)| {
+                    (
+                        String::new(),
+                        format!("a lock node's create committed at zxid 0x{zxid:x}"),
+                        0,
+                    )
+                })
+        }
         None => None,
     }
     .map(|(_, d, _)| format!(" ({d})"))
@@ -337,6 +370,13 @@ impl Waiting {
                 Moment::Fresh => fresh_since,
                 Moment::HeldBy(client) => return server_of_holder(world, client).is_some(),
                 Moment::MidAcquire => return !granted_acquirers(world).is_empty(),
+                Moment::ZkLockCreate => {
+                    return world
+                        .zk
+                        .as_ref()
+                        .and_then(|z| z.lock_create)
+                        .is_some_and(|(_, seen)| seen > armed_at);
+                }
             };
             since.is_some_and(|t| t > armed_at && now >= t + reply_delay)
         };
