@@ -414,6 +414,10 @@ pub enum ServerEvent {
         /// The user locks (`GET_LOCK`) released by its end.
         #[serde(default, skip_serializing_if = "Vec::is_empty")]
         released: Vec<String>,
+        /// The row locks (`SELECT ... FOR UPDATE`) freed by its end: its open
+        /// transaction rolled back.
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        row_locks: Vec<String>,
     },
     /// A node under the lock's directory was created or deleted on the ZooKeeper
     /// server.

@@ -479,14 +479,18 @@ pub struct OkPacket {
 }
 
 impl OkPacket {
-    /// The payload (without `CLIENT_SESSION_TRACK`: info runs to the end).
+    /// The payload. The info, when there is one, is a length-encoded string, as
+    /// MariaDB's `net_send_ok` writes it (`net_store_data`), with or without
+    /// `CLIENT_SESSION_TRACK`.
     pub fn encode(&self) -> Vec<u8> {
         let mut out = vec![0x00];
         put_lenenc(&mut out, self.affected_rows);
         put_lenenc(&mut out, self.last_insert_id);
         out.extend_from_slice(&self.status.to_le_bytes());
         out.extend_from_slice(&self.warnings.to_le_bytes());
-        out.extend_from_slice(self.info.as_bytes());
+        if !self.info.is_empty() {
+            put_lenenc_bytes(&mut out, self.info.as_bytes());
+        }
         out
     }
 
@@ -501,7 +505,11 @@ impl OkPacket {
             last_insert_id: r.lenenc("last insert id")?,
             status: r.u16("status")?,
             warnings: r.u16("warnings")?,
-            info: String::from_utf8_lossy(r.rest()).into_owned(),
+            info: if r.rest().is_empty() {
+                String::new()
+            } else {
+                String::from_utf8_lossy(r.lenenc_bytes("info")?).into_owned()
+            },
         })
     }
 }

@@ -352,6 +352,7 @@ pub fn connection_closed_during_a_hold(h: &History) -> Option<String> {
             client,
             event,
             released,
+            row_locks,
         }) = &e.kind
         else {
             return None;
@@ -364,6 +365,11 @@ pub fn connection_closed_during_a_hold(h: &History) -> Option<String> {
             .find(|o| &o.host == client && o.open_at(e.at_us))?;
         let lock = if released.contains(&h.params.key) {
             format!("releasing GET_LOCK {}", h.params.key)
+        } else if row_locks.contains(&h.params.key) {
+            format!(
+                "rolling back the transaction that held row {} FOR UPDATE",
+                h.params.key
+            )
         } else {
             format!("keeping the lock {}", h.params.key)
         };

@@ -7,9 +7,15 @@
 //! Recorded as server events, at true time: every connection logged in and ended
 //! (`MySqlConnection`, with the user locks its end released), and the lock as the
 //! server's record says it is held, in the terms every checker reads:
-//! - `mysql-unique-index`: a row of `locks` named by the key is the key's value (its
-//!   `owner`): `Written` by the inserting connection's host, `Removed` (`command`) by
-//!   the deleting one's;
+//! - `mysql-unique-index` and the other row designs (a table with an `owner` column): a
+//!   committed row named by the key is the key's value (its `owner`): `Written` by the
+//!   inserting connection's host, `Removed` (`command`) by the deleting one's; an
+//!   `UPDATE` that changes the owner (a takeover) `Removed` (`overwritten`) then
+//!   `Written`, one that empties it (a release that keeps the row) `Removed`;
+//! - `mysql-for-update`: the row lock on the key's row, held by a transaction, is the
+//!   key's value `connection-<id>` (the holding connection, as the guard names it):
+//!   `Written` when locked, `Removed` (`command`) when its transaction ended, `Removed`
+//!   (`connection-closed`) when its connection ended and rolled it back;
 //! - `mysql-get-lock`: the user lock named by the key is the key's value
 //!   `connection-<id>` (the holder's connection, which the design's guard names too):
 //!   `Written` when taken, `Removed` (`command`) on `RELEASE_LOCK`, `Removed`
@@ -69,6 +75,7 @@ impl MySqlCtl {
             database: spec.database.clone(),
             seed,
             wait_timeout_s: spec.wait_timeout_s,
+            ..MySqlConfig::default()
         };
         let (slot, net, name) = (self.slot.clone(), net.clone(), self.name.clone());
         sim.host(spec.name.as_str(), move || {
@@ -122,37 +129,71 @@ impl MySqlCtl {
                         client: host,
                         event: "opened".into(),
                         released: Vec::new(),
+                        row_locks: Vec::new(),
                     });
                 }
                 MyEvent::Disconnected {
                     conn,
                     host,
                     released,
+                    row_locks,
                 } => {
-                    let lost = released.contains(&self.key);
+                    let lost = released.contains(&self.key) || row_locks.contains(&self.key);
                     record(ServerEvent::MySqlConnection {
                         connection: conn,
                         client: host.clone(),
                         event: "closed".into(),
                         released,
+                        row_locks,
                     });
                     if lost {
                         self.set_holder(recorder, at, None, "connection-closed");
                     }
                 }
-                MyEvent::Inserted { conn, name, owner } if name == self.key => {
+                MyEvent::Inserted {
+                    conn,
+                    name,
+                    owner: Some(owner),
+                    ..
+                } if name == self.key => {
                     let host = self.hosts.get(&conn).cloned().unwrap_or_default();
                     self.set_holder(recorder, at, Some((owner, host)), "command");
                 }
-                MyEvent::Deleted { conn, name, .. } if name == self.key => {
+                MyEvent::Deleted {
+                    conn,
+                    name,
+                    owner: Some(_),
+                    ..
+                } if name == self.key => {
                     let by = self.hosts.get(&conn).cloned().unwrap_or_default();
                     self.set_holder(recorder, at, None, &by);
+                }
+                MyEvent::Updated {
+                    conn,
+                    name,
+                    before: Some(before),
+                    owner: Some(owner),
+                    ..
+                } if name == self.key && before != owner => {
+                    let by = self.hosts.get(&conn).cloned().unwrap_or_default();
+                    if !before.is_empty() {
+                        self.set_holder(recorder, at, None, &format!("overwritten:{by}"));
+                    }
+                    if !owner.is_empty() {
+                        self.set_holder(recorder, at, Some((owner, by)), "command");
+                    }
                 }
                 MyEvent::LockTaken { conn, name } if name == self.key => {
                     let host = self.hosts.get(&conn).cloned().unwrap_or_default();
                     self.set_holder(recorder, at, Some((get_lock_owner(conn), host)), "command");
                 }
-                MyEvent::LockReleased { conn, name } if name == self.key => {
+                MyEvent::RowLocked { conn, name, .. } if name == self.key => {
+                    let host = self.hosts.get(&conn).cloned().unwrap_or_default();
+                    self.set_holder(recorder, at, Some((get_lock_owner(conn), host)), "command");
+                }
+                MyEvent::LockReleased { conn, name } | MyEvent::RowUnlocked { conn, name, .. }
+                    if name == self.key =>
+                {
                     let by = self.hosts.get(&conn).cloned().unwrap_or_default();
                     self.set_holder(recorder, at, None, &by);
                 }
@@ -161,8 +202,8 @@ impl MySqlCtl {
         }
     }
 
-    /// Records the end of the current hold (`how`: the releasing host, or
-    /// `connection-closed`) and the start of `next`.
+    /// Records the end of the current hold (`how`: the releasing host,
+    /// `connection-closed`, or `overwritten:<host>`) and the start of `next`.
     fn set_holder(
         &mut self,
         recorder: &Recorder,
@@ -175,6 +216,8 @@ impl MySqlCtl {
         {
             let (by, cause) = if how == "connection-closed" {
                 ("connection-closed".to_string(), "connection-closed")
+            } else if let Some(by) = how.strip_prefix("overwritten:") {
+                (by.to_string(), "overwritten")
             } else if how == "command" {
                 (host, "command")
             } else {
