@@ -31,6 +31,9 @@
 //! | `redisson-fenced` | Redisson 3.52.0 `RFencedLock.tryLockAndGetToken`: `reentrant-watchdog` with a lock script that `INCR`s `redisson_lock_token:{key}` and returns it as the fencing token; wait budget on `currentTimeMillis` (wall clock) | as `reentrant-watchdog` | 001, 003 |
 //! | `mysql-unique-index` | `INSERT INTO locks (name, owner)` (duplicate key: held) | `DELETE ... WHERE name AND owner` | 002 |
 //! | `mysql-get-lock` | `SELECT GET_LOCK(name, 0)` (held by the connection) | `SELECT RELEASE_LOCK(name)` | 002 |
+//! | `mysql-for-update` | `BEGIN; SELECT name FROM lock_rows WHERE name = ? FOR UPDATE` (held by the transaction; waits up to `innodb_lock_wait_timeout`) | `COMMIT` | 002 |
+//! | `mysql-unique-index-expiry` | `INSERT INTO lock_leases (name, owner, expires_at)` with the client's wall clock; an expired row taken over by `UPDATE ... WHERE name AND expires_at < now` | `DELETE ... WHERE name AND owner` | 002 |
+//! | `mysql-unique-index-fenced` | as `mysql-unique-index-expiry` in `lock_fences`, with `fence = LAST_INSERT_ID(fence + 1)` as fencing token | `UPDATE ... SET owner = '', expires_at = 0 WHERE name AND owner` | 002 |
 //! | `redisson-rw` | Redisson 3.52.0 `RReadWriteLock` (`RedissonReadLock` / `RedissonWriteLock`): one hash with `mode` and per-holder counts, a timeout key per read hold, watchdog (`ReadLockTask` for readers), pub/sub wait; `acquire` takes the write lock, `acquire_read` the read lock | their Lua unlock scripts (read: the hash lives as long as the longest timeout key left) | 004 |
 //!
 //! # Your own design
@@ -359,6 +362,9 @@ pub const DESIGNS: &[DesignInfo] = &[
     },
     MYSQL_UNIQUE_INDEX,
     MYSQL_GET_LOCK,
+    MYSQL_FOR_UPDATE,
+    MYSQL_UNIQUE_INDEX_EXPIRY,
+    MYSQL_UNIQUE_INDEX_FENCED,
     DesignInfo {
         name: designs::RedissonRw::NAME,
         summary: "Redisson 3.52.0 RReadWriteLock: read and write locks in one hash (mode, \
@@ -429,9 +435,57 @@ const MYSQL_GET_LOCK: DesignInfo = DesignInfo {
     backend: Backend::MySql,
 };
 
+const MYSQL_FOR_UPDATE: DesignInfo = DesignInfo {
+    name: designs::MySqlForUpdate::NAME,
+    summary: "a row per lock name; BEGIN; SELECT ... FOR UPDATE (waiting up to \
+              innodb_lock_wait_timeout) to lock, COMMIT to unlock; the row lock belongs \
+              to the transaction, and so to the connection",
+    seeds: "002",
+    known_failure: "a dropped connection rolls the transaction back and frees the row lock \
+                    while the holder, which never looks, keeps working: two holders",
+    expires: false,
+    release_checks_owner: true,
+    masters: 0,
+    backend: Backend::MySql,
+};
+
+const MYSQL_UNIQUE_INDEX_EXPIRY: DesignInfo = DesignInfo {
+    name: designs::MySqlExpiry::NAME,
+    summary: "the unique index with an expires_at column written from the client's wall \
+              clock; a waiter that finds the row expired takes it over with UPDATE ... \
+              WHERE name AND expires_at < now",
+    seeds: "002",
+    known_failure: "client clocks decide: a waiter whose clock runs ahead, or a holder \
+                    paused past its lease, lets a second client take the row while the \
+                    first still works",
+    expires: true,
+    release_checks_owner: true,
+    masters: 0,
+    backend: Backend::MySql,
+};
+
+const MYSQL_UNIQUE_INDEX_FENCED: DesignInfo = DesignInfo {
+    name: designs::MySqlExpiry::FENCED_NAME,
+    summary: "mysql-unique-index-expiry with a fence column counted up on every take \
+              (LAST_INSERT_ID(fence + 1) returns it) as fencing token; rows are kept",
+    seeds: "002",
+    known_failure: "two holders in belief when client clocks disagree; a fencing storage \
+                    refuses the stale one",
+    expires: true,
+    release_checks_owner: true,
+    masters: 0,
+    backend: Backend::MySql,
+};
+
 /// The MySQL designs (also in [`DESIGNS`], with backend [`Backend::MySql`]); [`build`]
 /// builds them by name over [`Deps::mysql`].
-pub const MYSQL_DESIGNS: &[DesignInfo] = &[MYSQL_UNIQUE_INDEX, MYSQL_GET_LOCK];
+pub const MYSQL_DESIGNS: &[DesignInfo] = &[
+    MYSQL_UNIQUE_INDEX,
+    MYSQL_GET_LOCK,
+    MYSQL_FOR_UPDATE,
+    MYSQL_UNIQUE_INDEX_EXPIRY,
+    MYSQL_UNIQUE_INDEX_FENCED,
+];
 
 impl DesignInfo {
     /// Whether it locks on the world's ZooKeeper server instead of Redis masters.
@@ -486,6 +540,9 @@ pub fn build(name: &str, deps: Deps) -> Result<Arc<dyn LockDesign>, LockError> {
         designs::ZkCurator::FENCED_NAME => Arc::new(designs::ZkCurator::fenced(deps)),
         designs::MySqlUniqueIndex::NAME => Arc::new(designs::MySqlUniqueIndex::new(deps)),
         designs::MySqlGetLock::NAME => Arc::new(designs::MySqlGetLock::new(deps)),
+        designs::MySqlForUpdate::NAME => Arc::new(designs::MySqlForUpdate::new(deps)),
+        designs::MySqlExpiry::NAME => Arc::new(designs::MySqlExpiry::new(deps)),
+        designs::MySqlExpiry::FENCED_NAME => Arc::new(designs::MySqlExpiry::fenced(deps)),
         other => {
             return Err(LockError::UnknownDesign {
                 name: other.to_string(),

@@ -505,7 +505,7 @@ impl OkPacket {
             last_insert_id: r.lenenc("last insert id")?,
             status: r.u16("status")?,
             warnings: r.u16("warnings")?,
-            info: if r.rest().is_empty() {
+            info: if r.is_empty() {
                 String::new()
             } else {
                 String::from_utf8_lossy(r.lenenc_bytes("info")?).into_owned()
@@ -786,6 +786,22 @@ pub fn encode_reply(reply: &Reply, mut seq: u8) -> Vec<u8> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_ok_packets_info_is_length_encoded() {
+        let ok = OkPacket {
+            affected_rows: 1,
+            last_insert_id: 7,
+            status: status::AUTOCOMMIT,
+            warnings: 0,
+            info: "Rows matched: 1  Changed: 1  Warnings: 0".into(),
+        };
+        let bytes = ok.encode();
+        assert_eq!(bytes[7], 40, "the info's length");
+        assert_eq!(OkPacket::decode(&bytes).unwrap(), ok);
+        let plain = OkPacket::default();
+        assert_eq!(OkPacket::decode(&plain.encode()).unwrap(), plain);
+    }
 
     #[test]
     fn lenenc_round_trips() {
