@@ -207,6 +207,7 @@ pub const MYSQL_SCENARIOS: &[&str] = &[
     "long-work",
     "mysql-connection-drop",
     "mysql-wait-timeout",
+    "client-clocks-apart",
 ];
 
 /// The workload every scenario's world starts from.

@@ -346,7 +346,22 @@ pub fn holder_cut_off_with_lease_left(h: &History) -> Option<String> {
 /// row of `mysql-unique-index` outlives its connection).
 pub fn connection_closed_during_a_hold(h: &History) -> Option<String> {
     let holds = model::holds(h).ok()?;
-    h.events.iter().find_map(|e| {
+    // A close that took the lock with it is the better witness; else the first close.
+    let took_the_lock = |e: &&sim::history::Event| {
+        matches!(&e.kind, EventKind::Server(ServerEvent::MySqlConnection { released, row_locks, .. })
+            if released.contains(&h.params.key) || row_locks.contains(&h.params.key))
+    };
+    let first = |pick: &dyn Fn(&&sim::history::Event) -> bool| {
+        h.events
+            .iter()
+            .filter(pick)
+            .find_map(|e| witness(h, &holds, e))
+    };
+    first(&took_the_lock).or_else(|| first(&|_| true))
+}
+
+fn witness(h: &History, holds: &[model::Hold], e: &sim::history::Event) -> Option<String> {
+    {
         let EventKind::Server(ServerEvent::MySqlConnection {
             connection,
             client,
@@ -381,5 +396,5 @@ pub fn connection_closed_during_a_hold(h: &History) -> Option<String> {
             hold.key,
             hold.owner,
         ))
-    })
+    }
 }

@@ -10,8 +10,10 @@
 //! - `mysql-unique-index` and the other row designs (a table with an `owner` column): a
 //!   committed row named by the key is the key's value (its `owner`): `Written` by the
 //!   inserting connection's host, `Removed` (`command`) by the deleting one's; an
-//!   `UPDATE` that changes the owner (a takeover) `Removed` (`overwritten`) then
-//!   `Written`, one that empties it (a release that keeps the row) `Removed`;
+//!   `UPDATE` that changes the owner is a takeover, which the designs only make of a
+//!   row whose `expires_at` the taker's clock has passed: `Removed` (`expired`, by
+//!   `expiry`: the lease ran out, by a client's clock) then `Written`; one that empties
+//!   the owner (a release that keeps the row) `Removed` (`command`);
 //! - `mysql-for-update`: the row lock on the key's row, held by a transaction, is the
 //!   key's value `connection-<id>` (the holding connection, as the guard names it):
 //!   `Written` when locked, `Removed` (`command`) when its transaction ended, `Removed`
@@ -176,10 +178,13 @@ impl MySqlCtl {
                     ..
                 } if name == self.key && before != owner => {
                     let by = self.hosts.get(&conn).cloned().unwrap_or_default();
-                    if !before.is_empty() {
-                        self.set_holder(recorder, at, None, &format!("overwritten:{by}"));
-                    }
-                    if !owner.is_empty() {
+                    if owner.is_empty() {
+                        // A release that keeps the row.
+                        self.set_holder(recorder, at, None, &by);
+                    } else {
+                        if !before.is_empty() {
+                            self.set_holder(recorder, at, None, "expiry");
+                        }
                         self.set_holder(recorder, at, Some((owner, by)), "command");
                     }
                 }
@@ -203,7 +208,7 @@ impl MySqlCtl {
     }
 
     /// Records the end of the current hold (`how`: the releasing host,
-    /// `connection-closed`, or `overwritten:<host>`) and the start of `next`.
+    /// `connection-closed`, or `expiry`) and the start of `next`.
     fn set_holder(
         &mut self,
         recorder: &Recorder,
@@ -216,8 +221,8 @@ impl MySqlCtl {
         {
             let (by, cause) = if how == "connection-closed" {
                 ("connection-closed".to_string(), "connection-closed")
-            } else if let Some(by) = how.strip_prefix("overwritten:") {
-                (by.to_string(), "overwritten")
+            } else if how == "expiry" {
+                ("expiry".to_string(), "expired")
             } else if how == "command" {
                 (host, "command")
             } else {
