@@ -296,3 +296,40 @@ fn mysql_unique_index_fenced_fences_off_the_holder_client_clocks_betray() {
         assert_eq!(run.safety(), Safety::Fenced, "seed {}: {replay}", run.seed);
     }
 }
+
+/// A primary crashes right after committing a lock row its asynchronous replica has
+/// not received; the orchestrator promotes the replica and re-points the clients, and
+/// the next client's INSERT succeeds there: two holders.
+#[test]
+fn mysql_unique_index_is_unsafe_when_a_failover_loses_the_last_binlog_events() {
+    for run in runs("mysql-unique-index", "mysql-failover") {
+        let replay = replay_command("mysql-unique-index", "mysql-failover", run.seed);
+        let history = run.history.as_ref().expect("kept");
+        let witness = probes::mysql_failover_lost_the_lock(history);
+        assert!(
+            witness
+                .as_deref()
+                .is_some_and(|w| w.contains("mysql-2 was promoted without")),
+            "seed {}: {witness:?}; {replay}",
+            run.seed
+        );
+        assert_eq!(run.fault_seen, witness, "seed {}", run.seed);
+        let promoted = history.events.iter().any(|e| {
+            e.host == "mysql-2"
+                && matches!(&e.kind, EventKind::Server(ServerEvent::Role { role }) if role == "master")
+        });
+        assert!(promoted, "seed {}: no promotion; {replay}", run.seed);
+        // The promoted replica granted the lock again, to another client.
+        let regranted = history.events.iter().any(|e| {
+            e.host == "mysql-2"
+                && matches!(&e.kind, EventKind::Server(ServerEvent::Written { by, .. }) if by.starts_with("client-"))
+        });
+        assert!(regranted, "seed {}: {replay}", run.seed);
+        assert!(
+            verdict(&run, "mutual-exclusion").is_invalid(),
+            "seed {}: {replay}",
+            run.seed
+        );
+        assert_eq!(run.safety(), Safety::Unsafe, "seed {}: {replay}", run.seed);
+    }
+}

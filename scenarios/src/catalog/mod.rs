@@ -91,6 +91,7 @@ pub static SCENARIOS: &[&Def] = &[
     &mysql::MYSQL_CONNECTION_DROP,
     &mysql::MYSQL_WAIT_TIMEOUT,
     &read_write::READ_WRITE,
+    &mysql::MYSQL_FAILOVER,
 ];
 
 /// One scenario, whole: what it says of itself, its world, its faults and its probe.
@@ -208,6 +209,7 @@ pub const MYSQL_SCENARIOS: &[&str] = &[
     "mysql-connection-drop",
     "mysql-wait-timeout",
     "client-clocks-apart",
+    "mysql-failover",
 ];
 
 /// The workload every scenario's world starts from.

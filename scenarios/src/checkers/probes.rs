@@ -398,3 +398,50 @@ fn witness(h: &History, holds: &[model::Hold], e: &sim::history::Event) -> Optio
         ))
     }
 }
+
+/// A MySQL failover lost the lock: the orchestrator promoted a replica whose record
+/// lacked the lock row the crashed primary had granted (a binlog event the replica had
+/// not received). The witness names the grant, the crash and the promotion.
+pub fn mysql_failover_lost_the_lock(h: &History) -> Option<String> {
+    let key = &h.params.key;
+    // Each server's record of the key: its value, and when it was written.
+    let mut held: std::collections::BTreeMap<&str, (String, u64, String)> = Default::default();
+    let mut crashed: std::collections::BTreeMap<&str, u64> = Default::default();
+    for e in &h.events {
+        match &e.kind {
+            EventKind::Server(ServerEvent::Written { key: k, value, by }) if k == key => {
+                held.insert(e.host.as_str(), (value.clone(), e.at_us, by.clone()));
+            }
+            EventKind::Server(ServerEvent::Removed { key: k, .. }) if k == key => {
+                held.remove(e.host.as_str());
+            }
+            EventKind::Fault {
+                phase: FaultPhase::Start,
+                detail,
+                ..
+            } if detail.starts_with("crash") => {
+                crashed.insert(e.host.as_str(), e.at_us);
+            }
+            EventKind::Server(ServerEvent::Role { role }) if role == "master" => {
+                let promoted = e.host.as_str();
+                let mine = held.get(promoted).map(|(v, _, _)| v.clone());
+                let lost = held.iter().find(|(server, (value, _, _))| {
+                    **server != promoted
+                        && crashed.contains_key(**server)
+                        && mine.as_ref() != Some(value)
+                })?;
+                let (primary, (value, granted, by)) = lost;
+                return Some(format!(
+                    "{}: {promoted} was promoted without {key} (owner={value}), which \
+                     {primary} had granted to {by} at {} and crashed at {} before \
+                     replicating",
+                    fmt_s(e.at_us),
+                    fmt_s(*granted),
+                    fmt_s(crashed[primary]),
+                ));
+            }
+            _ => {}
+        }
+    }
+    None
+}

@@ -55,6 +55,30 @@ struct Trx {
     locks: Vec<(RowId, String)>,
     /// What it changed, recorded once it commits.
     events: Vec<ServerEvent>,
+    /// Its row images, written to the binary log once it commits.
+    binlog: Vec<BinlogEvent>,
+}
+
+/// One event of the binary log (row-based, as `binlog_format=ROW` writes it): what a
+/// replica applies, in commit order.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum BinlogEvent {
+    /// A table was created.
+    Create {
+        /// The table.
+        table: String,
+        /// Its columns.
+        columns: Vec<(String, ColumnType)>,
+    },
+    /// A row's image after a committed change (`None`: deleted).
+    Row {
+        /// The table.
+        table: String,
+        /// The row's key, as written.
+        name: Vec<u8>,
+        /// The row after the change.
+        row: Option<Vec<Value>>,
+    },
 }
 
 /// Why a statement did not run.
@@ -81,6 +105,8 @@ pub struct Engine {
     /// Explicit transactions (after `BEGIN`), by connection.
     trxs: BTreeMap<ConnId, Trx>,
     events: Vec<ServerEvent>,
+    /// The binary log: every committed change, in commit order.
+    binlog: Vec<BinlogEvent>,
 }
 
 /// The `utf8mb4_general_ci` comparison key of a `VARCHAR` value (PAD SPACE; ASCII
@@ -145,6 +171,7 @@ impl Engine {
         };
         if commit {
             self.events.extend(trx.events);
+            self.binlog.extend(trx.binlog);
         } else {
             for ((table, key), before) in trx.undo.into_iter().rev() {
                 if let Some(t) = self.tables.get_mut(&table) {
@@ -188,7 +215,34 @@ impl Engine {
                 rows: BTreeMap::new(),
             },
         );
+        self.binlog.push(BinlogEvent::Create {
+            table: table.to_string(),
+            columns: columns.to_vec(),
+        });
         true
+    }
+
+    /// The binary log from position `from` on.
+    pub fn binlog_from(&self, from: usize) -> &[BinlogEvent] {
+        self.binlog.get(from..).unwrap_or(&[])
+    }
+
+    /// Applies a primary's binlog event, as a replica's SQL thread does (its changes
+    /// recorded as made by connection 0, the replication thread; written to this
+    /// server's own binlog too, as `log_slave_updates` does).
+    pub fn apply(&mut self, event: &BinlogEvent) {
+        match event {
+            BinlogEvent::Create { table, columns } => {
+                self.create(0, table, columns);
+            }
+            BinlogEvent::Row { table, name, row } => {
+                if !self.tables.contains_key(table) {
+                    return;
+                }
+                let row_id = (table.clone(), fold(name));
+                self.write(0, &row_id, name, row.clone());
+            }
+        }
     }
 
     /// Runs a DML statement or a locking read for connection `id`.
@@ -485,12 +539,21 @@ impl Engine {
             Some(r) => t.rows.insert(row.1.clone(), r.clone()),
             None => t.rows.remove(&row.1),
         };
+        let image = BinlogEvent::Row {
+            table: row.0.clone(),
+            name: name.to_vec(),
+            row: new,
+        };
         match self.trxs.get_mut(&id) {
             Some(trx) => {
                 trx.undo.push((row.clone(), before));
                 trx.events.push(event);
+                trx.binlog.push(image);
             }
-            None => self.events.push(event),
+            None => {
+                self.events.push(event);
+                self.binlog.push(image);
+            }
         }
     }
 

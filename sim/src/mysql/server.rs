@@ -73,7 +73,7 @@ use lock_impl::mysql::proto::{
 use rand::{RngExt, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
-use super::innodb::{Engine, Refusal};
+use super::innodb::{BinlogEvent, Engine, Refusal};
 use super::sql::{Statement, Value, parse};
 
 /// The server's version string in its handshake (MariaDB prefixes `5.5.5-`).
@@ -177,6 +177,8 @@ pub enum ServerEvent {
         /// Its `owner` column after.
         owner: Option<String>,
     },
+    /// A failover (an orchestrator) made this server, a replica, the primary.
+    Promoted,
     /// An explicit transaction locked a row (`SELECT ... FOR UPDATE`, or a write).
     RowLocked {
         /// The connection.
@@ -735,6 +737,22 @@ impl MySqlModel {
         )
     }
 
+    /// The binary log from position `from` on (what a replica has not read yet).
+    pub fn binlog_from(&self, from: usize) -> Vec<BinlogEvent> {
+        self.engine.binlog_from(from).to_vec()
+    }
+
+    /// Applies a primary's binlog event (this server is its replica).
+    pub fn apply(&mut self, event: &BinlogEvent) {
+        self.engine.apply(event);
+        self.events.extend(self.engine.take_events());
+    }
+
+    /// A failover made this replica the primary: recorded for the observer.
+    pub fn promote(&mut self) {
+        self.events.push(ServerEvent::Promoted);
+    }
+
     /// The user locks: name → holder connection.
     pub fn user_locks(&self) -> BTreeMap<String, ConnId> {
         self.user_locks
@@ -892,6 +910,38 @@ mod tests {
             ServerEvent::Disconnected { row_locks, .. } if row_locks == &["k".to_string()]
         )));
         assert!(m.retry(b, &wait).is_some(), "b got the row");
+    }
+
+    #[test]
+    fn a_replica_applying_the_binlog_has_the_committed_rows_only() {
+        let mut primary = MySqlModel::new(MySqlConfig::default());
+        let a = logged_in(&mut primary);
+        for sql in [
+            "CREATE TABLE IF NOT EXISTS t (name VARCHAR(255) NOT NULL PRIMARY KEY, owner VARCHAR(255) NOT NULL)",
+            "INSERT INTO t (name, owner) VALUES ('kept', 'o1')",
+            "BEGIN",
+            "INSERT INTO t (name, owner) VALUES ('undone', 'o2')",
+            "ROLLBACK",
+            "BEGIN",
+            "INSERT INTO t (name, owner) VALUES ('committed', 'o3')",
+        ] {
+            assert!(!matches!(primary.query(a, sql), Reply::Err(_)), "{sql}");
+        }
+        // The open transaction's row is not in the binlog until it commits.
+        assert_eq!(primary.binlog_from(0).len(), 2);
+        primary.query(a, "COMMIT");
+        let mut replica = MySqlModel::new(MySqlConfig::default());
+        for event in primary.binlog_from(0) {
+            replica.apply(&event);
+        }
+        assert_eq!(replica.rows("t"), primary.rows("t"));
+        assert_eq!(
+            replica.rows("t").unwrap(),
+            vec![
+                vec!["committed".to_string(), "o3".to_string()],
+                vec!["kept".to_string(), "o1".to_string()],
+            ]
+        );
     }
 
     #[test]

@@ -27,8 +27,8 @@ use std::sync::atomic::{AtomicU32, AtomicU64};
 use std::time::Duration;
 
 pub use config::{
-    DesignFactory, MySqlSpec, RunConfig, RunError, SentinelSpec, ServerSpec, Stepping, Workload,
-    ZkSpec, builtin_factory, default_servers, sub_seed,
+    DesignFactory, MySqlReplicaSpec, MySqlSpec, RunConfig, RunError, SentinelSpec, ServerSpec,
+    Stepping, Workload, ZkSpec, builtin_factory, default_servers, sub_seed,
 };
 
 use crate::clock::{ClockSpec, HostClock};
@@ -175,6 +175,10 @@ fn run_stepping(cfg: &RunConfig, stepping: Stepping) -> Result<History, RunError
             slow_ms: ctl.slow_ms.clone(),
             pause_before_write: ctl.pause_before_write.clone(),
             incarnation: Arc::new(AtomicU32::new(0)),
+            mysql_vip: mysql
+                .as_ref()
+                .filter(|_| w.mysql.as_ref().is_some_and(|m| m.replica.is_some()))
+                .map(|m| m.vip()),
         };
         sim.host(name.as_str(), move || {
             let client = client.clone();

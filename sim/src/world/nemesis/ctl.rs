@@ -54,7 +54,7 @@ impl WorldCtl {
             .iter()
             .map(|s| s.name.clone())
             .chain(self.zk.iter().map(|z| z.name.clone()))
-            .chain(self.mysql.iter().map(|m| m.name.clone()))
+            .chain(self.mysql.iter().flat_map(|m| m.names()))
             .collect()
     }
 
@@ -67,7 +67,10 @@ impl WorldCtl {
             || self.server(name).is_some()
             || self.sentinel(name).is_some()
             || self.zk.as_ref().is_some_and(|z| z.name == name)
-            || self.mysql.as_ref().is_some_and(|m| m.name == name)
+            || self
+                .mysql
+                .as_ref()
+                .is_some_and(|m| m.names().iter().any(|n| n == name))
     }
 
     /// Drains every server's and Sentinel's record now (before a memory goes).
