@@ -39,7 +39,8 @@
 //! - on every new connection, `CREATE TABLE IF NOT EXISTS lock_rows (name VARCHAR(255)
 //!   NOT NULL PRIMARY KEY)`: one row per lock name, never deleted;
 //! - acquire: `SET SESSION innodb_lock_wait_timeout = n` (0 for a single try, else the
-//!   wait budget in whole seconds, at most half the client's reply timeout), `BEGIN`,
+//!   wait budget in whole seconds, at most half the client's reply timeout, rounded
+//!   down), `BEGIN`,
 //!   `SELECT name FROM lock_rows WHERE name = '<key>' FOR UPDATE` on that same
 //!   connection: the row is the lock, held by the transaction; `ER_LOCK_WAIT_TIMEOUT`
 //!   means held (`ROLLBACK`, retried within the budget); no row yet: `ROLLBACK`,
@@ -462,7 +463,7 @@ impl MySqlForUpdate {
     /// How long one `FOR UPDATE` may wait in the server, seconds: 0 for a single try;
     /// else the wait budget rounded up to whole seconds (the variable's unit), at most
     /// half the client's reply timeout so a wait ends in a reply, not a broken
-    /// connection.
+    /// connection (with a reply timeout under 2 s: 0, and the client polls).
     fn lock_wait_s(&self, options: &AcquireOptions) -> u64 {
         match options.wait {
             Wait::TryOnce => 0,
@@ -471,8 +472,8 @@ impl MySqlForUpdate {
                     .session
                     .server
                     .as_ref()
-                    .map_or(1, |s| (s.timeout_ms / 2000).max(1));
-                budget_ms.div_ceil(1000).clamp(1, cap)
+                    .map_or(0, |s| s.timeout_ms / 2000);
+                budget_ms.div_ceil(1000).min(cap)
             }
         }
     }

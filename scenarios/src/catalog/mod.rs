@@ -197,7 +197,8 @@ pub const ZOOKEEPER_SCENARIOS: &[&str] = &[
     "zk-session-expiry",
 ];
 
-/// The scenarios a MySQL design runs in: the client faults, as for ZooKeeper, and the
+/// The scenarios a MySQL design runs in: the client faults, as for ZooKeeper, clients
+/// whose wall clocks disagree (an expiry column is a client's timestamp), and the
 /// `mysql-*` scenarios.
 pub const MYSQL_SCENARIOS: &[&str] = &[
     "no-faults",

@@ -62,7 +62,11 @@ impl SharedMySql {
             tokio::select! {
                 biased;
                 _ = &mut changed => {}
-                _ = &mut deadline => return wait.timed_out(),
+                _ = &mut deadline => {
+                    self.lock().leave_queue(wait.ticket);
+                    self.changed.notify_waiters();
+                    return wait.timed_out();
+                }
             }
         }
     }

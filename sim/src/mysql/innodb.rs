@@ -23,8 +23,9 @@
 //! next-key locks (a locking read that finds no row locks nothing); no deadlock
 //! detection (a design's transaction locks one row, so no cycle can form; a cycle would
 //! end by lock-wait timeouts); a plain `SELECT` (a consistent read) is not in the
-//! subset; waiters are granted in no particular order rather than InnoDB's FIFO; the
-//! key is the first column and compares under `utf8mb4_general_ci`.
+//! subset; the key is the first column and compares under `utf8mb4_general_ci`.
+//! Waiters for one row are granted in the order they began to wait, as InnoDB's
+//! queue does (the server keeps the queue: [`super::server`]).
 
 use std::collections::BTreeMap;
 
@@ -86,8 +87,9 @@ pub enum BinlogEvent {
 pub enum Refusal {
     /// An error reply.
     Err(ErrPacket),
-    /// A row it needs is locked by this other connection's transaction: wait.
-    Locked(ConnId),
+    /// A row it needs (table, folded key) is locked by another connection's
+    /// transaction: wait.
+    Locked(String, Vec<u8>),
 }
 
 impl From<ErrPacket> for Refusal {
@@ -474,7 +476,7 @@ impl Engine {
     /// Whether connection `id` may lock `row` (free, or its own already).
     fn lockable(&self, id: ConnId, row: &RowId) -> Result<(), Refusal> {
         match self.locks.get(row) {
-            Some(&holder) if holder != id => Err(Refusal::Locked(holder)),
+            Some(&holder) if holder != id => Err(Refusal::Locked(row.0.clone(), row.1.clone())),
             _ => Ok(()),
         }
     }

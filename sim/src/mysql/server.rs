@@ -58,7 +58,8 @@
 //!
 //! Simplifications (stated): a negative timeout (wait forever) is answered with
 //! `ER_NOT_SUPPORTED_YET` (1235, 42000); a waiting connection is not watched for a
-//! close until its wait ends; waiters are woken in no particular fairness order; the
+//! close until its wait ends (nor is it on the server); a freed lock goes to the
+//! connection that waited longest for it; the
 //! collation compares ASCII case only (no accent folding); `COM_PING`,
 //! `COM_QUIT` and `COM_QUERY` are the only commands (others: `ER_UNKNOWN_COM_ERROR`,
 //! 1047, 08S01); an auth plugin other than `mysql_native_password` is refused rather
@@ -241,6 +242,8 @@ pub struct Waiting {
     pub seq: u8,
     /// The status flags of its reply when it times out.
     pub status: u16,
+    /// Its place in the queue of waiters (see [`MySqlModel::leave_queue`]).
+    pub ticket: u64,
 }
 
 /// What a [`Waiting`] statement waits for.
@@ -257,6 +260,10 @@ pub enum WaitKind {
     Row {
         /// The statement.
         sql: String,
+        /// The row's table.
+        table: String,
+        /// The row's folded key.
+        key: Vec<u8>,
     },
 }
 
@@ -269,6 +276,22 @@ impl Waiting {
             WaitKind::Row { .. } => Reply::Err(lock_wait_timeout()),
         };
         encode_reply(&reply, self.seq)
+    }
+}
+
+/// Whether two waiters wait for the same lock.
+fn same_lock(a: &WaitKind, b: &WaitKind) -> bool {
+    match (a, b) {
+        (WaitKind::GetLock { name: x, .. }, WaitKind::GetLock { name: y, .. }) => x == y,
+        (
+            WaitKind::Row {
+                table: t1, key: k1, ..
+            },
+            WaitKind::Row {
+                table: t2, key: k2, ..
+            },
+        ) => t1 == t2 && k1 == k2,
+        _ => false,
     }
 }
 
@@ -306,6 +329,10 @@ pub struct MySqlModel {
     events: Vec<ServerEvent>,
     /// Set by a `GET_LOCK` that must wait (see [`Output::wait`]).
     waiting: Option<Waiting>,
+    /// The waiters, by ticket: a lock freed goes to the one waiting longest for it (a
+    /// user lock's waiters, as MDL's queue; a row's, as InnoDB's).
+    queue: BTreeMap<u64, (ConnId, WaitKind)>,
+    next_ticket: u64,
 }
 
 fn text(v: &[u8]) -> String {
@@ -355,6 +382,8 @@ impl MySqlModel {
             user_locks: BTreeMap::new(),
             events: Vec::new(),
             waiting: None,
+            queue: BTreeMap::new(),
+            next_ticket: 0,
         }
     }
 
@@ -409,6 +438,7 @@ impl MySqlModel {
         for n in &released {
             self.user_locks.remove(n);
         }
+        self.queue.retain(|_, (c, _)| *c != id);
         let row_locks = self.engine.end(id, false, true);
         if conn.logged_in {
             self.events.push(ServerEvent::Disconnected {
@@ -448,10 +478,15 @@ impl MySqlModel {
                 self.waiting = None;
                 let reply = self.query(id, &sql);
                 match self.waiting.take() {
-                    Some(wait) => Output {
+                    Some(mut wait) => Output {
+                        wait: Some({
+                            self.next_ticket += 1;
+                            wait.ticket = self.next_ticket;
+                            self.queue.insert(wait.ticket, (id, wait.kind.clone()));
+                            wait
+                        }),
                         bytes: Vec::new(),
                         close: false,
-                        wait: Some(wait),
                     },
                     None => Output {
                         bytes: encode_reply(&reply, 1),
@@ -566,7 +601,7 @@ impl MySqlModel {
                 match self.engine.run(id, &stmt, sql, &database) {
                     Ok(r) => r,
                     Err(Refusal::Err(e)) => Reply::Err(e),
-                    Err(Refusal::Locked(_)) => {
+                    Err(Refusal::Locked(table, key)) => {
                         let timeout_s = self.conns.get(&id).map_or(0, |c| c.lock_wait_timeout_s);
                         if timeout_s == 0 {
                             Reply::Err(lock_wait_timeout())
@@ -574,10 +609,13 @@ impl MySqlModel {
                             self.waiting = Some(Waiting {
                                 kind: WaitKind::Row {
                                     sql: sql.to_string(),
+                                    table,
+                                    key,
                                 },
                                 timeout_ms: timeout_s.saturating_mul(1000),
                                 seq: 1,
                                 status: st,
+                                ticket: 0,
                             });
                             // Not sent: `receive` turns it into a wait.
                             ok(st)
@@ -614,6 +652,7 @@ impl MySqlModel {
                             timeout_ms: (timeout as u64).saturating_mul(1000),
                             seq: 1,
                             status: st,
+                            ticket: 0,
                         });
                         // Not sent: `receive` turns it into a wait.
                         ok(st)
@@ -688,6 +727,25 @@ impl MySqlModel {
     /// Runs connection `id`'s waiting statement again: its reply if it ran now
     /// (`GET_LOCK` took its lock; a statement got its row), `None` if it still waits.
     pub fn retry(&mut self, id: ConnId, wait: &Waiting) -> Option<Vec<u8>> {
+        // Someone has waited longer for the same lock: it goes first.
+        if self
+            .queue
+            .range(..wait.ticket)
+            .any(|(_, (_, kind))| same_lock(kind, &wait.kind))
+        {
+            return None;
+        }
+        let reply = self.run_waiting(id, wait)?;
+        self.queue.remove(&wait.ticket);
+        Some(reply)
+    }
+
+    /// A waiter gives up (its timeout ran out): it leaves the queue.
+    pub fn leave_queue(&mut self, ticket: u64) {
+        self.queue.remove(&ticket);
+    }
+
+    fn run_waiting(&mut self, id: ConnId, wait: &Waiting) -> Option<Vec<u8>> {
         match &wait.kind {
             WaitKind::GetLock { name, column } => {
                 if self.user_locks.contains_key(name) {
@@ -703,7 +761,7 @@ impl MySqlModel {
                     wait.seq,
                 ))
             }
-            WaitKind::Row { sql } => {
+            WaitKind::Row { sql, .. } => {
                 self.waiting = None;
                 let reply = self.query(id, sql);
                 if self.waiting.take().is_some() {
