@@ -35,6 +35,9 @@
 //! | `mongo-find-and-modify` | `findAndModify` upsert of `{_id: key}` unless a live `expiresAt` (client clock); `w: 1` | `delete {_id, owner}` | 002 |
 //! | `mongo-find-and-modify-majority` | as `mongo-find-and-modify`, `w: "majority"` | as `mongo-find-and-modify`, `w: "majority"` | 002 |
 //! | `mongo-find-and-modify-fenced` | as `-majority`; the document's `version` (`$inc` per acquisition) is the fencing token | `findAndModify {_id, owner}` setting `expiresAt` to the epoch | 002 |
+//! | `mysql-for-update` | `BEGIN; SELECT name FROM lock_rows WHERE name = ? FOR UPDATE` (held by the transaction; waits up to `innodb_lock_wait_timeout`) | `COMMIT` | 002 |
+//! | `mysql-unique-index-expiry` | `INSERT INTO lock_leases (name, owner, expires_at)` with the client's wall clock; an expired row taken over by `UPDATE ... WHERE name AND expires_at < now` | `DELETE ... WHERE name AND owner` | 002 |
+//! | `mysql-unique-index-fenced` | as `mysql-unique-index-expiry` in `lock_fences`, with `fence = LAST_INSERT_ID(fence + 1)` as fencing token | `UPDATE ... SET owner = '', expires_at = 0 WHERE name AND owner` | 002 |
 //! | `redisson-rw` | Redisson 3.52.0 `RReadWriteLock` (`RedissonReadLock` / `RedissonWriteLock`): one hash with `mode` and per-holder counts, a timeout key per read hold, watchdog (`ReadLockTask` for readers), pub/sub wait; `acquire` takes the write lock, `acquire_read` the read lock | their Lua unlock scripts (read: the hash lives as long as the longest timeout key left) | 004 |
 //!
 //! # Your own design
@@ -417,6 +420,9 @@ pub const DESIGNS: &[DesignInfo] = &[
     MONGO_FIND_AND_MODIFY,
     MONGO_FIND_AND_MODIFY_MAJORITY,
     MONGO_FIND_AND_MODIFY_FENCED,
+    MYSQL_FOR_UPDATE,
+    MYSQL_UNIQUE_INDEX_EXPIRY,
+    MYSQL_UNIQUE_INDEX_FENCED,
     DesignInfo {
         name: designs::RedissonRw::NAME,
         summary: "Redisson 3.52.0 RReadWriteLock: read and write locks in one hash (mode, \
@@ -487,9 +493,57 @@ const MYSQL_GET_LOCK: DesignInfo = DesignInfo {
     backend: Backend::MySql,
 };
 
+const MYSQL_FOR_UPDATE: DesignInfo = DesignInfo {
+    name: designs::MySqlForUpdate::NAME,
+    summary: "a row per lock name; BEGIN; SELECT ... FOR UPDATE (waiting up to \
+              innodb_lock_wait_timeout) to lock, COMMIT to unlock; the row lock belongs \
+              to the transaction, and so to the connection",
+    seeds: "002",
+    known_failure: "a dropped connection rolls the transaction back and frees the row lock \
+                    while the holder, which never looks, keeps working: two holders",
+    expires: false,
+    release_checks_owner: true,
+    masters: 0,
+    backend: Backend::MySql,
+};
+
+const MYSQL_UNIQUE_INDEX_EXPIRY: DesignInfo = DesignInfo {
+    name: designs::MySqlExpiry::NAME,
+    summary: "the unique index with an expires_at column written from the client's wall \
+              clock; a waiter that finds the row expired takes it over with UPDATE ... \
+              WHERE name AND expires_at < now",
+    seeds: "002",
+    known_failure: "client clocks decide: a waiter whose clock runs ahead, or a holder \
+                    paused past its lease, lets a second client take the row while the \
+                    first still works",
+    expires: true,
+    release_checks_owner: true,
+    masters: 0,
+    backend: Backend::MySql,
+};
+
+const MYSQL_UNIQUE_INDEX_FENCED: DesignInfo = DesignInfo {
+    name: designs::MySqlExpiry::FENCED_NAME,
+    summary: "mysql-unique-index-expiry with a fence column counted up on every take \
+              (LAST_INSERT_ID(fence + 1) returns it) as fencing token; rows are kept",
+    seeds: "002",
+    known_failure: "two holders in belief when client clocks disagree; a fencing storage \
+                    refuses the stale one",
+    expires: true,
+    release_checks_owner: true,
+    masters: 0,
+    backend: Backend::MySql,
+};
+
 /// The MySQL designs (also in [`DESIGNS`], with backend [`Backend::MySql`]); [`build`]
 /// builds them by name over [`Deps::mysql`].
-pub const MYSQL_DESIGNS: &[DesignInfo] = &[MYSQL_UNIQUE_INDEX, MYSQL_GET_LOCK];
+pub const MYSQL_DESIGNS: &[DesignInfo] = &[
+    MYSQL_UNIQUE_INDEX,
+    MYSQL_GET_LOCK,
+    MYSQL_FOR_UPDATE,
+    MYSQL_UNIQUE_INDEX_EXPIRY,
+    MYSQL_UNIQUE_INDEX_FENCED,
+];
 
 const MONGO_FIND_AND_MODIFY: DesignInfo = DesignInfo {
     name: designs::MongoFindAndModify::NAME,
@@ -601,6 +655,9 @@ pub fn build(name: &str, deps: Deps) -> Result<Arc<dyn LockDesign>, LockError> {
         designs::MongoFindAndModify::FENCED_NAME => {
             Arc::new(designs::MongoFindAndModify::fenced(deps))
         }
+        designs::MySqlForUpdate::NAME => Arc::new(designs::MySqlForUpdate::new(deps)),
+        designs::MySqlExpiry::NAME => Arc::new(designs::MySqlExpiry::new(deps)),
+        designs::MySqlExpiry::FENCED_NAME => Arc::new(designs::MySqlExpiry::fenced(deps)),
         other => {
             return Err(LockError::UnknownDesign {
                 name: other.to_string(),

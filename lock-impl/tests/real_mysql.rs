@@ -49,6 +49,21 @@ async fn mysql_get_lock_passes_the_conformance_bodies_on_real_mariadb() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn mysql_for_update_passes_the_conformance_bodies_on_real_mariadb() {
+    conformance("mysql-for-update").await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn mysql_unique_index_expiry_passes_the_conformance_bodies_on_real_mariadb() {
+    conformance("mysql-unique-index-expiry").await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn mysql_unique_index_fenced_passes_the_conformance_bodies_on_real_mariadb() {
+    conformance("mysql-unique-index-fenced").await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_client_logs_in_and_reports_server_errors() {
     let Some(addr) = real_mysql() else {
         return;

@@ -181,12 +181,19 @@ pub fn describe(h: &History, e: &Event) -> String {
             client,
             event,
             released,
+            row_locks,
         }) => {
-            let locks = if released.is_empty() {
+            let mut locks = if released.is_empty() {
                 String::new()
             } else {
                 format!(", releasing GET_LOCK {}", released.join(", "))
             };
+            if !row_locks.is_empty() {
+                locks.push_str(&format!(
+                    ", rolling back the transaction that locked row {}",
+                    row_locks.join(", ")
+                ));
+            }
             format!("connection {connection} of {client} {event}{locks}")
         }
         EventKind::Server(ServerEvent::MongoRollback {

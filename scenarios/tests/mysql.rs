@@ -1,7 +1,9 @@
 //! The MySQL designs in locksim's world (one MariaDB model server, `mysql-1`):
 //! `mysql-unique-index` deadlocks when its holder dies (no expiry); `mysql-get-lock`
-//! loses its lock with its connection while the holder keeps working. The classes
-//! come from the checkers on the histories, never from the design's name.
+//! and `mysql-for-update` lose their lock with their connection while the holder keeps
+//! working; `mysql-unique-index-expiry` lets client clocks decide, and its fenced
+//! variant's storage refuses the stale holder. The classes come from the checkers on
+//! the histories, never from the design's name.
 
 mod common;
 
@@ -33,7 +35,13 @@ fn verdict<'a>(run: &'a RunSummary, checker: &str) -> &'a scenarios::checkers::V
 
 #[test]
 fn mysql_designs_are_valid_without_faults() {
-    for design in ["mysql-unique-index", "mysql-get-lock"] {
+    for design in [
+        "mysql-unique-index",
+        "mysql-get-lock",
+        "mysql-for-update",
+        "mysql-unique-index-expiry",
+        "mysql-unique-index-fenced",
+    ] {
         for run in runs(design, "no-faults") {
             let replay = replay_command(design, "no-faults", run.seed);
             assert_eq!(
@@ -188,5 +196,140 @@ fn mysql_get_lock_is_unsafe_when_wait_timeout_reaps_a_paused_holder() {
             "seed {}: {replay}",
             run.seed
         );
+    }
+}
+
+#[test]
+fn mysql_for_update_loses_its_row_lock_with_a_dropped_connection() {
+    for run in runs("mysql-for-update", "mysql-connection-drop") {
+        let replay = replay_command("mysql-for-update", "mysql-connection-drop", run.seed);
+        let history = run.history.as_ref().expect("kept");
+        let witness = probes::connection_closed_during_a_hold(history);
+        assert!(
+            witness
+                .as_deref()
+                .is_some_and(|w| w.contains("rolling back the transaction that held row")),
+            "seed {}: {witness:?}; {replay}",
+            run.seed
+        );
+        let rolled_back = history.events.iter().any(|e| {
+            matches!(&e.kind, EventKind::Server(ServerEvent::MySqlConnection { event, row_locks, .. })
+                if event == "closed" && row_locks.contains(&history.params.key))
+        });
+        assert!(rolled_back, "seed {}: {replay}", run.seed);
+        assert!(
+            verdict(&run, "mutual-exclusion").is_invalid(),
+            "seed {}: mutual exclusion {:?}; {replay}",
+            run.seed,
+            verdict(&run, "mutual-exclusion")
+        );
+        assert_eq!(run.safety(), Safety::Unsafe, "seed {}: {replay}", run.seed);
+    }
+}
+
+/// Unlike the unique index, a crashed holder's row lock goes with its connection (the
+/// server rolls the transaction back): nobody waits forever, and nobody overlaps.
+#[test]
+fn mysql_for_update_under_client_crash_is_safe_and_live() {
+    for run in runs("mysql-for-update", "client-crash") {
+        let replay = replay_command("mysql-for-update", "client-crash", run.seed);
+        assert!(
+            run.fault_seen.is_some(),
+            "seed {}: no crash of a holder; {replay}",
+            run.seed
+        );
+        assert!(
+            !verdict(&run, "liveness").is_invalid(),
+            "seed {}: liveness {:?}; {replay}",
+            run.seed,
+            verdict(&run, "liveness")
+        );
+        assert_eq!(run.safety(), Safety::Safe, "seed {}: {replay}", run.seed);
+    }
+}
+
+#[test]
+fn mysql_unique_index_expiry_is_unsafe_when_client_clocks_disagree() {
+    for run in runs("mysql-unique-index-expiry", "client-clocks-apart") {
+        let replay = replay_command("mysql-unique-index-expiry", "client-clocks-apart", run.seed);
+        assert!(
+            run.fault_seen.is_some(),
+            "seed {}: the clocks never disagreed past a lease; {replay}",
+            run.seed
+        );
+        assert!(
+            verdict(&run, "mutual-exclusion").is_invalid(),
+            "seed {}: {replay}",
+            run.seed
+        );
+        assert!(
+            verdict(&run, "lost-update").is_invalid(),
+            "seed {}: {replay}",
+            run.seed
+        );
+        assert_eq!(run.safety(), Safety::Unsafe, "seed {}: {replay}", run.seed);
+        // The server took the row over by a client's clock, not by its own.
+        let history = run.history.as_ref().expect("kept");
+        let taken_over = history.events.iter().any(|e| {
+            matches!(&e.kind, EventKind::Server(ServerEvent::Removed { cause, by, .. })
+                if cause == "expired" && by == "expiry")
+        });
+        assert!(taken_over, "seed {}: no takeover; {replay}", run.seed);
+    }
+}
+
+#[test]
+fn mysql_unique_index_fenced_fences_off_the_holder_client_clocks_betray() {
+    for run in runs("mysql-unique-index-fenced", "client-clocks-apart") {
+        let replay = replay_command("mysql-unique-index-fenced", "client-clocks-apart", run.seed);
+        assert!(run.fault_seen.is_some(), "seed {}: {replay}", run.seed);
+        assert!(
+            verdict(&run, "mutual-exclusion").is_invalid(),
+            "seed {}: {replay}",
+            run.seed
+        );
+        assert!(
+            !verdict(&run, "lost-update").is_invalid(),
+            "seed {}: {replay}",
+            run.seed
+        );
+        assert_eq!(run.safety(), Safety::Fenced, "seed {}: {replay}", run.seed);
+    }
+}
+
+/// A primary crashes right after committing a lock row its asynchronous replica has
+/// not received; the orchestrator promotes the replica and re-points the clients, and
+/// the next client's INSERT succeeds there: two holders.
+#[test]
+fn mysql_unique_index_is_unsafe_when_a_failover_loses_the_last_binlog_events() {
+    for run in runs("mysql-unique-index", "mysql-failover") {
+        let replay = replay_command("mysql-unique-index", "mysql-failover", run.seed);
+        let history = run.history.as_ref().expect("kept");
+        let witness = probes::mysql_failover_lost_the_lock(history);
+        assert!(
+            witness
+                .as_deref()
+                .is_some_and(|w| w.contains("mysql-2 was promoted without")),
+            "seed {}: {witness:?}; {replay}",
+            run.seed
+        );
+        assert_eq!(run.fault_seen, witness, "seed {}", run.seed);
+        let promoted = history.events.iter().any(|e| {
+            e.host == "mysql-2"
+                && matches!(&e.kind, EventKind::Server(ServerEvent::Role { role }) if role == "master")
+        });
+        assert!(promoted, "seed {}: no promotion; {replay}", run.seed);
+        // The promoted replica granted the lock again, to another client.
+        let regranted = history.events.iter().any(|e| {
+            e.host == "mysql-2"
+                && matches!(&e.kind, EventKind::Server(ServerEvent::Written { by, .. }) if by.starts_with("client-"))
+        });
+        assert!(regranted, "seed {}: {replay}", run.seed);
+        assert!(
+            verdict(&run, "mutual-exclusion").is_invalid(),
+            "seed {}: {replay}",
+            run.seed
+        );
+        assert_eq!(run.safety(), Safety::Unsafe, "seed {}: {replay}", run.seed);
     }
 }

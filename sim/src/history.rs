@@ -469,6 +469,10 @@ pub enum ServerEvent {
         /// The user locks (`GET_LOCK`) released by its end.
         #[serde(default, skip_serializing_if = "Vec::is_empty")]
         released: Vec<String>,
+        /// The row locks (`SELECT ... FOR UPDATE`) freed by its end: its open
+        /// transaction rolled back.
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        row_locks: Vec<String>,
     },
     /// A MongoDB member rolled back oplog entries its sync source never had (the
     /// writes after the common point are gone from its data), by its own record.

@@ -243,6 +243,208 @@ fn script(tag: &str) -> Vec<Step> {
     ]
 }
 
+/// The tables of the transaction script (dropped on the real server first: the
+/// database outlives the test, the model starts empty).
+const TRX_TABLES: [&str; 2] = ["difftest_trx_rows", "difftest_trx_leases"];
+
+/// Transactions, row locks and the statements of the row-lock and expiry designs:
+/// `SELECT ... FOR UPDATE` held until the transaction ends, a second locker waiting
+/// until `innodb_lock_wait_timeout` (1205), a dropped connection rolling back, an
+/// `INSERT` waiting on a locked duplicate, `UPDATE`'s info and `LAST_INSERT_ID(expr)`.
+fn trx_script() -> Vec<Step> {
+    use Step::*;
+    let [rows, leases] = TRX_TABLES;
+    let s = |n: usize, sql: &str| Sql(n, sql.to_string());
+    let create_rows =
+        format!("CREATE TABLE IF NOT EXISTS {rows} (name VARCHAR(255) NOT NULL PRIMARY KEY)");
+    let lock_k = format!("SELECT name FROM {rows} WHERE name = 'k' FOR UPDATE");
+    let take = |owner: &str, until: i64, now: i64| {
+        format!(
+            "UPDATE {leases} SET owner = '{owner}', expires_at = {until}, \
+             fence = LAST_INSERT_ID(fence + 1) WHERE name = 'k' AND expires_at < {now}"
+        )
+    };
+    vec![
+        Open(0),
+        Open(1),
+        s(0, &create_rows),
+        s(0, &create_rows),
+        s(
+            0,
+            &format!(
+                "CREATE TABLE IF NOT EXISTS {leases} (name VARCHAR(255) NOT NULL PRIMARY KEY, \
+                 owner VARCHAR(255) NOT NULL, expires_at BIGINT NOT NULL, fence BIGINT NOT NULL)"
+            ),
+        ),
+        s(0, &format!("INSERT IGNORE INTO {rows} (name) VALUES ('k')")),
+        s(
+            0,
+            &format!("INSERT IGNORE INTO {rows} (name) VALUES ('K ')"),
+        ),
+        // innodb_lock_wait_timeout's range.
+        s(0, "SET SESSION innodb_lock_wait_timeout = 99999999999"),
+        s(0, "SET SESSION innodb_lock_wait_timeout = -1"),
+        s(0, "SET SESSION innodb_lock_wait_timeout = 0"),
+        s(1, "set session innodb_lock_wait_timeout=1"),
+        // A row lock held by a transaction: the other connection waits and times out.
+        s(0, "BEGIN"),
+        s(0, &lock_k),
+        s(
+            0,
+            &format!("SELECT name FROM {rows} WHERE name = 'K  ' FOR UPDATE"),
+        ),
+        s(1, &lock_k),
+        s(1, &format!("INSERT IGNORE INTO {rows} (name) VALUES ('k')")),
+        s(
+            1,
+            &format!("SELECT name FROM {rows} WHERE name = 'missing' FOR UPDATE"),
+        ),
+        s(0, "COMMIT"),
+        s(1, &lock_k),
+        // The lock lives as long as the transaction; a dropped connection rolls back.
+        s(1, "START TRANSACTION"),
+        s(1, &lock_k),
+        s(0, &lock_k),
+        Drop(1),
+        s(0, "SET SESSION innodb_lock_wait_timeout = 1"),
+        s(0, "BEGIN"),
+        s(0, &lock_k),
+        s(0, "ROLLBACK"),
+        s(0, "COMMIT"),
+        s(0, "ROLLBACK"),
+        // BEGIN inside a transaction commits it.
+        s(0, "BEGIN"),
+        s(0, "BEGIN"),
+        s(0, "COMMIT"),
+        // The expiry and fenced designs' statements.
+        Open(1),
+        s(1, "SET SESSION innodb_lock_wait_timeout = 1"),
+        s(
+            0,
+            &format!(
+                "INSERT INTO {leases} (name, owner, expires_at, fence) VALUES ('k', 'o1', 1000, 1)"
+            ),
+        ),
+        s(
+            1,
+            &format!(
+                "INSERT INTO {leases} (name, owner, expires_at, fence) VALUES ('k', 'o2', 2000, 1)"
+            ),
+        ),
+        s(1, &take("o2", 3000, 500)),
+        s(1, &take("o2", 3000, 1500)),
+        s(
+            1,
+            &format!("UPDATE {leases} SET expires_at = 3000 WHERE name = 'k' AND owner = 'o2'"),
+        ),
+        s(
+            1,
+            &format!(
+                "UPDATE {leases} SET owner = '', expires_at = 0 WHERE name = 'k' AND owner = 'o2'"
+            ),
+        ),
+        s(
+            1,
+            &format!(
+                "SELECT name, owner, expires_at, fence FROM {leases} WHERE name = 'k' FOR UPDATE"
+            ),
+        ),
+        s(1, &take("o3", 4000, 1)),
+        s(
+            1,
+            &format!("DELETE FROM {leases} WHERE name = 'k' AND owner = 'o9'"),
+        ),
+        s(
+            1,
+            &format!("DELETE FROM {leases} WHERE name = 'k' AND owner = 'o3'"),
+        ),
+        // An uncommitted insert: another connection's insert of the key waits for it.
+        s(0, "BEGIN"),
+        s(
+            0,
+            &format!(
+                "INSERT INTO {leases} (name, owner, expires_at, fence) VALUES ('r', 'o1', 1, 1)"
+            ),
+        ),
+        s(
+            1,
+            &format!(
+                "INSERT INTO {leases} (name, owner, expires_at, fence) VALUES ('r', 'o2', 1, 1)"
+            ),
+        ),
+        s(0, "ROLLBACK"),
+        s(
+            1,
+            &format!(
+                "INSERT INTO {leases} (name, owner, expires_at, fence) VALUES ('r', 'o2', 1, 1)"
+            ),
+        ),
+        s(
+            1,
+            &format!("DELETE FROM {leases} WHERE name = 'r' AND owner = 'o2'"),
+        ),
+        // Errors.
+        s(
+            0,
+            &format!("INSERT INTO {leases} (name, owner) VALUES ('x', 'o')"),
+        ),
+        s(
+            0,
+            &format!("INSERT INTO {leases} (name, owner, expires_at, fence) VALUES ('x', 'o', 1)"),
+        ),
+        s(0, &format!("UPDATE {leases} SET nope = 1 WHERE name = 'x'")),
+        s(
+            0,
+            &format!("UPDATE {leases} SET owner = 'a' WHERE nope = 'x'"),
+        ),
+        s(
+            0,
+            &format!("SELECT nope FROM {rows} WHERE name = 'k' FOR UPDATE"),
+        ),
+        s(
+            0,
+            "SELECT name FROM difftest_trx_nope WHERE name = 'k' FOR UPDATE",
+        ),
+        s(0, &format!("DELETE FROM {rows} WHERE name = 'k' OR")),
+    ]
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_model_answers_transactions_and_row_locks_as_mariadb_does() {
+    let Some(real) = real_mysql() else {
+        return;
+    };
+    let real = mysql_server(real);
+    let (_, model) = model_server().await;
+    let mut c = connect(&real).await;
+    for t in TRX_TABLES {
+        c.query(&format!("DROP TABLE IF EXISTS {t}"))
+            .await
+            .expect("drop a table of the script");
+    }
+    c.quit().await;
+    let script = trx_script();
+    let want = transcript(&real, &script).await;
+    let got = transcript(&model, &script).await;
+    let mut diffs = Vec::new();
+    for (i, (w, g)) in want.iter().zip(&got).enumerate() {
+        if w != g {
+            diffs.push(format!("step {i}:\n  real:  {w}\n  model: {g}"));
+        }
+    }
+    assert_eq!(want.len(), got.len());
+    assert!(
+        diffs.is_empty(),
+        "{} differences:\n{}",
+        diffs.len(),
+        diffs.join("\n")
+    );
+    println!(
+        "mysql transactions differential: {} replies identical",
+        want.len()
+    );
+}
+
 async fn model_server() -> (SocketAddr, MySqlServer) {
     let (addr, _shared) = spawn_tokio_mysql(MySqlConfig::default())
         .await

@@ -22,7 +22,10 @@ mod zk_curator;
 
 pub use fenced::{FENCED_ACQUIRE, Fenced};
 pub use mongo::{MONGO_LOCKS_COLLECTION, MongoFindAndModify};
-pub use mysql::{MYSQL_LOCKS_TABLE, MySqlGetLock, MySqlUniqueIndex, get_lock_owner};
+pub use mysql::{
+    MYSQL_FENCES_TABLE, MYSQL_LEASES_TABLE, MYSQL_LOCK_ROWS_TABLE, MYSQL_LOCKS_TABLE, MySqlExpiry,
+    MySqlForUpdate, MySqlGetLock, MySqlUniqueIndex, get_lock_owner,
+};
 pub use node_redlock::{
     NODE_REDLOCK_ACQUIRE, NODE_REDLOCK_EXTEND, NODE_REDLOCK_RELEASE, NodeRedlock,
 };

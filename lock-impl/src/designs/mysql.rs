@@ -1,5 +1,7 @@
-//! The MySQL designs: `mysql-unique-index` (seed 002's first row) and `mysql-get-lock`
-//! (MariaDB's user-level locks), both over one connection per client
+//! The MySQL designs: `mysql-unique-index` (seed 002's first row), `mysql-get-lock`
+//! (MariaDB's user-level locks), `mysql-for-update` (a row lock), and
+//! `mysql-unique-index-expiry` / `-fenced` (an expiry column), all over one connection
+//! per client
 //! ([`crate::mysql::MySqlConn`]) that is redialled, as a pool does, after it broke.
 //!
 //! `mysql-unique-index` (seed 002, "基于mysql 表唯一索引": a table with a unique index;
@@ -32,6 +34,43 @@
 //!   two holders. (Per connection it is reentrant: a second `GET_LOCK` of the same
 //!   name by the same connection is counted.)
 //!
+//! `mysql-for-update` (a row lock held for the critical section, as a `SELECT ... FOR
+//! UPDATE` in a transaction):
+//! - on every new connection, `CREATE TABLE IF NOT EXISTS lock_rows (name VARCHAR(255)
+//!   NOT NULL PRIMARY KEY)`: one row per lock name, never deleted;
+//! - acquire: `SET SESSION innodb_lock_wait_timeout = n` (0 for a single try, else the
+//!   wait budget in whole seconds, at most half the client's reply timeout, rounded
+//!   down), `BEGIN`,
+//!   `SELECT name FROM lock_rows WHERE name = '<key>' FOR UPDATE` on that same
+//!   connection: the row is the lock, held by the transaction; `ER_LOCK_WAIT_TIMEOUT`
+//!   means held (`ROLLBACK`, retried within the budget); no row yet: `ROLLBACK`,
+//!   `INSERT IGNORE` the row, lock again. The guard's owner names the connection;
+//! - release: `COMMIT` on that connection; if it is gone, the server has already
+//!   rolled the transaction back ([`Release::NotFound`]);
+//! - known failure: as `GET_LOCK`, the lock belongs to the connection. A dropped
+//!   connection (a reset, `wait_timeout` reaping an idle one) rolls the transaction
+//!   back and frees the row at once; the holder keeps working. A second `BEGIN` on the
+//!   holder's connection (a reentrant acquire) would commit the first transaction and
+//!   free the lock, so it is not reentrant.
+//!
+//! `mysql-unique-index-expiry` (the unique index with an expiry, as lock libraries on
+//! a table add one):
+//! - table `lock_leases (name VARCHAR(255) NOT NULL PRIMARY KEY, owner VARCHAR(255) NOT
+//!   NULL, expires_at BIGINT NOT NULL)`, times in ms of the client's wall clock;
+//! - acquire: `INSERT ... VALUES ('<key>', '<owner>', <now + lease>)`; on a duplicate,
+//!   `UPDATE lock_leases SET owner = '<owner>', expires_at = <now + lease> WHERE name =
+//!   '<key>' AND expires_at < <now>`: one row changed is a takeover of an expired lock;
+//! - release: `DELETE ... WHERE name AND owner`;
+//! - known failure: client clocks decide. A waiter whose wall clock runs ahead of the
+//!   holder's, or a holder paused past its lease, lets the row be taken over while
+//!   the first holder still works.
+//!
+//! `mysql-unique-index-fenced`: the same in `lock_fences`, with a `fence BIGINT`
+//! column: 1 on insert, `fence = LAST_INSERT_ID(fence + 1)` on a takeover (the OK
+//! packet's insert id returns it atomically); the fence is the guard's token. A
+//! release empties the owner and expires the row (`UPDATE ... SET owner = '',
+//! expires_at = 0`) instead of deleting it, so the count never restarts.
+//!
 //! Outcomes: a statement found unsendable on a reused connection (reset while idle)
 //! is sent once more on a fresh one, as a pool does; a statement whose connection
 //! broke after it was sent has an unknown outcome ([`Acquire::Unknown`], [`Release::Unknown`]); one that was never sent (the
@@ -43,7 +82,9 @@ use async_trait::async_trait;
 use super::{check_guard, guard};
 use crate::lock::Attempt;
 use crate::mysql::{MySqlConn, MySqlError, MySqlServer, Reply, quote, scalar};
-use crate::{Acquire, AcquireOptions, Deps, Guard, LockDesign, LockError, Release, retry_acquire};
+use crate::{
+    Acquire, AcquireOptions, Deps, Guard, LockDesign, LockError, Release, Wait, retry_acquire,
+};
 
 /// The table `mysql-unique-index` creates and locks in.
 pub const MYSQL_LOCKS_TABLE: &str = "CREATE TABLE IF NOT EXISTS locks \
@@ -85,6 +126,8 @@ struct Session {
     /// Statements to run on every new connection.
     setup: &'static [&'static str],
     conn: tokio::sync::Mutex<Option<MySqlConn>>,
+    /// The ids of every connection this session has had.
+    had: std::sync::Mutex<std::collections::BTreeSet<u32>>,
 }
 
 /// What became of one statement.
@@ -104,6 +147,44 @@ impl Session {
             deps,
             setup,
             conn: tokio::sync::Mutex::new(None),
+            had: std::sync::Mutex::default(),
+        }
+    }
+
+    /// Whether connection `id` was ever this session's.
+    fn had(&self, id: u32) -> bool {
+        self.had
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .contains(&id)
+    }
+
+    /// Runs `sql` on connection `id` only, never on another: a transaction's
+    /// statements must reach the connection that began it (a redial would run them in
+    /// autocommit, where a `FOR UPDATE` lock ends with its statement). If that
+    /// connection is gone, nothing is sent.
+    async fn run_on(&self, id: u32, sql: &str) -> Result<Outcome, LockError> {
+        let mut slot = self.conn.lock().await;
+        let Some(conn) = slot
+            .as_mut()
+            .filter(|c| c.broken().is_none() && c.connection_id() == id)
+        else {
+            return Ok(Outcome::NotSent(format!("{sql}: connection {id} is gone")));
+        };
+        match conn.query_reply(sql).await {
+            Ok(r) => Ok(Outcome::Reply(r, id)),
+            Err(e) if e.outcome_unknown() => {
+                *slot = None;
+                Ok(Outcome::Unknown(format!("{sql}: {e}")))
+            }
+            Err(MySqlError::Connection { why, .. }) => {
+                *slot = None;
+                Ok(Outcome::NotSent(format!("{sql}: {why}")))
+            }
+            Err(e) => Err(LockError::MySql {
+                statement: sql.to_string(),
+                source: e,
+            }),
         }
     }
 
@@ -145,6 +226,10 @@ impl Session {
                         Err(e) => return Ok(Outcome::NotSent(format!("{stmt}: {e}"))),
                     }
                 }
+                self.had
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .insert(conn.connection_id());
                 *slot = Some(conn);
             }
             let Some(conn) = slot.as_mut() else {
@@ -349,6 +434,311 @@ impl LockDesign for MySqlGetLock {
                 Some(false) => Release::HeldByOther,
                 None => Release::NotFound,
             }),
+            Outcome::NotSent(why) => Err(not_sent_release(&sql, why)),
+            Outcome::Unknown(why) => Ok(Release::Unknown(why)),
+        }
+    }
+}
+
+/// The table `mysql-for-update` locks rows of: one row per lock name, never deleted.
+pub const MYSQL_LOCK_ROWS_TABLE: &str =
+    "CREATE TABLE IF NOT EXISTS lock_rows (name VARCHAR(255) NOT NULL PRIMARY KEY)";
+
+/// `mysql-for-update` (see the module doc).
+pub struct MySqlForUpdate {
+    session: Session,
+}
+
+impl MySqlForUpdate {
+    /// The design's name.
+    pub const NAME: &'static str = "mysql-for-update";
+
+    /// Over `deps.mysql`.
+    pub fn new(deps: Deps) -> Self {
+        MySqlForUpdate {
+            session: Session::new(deps, &[MYSQL_LOCK_ROWS_TABLE]),
+        }
+    }
+
+    /// How long one `FOR UPDATE` may wait in the server, seconds: 0 for a single try;
+    /// else the wait budget rounded up to whole seconds (the variable's unit), at most
+    /// half the client's reply timeout so a wait ends in a reply, not a broken
+    /// connection (with a reply timeout under 2 s: 0, and the client polls).
+    fn lock_wait_s(&self, options: &AcquireOptions) -> u64 {
+        match options.wait {
+            Wait::TryOnce => 0,
+            Wait::Retry { budget_ms, .. } => {
+                let cap = self
+                    .session
+                    .server
+                    .as_ref()
+                    .map_or(0, |s| s.timeout_ms / 2000);
+                budget_ms.div_ceil(1000).min(cap)
+            }
+        }
+    }
+
+    /// One try: `SET SESSION innodb_lock_wait_timeout`, `BEGIN`, `SELECT ... FOR
+    /// UPDATE` on one connection; a missing row is inserted (autocommit) and the
+    /// transaction begun again.
+    async fn attempt(&self, key: &str, wait_s: u64) -> Result<Attempt, LockError> {
+        let set = format!("SET SESSION innodb_lock_wait_timeout = {wait_s}");
+        let id = match self.session.run(Self::NAME, &set).await? {
+            Outcome::Reply(Reply::Ok(_), id) => id,
+            Outcome::Reply(other, _) => return Err(server_error(&set, other)),
+            // Nothing can be locked by a SET: try again within the budget.
+            Outcome::NotSent(_) | Outcome::Unknown(_) => return Ok(Attempt::Held),
+        };
+        let select = format!(
+            "SELECT name FROM lock_rows WHERE name = {} FOR UPDATE",
+            quote(key)
+        );
+        for _ in 0..2 {
+            match self.session.run_on(id, "BEGIN").await? {
+                Outcome::Reply(Reply::Ok(_), _) => {}
+                Outcome::Reply(other, _) => return Err(server_error("BEGIN", other)),
+                Outcome::NotSent(_) | Outcome::Unknown(_) => return Ok(Attempt::Held),
+            }
+            let sent_at = self.session.deps.clock.now();
+            match self.session.run_on(id, &select).await? {
+                Outcome::Reply(Reply::Rows(rs), _) if rs.rows.len() == 1 => {
+                    return Ok(Attempt::Acquired(guard(
+                        Self::NAME,
+                        key,
+                        get_lock_owner(id),
+                        sent_at,
+                        None,
+                    )));
+                }
+                Outcome::Reply(Reply::Rows(_), _) => {
+                    // No row for this name yet: end the empty transaction, insert the
+                    // row (a duplicate from a racing client is fine), lock again.
+                    self.session.run_on(id, "ROLLBACK").await?;
+                    let insert = format!(
+                        "INSERT IGNORE INTO lock_rows (name) VALUES ({})",
+                        quote(key)
+                    );
+                    match self.session.run_on(id, &insert).await? {
+                        Outcome::Reply(Reply::Ok(_), _) => {}
+                        Outcome::Reply(Reply::Err(e), _) if rolled_back(e.code) => {
+                            return Ok(Attempt::Held);
+                        }
+                        Outcome::Reply(other, _) => return Err(server_error(&insert, other)),
+                        Outcome::NotSent(_) | Outcome::Unknown(_) => return Ok(Attempt::Held),
+                    }
+                }
+                // Another transaction holds the row past the wait (or InnoDB chose
+                // this one as a deadlock victim): end ours, try again in the budget.
+                Outcome::Reply(Reply::Err(e), _) if rolled_back(e.code) => {
+                    self.session.run_on(id, "ROLLBACK").await?;
+                    return Ok(Attempt::Held);
+                }
+                Outcome::Reply(other, _) => return Err(server_error(&select, other)),
+                Outcome::NotSent(_) => return Ok(Attempt::Held),
+                // The connection broke with the SELECT sent: the server may have
+                // granted the row before it noticed (and then rolls back).
+                Outcome::Unknown(why) => return Ok(Attempt::Unknown(why)),
+            }
+        }
+        Ok(Attempt::Held)
+    }
+}
+
+#[async_trait]
+impl LockDesign for MySqlForUpdate {
+    fn name(&self) -> &str {
+        Self::NAME
+    }
+
+    async fn acquire(&self, key: &str, options: AcquireOptions) -> Result<Acquire, LockError> {
+        self.session.server(Self::NAME)?;
+        let deps = &self.session.deps;
+        let wait_s = self.lock_wait_s(&options);
+        retry_acquire(deps, key, options, || self.attempt(key, wait_s)).await
+    }
+
+    async fn release(&self, guard: &Guard) -> Result<Release, LockError> {
+        check_guard(Self::NAME, guard)?;
+        let id = guard
+            .owner
+            .strip_prefix("connection-")
+            .and_then(|n| n.parse::<u32>().ok())
+            .filter(|&id| self.session.had(id));
+        let Some(id) = id else {
+            // Not a connection of this client: someone else's transaction, which
+            // only its own connection can end.
+            return Ok(Release::NotRemoved);
+        };
+        match self.session.run_on(id, "COMMIT").await? {
+            Outcome::Reply(Reply::Ok(_), _) => Ok(Release::Removed),
+            Outcome::Reply(other, _) => Err(server_error("COMMIT", other)),
+            // The connection is gone, and the server rolled its transaction back with
+            // it: the row lock was lost before this release.
+            Outcome::NotSent(_) => Ok(Release::NotFound),
+            Outcome::Unknown(why) => Ok(Release::Unknown(why)),
+        }
+    }
+}
+
+/// The table `mysql-unique-index-expiry` locks in: the unique index of seed 002 with
+/// an expiry written from the client's wall clock (ms since the epoch).
+pub const MYSQL_LEASES_TABLE: &str = "CREATE TABLE IF NOT EXISTS lock_leases \
+     (name VARCHAR(255) NOT NULL PRIMARY KEY, owner VARCHAR(255) NOT NULL, \
+     expires_at BIGINT NOT NULL)";
+
+/// The table `mysql-unique-index-fenced` locks in: the expiry table with a fencing
+/// token counted up on every take; rows are never deleted, so the count never restarts.
+pub const MYSQL_FENCES_TABLE: &str = "CREATE TABLE IF NOT EXISTS lock_fences \
+     (name VARCHAR(255) NOT NULL PRIMARY KEY, owner VARCHAR(255) NOT NULL, \
+     expires_at BIGINT NOT NULL, fence BIGINT NOT NULL)";
+
+/// `mysql-unique-index-expiry` and `mysql-unique-index-fenced` (see the module doc).
+pub struct MySqlExpiry {
+    session: Session,
+    fenced: bool,
+}
+
+impl MySqlExpiry {
+    /// The design's name.
+    pub const NAME: &'static str = "mysql-unique-index-expiry";
+    /// The fenced variant's name.
+    pub const FENCED_NAME: &'static str = "mysql-unique-index-fenced";
+
+    /// Over `deps.mysql`.
+    pub fn new(deps: Deps) -> Self {
+        MySqlExpiry {
+            session: Session::new(deps, &[MYSQL_LEASES_TABLE]),
+            fenced: false,
+        }
+    }
+
+    /// The fenced variant, over `deps.mysql`.
+    pub fn fenced(deps: Deps) -> Self {
+        MySqlExpiry {
+            session: Session::new(deps, &[MYSQL_FENCES_TABLE]),
+            fenced: true,
+        }
+    }
+
+    fn design(&self) -> &'static str {
+        if self.fenced {
+            Self::FENCED_NAME
+        } else {
+            Self::NAME
+        }
+    }
+
+    fn table(&self) -> &'static str {
+        if self.fenced {
+            "lock_fences"
+        } else {
+            "lock_leases"
+        }
+    }
+
+    /// One try. The times are the client's wall clock, ms since the epoch: the row
+    /// expires when some client's clock says so.
+    async fn attempt(&self, key: &str, lease_ms: u64) -> Result<Attempt, LockError> {
+        let deps = &self.session.deps;
+        let design = self.design();
+        let owner = deps.entropy.owner_value();
+        let now = i64::try_from(deps.clock.wall().as_millis()).unwrap_or(i64::MAX);
+        let until = now.saturating_add(i64::try_from(lease_ms).unwrap_or(i64::MAX));
+        let sent_at = deps.clock.now();
+        let acquired = |token: Option<u64>| {
+            let mut g = guard(design, key, owner.clone(), sent_at, Some(lease_ms));
+            g.token = token;
+            Attempt::Acquired(g)
+        };
+        let insert = if self.fenced {
+            format!(
+                "INSERT INTO lock_fences (name, owner, expires_at, fence) VALUES ({}, {}, {until}, 1)",
+                quote(key),
+                quote(&owner)
+            )
+        } else {
+            format!(
+                "INSERT INTO lock_leases (name, owner, expires_at) VALUES ({}, {}, {until})",
+                quote(key),
+                quote(&owner)
+            )
+        };
+        match self.session.run(design, &insert).await? {
+            Outcome::Reply(Reply::Ok(_), _) => return Ok(acquired(self.fenced.then_some(1))),
+            Outcome::Reply(Reply::Err(e), _) if e.code == ER_DUP_ENTRY => {}
+            Outcome::Reply(Reply::Err(e), _) if rolled_back(e.code) => return Ok(Attempt::Held),
+            Outcome::Reply(other, _) => return Err(server_error(&insert, other)),
+            Outcome::NotSent(_) => return Ok(Attempt::Held),
+            Outcome::Unknown(why) => return Ok(Attempt::Unknown(why)),
+        }
+        // Held, or expired by this client's clock: take it over if expired.
+        let fence = if self.fenced {
+            ", fence = LAST_INSERT_ID(fence + 1)"
+        } else {
+            ""
+        };
+        let take = format!(
+            "UPDATE {} SET owner = {}, expires_at = {until}{fence} WHERE name = {} AND expires_at < {now}",
+            self.table(),
+            quote(&owner),
+            quote(key)
+        );
+        Ok(match self.session.run(design, &take).await? {
+            Outcome::Reply(Reply::Ok(ok), _) if ok.affected_rows == 1 => {
+                acquired(self.fenced.then_some(ok.last_insert_id))
+            }
+            Outcome::Reply(Reply::Ok(_), _) => Attempt::Held,
+            Outcome::Reply(Reply::Err(e), _) if rolled_back(e.code) => Attempt::Held,
+            Outcome::Reply(other, _) => return Err(server_error(&take, other)),
+            Outcome::NotSent(_) => Attempt::Held,
+            Outcome::Unknown(why) => Attempt::Unknown(why),
+        })
+    }
+}
+
+#[async_trait]
+impl LockDesign for MySqlExpiry {
+    fn name(&self) -> &str {
+        self.design()
+    }
+
+    async fn acquire(&self, key: &str, options: AcquireOptions) -> Result<Acquire, LockError> {
+        self.session.server(self.design())?;
+        let deps = &self.session.deps;
+        let lease_ms = options.lease_ms;
+        retry_acquire(deps, key, options, || self.attempt(key, lease_ms)).await
+    }
+
+    async fn release(&self, guard: &Guard) -> Result<Release, LockError> {
+        check_guard(self.design(), guard)?;
+        // The fenced table keeps its rows (the fence must not restart): a release
+        // empties the owner and expires the row instead of deleting it.
+        let sql = if self.fenced {
+            format!(
+                "UPDATE lock_fences SET owner = '', expires_at = 0 WHERE name = {} AND owner = {}",
+                quote(&guard.key),
+                quote(&guard.owner)
+            )
+        } else {
+            format!(
+                "DELETE FROM lock_leases WHERE name = {} AND owner = {}",
+                quote(&guard.key),
+                quote(&guard.owner)
+            )
+        };
+        let mut outcome = self.session.run(self.design(), &sql).await?;
+        for _ in 0..RELEASE_ROLLBACK_RETRIES {
+            match &outcome {
+                Outcome::Reply(Reply::Err(e), _) if rolled_back(e.code) => {
+                    outcome = self.session.run(self.design(), &sql).await?;
+                }
+                _ => break,
+            }
+        }
+        match outcome {
+            Outcome::Reply(Reply::Ok(ok), _) if ok.affected_rows == 1 => Ok(Release::Removed),
+            Outcome::Reply(Reply::Ok(_), _) => Ok(Release::NotRemoved),
+            Outcome::Reply(other, _) => Err(server_error(&sql, other)),
             Outcome::NotSent(why) => Err(not_sent_release(&sql, why)),
             Outcome::Unknown(why) => Ok(Release::Unknown(why)),
         }

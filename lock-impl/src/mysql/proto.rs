@@ -479,14 +479,18 @@ pub struct OkPacket {
 }
 
 impl OkPacket {
-    /// The payload (without `CLIENT_SESSION_TRACK`: info runs to the end).
+    /// The payload. The info, when there is one, is a length-encoded string, as
+    /// MariaDB's `net_send_ok` writes it (`net_store_data`), with or without
+    /// `CLIENT_SESSION_TRACK`.
     pub fn encode(&self) -> Vec<u8> {
         let mut out = vec![0x00];
         put_lenenc(&mut out, self.affected_rows);
         put_lenenc(&mut out, self.last_insert_id);
         out.extend_from_slice(&self.status.to_le_bytes());
         out.extend_from_slice(&self.warnings.to_le_bytes());
-        out.extend_from_slice(self.info.as_bytes());
+        if !self.info.is_empty() {
+            put_lenenc_bytes(&mut out, self.info.as_bytes());
+        }
         out
     }
 
@@ -501,7 +505,11 @@ impl OkPacket {
             last_insert_id: r.lenenc("last insert id")?,
             status: r.u16("status")?,
             warnings: r.u16("warnings")?,
-            info: String::from_utf8_lossy(r.rest()).into_owned(),
+            info: if r.is_empty() {
+                String::new()
+            } else {
+                String::from_utf8_lossy(r.lenenc_bytes("info")?).into_owned()
+            },
         })
     }
 }
@@ -778,6 +786,22 @@ pub fn encode_reply(reply: &Reply, mut seq: u8) -> Vec<u8> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_ok_packets_info_is_length_encoded() {
+        let ok = OkPacket {
+            affected_rows: 1,
+            last_insert_id: 7,
+            status: status::AUTOCOMMIT,
+            warnings: 0,
+            info: "Rows matched: 1  Changed: 1  Warnings: 0".into(),
+        };
+        let bytes = ok.encode();
+        assert_eq!(bytes[7], 40, "the info's length");
+        assert_eq!(OkPacket::decode(&bytes).unwrap(), ok);
+        let plain = OkPacket::default();
+        assert_eq!(OkPacket::decode(&plain.encode()).unwrap(), plain);
+    }
 
     #[test]
     fn lenenc_round_trips() {

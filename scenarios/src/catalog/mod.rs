@@ -100,6 +100,7 @@ pub static SCENARIOS: &[&Def] = &[
     &segments::SEGMENTED_STOCK,
     &mongo::MONGO_FAILOVER,
     &mongo::MONGO_PARTITION,
+    &mysql::MYSQL_FAILOVER,
 ];
 
 /// One scenario, whole: what it says of itself, its world, its faults and its probe.
@@ -209,7 +210,8 @@ pub const ZOOKEEPER_SCENARIOS: &[&str] = &[
     "zk-follower-stale",
 ];
 
-/// The scenarios a MySQL design runs in: the client faults, as for ZooKeeper, and the
+/// The scenarios a MySQL design runs in: the client faults, as for ZooKeeper, clients
+/// whose wall clocks disagree (an expiry column is a client's timestamp), and the
 /// `mysql-*` scenarios.
 pub const MYSQL_SCENARIOS: &[&str] = &[
     "no-faults",
@@ -220,6 +222,8 @@ pub const MYSQL_SCENARIOS: &[&str] = &[
     "long-work",
     "mysql-connection-drop",
     "mysql-wait-timeout",
+    "client-clocks-apart",
+    "mysql-failover",
 ];
 
 /// The scenarios a MongoDB design runs in: the client faults, as for MySQL, and the

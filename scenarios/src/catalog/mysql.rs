@@ -1,9 +1,11 @@
 //! MySQL's own faults: a holder's connection dropped under its `GET_LOCK`, by a reset
-//! or by the server's `wait_timeout`.
+//! or by the server's `wait_timeout`; a primary lost with a lock its asynchronous
+//! replica had not received, and the replica promoted.
 
 use crate::params::Param;
+use rand::RngExt;
 use sim::faults::{Fault, FaultKind, Target};
-use sim::world::{MySqlSpec, Workload};
+use sim::world::{MySqlReplicaSpec, MySqlSpec, Workload};
 
 use super::{Def, Draw};
 use crate::checkers::probes;
@@ -78,4 +80,48 @@ fn holder_long_pauses(d: &mut Draw) -> Vec<Fault> {
             },
         })
         .collect()
+}
+
+/// The MySQL world with an asynchronous replica `mysql-2` (10 ms behind) and an
+/// orchestrator that promotes it a second after the primary went down. Leases are long
+/// and critical sections last seconds, as in the Redis `failover` scenario, so a holder
+/// still works when the failover completes; four clients that think up to a second.
+fn mysql_replicated_world(base: &Workload) -> Workload {
+    Workload {
+        servers: Vec::new(),
+        clients: 4,
+        think_ms_max: 1_000,
+        lease_ms: 8_000,
+        work_ms: 3_000,
+        duration_ms: 8_000,
+        drain_ms: 2_000,
+        response_timeout_ms: 2_000,
+        mysql: Some(MySqlSpec {
+            replica: Some(MySqlReplicaSpec::default()),
+            ..MySqlSpec::default()
+        }),
+        ..base.clone()
+    }
+}
+
+pub(super) static MYSQL_FAILOVER: Def = Def {
+    name: "mysql-failover",
+    description: "a primary with an asynchronous replica 10 ms behind; the primary crashes right after committing a lock write the replica has not received, and the orchestrator promotes the replica and re-points the clients after 1 s",
+    fault_about: "the primary crashed holding a lock write its replica had not received, and the replica was promoted without it",
+    world: mysql_replicated_world,
+    quantities: &[],
+    plan: primary_crash,
+    probe: |h, _| probes::mysql_failover_lost_the_lock(h),
+};
+
+/// The crash is armed early and hits the first grant the primary committed and the
+/// replica has not yet received; the primary stays down.
+fn primary_crash(d: &mut Draw) -> Vec<Fault> {
+    vec![Fault {
+        at_ms: d.rng.random_range(300..=2_000),
+        kind: FaultKind::Crash {
+            target: Target::UnreplicatedLockMaster { within_ms: 6_000 },
+            restart_after_ms: None,
+        },
+    }]
 }

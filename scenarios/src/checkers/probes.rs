@@ -346,12 +346,28 @@ pub fn holder_cut_off_with_lease_left(h: &History) -> Option<String> {
 /// row of `mysql-unique-index` outlives its connection).
 pub fn connection_closed_during_a_hold(h: &History) -> Option<String> {
     let holds = model::holds(h).ok()?;
-    h.events.iter().find_map(|e| {
+    // A close that took the lock with it is the better witness; else the first close.
+    let took_the_lock = |e: &&sim::history::Event| {
+        matches!(&e.kind, EventKind::Server(ServerEvent::MySqlConnection { released, row_locks, .. })
+            if released.contains(&h.params.key) || row_locks.contains(&h.params.key))
+    };
+    let first = |pick: &dyn Fn(&&sim::history::Event) -> bool| {
+        h.events
+            .iter()
+            .filter(pick)
+            .find_map(|e| witness(h, &holds, e))
+    };
+    first(&took_the_lock).or_else(|| first(&|_| true))
+}
+
+fn witness(h: &History, holds: &[model::Hold], e: &sim::history::Event) -> Option<String> {
+    {
         let EventKind::Server(ServerEvent::MySqlConnection {
             connection,
             client,
             event,
             released,
+            row_locks,
         }) = &e.kind
         else {
             return None;
@@ -364,6 +380,11 @@ pub fn connection_closed_during_a_hold(h: &History) -> Option<String> {
             .find(|o| &o.host == client && o.open_at(e.at_us))?;
         let lock = if released.contains(&h.params.key) {
             format!("releasing GET_LOCK {}", h.params.key)
+        } else if row_locks.contains(&h.params.key) {
+            format!(
+                "rolling back the transaction that held row {} FOR UPDATE",
+                h.params.key
+            )
         } else {
             format!("keeping the lock {}", h.params.key)
         };
@@ -375,7 +396,54 @@ pub fn connection_closed_during_a_hold(h: &History) -> Option<String> {
             hold.key,
             hold.owner,
         ))
-    })
+    }
+}
+
+/// A MySQL failover lost the lock: the orchestrator promoted a replica whose record
+/// lacked the lock row the crashed primary had granted (a binlog event the replica had
+/// not received). The witness names the grant, the crash and the promotion.
+pub fn mysql_failover_lost_the_lock(h: &History) -> Option<String> {
+    let key = &h.params.key;
+    // Each server's record of the key: its value, and when it was written.
+    let mut held: std::collections::BTreeMap<&str, (String, u64, String)> = Default::default();
+    let mut crashed: std::collections::BTreeMap<&str, u64> = Default::default();
+    for e in &h.events {
+        match &e.kind {
+            EventKind::Server(ServerEvent::Written { key: k, value, by }) if k == key => {
+                held.insert(e.host.as_str(), (value.clone(), e.at_us, by.clone()));
+            }
+            EventKind::Server(ServerEvent::Removed { key: k, .. }) if k == key => {
+                held.remove(e.host.as_str());
+            }
+            EventKind::Fault {
+                phase: FaultPhase::Start,
+                detail,
+                ..
+            } if detail.starts_with("crash") => {
+                crashed.insert(e.host.as_str(), e.at_us);
+            }
+            EventKind::Server(ServerEvent::Role { role }) if role == "master" => {
+                let promoted = e.host.as_str();
+                let mine = held.get(promoted).map(|(v, _, _)| v.clone());
+                let lost = held.iter().find(|(server, (value, _, _))| {
+                    **server != promoted
+                        && crashed.contains_key(**server)
+                        && mine.as_ref() != Some(value)
+                })?;
+                let (primary, (value, granted, by)) = lost;
+                return Some(format!(
+                    "{}: {promoted} was promoted without {key} (owner={value}), which \
+                     {primary} had granted to {by} at {} and crashed at {} before \
+                     replicating",
+                    fmt_s(e.at_us),
+                    fmt_s(*granted),
+                    fmt_s(crashed[primary]),
+                ));
+            }
+            _ => {}
+        }
+    }
+    None
 }
 
 /// The ZooKeeper leader crashed right after committing a lock node's create (its crash

@@ -20,7 +20,7 @@ pub const MYSQL_PORT: u16 = 3306;
 #[derive(Clone, Debug)]
 pub struct SharedMySql {
     model: Arc<Mutex<MySqlModel>>,
-    /// Woken after every call on the model: a waiting `GET_LOCK` tries again.
+    /// Woken after every call on the model: a waiting statement tries again.
     changed: Arc<tokio::sync::Notify>,
 }
 
@@ -44,9 +44,10 @@ impl SharedMySql {
         r
     }
 
-    /// Waits for connection `id`'s `GET_LOCK`: its reply, 1 once the lock is free
-    /// (taken then), 0 when the timeout runs out (turmoil's hinted sleep, so a
-    /// simulation that jumps in time sees the deadline).
+    /// Waits for connection `id`'s statement that waits for a lock (a `GET_LOCK`, a
+    /// row lock): its reply once it ran, or its timeout's reply (`GET_LOCK`'s 0, 1205)
+    /// when the timeout runs out (turmoil's hinted sleep, so a simulation that jumps
+    /// in time sees the deadline).
     async fn wait_for_lock(&self, id: ConnId, wait: &Waiting) -> Vec<u8> {
         let deadline = turmoil::time::sleep(Duration::from_millis(wait.timeout_ms));
         tokio::pin!(deadline);
@@ -54,14 +55,18 @@ impl SharedMySql {
             let changed = self.changed.notified();
             tokio::pin!(changed);
             changed.as_mut().enable();
-            if let Some(reply) = self.lock().retry_get_lock(id, wait) {
+            if let Some(reply) = self.lock().retry(id, wait) {
                 self.changed.notify_waiters();
                 return reply;
             }
             tokio::select! {
                 biased;
                 _ = &mut changed => {}
-                _ = &mut deadline => return wait.timed_out(),
+                _ = &mut deadline => {
+                    self.lock().leave_queue(wait.ticket);
+                    self.changed.notify_waiters();
+                    return wait.timed_out();
+                }
             }
         }
     }

@@ -1,5 +1,6 @@
 //! The MariaDB 10.11 server as a state machine without I/O: connections (handshake,
-//! login, commands), the `locks` table, and the user-level locks of `GET_LOCK`.
+//! login, commands), the tables (through [`super::innodb`]: transactions, row locks),
+//! and the user-level locks of `GET_LOCK`.
 //!
 //! Rules, from MariaDB's documentation and source (`sql/item_func.cc`:
 //! `Item_func_get_lock`, `Item_func_release_lock`, `Item_func_is_used_lock`;
@@ -24,16 +25,24 @@
 //!   (10 for `IS_USED_LOCK`); the row's value in text, or NULL.
 //! - Every user lock of a connection is released when the connection ends, however
 //!   it ends (`COM_QUIT`, a reset, the server noticing a closed socket).
-//! - The `locks` table (`name VARCHAR(255) NOT NULL PRIMARY KEY, owner VARCHAR(255)
-//!   NOT NULL`, InnoDB, `utf8mb4_general_ci`): exists once created by `CREATE TABLE IF
-//!   NOT EXISTS` (a second create answers OK with one warning); before that, `INSERT`
-//!   and `DELETE` answer `ER_NO_SUCH_TABLE`. `INSERT` of a name already present is
-//!   `ER_DUP_ENTRY` (1062, 23000, "Duplicate entry '<name as inserted>' for key
-//!   'PRIMARY'"); a value longer than 255 characters `ER_DATA_TOO_LONG` (1406, 22001,
-//!   strict mode). The key compares under `utf8mb4_general_ci`: case-insensitively
-//!   and ignoring trailing spaces. `DELETE ... WHERE name = ? AND owner = ?` answers
-//!   OK with the number of rows deleted (0 or 1).
-//! - Status flags: `SERVER_STATUS_AUTOCOMMIT` (2) on every reply these statements get.
+//! - Tables (the designs' `locks`, `lock_rows`, `lock_leases`, ...: a `VARCHAR(255)`
+//!   primary key first, `VARCHAR(255)` and `BIGINT` columns, all `NOT NULL`; InnoDB,
+//!   `utf8mb4_general_ci`): exist once created by `CREATE TABLE IF NOT EXISTS` (a
+//!   second create answers OK with one warning); before that, statements on them answer
+//!   `ER_NO_SUCH_TABLE` (1146, 42S02), and an unknown column `ER_BAD_FIELD_ERROR` (1054,
+//!   42S22, "Unknown column 'x' in 'INSERT INTO'" / "'WHERE'" / "'SET'" / "'SELECT'").
+//!   `INSERT` of a key already present is `ER_DUP_ENTRY` (1062, 23000, "Duplicate entry
+//!   '<key as inserted>' for key 'PRIMARY'"), with `IGNORE` OK with 0 rows and one
+//!   warning; a value longer than 255 characters `ER_DATA_TOO_LONG` (1406, 22001,
+//!   strict mode); a column left out `ER_NO_DEFAULT_FOR_FIELD` (1364, HY000). The key
+//!   compares under `utf8mb4_general_ci`: case-insensitively and ignoring trailing
+//!   spaces. `DELETE` answers OK with the rows deleted; `UPDATE` with the rows changed
+//!   and the info "Rows matched: m  Changed: c  Warnings: 0" (the client does not ask
+//!   for `CLIENT_FOUND_ROWS`), and as insert id the argument of a `LAST_INSERT_ID(expr)`
+//!   it evaluated; `SELECT ... FOR UPDATE` a resultset with the table's column
+//!   definitions. Transactions and row locks: [`super::innodb`].
+//! - Status flags: `SERVER_STATUS_AUTOCOMMIT` (2) on every reply, with
+//!   `SERVER_STATUS_IN_TRANS` (1) inside `BEGIN` ... `COMMIT`.
 //!
 //! - `GET_LOCK` with a timeout of `n` > 0 seconds on a lock another connection holds
 //!   waits: it gets the lock (1) as soon as it is released, or answers 0 after `n`
@@ -41,12 +50,17 @@
 //!
 //! - `wait_timeout` (global default 28800 s, `SET SESSION wait_timeout = n` clamped to
 //!   1..=31536000 with a warning): a connection idle that long between commands is
-//!   closed by the server, without a packet, and its user locks go with it.
+//!   closed by the server, without a packet, and its user locks go with it (and its
+//!   open transaction is rolled back, its row locks freed).
+//! - `innodb_lock_wait_timeout` (global default 50 s, `SET SESSION
+//!   innodb_lock_wait_timeout = n` clamped to 0..=100000000 with a warning): how long a
+//!   statement waits for a row lock before `ER_LOCK_WAIT_TIMEOUT` (1205, HY000).
 //!
 //! Simplifications (stated): a negative timeout (wait forever) is answered with
 //! `ER_NOT_SUPPORTED_YET` (1235, 42000); a waiting connection is not watched for a
-//! close until its wait ends; waiters are woken in no particular fairness order; the
-//! collation compares ASCII case only (no accent folding); no transactions; `COM_PING`,
+//! close until its wait ends (nor is it on the server); a freed lock goes to the
+//! connection that waited longest for it; the
+//! collation compares ASCII case only (no accent folding); `COM_PING`,
 //! `COM_QUIT` and `COM_QUERY` are the only commands (others: `ER_UNKNOWN_COM_ERROR`,
 //! 1047, 08S01); an auth plugin other than `mysql_native_password` is refused rather
 //! than switched.
@@ -60,7 +74,8 @@ use lock_impl::mysql::proto::{
 use rand::{RngExt, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
-use super::sql::{Statement, parse};
+use super::innodb::{BinlogEvent, Engine, Refusal};
+use super::sql::{Statement, Value, parse};
 
 /// The server's version string in its handshake (MariaDB prefixes `5.5.5-`).
 pub const SERVER_VERSION: &str = "5.5.5-10.11.19-MariaDB-0+deb12u1";
@@ -88,6 +103,9 @@ pub struct MySqlConfig {
     /// The global `wait_timeout`, seconds: a connection idle that long between
     /// commands is closed by the server (MariaDB's default: 28800).
     pub wait_timeout_s: u64,
+    /// The global `innodb_lock_wait_timeout`, seconds: how long a statement waits for a
+    /// row lock (MariaDB's default: 50).
+    pub lock_wait_timeout_s: u64,
 }
 
 impl Default for MySqlConfig {
@@ -98,6 +116,7 @@ impl Default for MySqlConfig {
             database: "locksim".into(),
             seed: 0,
             wait_timeout_s: 28_800,
+            lock_wait_timeout_s: 50,
         }
     }
 }
@@ -112,7 +131,8 @@ pub enum ServerEvent {
         /// The client's host.
         host: String,
     },
-    /// A connection ended, releasing these user locks.
+    /// A connection ended, releasing these user locks, and rolling back its open
+    /// transaction, which freed these row locks (keys as written).
     Disconnected {
         /// The connection.
         conn: ConnId,
@@ -120,24 +140,67 @@ pub enum ServerEvent {
         host: String,
         /// The user locks it still held.
         released: Vec<String>,
+        /// The row locks its rolled-back transaction held.
+        row_locks: Vec<String>,
     },
-    /// A row was inserted.
+    /// A row was inserted (recorded when its transaction committed).
     Inserted {
         /// By whom.
         conn: ConnId,
-        /// The row.
+        /// The table.
+        table: String,
+        /// The row's key.
         name: String,
-        /// The row.
-        owner: String,
+        /// Its `owner` column, if the table has one.
+        owner: Option<String>,
     },
-    /// A row was deleted.
+    /// A row was deleted (recorded when its transaction committed).
     Deleted {
         /// By whom.
         conn: ConnId,
-        /// The row.
+        /// The table.
+        table: String,
+        /// The row's key.
         name: String,
-        /// The row.
-        owner: String,
+        /// Its `owner` column, if the table has one.
+        owner: Option<String>,
+    },
+    /// A row was changed (recorded when its transaction committed).
+    Updated {
+        /// By whom.
+        conn: ConnId,
+        /// The table.
+        table: String,
+        /// The row's key.
+        name: String,
+        /// Its `owner` column before, if the table has one.
+        before: Option<String>,
+        /// Its `owner` column after.
+        owner: Option<String>,
+    },
+    /// A failover (an orchestrator) made this server, a replica, the primary.
+    Promoted,
+    /// An explicit transaction locked a row (`SELECT ... FOR UPDATE`, or a write).
+    RowLocked {
+        /// The connection.
+        conn: ConnId,
+        /// The table.
+        table: String,
+        /// The row's key, as the statement wrote it.
+        name: String,
+    },
+    /// A transaction's end (`COMMIT`, `ROLLBACK`, a `BEGIN` or DDL committing it)
+    /// freed a row lock. (A connection's end reports its row locks in
+    /// [`ServerEvent::Disconnected`].)
+    RowUnlocked {
+        /// The connection.
+        conn: ConnId,
+        /// The table.
+        table: String,
+        /// The row's key.
+        name: String,
+        /// Committed (else rolled back).
+        committed: bool,
     },
     /// A connection took a user lock (its first hold).
     LockTaken {
@@ -162,30 +225,83 @@ pub struct Output {
     pub bytes: Vec<u8>,
     /// Close the connection after writing them.
     pub close: bool,
-    /// Instead of a reply: a `GET_LOCK` waiting for a lock another connection holds
-    /// (the driver retries it with [`MySqlModel::retry_get_lock`] whenever a lock is
-    /// released, and answers [`Waiting::timed_out`] at the deadline).
+    /// Instead of a reply: a statement waiting for a lock another connection holds
+    /// (the driver retries it with [`MySqlModel::retry`] whenever a lock may have been
+    /// freed, and answers [`Waiting::timed_out`] at the deadline).
     pub wait: Option<Waiting>,
 }
 
-/// A `GET_LOCK` waiting for its lock.
+/// A statement waiting for a lock another connection holds.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Waiting {
-    /// The lock.
-    pub name: Vec<u8>,
-    /// How long it may wait, ms (the timeout's seconds).
+    /// What waits.
+    pub kind: WaitKind,
+    /// How long it may wait, ms (`GET_LOCK`'s timeout; `innodb_lock_wait_timeout`).
     pub timeout_ms: u64,
-    /// The result column's name.
-    pub column: String,
     /// The reply's first sequence id.
     pub seq: u8,
+    /// The status flags of its reply when it times out.
+    pub status: u16,
+    /// Its place in the queue of waiters (see [`MySqlModel::leave_queue`]).
+    pub ticket: u64,
+}
+
+/// What a [`Waiting`] statement waits for.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum WaitKind {
+    /// A `GET_LOCK` for a user lock.
+    GetLock {
+        /// The lock.
+        name: Vec<u8>,
+        /// The result column's name.
+        column: String,
+    },
+    /// A statement for a row lock: run again whenever a lock may have been freed.
+    Row {
+        /// The statement.
+        sql: String,
+        /// The row's table.
+        table: String,
+        /// The row's folded key.
+        key: Vec<u8>,
+    },
 }
 
 impl Waiting {
-    /// The reply when the timeout ran out: 0.
+    /// The reply when the timeout ran out: `GET_LOCK`'s 0, or InnoDB's
+    /// `ER_LOCK_WAIT_TIMEOUT` (the statement rolled back, the transaction kept).
     pub fn timed_out(&self) -> Vec<u8> {
-        encode_reply(&int_result(self.column.clone(), 1, Some(0)), self.seq)
+        let reply = match &self.kind {
+            WaitKind::GetLock { column, .. } => int_result(column.clone(), 1, Some(0), self.status),
+            WaitKind::Row { .. } => Reply::Err(lock_wait_timeout()),
+        };
+        encode_reply(&reply, self.seq)
     }
+}
+
+/// Whether two waiters wait for the same lock.
+fn same_lock(a: &WaitKind, b: &WaitKind) -> bool {
+    match (a, b) {
+        (WaitKind::GetLock { name: x, .. }, WaitKind::GetLock { name: y, .. }) => x == y,
+        (
+            WaitKind::Row {
+                table: t1, key: k1, ..
+            },
+            WaitKind::Row {
+                table: t2, key: k2, ..
+            },
+        ) => t1 == t2 && k1 == k2,
+        _ => false,
+    }
+}
+
+/// `ER_LOCK_WAIT_TIMEOUT`.
+fn lock_wait_timeout() -> ErrPacket {
+    ErrPacket::new(
+        1205,
+        "HY000",
+        "Lock wait timeout exceeded; try restarting transaction",
+    )
 }
 
 #[derive(Debug, Clone)]
@@ -195,10 +311,9 @@ struct Conn {
     logged_in: bool,
     /// The session's `wait_timeout`, seconds.
     wait_timeout_s: u64,
+    /// The session's `innodb_lock_wait_timeout`, seconds.
+    lock_wait_timeout_s: u64,
 }
-
-/// The `locks` table: the folded key → (name, owner) as inserted.
-type Table = BTreeMap<Vec<u8>, (Vec<u8>, Vec<u8>)>;
 
 /// The server.
 #[derive(Debug)]
@@ -207,37 +322,31 @@ pub struct MySqlModel {
     rng: ChaCha8Rng,
     next_id: ConnId,
     conns: BTreeMap<ConnId, Conn>,
-    /// `None` until created.
-    table: Option<Table>,
+    /// The tables, transactions and row locks.
+    engine: Engine,
     /// User locks: name → (holder, holds).
     user_locks: BTreeMap<Vec<u8>, (ConnId, u64)>,
     events: Vec<ServerEvent>,
     /// Set by a `GET_LOCK` that must wait (see [`Output::wait`]).
     waiting: Option<Waiting>,
-}
-
-/// The `utf8mb4_general_ci` comparison key of a `VARCHAR` value (PAD SPACE; ASCII
-/// case folded).
-fn fold(v: &[u8]) -> Vec<u8> {
-    let mut end = v.len();
-    while end > 0 && v[end - 1] == b' ' {
-        end -= 1;
-    }
-    v[..end].iter().map(u8::to_ascii_uppercase).collect()
+    /// The waiters, by ticket: a lock freed goes to the one waiting longest for it (a
+    /// user lock's waiters, as MDL's queue; a row's, as InnoDB's).
+    queue: BTreeMap<u64, (ConnId, WaitKind)>,
+    next_ticket: u64,
 }
 
 fn text(v: &[u8]) -> String {
     String::from_utf8_lossy(v).into_owned()
 }
 
-fn ok() -> Reply {
+fn ok(status: u16) -> Reply {
     Reply::Ok(OkPacket {
-        status: status::AUTOCOMMIT,
+        status,
         ..OkPacket::default()
     })
 }
 
-fn int_result(column: String, length: u32, value: Option<i64>) -> Reply {
+fn int_result(column: String, length: u32, value: Option<i64>, status: u16) -> Reply {
     Reply::Rows(ResultSet {
         columns: vec![Column {
             catalog: "def".into(),
@@ -255,7 +364,7 @@ fn int_result(column: String, length: u32, value: Option<i64>) -> Reply {
         rows: vec![vec![value.map(|v| v.to_string().into_bytes())]],
         eof: EofPacket {
             warnings: 0,
-            status: status::AUTOCOMMIT,
+            status,
         },
     })
 }
@@ -269,10 +378,12 @@ impl MySqlModel {
             rng,
             next_id: 1,
             conns: BTreeMap::new(),
-            table: None,
+            engine: Engine::default(),
             user_locks: BTreeMap::new(),
             events: Vec::new(),
             waiting: None,
+            queue: BTreeMap::new(),
+            next_ticket: 0,
         }
     }
 
@@ -300,6 +411,7 @@ impl MySqlModel {
                 scramble,
                 logged_in: false,
                 wait_timeout_s: self.config.wait_timeout_s,
+                lock_wait_timeout_s: self.config.lock_wait_timeout_s,
             },
         );
         (
@@ -326,11 +438,14 @@ impl MySqlModel {
         for n in &released {
             self.user_locks.remove(n);
         }
+        self.queue.retain(|_, (c, _)| *c != id);
+        let row_locks = self.engine.end(id, false, true);
         if conn.logged_in {
             self.events.push(ServerEvent::Disconnected {
                 conn: id,
                 host: conn.host,
                 released: released.iter().map(|n| text(n)).collect(),
+                row_locks,
             });
         }
     }
@@ -354,7 +469,7 @@ impl MySqlModel {
                 wait: None,
             },
             Some(&proto::COM_PING) => Output {
-                bytes: encode_reply(&ok(), 1),
+                bytes: encode_reply(&ok(self.engine.status(id)), 1),
                 close: false,
                 wait: None,
             },
@@ -363,10 +478,15 @@ impl MySqlModel {
                 self.waiting = None;
                 let reply = self.query(id, &sql);
                 match self.waiting.take() {
-                    Some(wait) => Output {
+                    Some(mut wait) => Output {
+                        wait: Some({
+                            self.next_ticket += 1;
+                            wait.ticket = self.next_ticket;
+                            self.queue.insert(wait.ticket, (id, wait.kind.clone()));
+                            wait
+                        }),
                         bytes: Vec::new(),
                         close: false,
-                        wait: Some(wait),
                     },
                     None => Output {
                         bytes: encode_reply(&reply, 1),
@@ -442,7 +562,7 @@ impl MySqlModel {
             host: conn.host.clone(),
         });
         Output {
-            bytes: encode_reply(&ok(), reply_seq),
+            bytes: encode_reply(&ok(status::AUTOCOMMIT), reply_seq),
             close: false,
             wait: None,
         }
@@ -450,80 +570,58 @@ impl MySqlModel {
 
     /// Runs one statement for connection `id`.
     pub fn query(&mut self, id: ConnId, sql: &str) -> Reply {
-        let stmt = match parse(sql, &self.config.database) {
+        let stmt = match parse(sql) {
             Ok(s) => s,
             Err(e) => return Reply::Err(e),
         };
-        match stmt {
-            Statement::CreateLocks => {
-                if self.table.is_some() {
-                    // `ER_TABLE_EXISTS_ERROR` as a note.
-                    Reply::Ok(OkPacket {
-                        status: status::AUTOCOMMIT,
-                        warnings: 1,
-                        ..OkPacket::default()
-                    })
-                } else {
-                    self.table = Some(BTreeMap::new());
-                    ok()
-                }
+        let st = self.engine.status(id);
+        let reply = match stmt {
+            Statement::Create { table, columns } => {
+                let created = self.engine.create(id, &table, &columns);
+                // An existing table: `ER_TABLE_EXISTS_ERROR` as a note.
+                Reply::Ok(OkPacket {
+                    status: self.engine.status(id),
+                    warnings: u16::from(!created),
+                    ..OkPacket::default()
+                })
             }
-            Statement::Insert { name, owner } => {
-                let Some(table) = self.table.as_mut() else {
-                    return Reply::Err(self.no_table());
-                };
-                for (col, v) in [("name", &name), ("owner", &owner)] {
-                    if String::from_utf8_lossy(v).chars().count() > 255 {
-                        return Reply::Err(ErrPacket::new(
-                            1406,
-                            "22001",
-                            format!("Data too long for column '{col}' at row 1"),
-                        ));
+            Statement::Begin => {
+                self.engine.begin(id);
+                ok(self.engine.status(id))
+            }
+            Statement::Commit | Statement::Rollback => {
+                self.engine.end(id, stmt == Statement::Commit, false);
+                ok(self.engine.status(id))
+            }
+            Statement::Insert { .. }
+            | Statement::Delete { .. }
+            | Statement::Update { .. }
+            | Statement::SelectForUpdate { .. } => {
+                let database = self.config.database.clone();
+                match self.engine.run(id, &stmt, sql, &database) {
+                    Ok(r) => r,
+                    Err(Refusal::Err(e)) => Reply::Err(e),
+                    Err(Refusal::Locked(table, key)) => {
+                        let timeout_s = self.conns.get(&id).map_or(0, |c| c.lock_wait_timeout_s);
+                        if timeout_s == 0 {
+                            Reply::Err(lock_wait_timeout())
+                        } else {
+                            self.waiting = Some(Waiting {
+                                kind: WaitKind::Row {
+                                    sql: sql.to_string(),
+                                    table,
+                                    key,
+                                },
+                                timeout_ms: timeout_s.saturating_mul(1000),
+                                seq: 1,
+                                status: st,
+                                ticket: 0,
+                            });
+                            // Not sent: `receive` turns it into a wait.
+                            ok(st)
+                        }
                     }
                 }
-                let key = fold(&name);
-                if table.contains_key(&key) {
-                    let shown: String = text(&name).chars().take(192).collect();
-                    return Reply::Err(ErrPacket::new(
-                        1062,
-                        "23000",
-                        format!("Duplicate entry '{shown}' for key 'PRIMARY'"),
-                    ));
-                }
-                table.insert(key, (name.clone(), owner.clone()));
-                self.events.push(ServerEvent::Inserted {
-                    conn: id,
-                    name: text(&name),
-                    owner: text(&owner),
-                });
-                Reply::Ok(OkPacket {
-                    affected_rows: 1,
-                    status: status::AUTOCOMMIT,
-                    ..OkPacket::default()
-                })
-            }
-            Statement::Delete { name, owner } => {
-                let Some(table) = self.table.as_mut() else {
-                    return Reply::Err(self.no_table());
-                };
-                let key = fold(&name);
-                let hit = table
-                    .get(&key)
-                    .is_some_and(|(_, o)| fold(o) == fold(&owner));
-                let mut affected = 0;
-                if hit && let Some((n, o)) = table.remove(&key) {
-                    affected = 1;
-                    self.events.push(ServerEvent::Deleted {
-                        conn: id,
-                        name: text(&n),
-                        owner: text(&o),
-                    });
-                }
-                Reply::Ok(OkPacket {
-                    affected_rows: affected,
-                    status: status::AUTOCOMMIT,
-                    ..OkPacket::default()
-                })
             }
             Statement::GetLock {
                 name,
@@ -532,14 +630,14 @@ impl MySqlModel {
             } => {
                 let name = match name {
                     Some(n) if !n.is_empty() => n,
-                    _ => return int_result(column, 1, None),
+                    _ => return int_result(column, 1, None, st),
                 };
                 match self.user_locks.get_mut(&name) {
                     Some((holder, holds)) if *holder == id => {
                         *holds += 1;
-                        int_result(column, 1, Some(1))
+                        int_result(column, 1, Some(1), st)
                     }
-                    Some(_) if timeout == 0 => int_result(column, 1, Some(0)),
+                    Some(_) if timeout == 0 => int_result(column, 1, Some(0), st),
                     // A negative timeout would wait forever (as in MySQL 5.7+); the
                     // model does not take it.
                     Some(_) if timeout < 0 => Reply::Err(ErrPacket::new(
@@ -550,13 +648,14 @@ impl MySqlModel {
                     )),
                     Some(_) => {
                         self.waiting = Some(Waiting {
-                            name,
+                            kind: WaitKind::GetLock { name, column },
                             timeout_ms: (timeout as u64).saturating_mul(1000),
-                            column,
                             seq: 1,
+                            status: st,
+                            ticket: 0,
                         });
                         // Not sent: `receive` turns it into a wait.
-                        ok()
+                        ok(st)
                     }
                     None => {
                         self.user_locks.insert(name.clone(), (id, 1));
@@ -564,18 +663,18 @@ impl MySqlModel {
                             conn: id,
                             name: text(&name),
                         });
-                        int_result(column, 1, Some(1))
+                        int_result(column, 1, Some(1), st)
                     }
                 }
             }
             Statement::ReleaseLock { name, column } => {
                 let name = match name {
                     Some(n) if !n.is_empty() => n,
-                    _ => return int_result(column, 1, None),
+                    _ => return int_result(column, 1, None, st),
                 };
                 match self.user_locks.get_mut(&name) {
-                    None => int_result(column, 1, None),
-                    Some((holder, _)) if *holder != id => int_result(column, 1, Some(0)),
+                    None => int_result(column, 1, None, st),
+                    Some((holder, _)) if *holder != id => int_result(column, 1, Some(0), st),
                     Some((_, holds)) => {
                         *holds -= 1;
                         if *holds == 0 {
@@ -585,7 +684,7 @@ impl MySqlModel {
                                 name: text(&name),
                             });
                         }
-                        int_result(column, 1, Some(1))
+                        int_result(column, 1, Some(1), st)
                     }
                 }
             }
@@ -597,7 +696,19 @@ impl MySqlModel {
                     c.wait_timeout_s = clamped as u64;
                 }
                 Reply::Ok(OkPacket {
-                    status: status::AUTOCOMMIT,
+                    status: st,
+                    warnings: u16::from(clamped != seconds),
+                    ..OkPacket::default()
+                })
+            }
+            Statement::SetLockWaitTimeout { seconds } => {
+                // MariaDB 10.11's range: 0..=100000000, clamped with a warning.
+                let clamped = seconds.clamp(0, 100_000_000);
+                if let Some(c) = self.conns.get_mut(&id) {
+                    c.lock_wait_timeout_s = clamped as u64;
+                }
+                Reply::Ok(OkPacket {
+                    status: st,
                     warnings: u16::from(clamped != seconds),
                     ..OkPacket::default()
                 })
@@ -606,34 +717,59 @@ impl MySqlModel {
                 let holder = name
                     .filter(|n| !n.is_empty())
                     .and_then(|n| self.user_locks.get(&n).map(|(h, _)| i64::from(*h)));
-                int_result(column, 10, holder)
+                int_result(column, 10, holder, st)
             }
-        }
+        };
+        self.events.extend(self.engine.take_events());
+        reply
     }
 
-    /// Retries connection `id`'s waiting `GET_LOCK`: its reply (1) if the lock is free
-    /// now (and taken), `None` if it is still held by another connection.
-    pub fn retry_get_lock(&mut self, id: ConnId, wait: &Waiting) -> Option<Vec<u8>> {
-        if self.user_locks.contains_key(&wait.name) {
+    /// Runs connection `id`'s waiting statement again: its reply if it ran now
+    /// (`GET_LOCK` took its lock; a statement got its row), `None` if it still waits.
+    pub fn retry(&mut self, id: ConnId, wait: &Waiting) -> Option<Vec<u8>> {
+        // Someone has waited longer for the same lock: it goes first.
+        if self
+            .queue
+            .range(..wait.ticket)
+            .any(|(_, (_, kind))| same_lock(kind, &wait.kind))
+        {
             return None;
         }
-        self.user_locks.insert(wait.name.clone(), (id, 1));
-        self.events.push(ServerEvent::LockTaken {
-            conn: id,
-            name: text(&wait.name),
-        });
-        Some(encode_reply(
-            &int_result(wait.column.clone(), 1, Some(1)),
-            wait.seq,
-        ))
+        let reply = self.run_waiting(id, wait)?;
+        self.queue.remove(&wait.ticket);
+        Some(reply)
     }
 
-    fn no_table(&self) -> ErrPacket {
-        ErrPacket::new(
-            1146,
-            "42S02",
-            format!("Table '{}.locks' doesn't exist", self.config.database),
-        )
+    /// A waiter gives up (its timeout ran out): it leaves the queue.
+    pub fn leave_queue(&mut self, ticket: u64) {
+        self.queue.remove(&ticket);
+    }
+
+    fn run_waiting(&mut self, id: ConnId, wait: &Waiting) -> Option<Vec<u8>> {
+        match &wait.kind {
+            WaitKind::GetLock { name, column } => {
+                if self.user_locks.contains_key(name) {
+                    return None;
+                }
+                self.user_locks.insert(name.clone(), (id, 1));
+                self.events.push(ServerEvent::LockTaken {
+                    conn: id,
+                    name: text(name),
+                });
+                Some(encode_reply(
+                    &int_result(column.clone(), 1, Some(1), self.engine.status(id)),
+                    wait.seq,
+                ))
+            }
+            WaitKind::Row { sql, .. } => {
+                self.waiting = None;
+                let reply = self.query(id, sql);
+                if self.waiting.take().is_some() {
+                    return None;
+                }
+                Some(encode_reply(&reply, wait.seq))
+            }
+        }
     }
 
     /// Takes the events since the last call.
@@ -641,13 +777,38 @@ impl MySqlModel {
         std::mem::take(&mut self.events)
     }
 
-    /// The `locks` table's rows: (name, owner), in key order.
-    pub fn rows(&self) -> Vec<(String, String)> {
-        self.table
-            .iter()
-            .flat_map(|t| t.values())
-            .map(|(n, o)| (text(n), text(o)))
-            .collect()
+    /// A table's rows as text, in key order (`None` if it was never created).
+    pub fn rows(&self, table: &str) -> Option<Vec<Vec<String>>> {
+        let t = self.engine.table(table)?;
+        Some(
+            t.rows
+                .values()
+                .map(|r| {
+                    r.iter()
+                        .map(|v| match v {
+                            Value::Str(s) => text(s),
+                            Value::Int(n) => n.to_string(),
+                        })
+                        .collect()
+                })
+                .collect(),
+        )
+    }
+
+    /// The binary log from position `from` on (what a replica has not read yet).
+    pub fn binlog_from(&self, from: usize) -> Vec<BinlogEvent> {
+        self.engine.binlog_from(from).to_vec()
+    }
+
+    /// Applies a primary's binlog event (this server is its replica).
+    pub fn apply(&mut self, event: &BinlogEvent) {
+        self.engine.apply(event);
+        self.events.extend(self.engine.take_events());
+    }
+
+    /// A failover made this replica the primary: recorded for the observer.
+    pub fn promote(&mut self) {
+        self.events.push(ServerEvent::Promoted);
     }
 
     /// The user locks: name → holder connection.
@@ -734,6 +895,22 @@ mod tests {
             b"\n",
             b"\xc3\xa9",
             b"\xff",
+            b"BEGIN",
+            b"COMMIT",
+            b"ROLLBACK",
+            b"UPDATE",
+            b"SET",
+            b"FOR",
+            b"IGNORE",
+            b"<",
+            b"+",
+            b"LAST_INSERT_ID",
+            b"expires_at",
+            b"BIGINT",
+            b"VARCHAR(255)",
+            b"NOT NULL",
+            b"PRIMARY KEY",
+            b"IF NOT EXISTS",
         ];
         let mut m = MySqlModel::new(MySqlConfig::default());
         let id = logged_in(&mut m);
@@ -754,6 +931,75 @@ mod tests {
             let _ = m.receive(other, 0, &bytes);
             m.disconnect(other);
         }
+    }
+
+    #[test]
+    fn a_row_lock_lasts_as_long_as_its_transaction_or_connection() {
+        let mut m = MySqlModel::new(MySqlConfig::default());
+        let a = logged_in(&mut m);
+        let b = logged_in(&mut m);
+        let lock = "SELECT name FROM t WHERE name = 'k' FOR UPDATE";
+        for sql in [
+            "CREATE TABLE IF NOT EXISTS t (name VARCHAR(255) NOT NULL PRIMARY KEY)",
+            "INSERT INTO t (name) VALUES ('k')",
+            "BEGIN",
+            lock,
+        ] {
+            assert!(!matches!(m.query(a, sql), Reply::Err(_)), "{sql}");
+        }
+        // b waits (its statement becomes a wait), and at once fails with a timeout of 0.
+        let mut payload = vec![proto::COM_QUERY];
+        payload.extend_from_slice(lock.as_bytes());
+        let out = m.receive(b, 0, &payload);
+        let wait = out.wait.expect("b waits for the row lock");
+        assert!(out.bytes.is_empty());
+        assert_eq!(wait.timeout_ms, 50_000);
+        assert_eq!(m.retry(b, &wait), None, "still locked");
+        m.query(b, "SET SESSION innodb_lock_wait_timeout = 0");
+        let Reply::Err(e) = m.query(b, lock) else {
+            panic!("a lock wait timeout")
+        };
+        assert_eq!((e.code, e.sql_state.as_str()), (1205, "HY000"));
+        // a's connection ends: its transaction rolls back and b gets the row.
+        m.take_events();
+        m.disconnect(a);
+        assert!(m.take_events().iter().any(|e| matches!(
+            e,
+            ServerEvent::Disconnected { row_locks, .. } if row_locks == &["k".to_string()]
+        )));
+        assert!(m.retry(b, &wait).is_some(), "b got the row");
+    }
+
+    #[test]
+    fn a_replica_applying_the_binlog_has_the_committed_rows_only() {
+        let mut primary = MySqlModel::new(MySqlConfig::default());
+        let a = logged_in(&mut primary);
+        for sql in [
+            "CREATE TABLE IF NOT EXISTS t (name VARCHAR(255) NOT NULL PRIMARY KEY, owner VARCHAR(255) NOT NULL)",
+            "INSERT INTO t (name, owner) VALUES ('kept', 'o1')",
+            "BEGIN",
+            "INSERT INTO t (name, owner) VALUES ('undone', 'o2')",
+            "ROLLBACK",
+            "BEGIN",
+            "INSERT INTO t (name, owner) VALUES ('committed', 'o3')",
+        ] {
+            assert!(!matches!(primary.query(a, sql), Reply::Err(_)), "{sql}");
+        }
+        // The open transaction's row is not in the binlog until it commits.
+        assert_eq!(primary.binlog_from(0).len(), 2);
+        primary.query(a, "COMMIT");
+        let mut replica = MySqlModel::new(MySqlConfig::default());
+        for event in primary.binlog_from(0) {
+            replica.apply(&event);
+        }
+        assert_eq!(replica.rows("t"), primary.rows("t"));
+        assert_eq!(
+            replica.rows("t").unwrap(),
+            vec![
+                vec!["committed".to_string(), "o3".to_string()],
+                vec!["kept".to_string(), "o1".to_string()],
+            ]
+        );
     }
 
     #[test]

@@ -1,15 +1,18 @@
 //! The SQL the MySQL lock designs send, parsed strictly: a tokenizer as MariaDB's lexer
 //! reads these statements (case-insensitive keywords, `'...'` strings with backslash
-//! escapes and `''`, integers, punctuation), and a parser for exactly these statements:
+//! escapes and `''`, integers, punctuation), and a parser for exactly these shapes:
 //!
 //! ```sql
-//! CREATE TABLE IF NOT EXISTS locks (name VARCHAR(255) NOT NULL PRIMARY KEY, owner VARCHAR(255) NOT NULL)
-//! INSERT INTO locks (name, owner) VALUES ('<name>', '<owner>')
-//! DELETE FROM locks WHERE name = '<name>' AND owner = '<owner>'
+//! CREATE TABLE IF NOT EXISTS <t> (<c> VARCHAR(255) NOT NULL PRIMARY KEY, <c> VARCHAR(255) NOT NULL | <c> BIGINT NOT NULL, ...)
+//! INSERT [IGNORE] INTO <t> (<c>, ...) VALUES (<literal>, ...)
+//! DELETE FROM <t> WHERE <c> = | < <literal> [AND ...]
+//! UPDATE <t> SET <c> = <literal> | <c> + <n> | LAST_INSERT_ID(<c> + <n>), ... WHERE ...
+//! SELECT <c>, ... FROM <t> WHERE ... FOR UPDATE
+//! BEGIN | START TRANSACTION | COMMIT | ROLLBACK
 //! SELECT GET_LOCK('<name>' | NULL, <integer>)
 //! SELECT RELEASE_LOCK('<name>' | NULL)
 //! SELECT IS_USED_LOCK('<name>' | NULL)
-//! SET SESSION wait_timeout = <integer>
+//! SET SESSION wait_timeout | innodb_lock_wait_timeout = <integer>
 //! ```
 //!
 //! Anything else is MariaDB's syntax error (`ER_PARSE_ERROR`, 1064, SQLSTATE 42000:
@@ -18,15 +21,13 @@
 //! quoted text running from the first token this grammar cannot accept to the end of
 //! the statement (80 characters at most), as `MYSQLerror` reports it from the lexer's
 //! position. Simplification: for a statement that is valid in MariaDB's full grammar
-//! but outside this subset (`SELECT 1`), the real server answers otherwise; the model
-//! still answers 1064, naming where the subset ended.
+//! but outside this subset (`SELECT 1`, a `SELECT` without `FOR UPDATE`), the real
+//! server answers otherwise; the model still answers 1064, naming where the subset
+//! ended.
 //!
-//! Two errors come from name resolution rather than the grammar, as on the server: a
-//! table other than `locks` in `INSERT`/`DELETE` is `ER_NO_SUCH_TABLE` (1146, 42S02,
-//! "Table 'locksim.x' doesn't exist") and an unknown column is `ER_BAD_FIELD_ERROR`
-//! (1054, 42S22, "Unknown column 'x' in 'INSERT INTO'" / "in 'WHERE'"). A wrong
-//! argument count to the lock functions is `ER_WRONG_PARAMCOUNT_TO_NATIVE_FCT` (1582,
-//! 42000).
+//! Names (tables, columns) are resolved by the server after parsing, as MariaDB does:
+//! see [`super::server`]. A wrong argument count to the lock functions is
+//! `ER_WRONG_PARAMCOUNT_TO_NATIVE_FCT` (1582, 42000).
 
 use lock_impl::mysql::ErrPacket;
 
@@ -49,25 +50,107 @@ struct Token {
     end: usize,
 }
 
+/// A literal value.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Value {
+    /// A string (`'...'`), as bytes.
+    Str(Vec<u8>),
+    /// An integer.
+    Int(i64),
+}
+
+/// A column's type in `CREATE TABLE` (the subset: the lock tables' types).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ColumnType {
+    /// `VARCHAR(255)`.
+    Varchar,
+    /// `BIGINT`.
+    Bigint,
+}
+
+/// A comparison in a `WHERE` conjunction.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Op {
+    /// `=`.
+    Eq,
+    /// `<`.
+    Lt,
+}
+
+/// `column op literal`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Cond {
+    /// The column, as written.
+    pub column: String,
+    /// The comparison.
+    pub op: Op,
+    /// The literal.
+    pub value: Value,
+}
+
+/// The right side of an `UPDATE`'s `SET column = ...`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum SetExpr {
+    /// A literal.
+    Value(Value),
+    /// `column + n` (a version column counted up).
+    Plus(String, i64),
+    /// `LAST_INSERT_ID(expr)`: `expr`, also returned as the OK packet's insert id.
+    LastInsertId(Box<SetExpr>),
+}
+
 /// A parsed statement.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Statement {
-    /// `CREATE TABLE IF NOT EXISTS locks (...)`.
-    CreateLocks,
-    /// `INSERT INTO locks (name, owner) VALUES (...)`.
+    /// `CREATE TABLE IF NOT EXISTS t (...)`: the first column is the primary key.
+    Create {
+        /// The table.
+        table: String,
+        /// Its columns.
+        columns: Vec<(String, ColumnType)>,
+    },
+    /// `INSERT [IGNORE] INTO t (c, ...) VALUES (v, ...)`.
     Insert {
-        /// The `name` value.
-        name: Vec<u8>,
-        /// The `owner` value.
-        owner: Vec<u8>,
+        /// The table.
+        table: String,
+        /// `IGNORE`: a duplicate key is a warning, not an error.
+        ignore: bool,
+        /// The columns, as written.
+        columns: Vec<String>,
+        /// The values, one per column.
+        values: Vec<Value>,
     },
-    /// `DELETE FROM locks WHERE name = ... AND owner = ...`.
+    /// `DELETE FROM t WHERE c op v AND ...`.
     Delete {
-        /// The `name` value.
-        name: Vec<u8>,
-        /// The `owner` value.
-        owner: Vec<u8>,
+        /// The table.
+        table: String,
+        /// The conjunction.
+        conds: Vec<Cond>,
     },
+    /// `UPDATE t SET c = e, ... WHERE c op v AND ...`.
+    Update {
+        /// The table.
+        table: String,
+        /// The assignments.
+        sets: Vec<(String, SetExpr)>,
+        /// The conjunction.
+        conds: Vec<Cond>,
+    },
+    /// `SELECT c, ... FROM t WHERE c op v AND ... FOR UPDATE`.
+    SelectForUpdate {
+        /// The table.
+        table: String,
+        /// The columns, as written.
+        columns: Vec<String>,
+        /// The conjunction.
+        conds: Vec<Cond>,
+    },
+    /// `BEGIN` or `START TRANSACTION`.
+    Begin,
+    /// `COMMIT`.
+    Commit,
+    /// `ROLLBACK`.
+    Rollback,
     /// `SELECT GET_LOCK(name, timeout)`; `column` is the expression as written.
     GetLock {
         /// The name, `None` for NULL.
@@ -86,6 +169,11 @@ pub enum Statement {
     },
     /// `SET SESSION wait_timeout = n`.
     SetWaitTimeout {
+        /// Seconds, as written.
+        seconds: i64,
+    },
+    /// `SET SESSION innodb_lock_wait_timeout = n`.
+    SetLockWaitTimeout {
         /// Seconds, as written.
         seconds: i64,
     },
@@ -212,7 +300,6 @@ struct Parser<'a> {
     sql: &'a str,
     toks: Vec<Token>,
     pos: usize,
-    database: &'a str,
 }
 
 type P<T> = Result<T, ErrPacket>;
@@ -265,17 +352,6 @@ impl<'a> Parser<'a> {
         }
     }
 
-    fn string(&mut self) -> P<Vec<u8>> {
-        match &self.peek().tok {
-            Tok::Str(s) => {
-                let s = s.clone();
-                self.next();
-                Ok(s)
-            }
-            _ => Err(self.fail()),
-        }
-    }
-
     fn int(&mut self) -> P<i64> {
         let neg = matches!(self.peek().tok, Tok::Punct('-'));
         if neg {
@@ -297,36 +373,72 @@ impl<'a> Parser<'a> {
         }
     }
 
-    /// The table name: `locks`, or `ER_NO_SUCH_TABLE` (checked after the whole
-    /// statement parsed, as the server resolves names after parsing).
-    fn table(&mut self) -> P<Option<String>> {
-        let w = self.word()?;
-        Ok(if w == "locks" { None } else { Some(w) })
+    /// A literal: a string, or an integer with an optional minus sign.
+    fn literal(&mut self) -> P<Value> {
+        if let Tok::Str(s) = &self.peek().tok {
+            let s = s.clone();
+            self.next();
+            return Ok(Value::Str(s));
+        }
+        self.int().map(Value::Int)
     }
 
-    fn no_such_table(&self, t: &str) -> ErrPacket {
-        ErrPacket::new(
-            1146,
-            "42S02",
-            format!("Table '{}.{t}' doesn't exist", self.database),
-        )
+    /// `c op v [AND c op v ...]`: the subset's `WHERE`.
+    fn conds(&mut self) -> P<Vec<Cond>> {
+        let mut conds = Vec::new();
+        loop {
+            let column = self.word()?;
+            let op = match self.peek().tok {
+                Tok::Punct('=') => Op::Eq,
+                Tok::Punct('<') => Op::Lt,
+                _ => return Err(self.fail()),
+            };
+            self.next();
+            let value = self.literal()?;
+            conds.push(Cond { column, op, value });
+            match &self.peek().tok {
+                Tok::Word(w) if w.eq_ignore_ascii_case("AND") => {
+                    self.next();
+                }
+                // `OR` continues MariaDB's expression grammar: the error, if any, is
+                // at the token after it (the subset takes conjunctions only).
+                Tok::Word(w) if w.eq_ignore_ascii_case("OR") => {
+                    self.next();
+                    return Err(self.fail());
+                }
+                _ => return Ok(conds),
+            }
+        }
     }
 
     fn statement(&mut self) -> P<Statement> {
         let first = self.word()?;
-        match first.to_ascii_uppercase().as_str() {
-            "SELECT" => self.select(),
-            "INSERT" => self.insert(),
-            "DELETE" => self.delete(),
-            "CREATE" => self.create(),
-            "SET" => self.set(),
-            _ => Err(parse_error(self.sql, self.toks[0].at)),
-        }
+        let stmt = match first.to_ascii_uppercase().as_str() {
+            "SELECT" => return self.select(),
+            "INSERT" => return self.insert(),
+            "DELETE" => return self.delete(),
+            "UPDATE" => return self.update(),
+            "CREATE" => return self.create(),
+            "SET" => return self.set(),
+            "BEGIN" => Statement::Begin,
+            "START" => {
+                self.keyword("TRANSACTION")?;
+                Statement::Begin
+            }
+            "COMMIT" => Statement::Commit,
+            "ROLLBACK" => Statement::Rollback,
+            _ => return Err(parse_error(self.sql, self.toks[0].at)),
+        };
+        self.end()?;
+        Ok(stmt)
     }
 
     fn select(&mut self) -> P<Statement> {
         let start = self.peek().at;
         let func = self.word()?;
+        if !matches!(self.peek().tok, Tok::Punct('(')) {
+            return self.select_rows(func);
+        }
         let upper = func.to_ascii_uppercase();
         let want = match upper.as_str() {
             "GET_LOCK" => 2,
@@ -397,158 +509,190 @@ impl<'a> Parser<'a> {
         })
     }
 
-    fn column(&mut self, clause: &str, bad: &mut Option<ErrPacket>) -> P<String> {
-        let c = self.word()?;
-        let lower = c.to_ascii_lowercase();
-        if lower != "name" && lower != "owner" && bad.is_none() {
-            *bad = Some(ErrPacket::new(
-                1054,
-                "42S22",
-                format!("Unknown column '{c}' in '{clause}'"),
-            ));
+    /// `SELECT c, ... FROM t WHERE ... FOR UPDATE`, after the first column.
+    fn select_rows(&mut self, first: String) -> P<Statement> {
+        let mut columns = vec![first];
+        while matches!(self.peek().tok, Tok::Punct(',')) {
+            self.next();
+            columns.push(self.word()?);
         }
-        Ok(lower)
+        self.keyword("FROM")?;
+        let table = self.word()?;
+        self.keyword("WHERE")?;
+        let conds = self.conds()?;
+        // A plain (consistent, non-locking) read is valid SQL the subset does not
+        // take: the error is where `FOR UPDATE` should have been.
+        self.keyword("FOR")?;
+        self.keyword("UPDATE")?;
+        self.end()?;
+        Ok(Statement::SelectForUpdate {
+            table,
+            columns,
+            conds,
+        })
     }
 
     fn insert(&mut self) -> P<Statement> {
+        let ignore = matches!(&self.peek().tok, Tok::Word(w) if w.eq_ignore_ascii_case("IGNORE"));
+        if ignore {
+            self.next();
+        }
         self.keyword("INTO")?;
-        let table = self.table()?;
+        let table = self.word()?;
         self.punct('(')?;
-        let mut bad = None;
-        let c1 = self.column("INSERT INTO", &mut bad)?;
-        self.punct(',')?;
-        let c2 = self.column("INSERT INTO", &mut bad)?;
+        let mut columns = vec![self.word()?];
+        while matches!(self.peek().tok, Tok::Punct(',')) {
+            self.next();
+            columns.push(self.word()?);
+        }
         self.punct(')')?;
         self.keyword("VALUES")?;
         self.punct('(')?;
-        let v1 = self.string()?;
-        self.punct(',')?;
-        let v2 = self.string()?;
+        let mut values = vec![self.literal()?];
+        while matches!(self.peek().tok, Tok::Punct(',')) {
+            self.next();
+            values.push(self.literal()?);
+        }
         self.punct(')')?;
         self.end()?;
-        if let Some(t) = table {
-            return Err(self.no_such_table(&t));
-        }
-        if let Some(e) = bad {
-            return Err(e);
-        }
-        match (c1.as_str(), c2.as_str()) {
-            ("name", "owner") => Ok(Statement::Insert {
-                name: v1,
-                owner: v2,
-            }),
-            ("owner", "name") => Ok(Statement::Insert {
-                name: v2,
-                owner: v1,
-            }),
-            // `(name, name)`: the server's ER_FIELD_SPECIFIED_TWICE.
-            _ => Err(ErrPacket::new(
-                1110,
-                "42000",
-                format!("Column '{c1}' specified twice"),
-            )),
-        }
+        Ok(Statement::Insert {
+            table,
+            ignore,
+            columns,
+            values,
+        })
     }
 
     fn delete(&mut self) -> P<Statement> {
         self.keyword("FROM")?;
-        let table = self.table()?;
+        let table = self.word()?;
         self.keyword("WHERE")?;
-        let mut bad = None;
-        let c1 = self.column("WHERE", &mut bad)?;
-        self.punct('=')?;
-        let v1 = self.string()?;
-        self.keyword("AND")?;
-        let c2 = self.column("WHERE", &mut bad)?;
-        self.punct('=')?;
-        let v2 = self.string()?;
-        // A further `AND` / `OR` continues MariaDB's expression grammar: the error, if
-        // any, is at the token after it.
-        if matches!(&self.peek().tok, Tok::Word(w) if w.eq_ignore_ascii_case("AND") || w.eq_ignore_ascii_case("OR"))
-        {
-            self.next();
-            return Err(self.fail());
-        }
+        let conds = self.conds()?;
         self.end()?;
-        if let Some(t) = table {
-            return Err(self.no_such_table(&t));
+        Ok(Statement::Delete { table, conds })
+    }
+
+    /// `SET`'s right side: a literal, `c + n`, or `LAST_INSERT_ID(` either `)`.
+    fn set_expr(&mut self, nested: bool) -> P<SetExpr> {
+        if let Tok::Word(w) = &self.peek().tok {
+            let w = w.clone();
+            self.next();
+            if !nested
+                && w.eq_ignore_ascii_case("LAST_INSERT_ID")
+                && matches!(self.peek().tok, Tok::Punct('('))
+            {
+                self.next();
+                let inner = self.set_expr(true)?;
+                self.punct(')')?;
+                return Ok(SetExpr::LastInsertId(Box::new(inner)));
+            }
+            self.punct('+')?;
+            let n = match self.peek().tok {
+                Tok::Int(n) => n,
+                _ => return Err(self.fail()),
+            };
+            self.next();
+            return Ok(SetExpr::Plus(w, n));
         }
-        if let Some(e) = bad {
-            return Err(e);
+        self.literal().map(SetExpr::Value)
+    }
+
+    fn update(&mut self) -> P<Statement> {
+        let table = self.word()?;
+        self.keyword("SET")?;
+        let mut sets = Vec::new();
+        loop {
+            let column = self.word()?;
+            self.punct('=')?;
+            sets.push((column, self.set_expr(false)?));
+            if matches!(self.peek().tok, Tok::Punct(',')) {
+                self.next();
+            } else {
+                break;
+            }
         }
-        match (c1.as_str(), c2.as_str()) {
-            ("name", "owner") => Ok(Statement::Delete {
-                name: v1,
-                owner: v2,
-            }),
-            ("owner", "name") => Ok(Statement::Delete {
-                name: v2,
-                owner: v1,
-            }),
-            // `name = 'a' AND name = 'b'` is valid SQL the subset does not take.
-            _ => Err(parse_error(self.sql, self.toks[0].at)),
-        }
+        self.keyword("WHERE")?;
+        let conds = self.conds()?;
+        self.end()?;
+        Ok(Statement::Update { table, sets, conds })
     }
 
     fn set(&mut self) -> P<Statement> {
         self.keyword("SESSION")?;
-        self.keyword("wait_timeout")?;
+        let at = self.peek().at;
+        let var = self.word()?;
         self.punct('=')?;
         let seconds = self.int()?;
         self.end()?;
-        Ok(Statement::SetWaitTimeout { seconds })
+        if var.eq_ignore_ascii_case("wait_timeout") {
+            Ok(Statement::SetWaitTimeout { seconds })
+        } else if var.eq_ignore_ascii_case("innodb_lock_wait_timeout") {
+            Ok(Statement::SetLockWaitTimeout { seconds })
+        } else {
+            // Another variable: valid SQL the subset does not take.
+            Err(parse_error(self.sql, at))
+        }
     }
 
+    /// `CREATE TABLE IF NOT EXISTS t (c VARCHAR(255) NOT NULL PRIMARY KEY, c
+    /// VARCHAR(255) NOT NULL | c BIGINT NOT NULL, ...)`: the subset's tables have their
+    /// primary key first, a string.
     fn create(&mut self) -> P<Statement> {
         for kw in ["TABLE", "IF", "NOT", "EXISTS"] {
             self.keyword(kw)?;
         }
         let start = self.peek().at;
-        if self.word()? != "locks" {
-            return Err(parse_error(self.sql, start));
-        }
+        let table = self.word()?;
         self.punct('(')?;
-        for (i, col) in ["name", "owner"].into_iter().enumerate() {
-            if i == 1 {
-                self.punct(',')?;
-            }
+        let mut columns = Vec::new();
+        loop {
+            let name = self.word()?;
             let at = self.peek().at;
-            if !self.word()?.eq_ignore_ascii_case(col) {
-                return Err(parse_error(self.sql, at));
-            }
-            self.keyword("VARCHAR")?;
-            self.punct('(')?;
-            let at = self.peek().at;
-            if self.int()? != 255 {
-                return Err(parse_error(self.sql, at));
-            }
-            self.punct(')')?;
+            let ty = match self.word()?.to_ascii_uppercase().as_str() {
+                "VARCHAR" => {
+                    self.punct('(')?;
+                    let at = self.peek().at;
+                    if self.int()? != 255 {
+                        return Err(parse_error(self.sql, at));
+                    }
+                    self.punct(')')?;
+                    ColumnType::Varchar
+                }
+                "BIGINT" => ColumnType::Bigint,
+                _ => return Err(parse_error(self.sql, at)),
+            };
             self.keyword("NOT")?;
             self.keyword("NULL")?;
-            if i == 0 {
-                self.keyword("PRIMARY")?;
+            let primary =
+                matches!(&self.peek().tok, Tok::Word(w) if w.eq_ignore_ascii_case("PRIMARY"));
+            if primary {
+                self.next();
                 self.keyword("KEY")?;
+            }
+            if primary != columns.is_empty() || (primary && ty != ColumnType::Varchar) {
+                return Err(parse_error(self.sql, start));
+            }
+            columns.push((name, ty));
+            if matches!(self.peek().tok, Tok::Punct(',')) {
+                self.next();
+            } else {
+                break;
             }
         }
         self.punct(')')?;
         self.end()?;
-        Ok(Statement::CreateLocks)
+        Ok(Statement::Create { table, columns })
     }
 }
 
-/// Parses one statement; `database` names the current database in messages.
-pub fn parse(sql: &str, database: &str) -> Result<Statement, ErrPacket> {
+/// Parses one statement.
+pub fn parse(sql: &str) -> Result<Statement, ErrPacket> {
     let toks = tokenize(sql).map_err(|at| parse_error(sql, at))?;
     if matches!(toks[0].tok, Tok::End) {
         // An empty query: ER_EMPTY_QUERY.
         return Err(ErrPacket::new(1065, "42000", "Query was empty"));
     }
-    let mut p = Parser {
-        sql,
-        toks,
-        pos: 0,
-        database,
-    };
+    let mut p = Parser { sql, toks, pos: 0 };
     p.statement()
 }
 
@@ -559,18 +703,16 @@ mod tests {
     #[test]
     fn parses_the_designs_statements() {
         assert_eq!(
-            parse(
-                "INSERT INTO locks (name, owner) VALUES ('k', 'o\\'1')",
-                "db"
-            )
-            .unwrap(),
+            parse("INSERT INTO locks (name, owner) VALUES ('k', 'o\\'1')").unwrap(),
             Statement::Insert {
-                name: b"k".to_vec(),
-                owner: b"o'1".to_vec()
+                table: "locks".into(),
+                ignore: false,
+                columns: vec!["name".into(), "owner".into()],
+                values: vec![Value::Str(b"k".to_vec()), Value::Str(b"o'1".to_vec())],
             }
         );
         assert_eq!(
-            parse("select get_lock('k',0)", "db").unwrap(),
+            parse("select get_lock('k',0)").unwrap(),
             Statement::GetLock {
                 name: Some(b"k".to_vec()),
                 timeout: 0,
@@ -578,33 +720,64 @@ mod tests {
             }
         );
         assert!(matches!(
-            parse("DELETE FROM locks WHERE name = 'k' AND owner = 'o'", "db").unwrap(),
+            parse("DELETE FROM locks WHERE name = 'k' AND owner = 'o'").unwrap(),
             Statement::Delete { .. }
+        ));
+        assert_eq!(
+            parse(
+                "UPDATE t SET owner = 'o', fence = LAST_INSERT_ID(fence + 1) \
+                 WHERE name = 'k' AND expires_at < -5"
+            )
+            .unwrap(),
+            Statement::Update {
+                table: "t".into(),
+                sets: vec![
+                    ("owner".into(), SetExpr::Value(Value::Str(b"o".to_vec()))),
+                    (
+                        "fence".into(),
+                        SetExpr::LastInsertId(Box::new(SetExpr::Plus("fence".into(), 1)))
+                    ),
+                ],
+                conds: vec![
+                    Cond {
+                        column: "name".into(),
+                        op: Op::Eq,
+                        value: Value::Str(b"k".to_vec())
+                    },
+                    Cond {
+                        column: "expires_at".into(),
+                        op: Op::Lt,
+                        value: Value::Int(-5)
+                    },
+                ],
+            }
+        );
+        assert!(matches!(
+            parse("SELECT name FROM t WHERE name = 'k' FOR UPDATE").unwrap(),
+            Statement::SelectForUpdate { .. }
+        ));
+        assert_eq!(parse("start transaction").unwrap(), Statement::Begin);
+        assert!(matches!(
+            parse("CREATE TABLE IF NOT EXISTS t (name VARCHAR(255) NOT NULL PRIMARY KEY, n BIGINT NOT NULL)")
+                .unwrap(),
+            Statement::Create { .. }
         ));
     }
 
     #[test]
     fn refuses_with_mariadbs_errors() {
-        let e = parse("FOO BAR", "db").unwrap_err();
+        let e = parse("FOO BAR").unwrap_err();
         assert_eq!(e.code, 1064);
         assert!(e.message.ends_with("near 'FOO BAR' at line 1"), "{e}");
-        let e = parse(
-            "DELETE FROM locks WHERE name = 'k' AND owner = 'o1' AND",
-            "db",
-        )
-        .unwrap_err();
+        let e = parse("DELETE FROM locks WHERE name = 'k' AND owner = 'o1' AND").unwrap_err();
         assert!(e.message.ends_with("near '' at line 1"), "{e}");
-        let e = parse(
-            "INSERT INTO lockz (name, owner) VALUES ('k', 'o')",
-            "locksim",
-        )
-        .unwrap_err();
-        assert_eq!(e.message, "Table 'locksim.lockz' doesn't exist");
-        let e = parse("INSERT INTO locks (nme, owner) VALUES ('k', 'o')", "db").unwrap_err();
-        assert_eq!(e.message, "Unknown column 'nme' in 'INSERT INTO'");
-        let e = parse("SELECT GET_LOCK('k')", "db").unwrap_err();
+        let e = parse("SELECT name FROM t WHERE name = 'k'").unwrap_err();
+        assert!(e.message.ends_with("near '' at line 1"), "{e}");
+        let e = parse("COMMIT WORK NOW").unwrap_err();
+        assert!(e.message.ends_with("near 'WORK NOW' at line 1"), "{e}");
+        let e = parse("SELECT GET_LOCK('k')").unwrap_err();
         assert_eq!(e.code, 1582);
-        assert!(parse("SELECT 'unterminated", "db").is_err());
-        assert_eq!(parse("  ", "db").unwrap_err().code, 1065);
+        assert!(parse("SELECT 'unterminated").is_err());
+        assert_eq!(parse("  ").unwrap_err().code, 1065);
     }
 }

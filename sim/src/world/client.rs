@@ -171,6 +171,32 @@ impl lock_impl::zk::StreamDialer for TurmoilDialer {
     }
 }
 
+/// MySQL connections to the clients' address for the primary (`mysql-1`): dialled at
+/// whichever host it points at now, re-pointed by a failover as a virtual IP or a DNS
+/// name would be.
+struct VipDialer {
+    inner: Arc<TurmoilDialer>,
+    /// The name the clients dial.
+    name: String,
+    /// The host it points at.
+    vip: Arc<std::sync::Mutex<String>>,
+}
+
+impl lock_impl::zk::StreamDialer for VipDialer {
+    fn dial(&self, host: &str, port: u16) -> lock_impl::zk::StreamDial<'_> {
+        let host = if host == self.name {
+            self.vip.lock().unwrap_or_else(|e| e.into_inner()).clone()
+        } else {
+            host.to_string()
+        };
+        Box::pin(async move { self.inner.dial(&host, port).await })
+    }
+
+    fn spawn(&self, task: lock_impl::Task) {
+        lock_impl::zk::StreamDialer::spawn(self.inner.as_ref(), task);
+    }
+}
+
 /// Connections from one client to one Redis host.
 struct TurmoilConnector {
     dialer: Arc<TurmoilDialer>,
@@ -243,6 +269,9 @@ pub(crate) struct Client {
     /// first election is closed, and the Java client's reconnect waits up to a
     /// second). `None`: no ensemble.
     pub zk_ready: Option<Arc<std::sync::atomic::AtomicBool>>,
+    /// The MySQL primary's address, re-pointed by a failover (a world with a MySQL
+    /// replica).
+    pub mysql_vip: Option<Arc<std::sync::Mutex<String>>>,
 }
 
 impl Client {
@@ -373,7 +402,14 @@ impl Client {
                 user: spec.user.clone(),
                 password: spec.password.clone(),
                 database: spec.database.clone(),
-                dialer: dialer.clone(),
+                dialer: match &self.mysql_vip {
+                    Some(vip) => Arc::new(VipDialer {
+                        inner: dialer.clone(),
+                        name: spec.name.clone(),
+                        vip: vip.clone(),
+                    }),
+                    None => dialer.clone(),
+                },
                 timeout_ms: w.response_timeout_ms,
             }),
         };

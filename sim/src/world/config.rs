@@ -247,6 +247,35 @@ pub struct MySqlSpec {
         skip_serializing_if = "is_default_wait_timeout"
     )]
     pub wait_timeout_s: u64,
+    /// An asynchronous replica and the failover that promotes it, if any.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub replica: Option<MySqlReplicaSpec>,
+}
+
+/// A MySQL replica of the world's server, replicating asynchronously (the binlog's row
+/// events reach it `lag_ms` after their commit, unless the primary is down by then),
+/// and an orchestrator (as orchestrator or MHA does it) that promotes it once the
+/// primary has been down `failover_after_ms`, re-pointing the clients' address (a
+/// virtual IP) at it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct MySqlReplicaSpec {
+    /// Its host name (`mysql-2`).
+    pub name: String,
+    /// How long a committed change takes to reach it, ms.
+    pub lag_ms: u64,
+    /// How long the primary must be down before the promotion, ms.
+    pub failover_after_ms: u64,
+}
+
+impl Default for MySqlReplicaSpec {
+    fn default() -> Self {
+        MySqlReplicaSpec {
+            name: "mysql-2".into(),
+            lag_ms: 10,
+            failover_after_ms: 1_000,
+        }
+    }
 }
 
 fn default_wait_timeout_s() -> u64 {
@@ -265,6 +294,7 @@ impl Default for MySqlSpec {
             password: "locksim".into(),
             database: "locksim".into(),
             wait_timeout_s: default_wait_timeout_s(),
+            replica: None,
         }
     }
 }

@@ -30,8 +30,8 @@ use std::sync::atomic::{AtomicU32, AtomicU64};
 use std::time::Duration;
 
 pub use config::{
-    DesignFactory, MongoSpec, MySqlSpec, RunConfig, RunError, SentinelSpec, ServerSpec, Stepping,
-    Workload, ZkSpec, builtin_factory, default_servers, sub_seed,
+    DesignFactory, MongoSpec, MySqlReplicaSpec, MySqlSpec, RunConfig, RunError, SentinelSpec,
+    ServerSpec, Stepping, Workload, ZkSpec, builtin_factory, default_servers, sub_seed,
 };
 
 use crate::clock::{ClockSpec, HostClock};
@@ -206,6 +206,10 @@ fn run_stepping(cfg: &RunConfig, stepping: Stepping) -> Result<History, RunError
                 .as_ref()
                 .filter(|z| z.is_ensemble())
                 .map(|z| z.ready.clone()),
+            mysql_vip: mysql
+                .as_ref()
+                .filter(|_| w.mysql.as_ref().is_some_and(|m| m.replica.is_some()))
+                .map(|m| m.vip()),
         };
         sim.host(name.as_str(), move || {
             let client = client.clone();

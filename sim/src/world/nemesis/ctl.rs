@@ -56,7 +56,7 @@ impl WorldCtl {
             .iter()
             .map(|s| s.name.clone())
             .chain(self.zk.iter().flat_map(|z| z.names.clone()))
-            .chain(self.mysql.iter().map(|m| m.name.clone()))
+            .chain(self.mysql.iter().flat_map(|m| m.names()))
             .chain(
                 self.mongo
                     .iter()
@@ -77,7 +77,10 @@ impl WorldCtl {
                 .zk
                 .as_ref()
                 .is_some_and(|z| z.names.iter().any(|n| n == name))
-            || self.mysql.as_ref().is_some_and(|m| m.name == name)
+            || self
+                .mysql
+                .as_ref()
+                .is_some_and(|m| m.names().iter().any(|n| n == name))
             || self
                 .mongo
                 .as_ref()

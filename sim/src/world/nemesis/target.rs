@@ -84,6 +84,13 @@ pub(super) fn resolve(target: &Target, world: &WorldCtl, rng: &mut ChaCha8Rng) -
             .collect(),
         Target::UnreplicatedLockMaster { .. } => lock_master(world, true)
             .map(|(name, _, _)| name)
+            .or_else(|| {
+                world
+                    .mysql
+                    .as_ref()
+                    .and_then(|m| m.unreplicated_lock_master())
+                    .map(|(name, _)| name)
+            })
             .into_iter()
             .collect(),
         Target::FreshLockMaster { .. } => lock_master(world, false)
@@ -361,7 +368,17 @@ impl Waiting {
         // unreplicated kind) still on no replica.
         let mut first_seen = |unreplicated: bool| {
             lock_master(world, unreplicated)
-                .map(|(server, _, offset)| *self.write_seen.entry((server, offset)).or_insert(now))
+                .map(|(server, _, offset)| (server, offset))
+                .or_else(|| {
+                    // A MySQL primary's grant its replica lacks (numbered by the
+                    // world's record of the key's writes).
+                    world
+                        .mysql
+                        .as_ref()
+                        .filter(|_| unreplicated)
+                        .and_then(|m| m.unreplicated_lock_master())
+                })
+                .map(|(server, offset)| *self.write_seen.entry((server, offset)).or_insert(now))
         };
         let (unreplicated_since, fresh_since) = (first_seen(true), first_seen(false));
         let ripe = |moment: &Moment, armed_at: Duration| {
