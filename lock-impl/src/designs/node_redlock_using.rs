@@ -158,6 +158,11 @@ impl LockDesign for NodeRedlockUsing {
     }
 
     async fn acquire(&self, key: &str, options: AcquireOptions) -> Result<Acquire, LockError> {
+        // Bad input first, as `node-redlock` checks it: an empty key, then the options.
+        if key.is_empty() {
+            return Err(LockError::EmptyKey);
+        }
+        options.validate()?;
         let duration = options.lease_ms;
         if duration < Self::MIN_DURATION_MS {
             return Err(LockError::LeaseTooShortForWatchdog {
