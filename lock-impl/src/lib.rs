@@ -773,10 +773,11 @@ impl Connector for NoRedis {
     }
 }
 
-/// Dependencies for the ZooKeeper designs: the ensemble, and `clock`, `entropy` and
-/// `spawner` as given; [`Deps::conn`] reaches no Redis (its commands fail).
-pub fn zookeeper_deps(
-    ensemble: zk::ZkEnsemble,
+/// Dependencies for a design on another system than Redis: `clock`, `entropy` and
+/// `spawner` as given, [`Deps::conn`] reaching no Redis (its commands fail), and no
+/// server of any system yet: [`zookeeper_deps`], [`mysql_deps`] and [`mongo_deps`]
+/// each set their own.
+fn without_redis(
     clock: Arc<dyn Clock>,
     entropy: Arc<dyn Entropy>,
     spawner: Arc<dyn Spawner>,
@@ -790,9 +791,23 @@ pub fn zookeeper_deps(
         spawner,
         pubsub: None,
         observer: None,
-        zookeeper: Some(ensemble),
+        zookeeper: None,
         mysql: None,
         mongo: None,
+    }
+}
+
+/// Dependencies for the ZooKeeper designs: the ensemble, and `clock`, `entropy` and
+/// `spawner` as given; [`Deps::conn`] reaches no Redis (its commands fail).
+pub fn zookeeper_deps(
+    ensemble: zk::ZkEnsemble,
+    clock: Arc<dyn Clock>,
+    entropy: Arc<dyn Entropy>,
+    spawner: Arc<dyn Spawner>,
+) -> Deps {
+    Deps {
+        zookeeper: Some(ensemble),
+        ..without_redis(clock, entropy, spawner)
     }
 }
 
@@ -805,18 +820,9 @@ pub fn mysql_deps(
     entropy: Arc<dyn Entropy>,
     spawner: Arc<dyn Spawner>,
 ) -> Deps {
-    let conn = Conn::new(Arc::new(NoRedis), clock.clone(), ReconnectPolicy::default());
     Deps {
-        servers: vec![conn.clone()],
-        conn,
-        clock,
-        entropy,
-        spawner,
-        pubsub: None,
-        observer: None,
-        zookeeper: None,
         mysql: Some(server),
-        mongo: None,
+        ..without_redis(clock, entropy, spawner)
     }
 }
 
@@ -828,18 +834,9 @@ pub fn mongo_deps(
     entropy: Arc<dyn Entropy>,
     spawner: Arc<dyn Spawner>,
 ) -> Deps {
-    let conn = Conn::new(Arc::new(NoRedis), clock.clone(), ReconnectPolicy::default());
     Deps {
-        servers: vec![conn.clone()],
-        conn,
-        clock,
-        entropy,
-        spawner,
-        pubsub: None,
-        observer: None,
-        zookeeper: None,
-        mysql: None,
         mongo: Some(server),
+        ..without_redis(clock, entropy, spawner)
     }
 }
 

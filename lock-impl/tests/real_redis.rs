@@ -38,6 +38,18 @@ async fn conformance(name: &'static str) {
     println!("real-redis conformance passed: design={name}");
 }
 
+/// Five real `redis-server` processes on loopback (the Redlock world) and a backend
+/// over them; `None` (the test skips) without `redis-server`.
+fn five_real_masters() -> Option<(Vec<RealRedis>, MultiUrlBackend)> {
+    let servers = (0..lock_impl::REDLOCK_MASTERS)
+        .map(|_| RealRedis::start())
+        .collect::<Option<Vec<_>>>()?;
+    let backend = MultiUrlBackend {
+        urls: servers.iter().map(RealRedis::url).collect(),
+    };
+    Some((servers, backend))
+}
+
 /// The Redlock designs against five real `redis-server` processes on loopback.
 async fn conformance_on_five(name: &'static str) {
     let info = lock_impl::DESIGNS
@@ -45,15 +57,8 @@ async fn conformance_on_five(name: &'static str) {
         .find(|d| d.name == name)
         .expect("built-in");
     assert_eq!(info.masters, lock_impl::REDLOCK_MASTERS);
-    let mut servers = Vec::new();
-    for _ in 0..info.masters {
-        let Some(server) = RealRedis::start() else {
-            return;
-        };
-        servers.push(server);
-    }
-    let backend = MultiUrlBackend {
-        urls: servers.iter().map(RealRedis::url).collect(),
+    let Some((servers, backend)) = five_real_masters() else {
+        return;
     };
     run_all(
         &backend,
@@ -443,18 +448,8 @@ async fn redsync_passes_conformance_on_five_real_masters() {
 /// it (here: deleted behind the client's back), which `touchScript` does not.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn redsync_extend_and_set_nx_on_extend_follow_the_scripts() {
-    let mut servers = Vec::new();
-    for _ in 0..lock_impl::REDLOCK_MASTERS {
-        let Some(server) = lock_impl::testing::RealRedis::start() else {
-            return;
-        };
-        servers.push(server);
-    }
-    let backend = MultiUrlBackend {
-        urls: servers
-            .iter()
-            .map(lock_impl::testing::RealRedis::url)
-            .collect(),
+    let Some((servers, backend)) = five_real_masters() else {
+        return;
     };
     let lock = designs::Redsync::new(lock_impl::testing::Backend::deps(&backend).await);
     let key = lock_impl::testing::fresh_key("redsync-extend");
@@ -516,18 +511,8 @@ async fn node_redlock_passes_conformance_on_five_real_masters() {
 /// whose expiration has passed is refused without a command.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn node_redlock_extend_follows_the_script() {
-    let mut servers = Vec::new();
-    for _ in 0..lock_impl::REDLOCK_MASTERS {
-        let Some(server) = lock_impl::testing::RealRedis::start() else {
-            return;
-        };
-        servers.push(server);
-    }
-    let backend = MultiUrlBackend {
-        urls: servers
-            .iter()
-            .map(lock_impl::testing::RealRedis::url)
-            .collect(),
+    let Some((servers, backend)) = five_real_masters() else {
+        return;
     };
     let lock = designs::NodeRedlock::new(lock_impl::testing::Backend::deps(&backend).await);
     let key = lock_impl::testing::fresh_key("node-redlock-extend");
@@ -738,18 +723,8 @@ async fn node_redlock_using_passes_conformance_on_five_real_masters() {
 /// stops the timer and frees it; a lease too short for the threshold is refused.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn node_redlock_using_extends_until_released() {
-    let mut servers = Vec::new();
-    for _ in 0..lock_impl::REDLOCK_MASTERS {
-        let Some(server) = lock_impl::testing::RealRedis::start() else {
-            return;
-        };
-        servers.push(server);
-    }
-    let backend = MultiUrlBackend {
-        urls: servers
-            .iter()
-            .map(lock_impl::testing::RealRedis::url)
-            .collect(),
+    let Some((_servers, backend)) = five_real_masters() else {
+        return;
     };
     let deps = || lock_impl::testing::Backend::deps(&backend);
     let (a, b) = (
