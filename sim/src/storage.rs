@@ -64,11 +64,6 @@ impl Shared {
         })))
     }
 
-    /// The counter's current value (the first segment's, for a segmented stock).
-    pub fn value(&self) -> i64 {
-        self.0.lock().expect("storage state").counters[0].value
-    }
-
     /// Every counter's current value with its segment (`None`: the one counter).
     pub fn finals(&self) -> Vec<(Option<u32>, i64)> {
         let stock = self.0.lock().expect("storage state");

@@ -109,7 +109,7 @@ impl NodeRedlock {
     }
 
     /// `Date.now()`: whole milliseconds of the client's wall clock.
-    fn date_now(&self) -> i128 {
+    pub(crate) fn date_now(&self) -> i128 {
         // node-redlock reads `Date.now()`, the wall clock (time since the Unix epoch).
         self.deps.clock.wall().as_millis() as i128
     }

@@ -93,11 +93,6 @@ impl NodeRedlockUsing {
     }
 }
 
-/// `Date.now()` on the client's wall clock, ms.
-fn date_now(deps: &Deps) -> i128 {
-    deps.clock.wall().as_millis() as i128
-}
-
 /// `queue()` and `extend()`, until stopped or aborted.
 async fn extend_loop(
     inner: Arc<NodeRedlock>,
@@ -111,7 +106,7 @@ async fn extend_loop(
     loop {
         // `setTimeout(..., lock.expiration - Date.now() - threshold)`: a delay under
         // 1 ms (negative included) is 1 ms.
-        let delay = (expiration - date_now(&deps) - threshold_ms as i128).max(1);
+        let delay = (expiration - inner.date_now() - threshold_ms as i128).max(1);
         tokio::select! {
             biased;
             changed = stop.changed() => {
@@ -129,7 +124,7 @@ async fn extend_loop(
         // `extend()`: again at once after an error while `expiration` has not passed.
         loop {
             // `lock.extend(duration)`: refused once `expiration < Date.now()`.
-            let extended = if expiration < date_now(&deps) {
+            let extended = if expiration < inner.date_now() {
                 None
             } else {
                 inner.extend_unchecked(&lock, duration_ms).await
@@ -143,7 +138,7 @@ async fn extend_loop(
                     }
                     break;
                 }
-                None if expiration > date_now(&deps) => continue,
+                None if expiration > inner.date_now() => continue,
                 // `controller.abort()`: no more extensions.
                 None => return,
             }
