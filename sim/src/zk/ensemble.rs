@@ -53,13 +53,14 @@ use std::sync::{Arc, Mutex, MutexGuard};
 
 use lock_impl::zk::proto::{
     self, ConnectRequest, ConnectResponse, ErrorCode, MultiOp, MultiResult, PING_XID, ReplyHeader,
-    Request, Response, WatcherEvent, op, state,
+    Request, Response, op,
 };
 use serde::{Deserialize, Serialize};
 
+use super::front::Front;
 use super::java::session_password;
 use super::server::{ConnId, Out, ServerEvent, ZkConfig, ZkNow, prep, prep_multi};
-use super::tree::{DataTree, Trigger, Txn, TxnBody, WatchTable};
+use super::tree::{DataTree, Trigger, Txn, TxnBody};
 
 /// `FastLeaderElection.finalizeWait`: how long a vote a quorum agreed with waits for
 /// a better one before it is final, ms.
@@ -412,9 +413,7 @@ pub struct Peer {
     next_session_id: i64,
     conns: BTreeMap<ConnId, Conn>,
     next_conn: ConnId,
-    data_watches: BTreeMap<String, BTreeSet<ConnId>>,
-    child_watches: BTreeMap<String, BTreeSet<ConnId>>,
-    outbox: Vec<(ConnId, Out)>,
+    front: Front,
     peer_out: Vec<(Sid, PeerMsg)>,
     events: Vec<ServerEvent>,
     roles: Vec<RoleEvent>,
@@ -483,9 +482,7 @@ impl Peer {
             next_session_id,
             conns: BTreeMap::new(),
             next_conn: 1,
-            data_watches: BTreeMap::new(),
-            child_watches: BTreeMap::new(),
-            outbox: Vec::new(),
+            front: Front::default(),
             peer_out: Vec::new(),
             events: Vec::new(),
             roles: Vec::new(),
@@ -550,7 +547,7 @@ impl Peer {
 
     /// Takes the frames and closes queued for client connections.
     pub fn take_output(&mut self) -> Vec<(ConnId, Out)> {
-        std::mem::take(&mut self.outbox)
+        self.front.take_output()
     }
 
     /// Takes the messages queued for peers.
@@ -1439,58 +1436,24 @@ impl Peer {
     /// The connection is gone: its watches go with it; its session stays.
     pub fn disconnect(&mut self, conn: ConnId) {
         self.conns.remove(&conn);
-        for table in [&mut self.data_watches, &mut self.child_watches] {
-            table.retain(|_, set| {
-                set.remove(&conn);
-                !set.is_empty()
-            });
-        }
+        self.front.forget(conn);
     }
 
     fn send(&mut self, conn: ConnId, frame: Vec<u8>) {
-        self.outbox.push((conn, Out::Frame(frame)));
+        self.front.send(conn, frame);
     }
 
     fn close_conn(&mut self, conn: ConnId) {
-        self.outbox.push((conn, Out::Close));
-        self.disconnect(conn);
+        self.conns.remove(&conn);
+        self.front.close(conn);
     }
 
     fn reply(&mut self, conn: ConnId, xid: i32, err: ErrorCode, body: &Response) {
-        let header = ReplyHeader {
-            xid,
-            zxid: self.tree.last_zxid(),
-            err,
-        };
-        let body = if err == ErrorCode::OK {
-            body
-        } else {
-            &Response::Empty
-        };
-        self.send(conn, proto::reply_frame(header, body));
+        self.front.reply(&self.tree, conn, xid, err, body);
     }
 
     fn fire(&mut self, triggers: &[Trigger]) {
-        let mut previous: BTreeSet<ConnId> = BTreeSet::new();
-        for t in triggers {
-            let table = match t.table {
-                WatchTable::Data => &mut self.data_watches,
-                WatchTable::Child => &mut self.child_watches,
-            };
-            let watchers = table.remove(&t.path).unwrap_or_default();
-            let frame = proto::notification_frame(&WatcherEvent {
-                kind: t.event,
-                state: state::SYNC_CONNECTED,
-                path: t.path.clone(),
-            });
-            for c in &watchers {
-                if t.suppress_previous && previous.contains(c) {
-                    continue;
-                }
-                self.outbox.push((*c, Out::Frame(frame.clone())));
-            }
-            previous = watchers;
-        }
+        self.front.fire(triggers);
     }
 
     /// Records that `session` was heard from: the leader's tracker, or the learner's
@@ -1653,45 +1616,6 @@ impl Peer {
     }
 
     fn serve_read(&mut self, conn: ConnId, xid: i32, req: Request) {
-        match req {
-            Request::Exists { path, watch } => {
-                if path.contains('\0') {
-                    return self.reply(conn, xid, ErrorCode::BAD_ARGUMENTS, &Response::Empty);
-                }
-                if watch {
-                    self.data_watches
-                        .entry(path.clone())
-                        .or_default()
-                        .insert(conn);
-                }
-                match self.tree.get(&path).map(|n| n.wire_stat()) {
-                    Some(stat) => self.reply(conn, xid, ErrorCode::OK, &Response::Stat(stat)),
-                    None => self.reply(conn, xid, ErrorCode::NO_NODE, &Response::Empty),
-                }
-            }
-            Request::GetData { path, watch } => match self.tree.get(&path) {
-                Some(n) => {
-                    let body = Response::GetData(n.data.clone(), n.wire_stat());
-                    if watch {
-                        self.data_watches.entry(path).or_default().insert(conn);
-                    }
-                    self.reply(conn, xid, ErrorCode::OK, &body);
-                }
-                None => self.reply(conn, xid, ErrorCode::NO_NODE, &Response::Empty),
-            },
-            Request::GetChildren2 { path, watch } => match self.tree.get(&path) {
-                Some(n) => {
-                    let children = n.children.iter().map(str::to_string).collect();
-                    let body = Response::GetChildren2(children, n.wire_stat());
-                    if watch {
-                        self.child_watches.entry(path).or_default().insert(conn);
-                    }
-                    self.reply(conn, xid, ErrorCode::OK, &body);
-                }
-                None => self.reply(conn, xid, ErrorCode::NO_NODE, &Response::Empty),
-            },
-            Request::Sync { path } => self.reply(conn, xid, ErrorCode::OK, &Response::Sync(path)),
-            _ => self.reply(conn, xid, ErrorCode::UNIMPLEMENTED, &Response::Empty),
-        }
+        self.front.read(&self.tree, conn, xid, req);
     }
 }

@@ -3,6 +3,7 @@
 //! ensemble of 3 or 5 servers electing a leader and replicating writes with Zab.
 //!
 //! Layout: [`tree`] (the data tree and its txns: the one write path, shared by both),
+//! `front` (what both do alike for client connections: watches, replies, reads),
 //! [`server`] (a standalone server as a state machine without I/O: sessions,
 //! connections, requests, watches; the model the differential test compares with a
 //! real `zookeeperd`), [`driver`] (that server over turmoil or tokio TCP, and a turmoil
@@ -15,6 +16,7 @@
 
 pub mod driver;
 pub mod ensemble;
+mod front;
 pub mod java;
 pub mod peer_host;
 pub mod server;

@@ -34,11 +34,12 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use lock_impl::zk::proto::{
     self, ConnectRequest, ConnectResponse, ErrorCode, MultiOp, MultiResult, PING_XID, ReplyHeader,
-    Request, Response, WatcherEvent, create_mode, op, state,
+    Request, Response, create_mode, op,
 };
 
+use super::front::Front;
 use super::java::session_password;
-use super::tree::{DataTree, Trigger, Txn, TxnBody, WatchTable, parent_of, validate_path};
+use super::tree::{DataTree, Trigger, Txn, TxnBody, parent_of, validate_path};
 
 /// A connection's id, given by [`ZkServer::connect`].
 pub type ConnId = u64;
@@ -150,9 +151,7 @@ pub struct ZkServer {
     next_session_id: i64,
     conns: BTreeMap<ConnId, Conn>,
     next_conn: ConnId,
-    data_watches: BTreeMap<String, BTreeSet<ConnId>>,
-    child_watches: BTreeMap<String, BTreeSet<ConnId>>,
-    outbox: Vec<(ConnId, Out)>,
+    front: Front,
     log: Vec<Txn>,
     events: Vec<ServerEvent>,
 }
@@ -176,9 +175,7 @@ impl ZkServer {
             next_session_id,
             conns: BTreeMap::new(),
             next_conn: 1,
-            data_watches: BTreeMap::new(),
-            child_watches: BTreeMap::new(),
-            outbox: Vec::new(),
+            front: Front::default(),
             log: Vec::new(),
             events: Vec::new(),
         }
@@ -228,26 +225,21 @@ impl ZkServer {
     /// its session stays until it expires.
     pub fn disconnect(&mut self, conn: ConnId) {
         self.conns.remove(&conn);
-        for table in [&mut self.data_watches, &mut self.child_watches] {
-            table.retain(|_, set| {
-                set.remove(&conn);
-                !set.is_empty()
-            });
-        }
+        self.front.forget(conn);
     }
 
     /// Takes everything queued for the connections.
     pub fn take_output(&mut self) -> Vec<(ConnId, Out)> {
-        std::mem::take(&mut self.outbox)
+        self.front.take_output()
     }
 
     fn send(&mut self, conn: ConnId, frame: Vec<u8>) {
-        self.outbox.push((conn, Out::Frame(frame)));
+        self.front.send(conn, frame);
     }
 
     fn close_conn(&mut self, conn: ConnId) {
-        self.outbox.push((conn, Out::Close));
-        self.disconnect(conn);
+        self.conns.remove(&conn);
+        self.front.close(conn);
     }
 
     fn bucket(&self, now_ms: u64, timeout_ms: u32) -> u64 {
@@ -340,28 +332,8 @@ impl ZkServer {
         zxid
     }
 
-    /// `WatchManager.triggerWatch` for each trigger, in order.
     fn fire(&mut self, triggers: &[Trigger]) {
-        let mut previous: BTreeSet<ConnId> = BTreeSet::new();
-        for t in triggers {
-            let table = match t.table {
-                WatchTable::Data => &mut self.data_watches,
-                WatchTable::Child => &mut self.child_watches,
-            };
-            let watchers = table.remove(&t.path).unwrap_or_default();
-            let frame = proto::notification_frame(&WatcherEvent {
-                kind: t.event,
-                state: state::SYNC_CONNECTED,
-                path: t.path.clone(),
-            });
-            for c in &watchers {
-                if t.suppress_previous && previous.contains(c) {
-                    continue;
-                }
-                self.outbox.push((*c, Out::Frame(frame.clone())));
-            }
-            previous = watchers;
-        }
+        self.front.fire(triggers);
     }
 
     /// Handles one frame from `conn` at `now`.
@@ -480,17 +452,7 @@ impl ZkServer {
     }
 
     fn reply(&mut self, conn: ConnId, xid: i32, err: ErrorCode, body: &Response) {
-        let header = ReplyHeader {
-            xid,
-            zxid: self.tree.last_zxid(),
-            err,
-        };
-        let body = if err == ErrorCode::OK {
-            body
-        } else {
-            &Response::Empty
-        };
-        self.send(conn, proto::reply_frame(header, body));
+        self.front.reply(&self.tree, conn, xid, err, body);
     }
 
     fn session_ok(&self, session_id: i64) -> bool {
@@ -529,45 +491,10 @@ impl ZkServer {
                 self.end_session_with_reply(session_id, now, conn, frame);
                 self.events.push(ServerEvent::SessionClosed { session_id });
             }
-            Request::Exists { path, watch } => {
-                if path.contains('\0') {
-                    return self.reply(conn, xid, ErrorCode::BAD_ARGUMENTS, &Response::Empty);
-                }
-                if watch {
-                    self.data_watches
-                        .entry(path.clone())
-                        .or_default()
-                        .insert(conn);
-                }
-                match self.tree.get(&path).map(|n| n.wire_stat()) {
-                    Some(stat) => self.reply(conn, xid, ErrorCode::OK, &Response::Stat(stat)),
-                    None => self.reply(conn, xid, ErrorCode::NO_NODE, &Response::Empty),
-                }
-            }
-            Request::GetData { path, watch } => match self.tree.get(&path) {
-                Some(n) => {
-                    let body = Response::GetData(n.data.clone(), n.wire_stat());
-                    if watch {
-                        self.data_watches.entry(path).or_default().insert(conn);
-                    }
-                    self.reply(conn, xid, ErrorCode::OK, &body);
-                }
-                None => self.reply(conn, xid, ErrorCode::NO_NODE, &Response::Empty),
-            },
-            Request::GetChildren2 { path, watch } => match self.tree.get(&path) {
-                Some(n) => {
-                    let children = n.children.iter().map(str::to_string).collect();
-                    let body = Response::GetChildren2(children, n.wire_stat());
-                    if watch {
-                        self.child_watches.entry(path).or_default().insert(conn);
-                    }
-                    self.reply(conn, xid, ErrorCode::OK, &body);
-                }
-                None => self.reply(conn, xid, ErrorCode::NO_NODE, &Response::Empty),
-            },
-            Request::Sync { path } => {
-                self.reply(conn, xid, ErrorCode::OK, &Response::Sync(path));
-            }
+            read @ (Request::Exists { .. }
+            | Request::GetData { .. }
+            | Request::GetChildren2 { .. }
+            | Request::Sync { .. }) => self.front.read(&self.tree, conn, xid, read),
             Request::Create { op: code, req } => {
                 let single = MultiOp::Create { op: code, req };
                 let (body, result) = match prep(&self.tree, &single, session_id) {

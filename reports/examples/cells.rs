@@ -1,0 +1,97 @@
+//! Where the main job's time goes: runs every cell of the catalog on one seed, one cell
+//! at a time, and prints each cell's CPU time (the world, then the checkers), the
+//! totals by scenario and by design, and the cells most expensive first:
+//! `cargo run --release --example cells -- [seed]`.
+//!
+//! CPU time, not wall time, so the figures hold on a machine shared with builds.
+use std::collections::BTreeMap;
+
+use scenarios::catalog;
+use scenarios::sweep::{DesignSpec, config, summarize};
+
+/// This process's CPU time, in seconds.
+fn cpu_now() -> f64 {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: `ts` is a valid, writable timespec.
+    unsafe { libc::clock_gettime(libc::CLOCK_PROCESS_CPUTIME_ID, &mut ts) };
+    ts.tv_sec as f64 + ts.tv_nsec as f64 * 1e-9
+}
+
+struct Row {
+    design: &'static str,
+    scenario: &'static str,
+    ran_ms: f64,
+    judged_ms: f64,
+    stats: sim::history::RunStats,
+}
+
+fn main() {
+    let seed: u64 = match std::env::args().nth(1) {
+        None => 0,
+        Some(s) => s.parse().unwrap_or_else(|_| {
+            eprintln!("seed: expected a number, got {s:?}");
+            std::process::exit(2);
+        }),
+    };
+    let mut rows = Vec::new();
+    for d in lock_impl::DESIGNS {
+        let design = DesignSpec::builtin(d.name).expect("built-in");
+        for s in catalog::catalog()
+            .into_iter()
+            .filter(|s| s.applies_to(design.backend, design.masters))
+        {
+            let start = cpu_now();
+            let h = sim::world::run(&config(&design, &s, seed)).expect("run");
+            let ran = cpu_now();
+            let _ = summarize(&s, &h);
+            let judged = cpu_now();
+            rows.push(Row {
+                design: d.name,
+                scenario: s.name,
+                ran_ms: (ran - start) * 1e3,
+                judged_ms: (judged - ran) * 1e3,
+                stats: h.stats.clone(),
+            });
+        }
+    }
+    let total: f64 = rows.iter().map(|r| r.ran_ms + r.judged_ms).sum();
+    let judged: f64 = rows.iter().map(|r| r.judged_ms).sum();
+    let host_runs: u64 = rows.iter().map(|r| r.stats.host_runs).sum();
+    println!(
+        "seed {seed}: {} cells, {:.2} s CPU ({:.2} s of it judging), {host_runs} host runs, {:.2} µs per host run",
+        rows.len(),
+        total / 1e3,
+        judged / 1e3,
+        (total - judged) * 1e3 / host_runs.max(1) as f64
+    );
+    for (what, key) in [
+        ("scenario", (|r: &Row| r.scenario) as fn(&Row) -> &'static str),
+        ("design", |r: &Row| r.design),
+    ] {
+        let mut by: BTreeMap<&str, f64> = BTreeMap::new();
+        for r in &rows {
+            *by.entry(key(r)).or_default() += r.ran_ms + r.judged_ms;
+        }
+        let mut by: Vec<_> = by.into_iter().collect();
+        by.sort_by(|a, b| b.1.total_cmp(&a.1));
+        println!("\nby {what}:");
+        for (name, ms) in by {
+            println!("{ms:9.1} ms {:5.1} %  {name}", ms / total * 100.0);
+        }
+    }
+    rows.sort_by(|a, b| (b.ran_ms + b.judged_ms).total_cmp(&(a.ran_ms + a.judged_ms)));
+    println!("\ncells:");
+    for r in &rows {
+        println!(
+            "{:9.1} ms (judging {:5.1})  {} × {}  {:?}",
+            r.ran_ms + r.judged_ms,
+            r.judged_ms,
+            r.design,
+            r.scenario,
+            r.stats
+        );
+    }
+}
