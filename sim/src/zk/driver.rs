@@ -12,7 +12,7 @@ use std::time::Duration;
 
 use lock_impl::zk::proto::split_frame;
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
-use tokio::sync::mpsc::{UnboundedSender, unbounded_channel};
+use tokio::sync::mpsc::{UnboundedReceiver, UnboundedSender, unbounded_channel};
 
 use super::server::{ConnId, Out, ServerEvent, ZkConfig, ZkNow, ZkServer};
 use crate::clock::{HostClock, true_now};
@@ -135,20 +135,39 @@ impl SharedZk {
 }
 
 /// Serves one connection until either side closes it.
-pub async fn serve_connection<S>(shared: SharedZk, mut stream: S, peer: String)
+pub async fn serve_connection<S>(shared: SharedZk, stream: S, peer: String)
 where
     S: AsyncRead + AsyncWrite + Unpin,
 {
-    let (tx, mut rx) = unbounded_channel();
+    let (tx, rx) = unbounded_channel();
     let id = shared.with(|s, _| s.connect(peer));
     lock(&shared.senders).insert(id, tx);
+    pump_frames(stream, rx, |payload| {
+        shared.with(|s, now| s.receive(id, payload, now))
+    })
+    .await;
+    lock(&shared.senders).remove(&id);
+    shared.with(|s, _| s.disconnect(id));
+}
+
+/// The loop of one client connection of a ZooKeeper server, standalone or in an
+/// ensemble: writes what the server queued for it (`out`) and hands each whole frame
+/// it reads to `receive`, until either side closes it (a length ZooKeeper refuses,
+/// "Len error", closes it too).
+pub(super) async fn pump_frames<S>(
+    mut stream: S,
+    mut out: UnboundedReceiver<Out>,
+    mut receive: impl FnMut(&[u8]),
+) where
+    S: AsyncRead + AsyncWrite + Unpin,
+{
     let mut inbuf: Vec<u8> = Vec::new();
     let mut chunk = vec![0u8; 16 * 1024];
     'conn: loop {
         tokio::select! {
             biased;
-            out = rx.recv() => {
-                let mut next = out;
+            first = out.recv() => {
+                let mut next = first;
                 while let Some(o) = next {
                     match o {
                         Out::Frame(f) => {
@@ -162,7 +181,7 @@ where
                             break 'conn;
                         }
                     }
-                    next = rx.try_recv().ok();
+                    next = out.try_recv().ok();
                 }
                 if stream.flush().await.is_err() {
                     break;
@@ -178,11 +197,10 @@ where
                 loop {
                     match split_frame(&inbuf[used..]) {
                         Ok(Some((payload, len))) => {
-                            shared.with(|s, now| s.receive(id, payload, now));
+                            receive(payload);
                             used += len;
                         }
                         Ok(None) => break,
-                        // A length ZooKeeper refuses ("Len error") closes the connection.
                         Err(_) => break 'conn,
                     }
                 }
@@ -190,8 +208,6 @@ where
             }
         }
     }
-    lock(&shared.senders).remove(&id);
-    shared.with(|s, _| s.disconnect(id));
 }
 
 /// The session tracker: wakes at every bucket boundary of the server's monotonic

@@ -15,11 +15,10 @@ use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
-use lock_impl::zk::proto::split_frame;
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::sync::mpsc::{UnboundedReceiver, UnboundedSender, unbounded_channel};
 
-use super::driver::{ZK_PORT, ZkClock};
+use super::driver::{ZK_PORT, ZkClock, pump_frames};
 use super::ensemble::{EnsembleConfig, Peer, PeerMsg, SharedDisk, Sid};
 use super::server::{ConnId, Out};
 use crate::net::NetFaults;
@@ -252,60 +251,17 @@ async fn link_reader<S: AsyncRead + Unpin>(shared: SharedPeer, mut stream: S) {
 }
 
 /// Serves one client connection until either side closes it.
-async fn serve_client<S>(shared: SharedPeer, mut stream: S, peer: String)
+async fn serve_client<S>(shared: SharedPeer, stream: S, peer: String)
 where
     S: AsyncRead + AsyncWrite + Unpin,
 {
-    let (tx, mut rx) = unbounded_channel();
+    let (tx, rx) = unbounded_channel();
     let id = shared.with(|p, _| p.connect(peer));
     lock(&shared.clients).insert(id, tx);
-    let mut inbuf: Vec<u8> = Vec::new();
-    let mut chunk = vec![0u8; 16 * 1024];
-    'conn: loop {
-        tokio::select! {
-            biased;
-            out = rx.recv() => {
-                let mut next = out;
-                while let Some(o) = next {
-                    match o {
-                        Out::Frame(f) => {
-                            if stream.write_all(&f).await.is_err() {
-                                break 'conn;
-                            }
-                        }
-                        Out::Close => {
-                            let _ = stream.flush().await;
-                            let _ = stream.shutdown().await;
-                            break 'conn;
-                        }
-                    }
-                    next = rx.try_recv().ok();
-                }
-                if stream.flush().await.is_err() {
-                    break;
-                }
-            }
-            read = stream.read(&mut chunk) => {
-                let n = match read {
-                    Ok(0) | Err(_) => break,
-                    Ok(n) => n,
-                };
-                inbuf.extend_from_slice(&chunk[..n]);
-                let mut used = 0;
-                loop {
-                    match split_frame(&inbuf[used..]) {
-                        Ok(Some((payload, len))) => {
-                            shared.with(|p, now| p.receive(id, payload, now));
-                            used += len;
-                        }
-                        Ok(None) => break,
-                        Err(_) => break 'conn,
-                    }
-                }
-                inbuf.drain(..used);
-            }
-        }
-    }
+    pump_frames(stream, rx, |payload| {
+        shared.with(|p, now| p.receive(id, payload, now))
+    })
+    .await;
     lock(&shared.clients).remove(&id);
     shared.with(|p, _| p.disconnect(id));
 }
