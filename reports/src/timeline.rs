@@ -94,7 +94,11 @@ fn fault_text(h: &History, e: &Event, fault: usize, phase: FaultPhase, detail: &
             "connection reset",
             format!("{host}'s connections to the lock servers reset"),
         ),
-        Some(FaultKind::ClockJump { .. } | FaultKind::ClockDrift { .. }) => {
+        Some(
+            FaultKind::ClockJump { .. }
+            | FaultKind::ClockDrift { .. }
+            | FaultKind::ClockSlew { .. },
+        ) => {
             return match phase {
                 FaultPhase::Start => format!(">>> {detail}"),
                 FaultPhase::End => format!("<<< {detail}"),

@@ -28,7 +28,7 @@ pub struct PlanFile {
     pub workload: Map<String, Value>,
 }
 
-const SHAPE: &str = r#"expected {"faults": [{"at_ms": 500, "kind": {"type": "pause", "target": "holder", "duration_ms": 800}}], "workload": {"clients": 2}} with type one of pause, crash, machine-crash, delay, drop-pushes, partition, slow-work; target one of holder, acquirer, lock-owner, lock-server, all-servers, all-clients, {"host": "client-N"} or {"host": "<server>"}; "workload" is optional"#;
+const SHAPE: &str = r#"expected {"faults": [{"at_ms": 500, "kind": {"type": "pause", "target": "holder", "duration_ms": 800}}], "workload": {"clients": 2}} with type one of pause, crash, machine-crash, delay, drop-pushes, partition, clock-jump, clock-drift, clock-slew, pause-before-write, slow-work, reset-connections; target one of holder, acquirer, lock-owner, lock-server, all-servers, all-clients, {"host": "client-N"} or {"host": "<server>"}; "workload" is optional"#;
 
 impl PlanFile {
     /// The plan file for `plan` run with `workload` in place of `base`'s: only the
@@ -90,8 +90,21 @@ pub fn apply(mut scenario: Scenario, text: &str, label: &str) -> Result<Scenario
         faults: file.faults,
     };
     check_hosts(&plan, &scenario.workload).map_err(|e| format!("invalid --plan {label}: {e}"))?;
+    check_values(&plan).map_err(|e| format!("invalid --plan {label}: {e}"))?;
     scenario.fixed_plan = Some((plan, label.to_string()));
     Ok(scenario)
+}
+
+/// Every fault's values are ones it can have: a slew needs a rate.
+pub fn check_values(plan: &FaultPlan) -> Result<(), String> {
+    for (i, f) in plan.faults.iter().enumerate() {
+        if let sim::faults::FaultKind::ClockSlew { rate_ppm: 0, .. } = f.kind {
+            return Err(format!(
+                "faults[{i}]: clock-slew's rate_ppm is 0; allowed: 1 or more (chrony slews at up to 83333 ppm, ntpd at 500)"
+            ));
+        }
+    }
+    Ok(())
 }
 
 /// Every host a plan names exists in `workload`'s world.
@@ -172,7 +185,23 @@ mod tests {
             e.contains("client-9") && e.contains("client-1 to client-8"),
             "{e}"
         );
+        let e = apply(
+            s.clone(),
+            r#"{"faults": [{"at_ms": 1, "kind": {"type": "clock-slew", "target": "holder", "delta_ms": -50, "rate_ppm": 0}}]}"#,
+            "f",
+        )
+        .unwrap_err();
+        assert!(
+            e.contains("faults[0]") && e.contains("rate_ppm") && e.contains("1 or more"),
+            "{e}"
+        );
+        let slew = apply(
+            s.clone(),
+            r#"{"faults": [{"at_ms": 1, "kind": {"type": "clock-slew", "target": "holder", "delta_ms": -50, "rate_ppm": 500}}]}"#,
+            "f",
+        );
+        assert!(slew.is_ok(), "{:?}", slew.err());
         let e = apply(s, r#"{"faults": [{"at_ms": 1}]}"#, "f").unwrap_err();
-        assert!(e.contains("machine-crash"), "{e}");
+        assert!(e.contains("machine-crash") && e.contains("clock-slew"), "{e}");
     }
 }

@@ -190,7 +190,9 @@ fn knobs(kind: &FaultKind) -> Vec<Knob> {
         FaultKind::SlowWork { extra_ms, .. } => vec![k("extra_ms", *extra_ms, 1)],
         FaultKind::ResetConnections { .. } => Vec::new(),
         // A smaller step or a gentler drift, keeping its direction.
-        FaultKind::ClockJump { delta_ms, .. } => vec![k("delta_ms", delta_ms.unsigned_abs(), 1)],
+        FaultKind::ClockJump { delta_ms, .. } | FaultKind::ClockSlew { delta_ms, .. } => {
+            vec![k("delta_ms", delta_ms.unsigned_abs(), 1)]
+        }
         FaultKind::ClockDrift {
             drift_ppm,
             duration_ms,
@@ -214,9 +216,10 @@ fn set_knob(kind: &mut FaultKind, name: &str, v: u64) {
         | (FaultKind::Partition { duration_ms, .. }, "duration_ms") => *duration_ms = v,
         (FaultKind::Delay { latency_ms, .. }, "latency_ms") => *latency_ms = v,
         (FaultKind::SlowWork { extra_ms, .. }, "extra_ms") => *extra_ms = v,
-        (FaultKind::ClockJump { delta_ms, .. }, "delta_ms") => {
-            *delta_ms = delta_ms.signum() * v.min(i64::MAX as u64) as i64
-        }
+        (
+            FaultKind::ClockJump { delta_ms, .. } | FaultKind::ClockSlew { delta_ms, .. },
+            "delta_ms",
+        ) => *delta_ms = delta_ms.signum() * v.min(i64::MAX as u64) as i64,
         (FaultKind::ClockDrift { drift_ppm, .. }, "drift_ppm") => {
             *drift_ppm = drift_ppm.signum() * v.min(i64::MAX as u64) as i64
         }

@@ -209,3 +209,109 @@ fn clients_minutes_apart_break_a_lock_whose_expiry_is_a_client_timestamp_and_not
     // Without the clock fault the timestamp lock keeps mutual exclusion.
     common::expect_never_invalid("setnx-getset", "no-faults", &["mutual-exclusion"], 6, 0);
 }
+
+/// NTP slewing a holder's clock (issue 26: "NTP slew"): chrony corrects at up to
+/// 83,333 ppm and on Linux the monotonic clock slews too, so a holder's lease timers
+/// run 8.3 % slow. Careful holders (`client-clock-slew`: they work 0.93 lease and write
+/// only with validity left) then write after their key expired, on one master and on
+/// five (Redlock's drift allowance is 1 % + 2 ms). The same seeds with ntpd's 500 ppm
+/// slew never break, and neither does a lock that a watchdog renews.
+#[test]
+fn a_chrony_slew_of_the_holders_clock_breaks_careful_lease_locks_and_ntpds_does_not() {
+    let scenario = catalog::find("client-clock-slew").expect("client-clock-slew scenario");
+    let ntpd = scenario
+        .clone()
+        .with_param(scenarios::params::Param::DriftPpm, 500)
+        .expect("drift-ppm pins the slew rate");
+    for design in ["set-nx-px-lua", "redlock"] {
+        let spec = DesignSpec::builtin(design).expect("design");
+        let mut broken = 0;
+        for seed in 0..SEEDS {
+            let run = scenarios::sweep::run_seed(&spec, &scenario, seed, false).expect("run");
+            let fault = run.fault_seen.as_deref().unwrap_or_default();
+            assert!(
+                fault.contains("8.33 % slow"),
+                "{design} seed {seed}: {fault:?}"
+            );
+            broken += usize::from(
+                run.is_invalid()
+                    && run
+                        .verdict("mutual-exclusion")
+                        .is_some_and(|v| v.is_invalid()),
+            );
+            let calm = scenarios::sweep::run_seed(&spec, &ntpd, seed, false).expect("run");
+            let fault = calm.fault_seen.as_deref().unwrap_or_default();
+            assert!(
+                fault.contains("0.05 % slow"),
+                "{design} seed {seed} at 500 ppm: {fault:?}"
+            );
+            assert_eq!(
+                calm.safety(),
+                scenarios::checkers::Safety::Safe,
+                "{design} seed {seed} under ntpd's slew: {:?}",
+                calm.verdicts
+            );
+        }
+        assert!(
+            broken >= 2,
+            "{design}: chrony's slew broke mutual exclusion in {broken} of {SEEDS} seeds"
+        );
+    }
+    common::expect_never_invalid(
+        "reentrant-watchdog",
+        "client-clock-slew",
+        &["mutual-exclusion", "lost-update"],
+        4,
+        4,
+    );
+}
+
+/// A slew ends where a step would have: the clock's offset from true time changes by
+/// the correction, at the rate asked, and the slew's rate comes off again after.
+#[test]
+fn a_slew_corrects_the_clock_by_its_delta_and_then_runs_true() {
+    let s = catalog::find("no-faults").expect("no-faults scenario");
+    let mut cfg = config(
+        &DesignSpec::builtin("set-nx-px-lua").expect("design"),
+        &s,
+        0,
+    );
+    cfg.plan = FaultPlan {
+        faults: vec![Fault {
+            at_ms: 100,
+            kind: FaultKind::ClockSlew {
+                target: Target::Host("client-2".into()),
+                delta_ms: -150,
+                rate_ppm: 83_333,
+            },
+        }],
+    };
+    let h = sim::world::run(&cfg).expect("run completes");
+    let clock: Vec<(u64, i64, i64)> = h
+        .events
+        .iter()
+        .filter(|e| e.host == "client-2")
+        .filter_map(|e| match e.kind {
+            EventKind::Clock {
+                wall_offset_us,
+                drift_ppm,
+                ..
+            } => Some((e.at_us, wall_offset_us, drift_ppm)),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(clock.len(), 2, "{clock:?}");
+    let (start, end) = (clock[0], clock[1]);
+    assert_eq!(start.2, -83_333, "slewing back runs slow: {clock:?}");
+    assert_eq!(end.2, 0, "then true again: {clock:?}");
+    // 150 ms at 83,333 ppm takes 1.8 s (the nemesis acts at the next millisecond).
+    assert!(
+        (1_800_000..=1_801_000).contains(&(end.0 - start.0)),
+        "{clock:?}"
+    );
+    let corrected = start.1 - end.1;
+    assert!(
+        (149_900..=150_100).contains(&corrected),
+        "the offset moved by {corrected} µs: {clock:?}"
+    );
+}

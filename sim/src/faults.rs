@@ -198,6 +198,22 @@ pub enum FaultKind {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         duration_ms: Option<u64>,
     },
+    /// NTP corrects the target's clock by `delta_ms` (negative: back, for a clock found
+    /// ahead) by slewing instead of stepping: the clock runs `rate_ppm` slow (or fast)
+    /// on top of its own rate for as long as the correction takes (`|delta_ms|` ÷
+    /// `rate_ppm`), then at its own rate again. chrony slews at up to 83,333 ppm
+    /// (`maxslewrate`'s default), ntpd at 500 ppm. On Linux the kernel's slew
+    /// (`adjtimex`) moves `CLOCK_MONOTONIC` with `CLOCK_REALTIME` (only
+    /// `CLOCK_MONOTONIC_RAW` escapes it), so a client's lease timers, measured on the
+    /// monotonic clock, run slow or fast with it.
+    ClockSlew {
+        /// Whose clock.
+        target: Target,
+        /// The correction, in milliseconds (negative: the clock is set back).
+        delta_ms: i64,
+        /// How fast the correction is applied, in parts per million (more than 0).
+        rate_ppm: u64,
+    },
     /// A stop-the-world pause of a client at the worst moment of its next critical
     /// section: after it read the storage, worked and (with the workload's
     /// `check_validity_ms`) found enough validity left, just before its write is sent
@@ -236,6 +252,7 @@ impl FaultKind {
             | FaultKind::Delay { target, .. }
             | FaultKind::ClockJump { target, .. }
             | FaultKind::ClockDrift { target, .. }
+            | FaultKind::ClockSlew { target, .. }
             | FaultKind::PauseBeforeWrite { target, .. }
             | FaultKind::SlowWork { target, .. }
             | FaultKind::ResetConnections { target } => vec![target],

@@ -606,6 +606,7 @@ fn fault_name(k: &sim::faults::FaultKind) -> &'static str {
         Partition { .. } => "partition",
         ClockJump { .. } => "clock jump",
         ClockDrift { .. } => "clock drift",
+        ClockSlew { .. } => "clock slew",
         _ => "fault",
     }
 }

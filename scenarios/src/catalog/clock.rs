@@ -1,5 +1,6 @@
 //! A Redis server's wall clock jumps forward while it holds the lock, or every
-//! server's clock runs fast; or a client's wall clock steps back while it acquires.
+//! server's clock runs fast; or a client's wall clock steps back while it acquires, or
+//! NTP slews a holder's clock.
 
 use rand::RngExt;
 use sim::faults::{Fault, FaultKind, Target};
@@ -65,6 +66,65 @@ pub(super) static CLIENT_CLOCKS_APART: Def = Def {
     plan: clients_apart,
     probe: |h, _| clock_probes::client_wall_clocks_apart(h),
 };
+
+/// chrony's default `maxslewrate`, in ppm: the fastest it corrects a clock by slewing.
+pub const CHRONY_MAX_SLEW_PPM: u64 = 83_333;
+
+/// `client-clock-slew`'s lease: long enough that the few milliseconds an acquisition
+/// takes (on five masters too) are small beside the 8.3 % a slew takes off it.
+const SLEW_LEASE_MS: u64 = 2_000;
+
+pub(super) static CLIENT_CLOCK_SLEW: Def = Def {
+    name: "client-clock-slew",
+    description: "NTP (chrony, 83,333 ppm) slews the holder's clock back by 0.1-0.2 lease, three times: on Linux the monotonic clock slews too, so its lease timers run 8.3 % slow for seconds; 2 s leases, four careful holders work 0.93 lease and write only with 1/40 lease of validity left",
+    fault_about: "a holder's clock ran slow under an NTP slew while it held the lock",
+    // Careful holders: they work most of the lease, then write only if their validity
+    // (on their own clock) still covers the write. On a true clock that is safe; on a
+    // clock running 8.3 % slow the validity they see is up to 8.3 % of the lease
+    // longer than the key's, and a drift allowance of 1 % + 2 ms (Redlock's) does not
+    // cover it. Every time scales with the lease (waits, timeouts, think time).
+    world: |base| {
+        let lease = SLEW_LEASE_MS;
+        let scale = lease / base.lease_ms.max(1);
+        Workload {
+            clients: 4,
+            lease_ms: lease,
+            work_ms: lease * 93 / 100,
+            check_validity_ms: Some(lease / 40),
+            wait_ms: base.wait_ms * scale,
+            think_ms_max: base.think_ms_max * scale,
+            response_timeout_ms: base.response_timeout_ms * scale,
+            liveness_slack_ms: base.liveness_slack_ms * scale,
+            duration_ms: 15_000,
+            drain_ms: 3 * lease,
+            ..base.clone()
+        }
+    },
+    // `jump-ms` pins the correction, `drift-ppm` the slew rate (500: ntpd's).
+    quantities: &[Param::JumpMs, Param::DriftPpm],
+    plan: client_slews,
+    probe: |h, _| clock_probes::holder_clock_ran_slow(h),
+};
+
+/// Three slews back of the holder's clock, 0.1-0.2 lease each, at chrony's rate (a
+/// slew of 0.2 lease lasts 2.4 leases).
+fn client_slews(d: &mut Draw) -> Vec<Fault> {
+    let lease = d.lease;
+    let mut faults = Vec::new();
+    for _ in 0..3 {
+        faults.push(Fault {
+            at_ms: d.at(),
+            kind: FaultKind::ClockSlew {
+                target: Target::Holder,
+                delta_ms: -(d.quantity(Param::JumpMs, lease / 10..=lease / 5) as i64),
+                rate_ppm: d
+                    .quantity(Param::DriftPpm, CHRONY_MAX_SLEW_PPM..=CHRONY_MAX_SLEW_PPM)
+                    .max(1),
+            },
+        });
+    }
+    faults
+}
 
 /// Each client's wall clock steps at time zero by its own offset in ±spread, the
 /// spread 1-5 minutes (`jump-ms` pins the spread).

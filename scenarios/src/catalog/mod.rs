@@ -93,6 +93,7 @@ pub static SCENARIOS: &[&Def] = &[
     &zookeeper::ZK_FOLLOWER_STALE,
     &clock::CLIENT_CLOCK_STEP,
     &clock::CLIENT_CLOCKS_APART,
+    &clock::CLIENT_CLOCK_SLEW,
     &profiles::RENEWAL_BLIP,
     &mysql::MYSQL_CONNECTION_DROP,
     &mysql::MYSQL_WAIT_TIMEOUT,

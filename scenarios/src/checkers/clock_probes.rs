@@ -91,6 +91,66 @@ pub fn client_clock_stepped_back_while_acquiring(h: &History) -> Option<String> 
     })
 }
 
+/// A client's clock ran slow (an NTP slew back, or any negative rate) while it held
+/// the lock: a hold that began before the slow stretch ended and ended (or never did)
+/// after it began. The client, its rate, the stretch and the hold.
+pub fn holder_clock_ran_slow(h: &History) -> Option<String> {
+    let pairs = model::op_pairs(h).ok()?;
+    // Per client: the slow stretches (start, end or the run's end, rate).
+    let mut slow: BTreeMap<&str, Vec<(u64, u64, i64)>> = BTreeMap::new();
+    for e in &h.events {
+        let EventKind::Clock { drift_ppm, .. } = e.kind else {
+            continue;
+        };
+        let stretches = slow.entry(e.host.as_str()).or_default();
+        let open = stretches.last().is_some_and(|s| s.1 == u64::MAX);
+        if drift_ppm < 0 && !open {
+            stretches.push((e.at_us, u64::MAX, drift_ppm));
+        } else if drift_ppm >= 0
+            && open
+            && let Some(last) = stretches.last_mut()
+        {
+            last.1 = e.at_us;
+        }
+    }
+    for (i, p) in pairs.iter().enumerate() {
+        if p.f != OpF::Acquire || p.outcome != sim::history::Phase::Ok {
+            continue;
+        }
+        let Some(start) = p.completion_us else {
+            continue;
+        };
+        // The hold ends when the client next sets out to release (or never).
+        let end = pairs[i + 1..]
+            .iter()
+            .find(|r| r.host == p.host && r.f == OpF::Release)
+            .map_or(u64::MAX, |r| r.invoke_us);
+        let Some(&(from, to, ppm)) = slow
+            .get(p.host.as_str())
+            .and_then(|s| s.iter().find(|(from, to, _)| *from < end && *to > start))
+        else {
+            continue;
+        };
+        let until = if to == u64::MAX {
+            "the end of the run".to_string()
+        } else {
+            fmt_s(to)
+        };
+        let slow_by = ppm.unsigned_abs();
+        return Some(format!(
+            "{}'s clock ran {}.{:02} % slow ({ppm} ppm) from {} to {until} while it held {} \
+             (granted at {}): its lease timers measured less time than passed",
+            p.host,
+            slow_by / 10_000,
+            (slow_by % 10_000) / 100,
+            fmt_s(from),
+            p.key,
+            fmt_s(start)
+        ));
+    }
+    None
+}
+
 /// Two clients' wall clocks disagreed by more than the lease while a lock was granted
 /// (an acquire `ok` after both clocks were set): the two clients, their offsets from
 /// true time and the grant.

@@ -1,5 +1,6 @@
-//! Clock faults: a host's wall clock steps (an NTP step, `date -s`), or its clock runs
-//! at another rate for a while. Each change is recorded with the clock's new state.
+//! Clock faults: a host's wall clock steps (an NTP step, `date -s`), its clock runs at
+//! another rate for a while, or NTP slews it. Each change is recorded with the clock's
+//! new state.
 
 use crate::faults::Target;
 use crate::history::FaultPhase;
@@ -58,5 +59,56 @@ pub(super) fn drift(cx: &mut Cx, target: &Target, drift_ppm: i64, duration_ms: O
                 );
             });
         }
+    }
+}
+
+/// NTP slews the clock of every host `target` names by `delta_ms` at `rate_ppm`: the
+/// clock runs `rate_ppm` slow (a correction back) or fast on top of whatever rate it
+/// has until the correction is made, then the slew's rate comes off again (so a slew
+/// that overlaps another fault's rate change composes with it).
+pub(super) fn slew(cx: &mut Cx, target: &Target, delta_ms: i64, rate_ppm: u64) {
+    let Ok(rate) = i64::try_from(rate_ppm) else {
+        return;
+    };
+    if rate == 0 || delta_ms == 0 {
+        return;
+    }
+    let change = rate * delta_ms.signum();
+    // |delta| at `rate` parts per million takes |delta| × 10⁶ ÷ rate of true time.
+    let lasts_ms = (u128::from(delta_ms.unsigned_abs()) * 1_000_000).div_ceil(u128::from(rate_ppm));
+    let lasts_ms = u64::try_from(lasts_ms).unwrap_or(u64::MAX);
+    for host in cx.resolve(target) {
+        let Some(clock) = cx.world.clocks.get(&host) else {
+            continue;
+        };
+        clock.set_drift(cx.now, clock.drift_ppm() + change);
+        let direction = if delta_ms >= 0 { "forward" } else { "back" };
+        cx.record(
+            &host,
+            FaultPhase::Start,
+            format!(
+                "NTP slews {host}'s clock {direction} by {} ms at {rate_ppm} ppm: it runs {}.{:02} % {} for {lasts_ms} ms, its monotonic clock with it{}",
+                delta_ms.unsigned_abs(),
+                rate_ppm / 10_000,
+                (rate_ppm % 10_000) / 100,
+                if delta_ms >= 0 { "fast" } else { "slow" },
+                cx.moment
+            ),
+        );
+        cx.record_clock(&host, clock, 0);
+        cx.end_after(lasts_ms, move |cx| {
+            if let Some(clock) = cx.world.clocks.get(&host) {
+                clock.set_drift(cx.now, clock.drift_ppm() - change);
+                cx.record_clock(&host, clock, 0);
+            }
+            cx.record(
+                &host,
+                FaultPhase::End,
+                format!(
+                    "NTP's slew of {host}'s clock is done ({direction} by {} ms)",
+                    delta_ms.unsigned_abs()
+                ),
+            );
+        });
     }
 }

@@ -203,6 +203,11 @@ fn start(cx: &mut Cx, kind: &FaultKind) {
             drift_ppm,
             duration_ms,
         } => clock::drift(cx, target, *drift_ppm, *duration_ms),
+        FaultKind::ClockSlew {
+            target,
+            delta_ms,
+            rate_ppm,
+        } => clock::slew(cx, target, *delta_ms, *rate_ppm),
         FaultKind::SlowWork { target, extra_ms } => slow_work::start(cx, target, *extra_ms),
         FaultKind::ResetConnections { target } => reset::start(cx, target),
     }
