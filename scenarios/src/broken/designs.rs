@@ -912,3 +912,235 @@ impl LockDesign for CheckThenSet {
         compare_and_delete(&self.0, &g.key, &g.owner).await
     }
 }
+
+// ---- read-write locks ----
+
+/// An edit of a verbatim script: `from` replaced by `to`, once. The edit is asserted
+/// to apply, so a change of the verbatim text cannot silently leave a broken copy
+/// correct (`designs::tests` builds every edited script).
+fn edited(script: &str, from: &str, to: &str) -> String {
+    assert!(
+        script.matches(from).count() == 1,
+        "the verbatim script no longer has exactly one `{from}` to edit"
+    );
+    script.replacen(from, to, 1)
+}
+
+/// `write-ignores-readers`: the write lock's script only looks for another writer.
+static WRITE_IGNORES_READERS: LazyLock<String> = LazyLock::new(|| {
+    edited(
+        lock_impl::designs::REDISSON_WRITE_LOCK,
+        "if (mode == false) then redis.call('hset', KEYS[1], 'mode', 'write');",
+        "if (mode ~= 'write') then redis.call('hset', KEYS[1], 'mode', 'write');",
+    )
+});
+
+/// `read-unlock-deletes-hash`: the read unlock's check for other holds is gone.
+static READ_UNLOCK_DELETES_HASH: LazyLock<String> = LazyLock::new(|| {
+    edited(
+        lock_impl::designs::REDISSON_READ_UNLOCK,
+        "if (redis.call('hlen', KEYS[1]) > 1) then",
+        "if false then",
+    )
+});
+
+/// Which of Redisson's four read-write scripts a [`RedissonRwCopy`] runs edited.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RwEdit {
+    /// None: the four scripts verbatim (the control, which is not in the catalog).
+    Verbatim,
+    /// `write-ignores-readers`.
+    WriteIgnoresReaders,
+    /// `read-unlock-deletes-hash`.
+    ReadUnlockDeletesHash,
+}
+
+/// A user's copy of Redisson's `RReadWriteLock` (`redisson-rw`): the four scripts of
+/// Redisson 3.52.0 as `lock-impl` ships them (`REDISSON_READ_LOCK`, `…_READ_UNLOCK`,
+/// `…_WRITE_LOCK`, `…_WRITE_UNLOCK`, with the same keys and arguments), one of them
+/// edited by the bug ([`RwEdit`]). What the copy leaves out of Redisson does not
+/// matter in a world without faults, where every hold is far shorter than the lease:
+/// no watchdog (the lease is `tryLock(wait, lease)`'s fixed one), and a waiter polls
+/// with [`retry_acquire`]'s backoff instead of waiting for the unlock message. The
+/// copy with no edit ([`RwEdit::Verbatim`]) is run beside the broken ones
+/// (`scenarios/tests/broken.rs`) and is never caught, so a catch is the edit's doing.
+///
+/// The bug classes, both in one small shipped library, WeiJiadong/redislock at
+/// `53cc45f` (a hash with a writer field `w` and one readers' field `r`):
+///
+/// - `write-ignores-readers`: `internal/script/wlock.lua` grants the write lock when
+///   the hash has no `w` field, whoever reads. Here: the write script grants when the
+///   mode is not `write` (`mode ~= 'write'` for `mode == false`), so a writer walks in
+///   on readers and turns the mode to `write` under them.
+/// - `read-unlock-deletes-hash`: `internal/script/runlock.lua` `HDEL`s the one `r`
+///   field every reader shares, so the first reader to leave frees the lock for a
+///   writer while the others still read; Redisson's own read unlock deleted the whole
+///   lock without looking for other holds until issue #891 (2017). Here: the read
+///   unlock script's "other holds remain" branch is cut (`hlen > 1` → `false`), so
+///   every read unlock deletes the hash and publishes the unlock message.
+pub struct RedissonRwCopy {
+    name: &'static str,
+    deps: Deps,
+    /// Redisson's `getLockName(threadId)`: the client's id and its one task.
+    lock_name: String,
+    read_lock: redis::Script,
+    read_unlock: redis::Script,
+    write_lock: redis::Script,
+    write_unlock: redis::Script,
+}
+
+impl RedissonRwCopy {
+    /// The copy with `edit`, named `name`.
+    pub fn new(name: &'static str, deps: Deps, edit: RwEdit) -> Self {
+        use lock_impl::designs::{
+            REDISSON_READ_LOCK, REDISSON_READ_UNLOCK, REDISSON_WRITE_LOCK, REDISSON_WRITE_UNLOCK,
+        };
+        let write_lock = match edit {
+            RwEdit::WriteIgnoresReaders => WRITE_IGNORES_READERS.as_str(),
+            _ => REDISSON_WRITE_LOCK,
+        };
+        let read_unlock = match edit {
+            RwEdit::ReadUnlockDeletesHash => READ_UNLOCK_DELETES_HASH.as_str(),
+            _ => REDISSON_READ_UNLOCK,
+        };
+        let lock_name = format!("{}:1", deps.entropy.owner_value());
+        Self {
+            name,
+            deps,
+            lock_name,
+            read_lock: redis::Script::new(REDISSON_READ_LOCK),
+            read_unlock: redis::Script::new(read_unlock),
+            write_lock: redis::Script::new(write_lock),
+            write_unlock: redis::Script::new(REDISSON_WRITE_UNLOCK),
+        }
+    }
+
+    /// `name{key}`'s Redisson spelling: `{key}` unless the key has a hash tag.
+    fn tagged(key: &str) -> String {
+        if key.contains('{') {
+            key.to_string()
+        } else {
+            format!("{{{key}}}")
+        }
+    }
+
+    async fn attempt(&self, key: &str, lease_ms: u64, write: bool) -> Result<Attempt, LockError> {
+        let sent = self.deps.clock.now();
+        let mut conn = self.deps.conn.clone();
+        let (owner, reply) = if write {
+            let owner = format!("{}:write", self.lock_name);
+            let reply = self
+                .write_lock
+                .key(key)
+                .arg(lease_ms)
+                .arg(&owner)
+                .invoke_async::<Option<i64>>(&mut conn)
+                .await;
+            (owner, reply)
+        } else {
+            let owner = self.lock_name.clone();
+            let reply = self
+                .read_lock
+                .key(key)
+                .key(lock_impl::designs::timeout_prefix(key, &owner))
+                .arg(lease_ms)
+                .arg(&owner)
+                .arg(format!("{owner}:write"))
+                .invoke_async::<Option<i64>>(&mut conn)
+                .await;
+            (owner, reply)
+        };
+        match reply {
+            Ok(None) => Ok(Attempt::Acquired(guard(
+                self.name, key, owner, sent, lease_ms,
+            ))),
+            Ok(Some(_)) => Ok(Attempt::Held),
+            Err(e) => unknown_or(e, "EVALSHA", Attempt::Unknown),
+        }
+    }
+}
+
+#[async_trait]
+impl LockDesign for RedissonRwCopy {
+    fn name(&self) -> &str {
+        self.name
+    }
+    /// The write lock.
+    async fn acquire(&self, key: &str, o: AcquireOptions) -> Result<Acquire, LockError> {
+        retry_acquire(&self.deps, key, o, || self.attempt(key, o.lease_ms, true)).await
+    }
+    fn has_read_mode(&self) -> bool {
+        true
+    }
+    async fn acquire_read(&self, key: &str, o: AcquireOptions) -> Result<Acquire, LockError> {
+        retry_acquire(&self.deps, key, o, || self.attempt(key, o.lease_ms, false)).await
+    }
+    async fn release(&self, g: &Guard) -> Result<Release, LockError> {
+        let key = g.key.as_str();
+        let lease_ms = g.valid_until.map_or(1, |u| {
+            (u.saturating_sub(g.acquired_at).as_millis() as u64).max(1)
+        });
+        let channel = format!("redisson_rwlock:{}", Self::tagged(key));
+        let latch = format!(
+            "redisson_unlock_latch:{}:{}",
+            Self::tagged(key),
+            self.deps.entropy.owner_value()
+        );
+        let mut conn = self.deps.conn.clone();
+        let reply = if g.owner.ends_with(":write") {
+            self.write_unlock
+                .key(key)
+                .key(&channel)
+                .key(&latch)
+                .arg(1) // READ_UNLOCK_MESSAGE
+                .arg(lease_ms)
+                .arg(&g.owner)
+                .arg("publish")
+                .arg(lock_impl::designs::UNLOCK_LATCH_MS)
+                .invoke_async::<Option<i64>>(&mut conn)
+                .await
+        } else {
+            self.read_unlock
+                .key(key)
+                .key(&channel)
+                .key(lock_impl::designs::timeout_prefix(key, &g.owner))
+                .key(Self::tagged(key))
+                .key(&latch)
+                .arg(0) // UNLOCK_MESSAGE
+                .arg(&g.owner)
+                .arg("publish")
+                .arg(lock_impl::designs::UNLOCK_LATCH_MS)
+                .invoke_async::<Option<i64>>(&mut conn)
+                .await
+        };
+        match reply {
+            // Not this holder's (any more): Redisson throws IllegalMonitorStateException.
+            Ok(None) => Ok(Release::NotRemoved),
+            // A read unlock's `0`: this reader is out, other holds keep the hash; a
+            // write unlock's `0`: a re-entrant hold remains (never, without nesting).
+            Ok(Some(0)) if !g.owner.ends_with(":write") => Ok(Release::Removed),
+            Ok(Some(0)) => Ok(Release::StillHeld { count: 1 }),
+            Ok(Some(_)) => Ok(Release::Removed),
+            Err(e) => unknown_or(e, "EVALSHA", Release::Unknown),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_read_write_edit_applies_to_the_verbatim_script() {
+        assert_ne!(
+            WRITE_IGNORES_READERS.as_str(),
+            lock_impl::designs::REDISSON_WRITE_LOCK
+        );
+        assert!(WRITE_IGNORES_READERS.contains("if (mode ~= 'write') then"));
+        assert_ne!(
+            READ_UNLOCK_DELETES_HASH.as_str(),
+            lock_impl::designs::REDISSON_READ_UNLOCK
+        );
+        assert!(!READ_UNLOCK_DELETES_HASH.contains("hlen"));
+    }
+}

@@ -233,6 +233,36 @@ pub fn catalog() -> Vec<Broken> {
             seeds: 10,
             build: |d| Arc::new(CheckThenSet(d)),
         },
+        Broken {
+            name: "write-ignores-readers",
+            bug: "a read-write lock whose write script only looks for another writer: a writer walks in on readers (WeiJiadong/redislock's wlock.lua checks the writer field alone)",
+            parent: "redisson-rw",
+            scenario: "read-write-contention",
+            checker: "rw-exclusion",
+            seeds: 10,
+            build: |d| {
+                Arc::new(RedissonRwCopy::new(
+                    "broken/write-ignores-readers",
+                    d,
+                    RwEdit::WriteIgnoresReaders,
+                ))
+            },
+        },
+        Broken {
+            name: "read-unlock-deletes-hash",
+            bug: "a read-write lock whose read unlock deletes the whole lock, other readers or not: the first reader out lets a writer in under the rest (Redisson before issue #891; WeiJiadong/redislock's runlock.lua)",
+            parent: "redisson-rw",
+            scenario: "read-write-contention",
+            checker: "rw-exclusion",
+            seeds: 10,
+            build: |d| {
+                Arc::new(RedissonRwCopy::new(
+                    "broken/read-unlock-deletes-hash",
+                    d,
+                    RwEdit::ReadUnlockDeletesHash,
+                ))
+            },
+        },
     ]
 }
 

@@ -101,6 +101,7 @@ pub static SCENARIOS: &[&Def] = &[
     &mongo::MONGO_FAILOVER,
     &mongo::MONGO_PARTITION,
     &mysql::MYSQL_FAILOVER,
+    &read_write::READ_WRITE_CONTENTION,
 ];
 
 /// One scenario, whole: what it says of itself, its world, its faults and its probe.
