@@ -975,7 +975,9 @@ pub enum RwEdit {
 /// - `read-unlock-deletes-hash`: `internal/script/runlock.lua` `HDEL`s the one `r`
 ///   field every reader shares, so the first reader to leave frees the lock for a
 ///   writer while the others still read; Redisson's own read unlock deleted the whole
-///   lock without looking for other holds until issue #891 (2017). Here: the read
+///   lock without looking for a write hold of the same thread until issue #891
+///   (redisson/redisson, 2017, "read unlock will delete the whole lock without
+///   checking if there is any other write lock"). Here: the read
 ///   unlock script's "other holds remain" branch is cut (`hlen > 1` → `false`), so
 ///   every read unlock deletes the hash and publishes the unlock message.
 pub struct RedissonRwCopy {

@@ -250,7 +250,7 @@ pub fn catalog() -> Vec<Broken> {
         },
         Broken {
             name: "read-unlock-deletes-hash",
-            bug: "a read-write lock whose read unlock deletes the whole lock, other readers or not: the first reader out lets a writer in under the rest (Redisson before issue #891; WeiJiadong/redislock's runlock.lua)",
+            bug: "a read-write lock whose read unlock deletes the whole lock, other readers or not: the first reader out lets a writer in under the rest (WeiJiadong/redislock's runlock.lua; Redisson's read unlock ignored a write hold until issue #891)",
             parent: "redisson-rw",
             scenario: "read-write-contention",
             checker: "rw-exclusion",
