@@ -263,6 +263,21 @@ pub fn catalog() -> Vec<Broken> {
                 ))
             },
         },
+        Broken {
+            name: "read-renewal-skips-timeouts",
+            bug: "a read-write lock whose read watchdog re-arms the hash but not the readers' timeout keys: the next reader to leave finds none alive and deletes the lock under readers still reading (Redisson 3.5.4 to 3.7.5, issue #1604)",
+            parent: "redisson-rw",
+            scenario: "read-write-long-work",
+            checker: "rw-exclusion",
+            seeds: 10,
+            build: |d| {
+                Arc::new(RedissonRwCopy::new(
+                    "broken/read-renewal-skips-timeouts",
+                    d,
+                    RwEdit::ReadRenewalSkipsTimeouts,
+                ))
+            },
+        },
     ]
 }
 

@@ -103,6 +103,7 @@ pub static SCENARIOS: &[&Def] = &[
     &mongo::MONGO_PARTITION,
     &mysql::MYSQL_FAILOVER,
     &read_write::READ_WRITE_CONTENTION,
+    &read_write::READ_WRITE_LONG_WORK,
 ];
 
 /// One scenario, whole: what it says of itself, its world, its faults and its probe.

@@ -49,6 +49,25 @@ pub(super) static READ_WRITE_CONTENTION: Def = Def {
     probe: |h, _| probes::readers_shared_and_a_writer_met_a_reader(h),
 };
 
+pub(super) static READ_WRITE_LONG_WORK: Def = Def {
+    name: "read-write-long-work",
+    description: "the read/write mix (70 % read) with every hold three leases long and waits of up to ten leases; nothing goes wrong (a read-write lock's watchdog must keep readers' and writers' holds)",
+    fault_about: "none (a read hold outlasted the lease, readers shared the lock and a writer asked for it while one read)",
+    // `long-work` for a read-write lock: every hold lives on its renewals, readers'
+    // included, and a writer waits long enough to see readers leave.
+    world: |base| Workload {
+        read_share: Some(READ_SHARE),
+        work_ms: base.lease_ms * 3,
+        wait_ms: base.lease_ms * 10,
+        duration_ms: 6_000,
+        drain_ms: base.lease_ms * 13 + 1_000,
+        ..base.clone()
+    },
+    quantities: &[],
+    plan: super::no_faults::nothing,
+    probe: |h, _| probes::long_reads_shared_and_a_writer_met_a_reader(h),
+};
+
 /// Four pauses, 2-4 leases each, armed for the holder's next write: readers never
 /// write, so each strikes a writer inside its critical section, after its read.
 fn writer_pauses(d: &mut Draw) -> Vec<Fault> {

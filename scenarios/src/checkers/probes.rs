@@ -235,6 +235,25 @@ pub fn readers_shared_and_a_writer_met_a_reader(h: &History) -> Option<String> {
     Some(format!("{shared}; {met}"))
 }
 
+/// [`readers_shared_and_a_writer_met_a_reader`], in a run where a read hold outlasted
+/// the lease (so the read lock's renewal, not its first lease, kept it).
+pub fn long_reads_shared_and_a_writer_met_a_reader(h: &History) -> Option<String> {
+    let lease_us = h.params.lease_ms * 1_000;
+    let long = model::holds(h)
+        .ok()?
+        .into_iter()
+        .find(|x| x.is_read() && x.len_us() > lease_us)?;
+    let met = readers_shared_and_a_writer_met_a_reader(h)?;
+    Some(format!(
+        "{} read {} for {} from {} (lease {} ms); {met}",
+        long.host,
+        long.key,
+        fmt_ms(long.len_us()),
+        fmt_s(long.start_us),
+        h.params.lease_ms
+    ))
+}
+
 /// A nested acquisition: an acquire `ok` with a hold count of 2 or more (a reentrant
 /// lock taken again by its holder), so the `reentrancy` checker had something to
 /// judge.
