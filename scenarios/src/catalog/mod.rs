@@ -10,8 +10,8 @@
 //! `slow_work`, `network` (delays and partitions), `pubsub` (lost unlock messages),
 //! `server` (a Redis server crashes or pauses), `replication` (failover and split
 //! brain under Sentinel), `clock` (a server's clock jumps or drifts, a client's wall
-//! clock steps), `read_write` (a read/write mix for read-write locks, with and
-//! without a paused writer) and `redlock`
+//! clock steps), `read_write` (a read/write mix for read-write locks: short
+//! holds, holds on the watchdog, a paused writer) and `redlock`
 //! (five independent masters), `zookeeper` (a ZooKeeper session expiring, a leader
 //! crashing after a commit, a lagging follower), `mysql` (a
 //! holder's MySQL connection dropped under its `GET_LOCK`), `profiles` (a design

@@ -1,6 +1,7 @@
 //! A read-write lock's worlds: a read/write mix (seed 004's cache/DB consistency, most
-//! requests read), with no faults (`read-write-contention`, where a correct read-write
-//! lock is safe, so a catch there is the design's own bug), and with a writer that
+//! requests read), with no faults (`read-write-contention`, short holds, and
+//! `read-write-long-work`, holds that live on the watchdog: a correct read-write lock
+//! is safe in both, so a catch there is the design's own bug), and with a writer that
 //! stops the world past its lease (`read-write`).
 
 use sim::faults::{Fault, FaultKind, Target};

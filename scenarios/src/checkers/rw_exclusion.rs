@@ -261,6 +261,29 @@ mod tests {
     }
 
     #[test]
+    fn the_long_work_probe_also_needs_a_read_hold_longer_than_the_lease() {
+        use crate::checkers::probes::long_reads_shared_and_a_writer_met_a_reader as probe;
+        // The lease is 1,000 ms: client-1 reads for 1,400 ms, client-2 shares, and
+        // client-3's writer is let in beside them (the probe does not judge).
+        let long = history(&[
+            ("client-1", R, 100, 1_500),
+            ("client-2", R, 200, 600),
+            ("client-3", W, 300, 400),
+        ]);
+        let w = probe(&long).expect("a witness");
+        assert!(
+            w.starts_with("client-1 read lock for 1400 ms from 0.100 s (lease 1000 ms); "),
+            "{w}"
+        );
+        let short = history(&[
+            ("client-1", R, 100, 900),
+            ("client-2", R, 200, 600),
+            ("client-3", W, 300, 400),
+        ]);
+        assert_eq!(probe(&short), None, "no read outlasted the lease");
+    }
+
+    #[test]
     fn two_writers_overlapping_are_invalid() {
         let h = history(&[
             ("client-1", R, 0, 50),
