@@ -233,6 +233,51 @@ pub fn catalog() -> Vec<Broken> {
             seeds: 10,
             build: |d| Arc::new(CheckThenSet(d)),
         },
+        Broken {
+            name: "write-ignores-readers",
+            bug: "a read-write lock whose write script only looks for another writer: a writer walks in on readers (WeiJiadong/redislock's wlock.lua checks the writer field alone)",
+            parent: "redisson-rw",
+            scenario: "read-write-contention",
+            checker: "rw-exclusion",
+            seeds: 10,
+            build: |d| {
+                Arc::new(RedissonRwCopy::new(
+                    "broken/write-ignores-readers",
+                    d,
+                    RwEdit::WriteIgnoresReaders,
+                ))
+            },
+        },
+        Broken {
+            name: "read-unlock-deletes-hash",
+            bug: "a read-write lock whose read unlock deletes the whole lock, other readers or not: the first reader out lets a writer in under the rest (WeiJiadong/redislock's runlock.lua; Redisson's read unlock ignored a write hold until issue #891)",
+            parent: "redisson-rw",
+            scenario: "read-write-contention",
+            checker: "rw-exclusion",
+            seeds: 10,
+            build: |d| {
+                Arc::new(RedissonRwCopy::new(
+                    "broken/read-unlock-deletes-hash",
+                    d,
+                    RwEdit::ReadUnlockDeletesHash,
+                ))
+            },
+        },
+        Broken {
+            name: "read-renewal-skips-timeouts",
+            bug: "a read-write lock whose read watchdog re-arms the hash but not the readers' timeout keys: the next reader to leave finds none alive and deletes the lock under readers still reading (Redisson 3.5.4 to 3.7.5, issue #1604)",
+            parent: "redisson-rw",
+            scenario: "read-write-long-work",
+            checker: "rw-exclusion",
+            seeds: 10,
+            build: |d| {
+                Arc::new(RedissonRwCopy::new(
+                    "broken/read-renewal-skips-timeouts",
+                    d,
+                    RwEdit::ReadRenewalSkipsTimeouts,
+                ))
+            },
+        },
     ]
 }
 

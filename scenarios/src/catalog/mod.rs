@@ -10,7 +10,8 @@
 //! `slow_work`, `network` (delays and partitions), `pubsub` (lost unlock messages),
 //! `server` (a Redis server crashes or pauses), `replication` (failover and split
 //! brain under Sentinel), `clock` (a server's clock jumps or drifts, a client's wall
-//! clock steps), `read_write` (a read/write mix for read-write locks) and `redlock`
+//! clock steps), `read_write` (a read/write mix for read-write locks: short
+//! holds, holds on the watchdog, a paused writer) and `redlock`
 //! (five independent masters), `zookeeper` (a ZooKeeper session expiring, a leader
 //! crashing after a commit, a lagging follower), `mysql` (a
 //! holder's MySQL connection dropped under its `GET_LOCK`), `profiles` (a design
@@ -102,6 +103,8 @@ pub static SCENARIOS: &[&Def] = &[
     &mongo::MONGO_FAILOVER,
     &mongo::MONGO_PARTITION,
     &mysql::MYSQL_FAILOVER,
+    &read_write::READ_WRITE_CONTENTION,
+    &read_write::READ_WRITE_LONG_WORK,
 ];
 
 /// One scenario, whole: what it says of itself, its world, its faults and its probe.

@@ -178,6 +178,82 @@ pub fn contended(h: &History) -> Option<String> {
     })
 }
 
+/// Read/write contention worth judging: two readers on different hosts held the lock
+/// at once (the read mode really shared), and a write acquisition was asked for while
+/// another host held a read lock (a writer met a reader). A correct read-write lock
+/// makes that writer wait until the readers are gone; a broken one may let it in, so
+/// the witness says which happened but requires neither.
+pub fn readers_shared_and_a_writer_met_a_reader(h: &History) -> Option<String> {
+    use sim::history::LockMode;
+    let holds = model::holds(h).ok()?;
+    let reads = || holds.iter().filter(|x| x.is_read());
+    let shared = reads().enumerate().find_map(|(i, a)| {
+        let b = reads().skip(i + 1).find(|b| {
+            b.host != a.host && b.key == a.key && b.start_us < a.end_us && a.start_us < b.end_us
+        })?;
+        Some(format!(
+            "{} and {} read {} together from {}",
+            a.host,
+            b.host,
+            a.key,
+            fmt_s(a.start_us.max(b.start_us))
+        ))
+    })?;
+    let pairs = model::op_pairs(h).ok()?;
+    // A writer that got the lock is the better witness; one still refused will do.
+    let granted = |p: &&model::OpPair| p.outcome == Phase::Ok;
+    let met = pairs
+        .iter()
+        .filter(granted)
+        .chain(pairs.iter().filter(|p| !granted(p)))
+        .find_map(|p| {
+            let writing = p.f == OpF::Acquire
+                && model::op_at(h, p.invoke).and_then(|op| op.mode) == Some(LockMode::Write);
+            if !writing {
+                return None;
+            }
+            let r = reads().find(|r| {
+                r.host != p.host
+                    && r.key == p.key
+                    && r.start_us <= p.invoke_us
+                    && p.invoke_us < r.end_us
+            })?;
+            let then = match (p.outcome, p.completion_us) {
+                (Phase::Ok, Some(done)) if done >= r.end_us => {
+                    format!("granted at {}, after that read ended", fmt_s(done))
+                }
+                (Phase::Ok, Some(done)) => format!("granted at {}, during that read", fmt_s(done)),
+                _ => "not granted".to_string(),
+            };
+            Some(format!(
+                "{} asked for the write lock at {} while {} read it ({then})",
+                p.host,
+                fmt_s(p.invoke_us),
+                r.host
+            ))
+        })?;
+    Some(format!("{shared}; {met}"))
+}
+
+/// [`readers_shared_and_a_writer_met_a_reader`], in a run where a read hold outlasted
+/// the lease (so the read lock's renewal, not its first lease, kept it).
+pub fn long_reads_shared_and_a_writer_met_a_reader(h: &History) -> Option<String> {
+    let lease_us = h.params.lease_ms * 1_000;
+    let long = model::holds(h)
+        .ok()?
+        .into_iter()
+        .find(|x| x.is_read() && x.len_us() > lease_us)?;
+    let met = readers_shared_and_a_writer_met_a_reader(h)?;
+    Some(format!(
+        "{} read {} for {} from {} (lease {} ms); {met}",
+        long.host,
+        long.key,
+        fmt_ms(long.len_us()),
+        fmt_s(long.start_us),
+        h.params.lease_ms
+    ))
+}
+
 /// A nested acquisition: an acquire `ok` with a hold count of 2 or more (a reentrant
 /// lock taken again by its holder), so the `reentrancy` checker had something to
 /// judge.

@@ -190,6 +190,100 @@ mod tests {
     }
 
     #[test]
+    fn a_reader_let_in_while_a_writer_holds_is_invalid() {
+        // The reader comes and goes inside the writer's hold.
+        let h = history(&[("client-1", W, 100, 500), ("client-2", R, 200, 300)]);
+        let evidence = RwExclusion
+            .check(&h)
+            .evidence()
+            .cloned()
+            .expect("a reader inside a write hold");
+        assert_eq!(evidence.hosts, vec!["client-1", "client-2"], "writer first");
+        assert!(
+            evidence.summary.contains(
+                "client-1 held lock lock in write mode while client-2 held it in read mode"
+            ),
+            "{}",
+            evidence.summary
+        );
+        assert_eq!(evidence.at_us, 200 * MS);
+    }
+
+    #[test]
+    fn the_contention_probe_needs_shared_readers_and_a_writer_meeting_one() {
+        use crate::checkers::probes::readers_shared_and_a_writer_met_a_reader as probe;
+        // Two readers share; client-3 asks for the write lock at 300 (inside both
+        // reads) and holds it from 600, after they left.
+        let mut waited = history(&[
+            ("client-1", R, 100, 500),
+            ("client-2", R, 200, 600),
+            ("client-3", W, 600, 700),
+        ]);
+        let ask = waited
+            .events
+            .iter()
+            .position(|e| {
+                e.host == "client-3"
+                    && matches!(&e.kind, EventKind::Op(op) if op.f == OpF::Acquire && op.phase == Phase::Invoke)
+            })
+            .expect("client-3's acquire");
+        waited.events[ask].at_us = 300 * MS;
+        waited.events.sort_by_key(|e| e.at_us);
+        let w = probe(&waited).expect("a witness");
+        assert!(
+            w.contains("client-1 and client-2 read lock together from 0.200 s"),
+            "{w}"
+        );
+        assert!(
+            w.contains("client-3 asked for the write lock at 0.300 s while client-1 read it (granted at 0.600 s, after that read ended)"),
+            "{w}"
+        );
+        // A writer let in beside a reader is a witness too (the checker judges it).
+        let beside = history(&[
+            ("client-1", R, 100, 500),
+            ("client-2", R, 200, 600),
+            ("client-3", W, 300, 400),
+        ]);
+        assert!(
+            probe(&beside)
+                .expect("a witness")
+                .contains("during that read")
+        );
+        // Readers that never met, or shared readers no writer met: nothing to judge.
+        let apart = history(&[("client-1", R, 100, 200), ("client-2", W, 300, 700)]);
+        assert_eq!(probe(&apart), None);
+        let unmet = history(&[
+            ("client-1", R, 100, 500),
+            ("client-2", R, 200, 600),
+            ("client-3", W, 700, 800),
+        ]);
+        assert_eq!(probe(&unmet), None);
+    }
+
+    #[test]
+    fn the_long_work_probe_also_needs_a_read_hold_longer_than_the_lease() {
+        use crate::checkers::probes::long_reads_shared_and_a_writer_met_a_reader as probe;
+        // The lease is 1,000 ms: client-1 reads for 1,400 ms, client-2 shares, and
+        // client-3's writer is let in beside them (the probe does not judge).
+        let long = history(&[
+            ("client-1", R, 100, 1_500),
+            ("client-2", R, 200, 600),
+            ("client-3", W, 300, 400),
+        ]);
+        let w = probe(&long).expect("a witness");
+        assert!(
+            w.starts_with("client-1 read lock for 1400 ms from 0.100 s (lease 1000 ms); "),
+            "{w}"
+        );
+        let short = history(&[
+            ("client-1", R, 100, 900),
+            ("client-2", R, 200, 600),
+            ("client-3", W, 300, 400),
+        ]);
+        assert_eq!(probe(&short), None, "no read outlasted the lease");
+    }
+
+    #[test]
     fn two_writers_overlapping_are_invalid() {
         let h = history(&[
             ("client-1", R, 0, 50),
