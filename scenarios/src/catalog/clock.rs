@@ -70,8 +70,9 @@ pub(super) static CLIENT_CLOCKS_APART: Def = Def {
 /// chrony's default `maxslewrate`, in ppm: the fastest it corrects a clock by slewing.
 pub const CHRONY_MAX_SLEW_PPM: u64 = 83_333;
 
-/// `client-clock-slew`'s lease: long enough that the few milliseconds an acquisition
-/// takes (on five masters too) are small beside the 8.3 % a slew takes off it.
+/// `client-clock-slew`'s shortest lease: long enough that the few milliseconds an
+/// acquisition takes (on five masters too) are small beside the 8.3 % a slew takes off
+/// it.
 const SLEW_LEASE_MS: u64 = 2_000;
 
 pub(super) static CLIENT_CLOCK_SLEW: Def = Def {
@@ -84,7 +85,8 @@ pub(super) static CLIENT_CLOCK_SLEW: Def = Def {
     // longer than the key's, and a drift allowance of 1 % + 2 ms (Redlock's) does not
     // cover it. Every time scales with the lease (waits, timeouts, think time).
     world: |base| {
-        let lease = SLEW_LEASE_MS;
+        // The catalog's 200 ms lease becomes 2 s; a profile's longer lease stays.
+        let lease = base.lease_ms.max(SLEW_LEASE_MS);
         let scale = lease / base.lease_ms.max(1);
         Workload {
             clients: 4,
@@ -95,7 +97,7 @@ pub(super) static CLIENT_CLOCK_SLEW: Def = Def {
             think_ms_max: base.think_ms_max * scale,
             response_timeout_ms: base.response_timeout_ms * scale,
             liveness_slack_ms: base.liveness_slack_ms * scale,
-            duration_ms: 15_000,
+            duration_ms: base.duration_ms.max(lease * 15 / 2),
             drain_ms: 3 * lease,
             ..base.clone()
         }
