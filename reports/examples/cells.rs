@@ -68,7 +68,10 @@ fn main() {
         (total - judged) * 1e3 / host_runs.max(1) as f64
     );
     for (what, key) in [
-        ("scenario", (|r: &Row| r.scenario) as fn(&Row) -> &'static str),
+        (
+            "scenario",
+            (|r: &Row| r.scenario) as fn(&Row) -> &'static str,
+        ),
         ("design", |r: &Row| r.design),
     ] {
         let mut by: BTreeMap<&str, f64> = BTreeMap::new();

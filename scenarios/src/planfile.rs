@@ -202,6 +202,9 @@ mod tests {
         );
         assert!(slew.is_ok(), "{:?}", slew.err());
         let e = apply(s, r#"{"faults": [{"at_ms": 1}]}"#, "f").unwrap_err();
-        assert!(e.contains("machine-crash") && e.contains("clock-slew"), "{e}");
+        assert!(
+            e.contains("machine-crash") && e.contains("clock-slew"),
+            "{e}"
+        );
     }
 }
