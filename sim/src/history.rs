@@ -439,7 +439,10 @@ pub enum ServerEvent {
         value: String,
         /// `command`, `expired`, `overwritten` or `flushed`; for a ZooKeeper ensemble
         /// also `command-before-crash` (a request its client sent before it crashed,
-        /// committed after: its previous life's act).
+        /// committed after: its previous life's act); for a MongoDB member also
+        /// `replicated` (a secondary applied a release from the oplog: the client's
+        /// command ran on the primary, whose record has it as `command`) and
+        /// `rolled-back`.
         cause: String,
     },
     /// A ZooKeeper session was created, expired or closed, by the ZooKeeper server's
