@@ -23,7 +23,8 @@ struct Cli {
     #[command(subcommand)]
     command: Option<Command>,
     /// Seeds for the catalog table (A..B or N). The default runs the whole catalog (29
-    /// designs, 40 scenarios, 611 cells) in about 107 s on two cores after the build;
+    /// designs, 42 scenarios, 621 cells) in about 107 s on two cores after the build
+    /// (measured at 611 cells);
     /// `locksim run` and `--seeds 0..100` give a cell or the table more evidence.
     #[arg(long, default_value = "0..10", allow_hyphen_values = true)]
     seeds: String,

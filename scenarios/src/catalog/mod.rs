@@ -101,6 +101,8 @@ pub static SCENARIOS: &[&Def] = &[
     &mongo::MONGO_FAILOVER,
     &mongo::MONGO_PARTITION,
     &mysql::MYSQL_FAILOVER,
+    &mysql::MYSQL_RESTART,
+    &mysql::MYSQL_RESTART_FLUSH_2,
 ];
 
 /// One scenario, whole: what it says of itself, its world, its faults and its probe.
@@ -224,6 +226,8 @@ pub const MYSQL_SCENARIOS: &[&str] = &[
     "mysql-wait-timeout",
     "client-clocks-apart",
     "mysql-failover",
+    "mysql-restart",
+    "mysql-restart-flush-2",
 ];
 
 /// The scenarios a MongoDB design runs in: the client faults, as for MySQL, and the
