@@ -451,19 +451,27 @@ fn mysql_get_lock_is_unsafe_when_the_server_restarts_under_its_holder() {
 }
 
 #[test]
-fn an_unmodelled_innodb_flush_log_at_trx_commit_is_refused_with_the_allowed_values() {
+fn an_innodb_flush_log_at_trx_commit_outside_mariadbs_values_is_refused_naming_them() {
     let mut w = common::scenario("mysql-restart-flush-2").workload.clone();
-    assert!(w.validate().is_ok());
-    for bad in [3, 7, 255] {
+    let set = |w: &mut sim::world::Workload, v: u8| {
         if let Some(m) = &mut w.mysql {
-            m.innodb_flush_log_at_trx_commit = bad;
+            m.innodb_flush_log_at_trx_commit = v;
         }
+    };
+    for good in [0, 1, 2, 3] {
+        set(&mut w, good);
+        assert!(w.validate().is_ok(), "{good} refused");
+    }
+    for bad in [4, 7, 255] {
+        set(&mut w, bad);
         let err = w.validate().expect_err("refused").to_string();
         assert!(
             err.contains(&format!(
                 "workload.mysql.innodb_flush_log_at_trx_commit={bad}"
-            )) && err.contains("0, 1")
-                && err.contains("2"),
+            )) && err.contains("0 (write and flush once a second)")
+                && err.contains("1 (the default")
+                && err.contains("2 (write at commit")
+                && err.contains("3 (flush at prepare"),
             "{err}"
         );
     }

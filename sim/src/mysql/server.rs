@@ -125,9 +125,10 @@ impl Default for MySqlConfig {
     }
 }
 
-/// The allowed values of `innodb_flush_log_at_trx_commit` that the model runs (3,
-/// MariaDB's alias of 1 without group-commit's binlog ordering, is not modelled).
-pub const FLUSH_LOG_AT_TRX_COMMIT: [u8; 3] = [0, 1, 2];
+/// The values MariaDB allows for `innodb_flush_log_at_trx_commit`
+/// (<https://mariadb.com/docs/server/ref/mdb/system-variables/innodb_flush_log_at_trx_commit>):
+/// 3 flushes at prepare and at commit, as durable as 1 for what a crash keeps.
+pub const FLUSH_LOG_AT_TRX_COMMIT: [u8; 4] = [0, 1, 2, 3];
 
 /// What the server did that an observer records.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -823,8 +824,8 @@ impl MySqlModel {
 
     /// What of the committed log a crash now would leave on disk, and how many
     /// committed entries it would lose. MariaDB's documentation of
-    /// `innodb_flush_log_at_trx_commit`: with 1 the log is written and flushed at every
-    /// commit, so nothing committed is lost; with 2 it is written to the operating
+    /// `innodb_flush_log_at_trx_commit`: with 1 (and 3) the log is written and flushed
+    /// at every commit, so nothing committed is lost; with 2 it is written to the operating
     /// system at every commit and flushed about once a second, so a crash of mysqld
     /// alone loses nothing but a crash of the machine (an OS crash, a power loss) loses
     /// up to a second of commits; with 0 it is written and flushed once a second, so
@@ -835,7 +836,7 @@ impl MySqlModel {
     pub fn durable_log(&self, machine: bool) -> (Vec<BinlogEvent>, usize) {
         let (len, flushed) = self.engine.log_positions();
         let keep = match (self.config.flush_log_at_trx_commit, machine) {
-            (1, _) | (2, false) => len,
+            (1 | 3, _) | (2, false) => len,
             _ => flushed,
         };
         (self.engine.binlog_from(0)[..keep].to_vec(), len - keep)
@@ -1099,8 +1100,8 @@ mod tests {
 
     #[test]
     fn flush_at_every_commit_keeps_every_committed_row_through_any_crash() {
-        let m = server_with_an_unflushed_tail(1);
-        for machine in [false, true] {
+        for (setting, machine) in [(1, false), (1, true), (3, false), (3, true)] {
+            let m = server_with_an_unflushed_tail(setting);
             let (rows, lost, r) = recovered_rows(&m, machine);
             assert_eq!(rows, vec![vec!["late".to_string(), "o2".to_string()]]);
             assert_eq!(lost, 0);

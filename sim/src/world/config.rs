@@ -251,7 +251,8 @@ pub struct MySqlSpec {
     /// at every commit, so a crash loses no committed transaction; 2 writes it to the
     /// operating system at every commit and flushes it once a second, so a machine
     /// crash loses up to a second of commits (a crash of mysqld alone, none); 0 writes
-    /// and flushes once a second, so any crash loses up to a second.
+    /// and flushes once a second, so any crash loses up to a second; 3 flushes at
+    /// prepare and at commit (as durable as 1). Anything else is refused.
     #[serde(
         default = "default_flush_log_at_trx_commit",
         skip_serializing_if = "is_default_flush_log_at_trx_commit"
@@ -514,9 +515,10 @@ impl Workload {
                 .contains(&m.innodb_flush_log_at_trx_commit)
         {
             return bad(format!(
-                "workload.mysql.innodb_flush_log_at_trx_commit={} is not modelled: 0, 1 \
-                 (the default: flush at every commit) or 2 (write at commit, flush once a \
-                 second)",
+                "workload.mysql.innodb_flush_log_at_trx_commit={} is not one of MariaDB's \
+                 values: 0 (write and flush once a second), 1 (the default: flush at every \
+                 commit), 2 (write at commit, flush once a second) or 3 (flush at prepare \
+                 and commit)",
                 m.innodb_flush_log_at_trx_commit
             ));
         }

@@ -100,8 +100,8 @@ impl Host {
 
     /// The server this start runs: a fresh one on the first start, else one that
     /// recovered from what the crash left on disk. With
-    /// `innodb_flush_log_at_trx_commit` other than 1 it runs InnoDB's once-per-second
-    /// log flush (with 1 every commit is flushed as it commits, so the flush changes
+    /// `innodb_flush_log_at_trx_commit` 0 or 2 it runs InnoDB's once-per-second log
+    /// flush (with 1 or 3 every commit is flushed as it commits, so the flush changes
     /// nothing and is not run).
     fn start(&self, config: MySqlConfig) -> SharedMySql {
         let shared = match locked(&self.disk).take() {
@@ -121,7 +121,7 @@ impl Host {
             None => SharedMySql::new(config.clone()),
         };
         *locked(&self.flushed_at_us) = None;
-        if config.flush_log_at_trx_commit != 1 {
+        if matches!(config.flush_log_at_trx_commit, 0 | 2) {
             let (flusher, flushed_at) = (shared.clone(), self.flushed_at_us.clone());
             tokio::task::spawn_local(async move {
                 loop {
