@@ -476,3 +476,26 @@ fn an_innodb_flush_log_at_trx_commit_outside_mariadbs_values_is_refused_naming_t
         );
     }
 }
+
+/// Jumping to the next event gives the tick-by-tick history in the restart cells, and
+/// no timer (the once-per-second flush, the restarted server's) fires unhinted.
+/// (`tests/stepping.rs` checks every cell; this is the restart part of it, quick to
+/// run on its own.)
+#[test]
+fn jumping_gives_the_tick_by_tick_history_in_the_restart_cells() {
+    use sim::world::Stepping;
+    for scenario in ["mysql-restart", "mysql-restart-flush-2"] {
+        let s = common::scenario(scenario);
+        for d in lock_impl::MYSQL_DESIGNS {
+            let mut cfg = scenarios::sweep::config(&common::design(d.name), &s, 0);
+            cfg.stepping = Stepping::Tick;
+            let tick = sim::world::run(&cfg).expect("run");
+            cfg.stepping = Stepping::Jump;
+            let jump = sim::world::run(&cfg).expect("run");
+            let at = format!("design={} scenario={scenario}", d.name);
+            assert_eq!(jump.stats.unhinted_wakes, 0, "{at}: a timer was not hinted");
+            assert_eq!(tick.digest(), jump.digest(), "{at}: the histories differ");
+            assert!(jump.stats.steps < tick.stats.steps, "{at}: no step saved");
+        }
+    }
+}
