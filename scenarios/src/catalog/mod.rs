@@ -13,7 +13,9 @@
 //! clock steps), `read_write` (a read/write mix for read-write locks) and `redlock`
 //! (five independent masters), `zookeeper` (a ZooKeeper session expiring, a leader
 //! crashing after a commit, a lagging follower), `mysql` (a
-//! holder's MySQL connection dropped under its `GET_LOCK`), `profiles` (a design
+//! holder's MySQL connection dropped under its `GET_LOCK`, a primary lost before its
+//! replica had the lock, the server's machine crashing after a grant and recovering
+//! what `innodb_flush_log_at_trx_commit` made durable), `profiles` (a design
 //! family's real time scale as the base of a world: Redisson's 30 s lease), `segments`
 //! (seed 004's segmented stock: one lock per stock segment). The probes
 //! themselves are history readers in

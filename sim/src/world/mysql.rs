@@ -21,7 +21,14 @@
 //! - `mysql-get-lock`: the user lock named by the key is the key's value
 //!   `connection-<id>` (the holder's connection, which the design's guard names too):
 //!   `Written` when taken, `Removed` (`command`) on `RELEASE_LOCK`, `Removed`
-//!   (`connection-closed`, by `connection-closed`) when its connection ended.
+//!   (`connection-closed`, by `connection-closed`) when its connection ended;
+//! - a server that crashed keeps what `innodb_flush_log_at_trx_commit` made durable
+//!   and recovers it when it starts again: at that start `MySqlRestart` (what the
+//!   crash cost, in words), then `Removed` (`lost`, by the server) for a lock its
+//!   record held that did not come back and `Written` (by the server) for a lock row
+//!   that came back (its removal was not flushed). Nothing is recorded at the crash:
+//!   a server that never restarts (the failover world's primary) has no record to
+//!   compare.
 
 use std::collections::{BTreeMap, VecDeque};
 use std::sync::atomic::{AtomicBool, Ordering};
