@@ -200,6 +200,7 @@ pub fn describe(h: &History, e: &Event) -> String {
             }
             format!("connection {connection} of {client} {event}{locks}")
         }
+        EventKind::Server(ServerEvent::MySqlRestart { detail, .. }) => detail.clone(),
         EventKind::Server(ServerEvent::MongoRollback {
             source,
             common,

@@ -593,6 +593,38 @@ fn a_lock_freed_within_the_bound_is_valid() {
 }
 
 #[test]
+fn a_released_lock_a_server_brought_back_by_itself_and_kept_is_invalid() {
+    // The server's recovery lost client-1's release: the row came back, held by nobody.
+    let h = B::new()
+        .acquire("client-1", 100, 110, "o1")
+        .release("client-1", 500, "o1")
+        .written(600, "redis", "o1")
+        .acquire_outcome("client-2", 700, 3_000, Phase::Fail)
+        .build();
+    let e = invalid(Liveness.check(&h));
+    assert!(
+        e.summary
+            .contains("redis brought lock lock back by itself at 0.600 s (owner=o1), which client-1 had released at 0.501 s"),
+        "{}",
+        e.summary
+    );
+    assert_eq!(e.hosts, ["redis", "client-2"]);
+}
+
+#[test]
+fn a_lock_brought_back_and_freed_within_the_bound_is_valid() {
+    let h = B::new()
+        .acquire("client-1", 100, 110, "o1")
+        .release("client-1", 500, "o1")
+        .written(600, "redis", "o1")
+        .removed(1_000, "expiry", "o1", "expired")
+        .acquire("client-2", 700, 1_100, "o2")
+        .acquire_outcome("client-3", 1_200, 4_000, Phase::Fail)
+        .build();
+    assert_eq!(Liveness.check(&h), Verdict::Valid);
+}
+
+#[test]
 fn a_stuck_lock_nobody_wanted_is_valid() {
     let h = B::new()
         .acquire("client-1", 100, 110, "o1")

@@ -218,3 +218,52 @@ fn jumping_gives_the_tick_by_tick_history_in_the_mongo_cells() {
         }
     }
 }
+
+/// `client-crash` seed 27: client-5 releases its lock on the primary at 1.035 s and
+/// crashes at 1.036 s, in the tick in which the secondaries apply that release from
+/// the oplog. Their copies are no command of client-5's new life: the history records
+/// them as `replicated`, and `ownership` does not judge them a removal of its previous
+/// life's lock.
+#[test]
+fn a_release_replicated_after_its_client_crashed_is_not_a_command_of_its_next_life() {
+    let design = "mongo-find-and-modify";
+    let run = sweep(
+        &common::design(design),
+        &common::scenario("client-crash"),
+        27..28,
+        1,
+        true,
+        &|_, _| {},
+    )
+    .expect("runs complete")
+    .remove(0);
+    let replay = replay_command(design, "client-crash", run.seed);
+    let history = run.history.as_ref().expect("kept");
+    // The moment of the regression happened: a secondary applied a release of
+    // client-5's after client-5 crashed.
+    let crash = history
+        .events
+        .iter()
+        .position(|e| {
+            e.host == "client-5"
+                && matches!(&e.kind, EventKind::Fault { detail, .. } if detail.starts_with("crash"))
+        })
+        .unwrap_or_else(|| panic!("client-5 never crashed; {replay}"));
+    let replicated = history.events[crash..].iter().find(|e| {
+        matches!(&e.kind, EventKind::Server(ServerEvent::Removed { by, cause, .. })
+            if by == "client-5" && cause == "replicated")
+    });
+    assert!(
+        replicated.is_some(),
+        "no replicated release of client-5's after its crash; {replay}"
+    );
+    // The primary's record has the command itself, before the crash.
+    assert!(
+        history.events[..crash].iter().any(|e| e.host == "mongo-1"
+            && matches!(&e.kind, EventKind::Server(ServerEvent::Removed { by, cause, .. })
+                if by == "client-5" && cause == "command")),
+        "no release by client-5's command on mongo-1 before its crash; {replay}"
+    );
+    let v = verdict(&run, "ownership");
+    assert!(!v.is_invalid(), "ownership {v:?}; {replay}");
+}

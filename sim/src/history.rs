@@ -439,7 +439,10 @@ pub enum ServerEvent {
         value: String,
         /// `command`, `expired`, `overwritten` or `flushed`; for a ZooKeeper ensemble
         /// also `command-before-crash` (a request its client sent before it crashed,
-        /// committed after: its previous life's act).
+        /// committed after: its previous life's act); for a MongoDB member also
+        /// `replicated` (a secondary applied a release from the oplog: the client's
+        /// command ran on the primary, whose record has it as `command`) and
+        /// `rolled-back`.
         cause: String,
     },
     /// A ZooKeeper session was created, expired or closed, by the ZooKeeper server's
@@ -473,6 +476,25 @@ pub enum ServerEvent {
         /// transaction rolled back.
         #[serde(default, skip_serializing_if = "Vec::is_empty")]
         row_locks: Vec<String>,
+    },
+    /// A MySQL server started again after a crash and recovered from its redo log:
+    /// what the crash cost, by the server's own record of the lock before it and
+    /// what recovery found (recorded before the `Removed` (`lost`) or `Written` that
+    /// follow from it, at the restart).
+    MySqlRestart {
+        /// Its `innodb_flush_log_at_trx_commit`.
+        flush_log_at_trx_commit: u8,
+        /// Whether its machine crashed (else mysqld alone).
+        machine: bool,
+        /// Committed log entries the crash lost (committed after the last flush).
+        lost_commits: u64,
+        /// The lock's value by its record at the crash, if it held it.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        held: Option<String>,
+        /// Whether that lock came back.
+        kept: bool,
+        /// In words: the crash, the setting, the last flush, what was lost or kept.
+        detail: String,
     },
     /// A MongoDB member rolled back oplog entries its sync source never had (the
     /// writes after the common point are gone from its data), by its own record.

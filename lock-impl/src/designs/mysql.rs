@@ -276,7 +276,11 @@ fn server_error(sql: &str, reply: Reply) -> LockError {
 fn not_sent_release(sql: &str, why: String) -> LockError {
     LockError::MySql {
         statement: sql.to_string(),
-        source: MySqlError::Connection { sent: false, why },
+        source: MySqlError::Connection {
+            sent: false,
+            why,
+            errno: crate::mysql::client::CR_SERVER_GONE_ERROR,
+        },
     }
 }
 

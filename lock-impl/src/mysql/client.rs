@@ -76,13 +76,38 @@ pub enum MySqlError {
         sent: bool,
         /// What happened.
         why: String,
+        /// The client library's error number for it, as libmariadb and libmysqlclient
+        /// report it ([`CR_CONN_HOST_ERROR`], [`CR_SERVER_GONE_ERROR`],
+        /// [`CR_SERVER_LOST`]).
+        errno: u16,
     },
     /// The server sent something this client cannot read (the connection is broken).
     #[error("protocol error: {0}")]
     Protocol(String),
 }
 
+/// `CR_CONN_HOST_ERROR` (2003, "Can't connect to server on '…'"): the dial failed.
+pub const CR_CONN_HOST_ERROR: u16 = 2003;
+/// `CR_SERVER_GONE_ERROR` (2006, "Server has gone away"): the connection was found
+/// gone before the statement could go out (closed by the server's `wait_timeout`, a
+/// reset, a restart), as a client's `net_clear` / write finds it.
+pub const CR_SERVER_GONE_ERROR: u16 = 2006;
+/// `CR_SERVER_LOST` (2013, "Lost connection to server during query"): the connection
+/// broke, or no reply came, after the statement (or the login) went out.
+pub const CR_SERVER_LOST: u16 = 2013;
+
 impl MySqlError {
+    /// The error number the client sees: the server's for an ERR packet, the client
+    /// library's for a connection failure (2003, 2006, 2013); none for a reply this
+    /// client cannot read.
+    pub fn client_errno(&self) -> Option<u16> {
+        match self {
+            MySqlError::Server(e) => Some(e.code),
+            MySqlError::Connection { errno, .. } => Some(*errno),
+            MySqlError::Protocol(_) => None,
+        }
+    }
+
     /// Whether the statement may have taken effect without the client learning it.
     pub fn outcome_unknown(&self) -> bool {
         matches!(
@@ -150,7 +175,11 @@ impl MySqlConn {
     /// Dials `server` and logs in.
     pub async fn connect(server: &MySqlServer, clock: Arc<dyn Clock>) -> Result<Self, MySqlError> {
         let timeout = Duration::from_millis(server.timeout_ms.max(1));
-        let not_sent = |why: String| MySqlError::Connection { sent: false, why };
+        let not_sent = |why: String, errno: u16| MySqlError::Connection {
+            sent: false,
+            why,
+            errno,
+        };
         let stream = match bounded(
             clock.as_ref(),
             timeout,
@@ -159,8 +188,18 @@ impl MySqlConn {
         .await
         {
             Some(Ok(s)) => s,
-            Some(Err(e)) => return Err(not_sent(format!("dial {}: {e}", server.addr()))),
-            None => return Err(not_sent(format!("dial {}: timed out", server.addr()))),
+            Some(Err(e)) => {
+                return Err(not_sent(
+                    format!("dial {}: {e}", server.addr()),
+                    CR_CONN_HOST_ERROR,
+                ));
+            }
+            None => {
+                return Err(not_sent(
+                    format!("dial {}: timed out", server.addr()),
+                    CR_CONN_HOST_ERROR,
+                ));
+            }
         };
         let mut conn = MySqlConn {
             stream,
@@ -216,9 +255,11 @@ impl MySqlConn {
                 conn.handshake = hs;
                 Ok(conn)
             }
-            Some(Err(MySqlError::Connection { why, .. })) => Err(not_sent(why)),
+            // Lost while reading the handshake or the login's reply: 2013, as
+            // libmysqlclient's "at 'reading initial communication packet'".
+            Some(Err(MySqlError::Connection { why, .. })) => Err(not_sent(why, CR_SERVER_LOST)),
             Some(Err(e)) => Err(e),
-            None => Err(not_sent("login timed out".into())),
+            None => Err(not_sent("login timed out".into(), CR_SERVER_LOST)),
         }
     }
 
@@ -249,6 +290,7 @@ impl MySqlConn {
         r.map_err(|e| MySqlError::Connection {
             sent: false,
             why: e.to_string(),
+            errno: CR_SERVER_GONE_ERROR,
         })
     }
 
@@ -271,11 +313,13 @@ impl MySqlConn {
                 .map_err(|e| MySqlError::Connection {
                     sent: true,
                     why: e.to_string(),
+                    errno: CR_SERVER_LOST,
                 })?;
             if n == 0 {
                 return Err(MySqlError::Connection {
                     sent: true,
                     why: "the server closed the connection".into(),
+                    errno: CR_SERVER_LOST,
                 });
             }
             self.inbuf.extend_from_slice(&chunk[..n]);
@@ -333,6 +377,7 @@ impl MySqlConn {
             return Err(MySqlError::Connection {
                 sent: false,
                 why: format!("connection broken earlier: {why}"),
+                errno: CR_SERVER_GONE_ERROR,
             });
         }
         let (clock, timeout) = (self.clock.clone(), self.timeout);
@@ -345,6 +390,7 @@ impl MySqlConn {
             None => Err(MySqlError::Connection {
                 sent: true,
                 why: format!("no reply within {} ms", timeout.as_millis()),
+                errno: CR_SERVER_LOST,
             }),
         };
         if let Err(e) = &result {

@@ -14,7 +14,9 @@
 //! holds, holds on the watchdog, a paused writer) and `redlock`
 //! (five independent masters), `zookeeper` (a ZooKeeper session expiring, a leader
 //! crashing after a commit, a lagging follower), `mysql` (a
-//! holder's MySQL connection dropped under its `GET_LOCK`), `profiles` (a design
+//! holder's MySQL connection dropped under its `GET_LOCK`, a primary lost before its
+//! replica had the lock, the server's machine crashing after a grant and recovering
+//! what `innodb_flush_log_at_trx_commit` made durable), `profiles` (a design
 //! family's real time scale as the base of a world: Redisson's 30 s lease), `segments`
 //! (seed 004's segmented stock: one lock per stock segment). The probes
 //! themselves are history readers in
@@ -105,6 +107,8 @@ pub static SCENARIOS: &[&Def] = &[
     &mysql::MYSQL_FAILOVER,
     &read_write::READ_WRITE_CONTENTION,
     &read_write::READ_WRITE_LONG_WORK,
+    &mysql::MYSQL_RESTART,
+    &mysql::MYSQL_RESTART_FLUSH_2,
 ];
 
 /// One scenario, whole: what it says of itself, its world, its faults and its probe.
@@ -228,6 +232,8 @@ pub const MYSQL_SCENARIOS: &[&str] = &[
     "mysql-wait-timeout",
     "client-clocks-apart",
     "mysql-failover",
+    "mysql-restart",
+    "mysql-restart-flush-2",
 ];
 
 /// The scenarios a MongoDB design runs in: the client faults, as for MySQL, and the

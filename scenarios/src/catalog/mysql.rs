@@ -1,6 +1,8 @@
 //! MySQL's own faults: a holder's connection dropped under its `GET_LOCK`, by a reset
 //! or by the server's `wait_timeout`; a primary lost with a lock its asynchronous
-//! replica had not received, and the replica promoted.
+//! replica had not received, and the replica promoted; the server's machine crashing
+//! right after a lock was granted and restarting from what
+//! `innodb_flush_log_at_trx_commit` made durable.
 
 use crate::params::Param;
 use rand::RngExt;
@@ -122,6 +124,64 @@ fn primary_crash(d: &mut Draw) -> Vec<Fault> {
         kind: FaultKind::Crash {
             target: Target::UnreplicatedLockMaster { within_ms: 6_000 },
             restart_after_ms: None,
+        },
+    }]
+}
+
+/// The MySQL world with `innodb_flush_log_at_trx_commit` set to `setting`: critical
+/// sections of five leases, so a holder still works when the server is back; three
+/// clients that think up to 1.5 s between rounds (a scheduled job's lock rather than a
+/// hot one), so a grant often comes more than a flush after the release before it and
+/// what a crash loses is the grant itself, not also the release.
+fn mysql_restart_world(base: &Workload, setting: u8) -> Workload {
+    let mut w = Workload {
+        clients: 2,
+        think_ms_max: 1_500,
+        duration_ms: 8_000,
+        ..mysql_world(base)
+    };
+    if let Some(m) = &mut w.mysql {
+        m.innodb_flush_log_at_trx_commit = setting;
+    }
+    w
+}
+
+// Two scenarios, not a `--param`: a `Param` is a fault's size or a workload knob that a
+// sweep steps through numbers (and that the seed draws); the durability setting is
+// the server's configuration, one of three values that mean different mechanisms, as
+// `server-restart` and `server-restart-aof` are two scenarios for Redis.
+
+pub(super) static MYSQL_RESTART: Def = Def {
+    name: "mysql-restart",
+    description: "the MySQL server's machine crashes right after it granted a lock and restarts 0.25-1 lease later; innodb_flush_log_at_trx_commit=1 (the default: the redo log is flushed at every commit)",
+    fault_about: "the MySQL server crashed while a lock was held and recovered",
+    world: |base| mysql_restart_world(base, 1),
+    quantities: &[],
+    plan: machine_crash_after_a_grant,
+    probe: |h, _| probes::mysql_restart_struck_a_hold(h),
+};
+
+pub(super) static MYSQL_RESTART_FLUSH_2: Def = Def {
+    name: "mysql-restart-flush-2",
+    description: "mysql-restart with innodb_flush_log_at_trx_commit=2: the redo log is written to the OS at commit and flushed once a second, so the machine crash loses the last second's commits",
+    fault_about: "the MySQL server crashed while a lock was held and recovered",
+    world: |base| mysql_restart_world(base, 2),
+    quantities: &[],
+    plan: machine_crash_after_a_grant,
+    probe: |h, _| probes::mysql_restart_struck_a_hold(h),
+};
+
+/// The crash is armed early and hits the server as soon as a client holds a lock it
+/// granted after that; the machine is back 0.25-1 lease later.
+fn machine_crash_after_a_grant(d: &mut Draw) -> Vec<Fault> {
+    let lease = d.lease;
+    vec![Fault {
+        at_ms: d.at(),
+        kind: FaultKind::MachineCrash {
+            target: Target::FreshLockMaster {
+                within_ms: lease * 10,
+            },
+            restart_after_ms: Some(d.rng.random_range(lease / 4..=lease)),
         },
     }]
 }

@@ -17,7 +17,10 @@
 //! expiry and gave up). A lock its holder is done with (the server answered its
 //! outermost release `still-held`) must be freed within the bound: kept past it while
 //! another host was refused, it is a violation (a reentrant count gone astray, then a
-//! watchdog or a monopolising re-entry keeping it). And a lock that nobody ever acquired (no acquire `ok`, no
+//! watchdog or a monopolising re-entry keeping it). A lock a server brought back by
+//! itself (a recovery after a crash that lost the release: the server writes a value a
+//! client's command had removed from it) is nobody's: kept past the bound while
+//! another host was refused, it is a violation. And a lock that nobody ever acquired (no acquire `ok`, no
 //! server ever recorded the key) while clients tried with no fault to explain it is a
 //! violation whatever the refusals looked like: an error reply (recorded `info`,
 //! since the client cannot tell) refuses as surely as a `fail`. A run in which no
@@ -150,6 +153,11 @@ impl Checker for Liveness {
             return v;
         }
         judged += kept_judged;
+        let (back_judged, back) = came_back(h, &acquires);
+        if let Some(v) = back {
+            return v;
+        }
+        judged += back_judged;
         if judged + completed == 0 && skipped.is_empty() {
             return Verdict::Unknown {
                 reason:
@@ -240,6 +248,92 @@ fn kept_after_done(
                 hosts: vec![r.host.clone(), w.host.clone()],
                 owners: r.owner.iter().cloned().collect(),
                 first_event: done,
+                events,
+            })),
+        );
+    }
+    (judged, None)
+}
+
+/// The came-back rule (see the module docs): a server that wrote the lock key itself
+/// (its recovery after a crash brought the value back) with a value that a client's
+/// command had removed from that server before (the release was lost with the
+/// crash): nobody holds that lock, so if the server still has it past the bound while
+/// another host's acquire was refused past the bound, the lock is stuck. Returns how
+/// many such returns it judged (the run reached their bound) and the first violation.
+fn came_back(h: &History, acquires: &[&OpPair]) -> (usize, Option<Verdict>) {
+    let key = h.params.key.as_str();
+    let bound_us = h.params.liveness_bound_ms * 1_000;
+    let mut judged = 0;
+    for (i, e) in h.events.iter().enumerate() {
+        let EventKind::Server(ServerEvent::Written { by, key: k, value }) = &e.kind else {
+            continue;
+        };
+        if k != key || *by != e.host {
+            continue;
+        }
+        // The release it undid: that value removed by a client's command on this server.
+        let Some((released, releaser, released_us)) = h.events[..i]
+            .iter()
+            .enumerate()
+            .rev()
+            .find_map(|(j, r)| match &r.kind {
+                EventKind::Server(ServerEvent::Removed {
+                    by,
+                    key: rk,
+                    value: rv,
+                    cause,
+                }) if r.host == e.host && rk == key && rv == value && cause == "command" => {
+                    Some((j, by.clone(), r.at_us))
+                }
+                _ => None,
+            })
+        else {
+            continue;
+        };
+        let deadline_us = e.at_us + bound_us;
+        if h.end_us < deadline_us {
+            continue;
+        }
+        judged += 1;
+        let freed = h.events[i + 1..].iter().position(|r| {
+            r.host == e.host
+                && matches!(&r.kind, EventKind::Server(ServerEvent::Removed { key: rk, .. }) if rk == key)
+        });
+        let freed_at = freed.map(|f| (i + 1 + f, h.events[i + 1 + f].at_us));
+        if freed_at.is_some_and(|(_, at)| at <= deadline_us) {
+            continue;
+        }
+        let before_free = |ev: usize| freed_at.is_none_or(|(f, _)| ev < f);
+        let Some(w) = acquires.iter().find(|p| {
+            p.outcome == Phase::Fail
+                && p.completion_us.is_some_and(|c| c > deadline_us)
+                && p.completion.is_some_and(before_free)
+        }) else {
+            continue;
+        };
+        let until = freed_at.map_or("until the end of the run".to_string(), |(_, at)| {
+            format!("for {} until {}", fmt_ms(at - e.at_us), fmt_s(at))
+        });
+        let mut events = vec![released, i, w.invoke];
+        events.extend(w.completion);
+        events.sort_unstable();
+        return (
+            judged,
+            Some(Verdict::Invalid(Evidence {
+                summary: format!(
+                    "{} brought lock {key} back by itself at {} (owner={value}), which {releaser} had released at {}: nobody held it, yet it stayed {until} although {} wanted it (acquire refused at {}), bound {} ms",
+                    e.host,
+                    fmt_s(e.at_us),
+                    fmt_s(released_us),
+                    w.host,
+                    fmt_s(w.completion_us.unwrap_or(h.end_us)),
+                    h.params.liveness_bound_ms
+                ),
+                at_us: e.at_us,
+                hosts: vec![e.host.clone(), w.host.clone()],
+                owners: vec![value.clone()],
+                first_event: i,
                 events,
             })),
         );

@@ -106,6 +106,25 @@ impl Checker for MutualExclusion {
                 ),
             ))
         };
+        // A MySQL server that lost the first holder's lock in a crash and restart
+        // between the two grants (a row whose commit had not been flushed, or a
+        // connection's lock): its restart's record says why.
+        let restart = || {
+            h.events
+                .iter()
+                .enumerate()
+                .find_map(|(i, e)| match &e.kind {
+                    EventKind::Server(ServerEvent::MySqlRestart {
+                        held: Some(v),
+                        kept: false,
+                        detail,
+                        ..
+                    }) if *v == a.owner && (a.start_us..=b.start_us).contains(&e.at_us) => {
+                        Some((i, format!("; {} {detail}", e.host)))
+                    }
+                    _ => None,
+                })
+        };
         let cause = match (expiry, rollback()) {
             (Some((i, note)), _) => {
                 events.push(i);
@@ -115,7 +134,13 @@ impl Checker for MutualExclusion {
                 events.extend(is);
                 note
             }
-            (None, None) => String::new(),
+            (None, None) => match restart() {
+                Some((i, note)) => {
+                    events.push(i);
+                    note
+                }
+                None => String::new(),
+            },
         };
         events.extend(b.end_event);
         events.sort_unstable();

@@ -475,6 +475,47 @@ fn witness(h: &History, holds: &[model::Hold], e: &sim::history::Event) -> Optio
     }
 }
 
+/// A MySQL server crashed while a client held a lock it had granted, and recovered:
+/// its restart's record (`MySqlRestart`) names the lock its record held at the crash,
+/// and a client's hold was open at the crash. The witness is the restart's own account
+/// (the crash, `innodb_flush_log_at_trx_commit`, the last flush, what was lost or
+/// kept) and the holder.
+pub fn mysql_restart_struck_a_hold(h: &History) -> Option<String> {
+    let holds = model::holds(h).ok()?;
+    let mut crashed: std::collections::BTreeMap<&str, u64> = Default::default();
+    for e in &h.events {
+        match &e.kind {
+            EventKind::Fault {
+                phase: FaultPhase::Start,
+                detail,
+                ..
+            } if detail.starts_with("crash") || detail.starts_with("machine crash") => {
+                crashed.insert(e.host.as_str(), e.at_us);
+            }
+            EventKind::Server(ServerEvent::MySqlRestart {
+                held: Some(_),
+                detail,
+                ..
+            }) => {
+                let Some(&at) = crashed.get(e.host.as_str()) else {
+                    continue;
+                };
+                let Some(hold) = holds.iter().find(|o| o.open_at(at)) else {
+                    continue;
+                };
+                return Some(format!(
+                    "{}: {} {detail}, while {} held the lock",
+                    fmt_s(e.at_us),
+                    e.host,
+                    hold.host
+                ));
+            }
+            _ => {}
+        }
+    }
+    None
+}
+
 /// A MySQL failover lost the lock: the orchestrator promoted a replica whose record
 /// lacked the lock row the crashed primary had granted (a binlog event the replica had
 /// not received). The witness names the grant, the crash and the promotion.

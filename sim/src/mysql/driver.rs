@@ -33,6 +33,14 @@ impl SharedMySql {
         }
     }
 
+    /// A server running `model` (one recovered after a crash).
+    pub fn from_model(model: MySqlModel) -> Self {
+        SharedMySql {
+            model: Arc::new(Mutex::new(model)),
+            changed: Arc::new(tokio::sync::Notify::new()),
+        }
+    }
+
     fn lock(&self) -> MutexGuard<'_, MySqlModel> {
         self.model.lock().unwrap_or_else(|e| e.into_inner())
     }

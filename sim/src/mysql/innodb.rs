@@ -107,8 +107,13 @@ pub struct Engine {
     /// Explicit transactions (after `BEGIN`), by connection.
     trxs: BTreeMap<ConnId, Trx>,
     events: Vec<ServerEvent>,
-    /// The binary log: every committed change, in commit order.
+    /// The binary log: every committed change, in commit order. It stands for the
+    /// redo log too: a crash recovery replays a prefix of it (see
+    /// [`super::server::MySqlModel::durable_log`]).
     binlog: Vec<BinlogEvent>,
+    /// How much of it the last once-per-second log flush (the master thread's
+    /// `log_write_up_to` with an fsync) put on disk.
+    flushed: usize,
 }
 
 /// The `utf8mb4_general_ci` comparison key of a `VARCHAR` value (PAD SPACE; ASCII
@@ -222,6 +227,29 @@ impl Engine {
             columns: columns.to_vec(),
         });
         true
+    }
+
+    /// The `owner` of the row named `name` in the first table (by name) with an
+    /// `owner` column that has one, if non-empty.
+    pub fn lock_row(&self, name: &str) -> Option<String> {
+        let key = fold(name.as_bytes());
+        self.tables.values().find_map(|t| {
+            let col = t.columns.iter().position(|(c, _)| c == "owner")?;
+            match t.rows.get(&key)?.get(col)? {
+                Value::Str(s) if !s.is_empty() => Some(text(s)),
+                _ => None,
+            }
+        })
+    }
+
+    /// The once-per-second flush: everything committed so far is on disk.
+    pub fn flush_log(&mut self) {
+        self.flushed = self.binlog.len();
+    }
+
+    /// The log's length and how much of it the last once-per-second flush wrote.
+    pub fn log_positions(&self) -> (usize, usize) {
+        (self.binlog.len(), self.flushed)
     }
 
     /// The binary log from position `from` on.

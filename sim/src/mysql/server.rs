@@ -106,6 +106,9 @@ pub struct MySqlConfig {
     /// The global `innodb_lock_wait_timeout`, seconds: how long a statement waits for a
     /// row lock (MariaDB's default: 50).
     pub lock_wait_timeout_s: u64,
+    /// `innodb_flush_log_at_trx_commit` (MariaDB's default: 1): what a crash keeps of
+    /// the transactions committed before it (see [`MySqlModel::durable_log`]).
+    pub flush_log_at_trx_commit: u8,
 }
 
 impl Default for MySqlConfig {
@@ -117,9 +120,15 @@ impl Default for MySqlConfig {
             seed: 0,
             wait_timeout_s: 28_800,
             lock_wait_timeout_s: 50,
+            flush_log_at_trx_commit: 1,
         }
     }
 }
+
+/// The values MariaDB allows for `innodb_flush_log_at_trx_commit`
+/// (<https://mariadb.com/docs/server/ref/mdb/system-variables/innodb_flush_log_at_trx_commit>):
+/// 3 flushes at prepare and at commit, as durable as 1 for what a crash keeps.
+pub const FLUSH_LOG_AT_TRX_COMMIT: [u8; 4] = [0, 1, 2, 3];
 
 /// What the server did that an observer records.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -806,6 +815,61 @@ impl MySqlModel {
         self.events.extend(self.engine.take_events());
     }
 
+    /// The once-per-second redo log flush of InnoDB's master thread (its driver calls
+    /// it every second of the server's uptime): every transaction committed so far
+    /// is on disk, whatever `innodb_flush_log_at_trx_commit` says.
+    pub fn flush_log(&mut self) {
+        self.engine.flush_log();
+    }
+
+    /// What of the committed log a crash now would leave on disk, and how many
+    /// committed entries it would lose. MariaDB's documentation of
+    /// `innodb_flush_log_at_trx_commit`: with 1 (and 3) the log is written and flushed
+    /// at every commit, so nothing committed is lost; with 2 it is written to the operating
+    /// system at every commit and flushed about once a second, so a crash of mysqld
+    /// alone loses nothing but a crash of the machine (an OS crash, a power loss) loses
+    /// up to a second of commits; with 0 it is written and flushed once a second, so
+    /// even a crash of mysqld alone loses up to a second. `machine`: the machine
+    /// crashed, not just mysqld. (The model's log is its binary log of committed row
+    /// images; recovery replays its durable prefix: InnoDB's redo apply, without the
+    /// binlog/redo two-phase commit's finer points.)
+    pub fn durable_log(&self, machine: bool) -> (Vec<BinlogEvent>, usize) {
+        let (len, flushed) = self.engine.log_positions();
+        let keep = match (self.config.flush_log_at_trx_commit, machine) {
+            (1 | 3, _) | (2, false) => len,
+            _ => flushed,
+        };
+        (self.engine.binlog_from(0)[..keep].to_vec(), len - keep)
+    }
+
+    /// The server started again after a crash, with `log` on disk: crash recovery
+    /// replays it (the rows are as its last durable commit left them), and there is
+    /// no connection, user lock or transaction. Connection ids go on from
+    /// `next_conn_id` (MariaDB starts again at 1; the model keeps the ids unique over
+    /// the run so that an owner value named by a connection id names one connection).
+    pub fn recover(config: MySqlConfig, log: &[BinlogEvent], next_conn_id: ConnId) -> Self {
+        let mut m = MySqlModel::new(config);
+        m.next_id = next_conn_id;
+        for event in log {
+            m.engine.apply(event);
+        }
+        // Recovery's own writes are no one's commands.
+        m.engine.take_events();
+        m.engine.flush_log();
+        m
+    }
+
+    /// The `owner` of the row named `name` in any table with an `owner` column (a
+    /// lock row), if it has a non-empty one.
+    pub fn lock_row(&self, name: &str) -> Option<String> {
+        self.engine.lock_row(name)
+    }
+
+    /// The id the next connection gets.
+    pub fn next_conn_id(&self) -> ConnId {
+        self.next_id
+    }
+
     /// A failover made this replica the primary: recorded for the observer.
     pub fn promote(&mut self) {
         self.events.push(ServerEvent::Promoted);
@@ -1000,6 +1064,77 @@ mod tests {
                 vec!["kept".to_string(), "o1".to_string()],
             ]
         );
+    }
+
+    /// A server with `setting` that committed `kept`'s row, flushed, committed
+    /// `late`'s row and deleted `kept`'s, then took a `GET_LOCK`.
+    fn server_with_an_unflushed_tail(setting: u8) -> MySqlModel {
+        let mut m = MySqlModel::new(MySqlConfig {
+            flush_log_at_trx_commit: setting,
+            ..MySqlConfig::default()
+        });
+        let a = logged_in(&mut m);
+        for sql in [
+            "CREATE TABLE IF NOT EXISTS t (name VARCHAR(255) NOT NULL PRIMARY KEY, owner VARCHAR(255) NOT NULL)",
+            "INSERT INTO t (name, owner) VALUES ('kept', 'o1')",
+        ] {
+            assert!(!matches!(m.query(a, sql), Reply::Err(_)), "{sql}");
+        }
+        m.flush_log();
+        for sql in [
+            "INSERT INTO t (name, owner) VALUES ('late', 'o2')",
+            "DELETE FROM t WHERE name = 'kept' AND owner = 'o1'",
+            "SELECT GET_LOCK('k', 0)",
+        ] {
+            assert!(!matches!(m.query(a, sql), Reply::Err(_)), "{sql}");
+        }
+        m
+    }
+
+    /// The rows a server recovering from `m`'s disk after a crash has.
+    fn recovered_rows(m: &MySqlModel, machine: bool) -> (Vec<Vec<String>>, usize, MySqlModel) {
+        let (log, lost) = m.durable_log(machine);
+        let r = MySqlModel::recover(m.config.clone(), &log, m.next_conn_id());
+        (r.rows("t").unwrap_or_default(), lost, r)
+    }
+
+    #[test]
+    fn flush_at_every_commit_keeps_every_committed_row_through_any_crash() {
+        for (setting, machine) in [(1, false), (1, true), (3, false), (3, true)] {
+            let m = server_with_an_unflushed_tail(setting);
+            let (rows, lost, r) = recovered_rows(&m, machine);
+            assert_eq!(rows, vec![vec!["late".to_string(), "o2".to_string()]]);
+            assert_eq!(lost, 0);
+            // No connection survives a restart, nor its GET_LOCK.
+            assert!(r.user_locks().is_empty());
+            assert_eq!(r.lock_row("late").as_deref(), Some("o2"));
+        }
+    }
+
+    #[test]
+    fn flush_once_a_second_loses_the_unflushed_commits_in_a_machine_crash_only() {
+        let m = server_with_an_unflushed_tail(2);
+        // mysqld alone: the OS had every commit.
+        let (rows, lost, _) = recovered_rows(&m, false);
+        assert_eq!(rows, vec![vec!["late".to_string(), "o2".to_string()]]);
+        assert_eq!(lost, 0);
+        // The machine: back to the last flush (the insert and the delete are gone).
+        let (rows, lost, r) = recovered_rows(&m, true);
+        assert_eq!(rows, vec![vec!["kept".to_string(), "o1".to_string()]]);
+        assert_eq!(lost, 2);
+        assert_eq!(r.lock_row("late"), None);
+        // Connection ids go on after a restart.
+        assert_eq!(r.next_conn_id(), m.next_conn_id());
+    }
+
+    #[test]
+    fn writing_once_a_second_loses_the_unflushed_commits_even_in_a_mysqld_crash() {
+        let m = server_with_an_unflushed_tail(0);
+        for machine in [false, true] {
+            let (rows, lost, _) = recovered_rows(&m, machine);
+            assert_eq!(rows, vec![vec!["kept".to_string(), "o1".to_string()]]);
+            assert_eq!(lost, 2);
+        }
     }
 
     #[test]

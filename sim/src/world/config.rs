@@ -247,6 +247,17 @@ pub struct MySqlSpec {
         skip_serializing_if = "is_default_wait_timeout"
     )]
     pub wait_timeout_s: u64,
+    /// `innodb_flush_log_at_trx_commit`: 1 (MariaDB's default) flushes the redo log
+    /// at every commit, so a crash loses no committed transaction; 2 writes it to the
+    /// operating system at every commit and flushes it once a second, so a machine
+    /// crash loses up to a second of commits (a crash of mysqld alone, none); 0 writes
+    /// and flushes once a second, so any crash loses up to a second; 3 flushes at
+    /// prepare and at commit (as durable as 1). Anything else is refused.
+    #[serde(
+        default = "default_flush_log_at_trx_commit",
+        skip_serializing_if = "is_default_flush_log_at_trx_commit"
+    )]
+    pub innodb_flush_log_at_trx_commit: u8,
     /// An asynchronous replica and the failover that promotes it, if any.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub replica: Option<MySqlReplicaSpec>,
@@ -286,6 +297,14 @@ fn is_default_wait_timeout(s: &u64) -> bool {
     *s == default_wait_timeout_s()
 }
 
+fn default_flush_log_at_trx_commit() -> u8 {
+    1
+}
+
+fn is_default_flush_log_at_trx_commit(v: &u8) -> bool {
+    *v == default_flush_log_at_trx_commit()
+}
+
 impl Default for MySqlSpec {
     fn default() -> Self {
         MySqlSpec {
@@ -294,6 +313,7 @@ impl Default for MySqlSpec {
             password: "locksim".into(),
             database: "locksim".into(),
             wait_timeout_s: default_wait_timeout_s(),
+            innodb_flush_log_at_trx_commit: default_flush_log_at_trx_commit(),
             replica: None,
         }
     }
@@ -488,6 +508,18 @@ impl Workload {
             return bad(format!(
                 "workload.zookeeper.servers={} must be 1 (standalone), 3 or 5 (an ensemble)",
                 zk.servers
+            ));
+        }
+        if let Some(m) = &self.mysql
+            && !crate::mysql::server::FLUSH_LOG_AT_TRX_COMMIT
+                .contains(&m.innodb_flush_log_at_trx_commit)
+        {
+            return bad(format!(
+                "workload.mysql.innodb_flush_log_at_trx_commit={} is not one of MariaDB's \
+                 values: 0 (write and flush once a second), 1 (the default: flush at every \
+                 commit), 2 (write at commit, flush once a second) or 3 (flush at prepare \
+                 and commit)",
+                m.innodb_flush_log_at_trx_commit
             ));
         }
         if let Some(m) = &self.mongo {

@@ -11,9 +11,13 @@
 //!   design's release);
 //! - `Written` when the value appears (by the client whose command wrote it, on the
 //!   primary and, as the entry replicates, on each secondary); `Removed` when it goes:
-//!   `command` (a release), `expired` (another client's `findAndModify` took it over
-//!   because its `expiresAt` had passed by that client's clock; `by` is that client),
-//!   `rolled-back` (by `rollback`: the member undid the write, see `MongoRollback`);
+//!   `command` (a release, on the member where the client's command ran),
+//!   `replicated` (a secondary applied that release from its sync source's oplog;
+//!   `by` names the client whose command it copies, which may have crashed since:
+//!   the copy is no new command of it), `expired` (another client's `findAndModify`
+//!   took it over because its `expiresAt` had passed by that client's clock; `by` is
+//!   that client), `rolled-back` (by `rollback`: the member undid the write, see
+//!   `MongoRollback`);
 //! - `Role` `primary (term n)` / `secondary (term n)` at every change (with why), and
 //!   `MongoRollback` for every rollback.
 
@@ -310,10 +314,17 @@ impl MongoCtl {
                         }
                         let m = &mut self.members[i];
                         if let Some(value) = old {
+                            // A secondary that applies a release from the oplog runs
+                            // no client command: the command ran on the primary (whose
+                            // record says so), perhaps in a life of its client that
+                            // has since crashed. Its copy is `replicated`, so no
+                            // checker reads it as a new command by the client's
+                            // current life.
                             let cause = match (&origin, &new) {
                                 (Origin::RolledBack, _) => "rolled-back",
                                 (_, Some(_)) => "expired",
-                                (_, None) => "command",
+                                (Origin::Replicated, None) => "replicated",
+                                (Origin::Client(_), None) => "command",
                             };
                             recorder.record_at(
                                 at,

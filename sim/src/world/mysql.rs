@@ -21,7 +21,14 @@
 //! - `mysql-get-lock`: the user lock named by the key is the key's value
 //!   `connection-<id>` (the holder's connection, which the design's guard names too):
 //!   `Written` when taken, `Removed` (`command`) on `RELEASE_LOCK`, `Removed`
-//!   (`connection-closed`, by `connection-closed`) when its connection ended.
+//!   (`connection-closed`, by `connection-closed`) when its connection ended;
+//! - a server that crashed keeps what `innodb_flush_log_at_trx_commit` made durable
+//!   and recovers it when it starts again: at that start `MySqlRestart` (what the
+//!   crash cost, in words), then `Removed` (`lost`, by the server) for a lock its
+//!   record held that did not come back and `Written` (by the server) for a lock row
+//!   that came back (its removal was not flushed). Nothing is recorded at the crash:
+//!   a server that never restarts (the failover world's primary) has no record to
+//!   compare.
 
 use std::collections::{BTreeMap, VecDeque};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -31,7 +38,8 @@ use std::time::Duration;
 use crate::history::{EventKind, ServerEvent};
 use crate::mysql::innodb::BinlogEvent;
 use crate::mysql::{
-    ConnId, MYSQL_PORT, MySqlConfig, ServerEvent as MyEvent, SharedMySql, serve_connection,
+    ConnId, MYSQL_PORT, MySqlConfig, MySqlModel, ServerEvent as MyEvent, SharedMySql,
+    serve_connection,
 };
 use crate::net::NetFaults;
 use crate::recorder::Recorder;
@@ -43,11 +51,43 @@ pub fn get_lock_owner(id: ConnId) -> String {
     lock_impl::designs::get_lock_owner(id)
 }
 
+/// What a crashed server left on disk, for its next start: the durable prefix of its
+/// log (see [`crate::mysql::MySqlModel::durable_log`]) and what the crash was.
+struct Disk {
+    log: Vec<BinlogEvent>,
+    /// Committed log entries the crash lost (written after the last flush).
+    lost: usize,
+    next_conn_id: ConnId,
+    machine: bool,
+    crash_at_us: u64,
+    /// The last once-per-second flush before the crash, µs of true time (`None`: none
+    /// since the server started).
+    flushed_at_us: Option<u64>,
+}
+
+/// A start that recovered from a crash, for the observer to record.
+struct Recovered {
+    lost: usize,
+    machine: bool,
+    crash_at_us: u64,
+    flushed_at_us: Option<u64>,
+}
+
 /// One MySQL host: its name and its running server (`None` before it started).
 #[derive(Clone)]
 struct Host {
     name: String,
     slot: Arc<Mutex<Option<SharedMySql>>>,
+    /// Set by a crash, taken by the next start.
+    disk: Arc<Mutex<Option<Disk>>>,
+    /// Set by a start that recovered, taken by the observer.
+    recovered: Arc<Mutex<Option<Recovered>>>,
+    /// The running server's last once-per-second log flush, µs of true time.
+    flushed_at_us: Arc<Mutex<Option<u64>>>,
+}
+
+fn locked<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
 }
 
 impl Host {
@@ -55,15 +95,70 @@ impl Host {
         Host {
             name: name.to_string(),
             slot: Arc::default(),
+            disk: Arc::default(),
+            recovered: Arc::default(),
+            flushed_at_us: Arc::default(),
         }
     }
 
     fn shared(&self) -> Option<SharedMySql> {
-        self.slot.lock().unwrap_or_else(|e| e.into_inner()).clone()
+        locked(&self.slot).clone()
     }
 
-    /// Runs the server on this host: a fresh one on every start (nothing on disk is
-    /// modelled yet), accepting connections until the host goes.
+    /// The server this start runs: a fresh one on the first start, else one that
+    /// recovered from what the crash left on disk. With
+    /// `innodb_flush_log_at_trx_commit` 0 or 2 it runs InnoDB's once-per-second log
+    /// flush (with 1 or 3 every commit is flushed as it commits, so the flush changes
+    /// nothing and is not run).
+    fn start(&self, config: MySqlConfig) -> SharedMySql {
+        let shared = match locked(&self.disk).take() {
+            Some(disk) => {
+                *locked(&self.recovered) = Some(Recovered {
+                    lost: disk.lost,
+                    machine: disk.machine,
+                    crash_at_us: disk.crash_at_us,
+                    flushed_at_us: disk.flushed_at_us,
+                });
+                SharedMySql::from_model(MySqlModel::recover(
+                    config.clone(),
+                    &disk.log,
+                    disk.next_conn_id,
+                ))
+            }
+            None => SharedMySql::new(config.clone()),
+        };
+        *locked(&self.flushed_at_us) = None;
+        if matches!(config.flush_log_at_trx_commit, 0 | 2) {
+            let (flusher, flushed_at) = (shared.clone(), self.flushed_at_us.clone());
+            tokio::task::spawn_local(async move {
+                loop {
+                    turmoil::time::sleep(Duration::from_secs(1)).await;
+                    flusher.with(|m| m.flush_log());
+                    let now = turmoil::sim_elapsed().unwrap_or_default();
+                    *locked(&flushed_at) = Some(now.as_micros() as u64);
+                }
+            });
+        }
+        shared
+    }
+
+    /// The host crashed (its machine, with `machine`): what its server had on disk is
+    /// kept for the next start.
+    fn crashed(&self, machine: bool, now: Duration) {
+        let Some(shared) = self.shared() else { return };
+        let ((log, lost), next_conn_id) =
+            shared.with(|m| (m.durable_log(machine), m.next_conn_id()));
+        *locked(&self.disk) = Some(Disk {
+            log,
+            lost,
+            next_conn_id,
+            machine,
+            crash_at_us: now.as_micros() as u64,
+            flushed_at_us: *locked(&self.flushed_at_us),
+        });
+    }
+
+    /// Runs the server on this host, accepting connections until the host goes.
     async fn serve(
         &self,
         shared: SharedMySql,
@@ -109,8 +204,14 @@ pub(crate) struct MySqlCtl {
     holders: BTreeMap<String, (String, String, u64)>,
     /// Writes of the key recorded so far (on any server).
     writes: u64,
+    /// When each server's record took its current holder (µs of true time), and
+    /// whether the hold is a connection's (a `GET_LOCK`, a row lock) rather than a
+    /// committed row.
+    held_at: BTreeMap<String, (u64, bool)>,
     /// Whether the replica's role was recorded yet.
     role_recorded: bool,
+    /// `innodb_flush_log_at_trx_commit`, as the restart's record names it.
+    flush_setting: u8,
 }
 
 impl MySqlCtl {
@@ -124,7 +225,9 @@ impl MySqlCtl {
             hosts: BTreeMap::new(),
             holders: BTreeMap::new(),
             writes: 0,
+            held_at: BTreeMap::new(),
             role_recorded: false,
+            flush_setting: spec.innodb_flush_log_at_trx_commit,
         }
     }
 
@@ -154,6 +257,7 @@ impl MySqlCtl {
             database: spec.database.clone(),
             seed,
             wait_timeout_s: spec.wait_timeout_s,
+            flush_log_at_trx_commit: spec.innodb_flush_log_at_trx_commit,
             ..MySqlConfig::default()
         };
         let up = Arc::new(AtomicBool::new(false));
@@ -169,7 +273,8 @@ impl MySqlCtl {
             async move {
                 up.store(true, Ordering::SeqCst);
                 let _up = Up(up);
-                primary.serve(SharedMySql::new(config), net).await
+                let shared = primary.start(config);
+                primary.serve(shared, net).await
             }
         });
         let (Some(replica), Some(rspec)) = (self.replica.clone(), spec.replica.clone()) else {
@@ -236,6 +341,15 @@ impl MySqlCtl {
         (self.current() == self.name && !copied).then(|| (self.name.clone(), *write))
     }
 
+    /// The server the clients' address points at and its grant's number, if its
+    /// record holds the lock (a `fresh-lock-master` target waits for a grant made
+    /// after it was armed).
+    pub fn fresh_lock_master(&self) -> Option<(String, u64)> {
+        let current = self.current();
+        let (_, _, write) = self.holders.get(&current)?;
+        Some((current, *write))
+    }
+
     /// Moves the servers' new events into the history at `now`.
     pub fn drain(&mut self, recorder: &Recorder, now: Duration) {
         let at = now.as_micros() as u64;
@@ -255,6 +369,11 @@ impl MySqlCtl {
             .chain(self.replica.clone())
             .collect();
         for host in hosts {
+            let recovered = locked(&host.recovered).take();
+            if let (Some(r), Some(shared)) = (recovered, host.shared()) {
+                let now = shared.with(|m| m.lock_row(&self.key));
+                self.recovered(recorder, at, &host.name, r, now);
+            }
             if let Some(shared) = host.shared() {
                 let events = shared.with(|m| m.take_events());
                 self.observe(recorder, at, &host.name, events);
@@ -353,11 +472,13 @@ impl MySqlCtl {
                     let host = host_of(&self.hosts, conn);
                     let value = get_lock_owner(conn);
                     self.set_holder(recorder, at, server, Some((value, host)), "command");
+                    self.held_at.insert(server.to_string(), (at, true));
                 }
                 MyEvent::RowLocked { conn, name, .. } if name == self.key => {
                     let host = host_of(&self.hosts, conn);
                     let value = get_lock_owner(conn);
                     self.set_holder(recorder, at, server, Some((value, host)), "command");
+                    self.held_at.insert(server.to_string(), (at, true));
                 }
                 MyEvent::LockReleased { conn, name } | MyEvent::RowUnlocked { conn, name, .. }
                     if name == self.key =>
@@ -418,8 +539,115 @@ impl MySqlCtl {
             self.writes += 1;
             self.holders
                 .insert(server.to_string(), (value, host, self.writes));
+            self.held_at.insert(server.to_string(), (at, false));
         }
     }
+
+    /// `host` crashed (its machine, with `machine`): its server's durable state is
+    /// kept for its restart. Nothing is recorded yet: what the crash cost shows when
+    /// the server recovers (a server that never restarts has no record to compare).
+    pub fn crashed(&self, host: &str, machine: bool, now: Duration) {
+        for h in std::iter::once(&self.primary).chain(self.replica.as_ref()) {
+            if h.name == host {
+                h.crashed(machine, now);
+            }
+        }
+    }
+
+    /// A server recovered from a crash: its record is compared with what recovery
+    /// found. A lock its record held that did not come back (a row whose commit was
+    /// not yet flushed, or a connection's lock: a restart has no connection) is
+    /// `Removed` by the server (`lost`); a lock row that came back though its record
+    /// had it gone or another's (a release or takeover that was not flushed) is
+    /// `Written` by the server. `MySqlRestart` says why.
+    fn recovered(
+        &mut self,
+        recorder: &Recorder,
+        at: u64,
+        server: &str,
+        r: Recovered,
+        now: Option<String>,
+    ) {
+        let setting = self.flush_setting;
+        let held = self.holders.get(server).map(|(v, _, _)| v.clone());
+        let (held_at, scoped) = self.held_at.get(server).copied().unwrap_or((0, false));
+        let crash = if r.machine { "machine crash" } else { "crash" };
+        let flushed = match r.flushed_at_us {
+            Some(t) => format!("the last flush at {}", fmt_s(t)),
+            None => "no flush since it started".to_string(),
+        };
+        let mut why = format!(
+            "restarted after a {crash} at {} (innodb_flush_log_at_trx_commit={setting}, {flushed}; {} committed log entries lost)",
+            fmt_s(r.crash_at_us),
+            r.lost
+        );
+        let kept = held.is_some() && held == now;
+        match (&held, kept) {
+            (Some(v), true) => why.push_str(&format!(
+                " and kept the lock row committed at {} (owner={v})",
+                fmt_s(held_at)
+            )),
+            (Some(v), false) if scoped => why.push_str(&format!(
+                " and lost the lock {v} took at {}: a lock of a connection, and a restart has no connection",
+                fmt_s(held_at)
+            )),
+            (Some(v), false) => why.push_str(&format!(
+                " and lost the lock row committed at {} (owner={v}): innodb_flush_log_at_trx_commit={setting} had not flushed it",
+                fmt_s(held_at)
+            )),
+            (None, _) => {}
+        }
+        if let Some(n) = &now
+            && !kept
+        {
+            why.push_str(&format!(
+                "; the lock row owner={n} came back: its removal had not been flushed"
+            ));
+        }
+        recorder.record_at(
+            at,
+            server,
+            EventKind::Server(ServerEvent::MySqlRestart {
+                flush_log_at_trx_commit: setting,
+                machine: r.machine,
+                lost_commits: r.lost as u64,
+                held: held.clone(),
+                kept,
+                detail: why,
+            }),
+        );
+        if kept {
+            return;
+        }
+        if let Some(value) = held {
+            self.holders.remove(server);
+            self.held_at.remove(server);
+            recorder.record_at(
+                at,
+                server,
+                EventKind::Server(ServerEvent::Removed {
+                    by: server.to_string(),
+                    key: self.key.clone(),
+                    value,
+                    cause: "lost".into(),
+                }),
+            );
+        }
+        if let Some(value) = now {
+            self.set_holder(
+                recorder,
+                at,
+                server,
+                Some((value, server.to_string())),
+                "command",
+            );
+        }
+    }
+}
+
+/// Seconds with milliseconds, as the checkers' evidence writes times.
+fn fmt_s(us: u64) -> String {
+    format!("{}.{:03} s", us / 1_000_000, (us % 1_000_000) / 1_000)
 }
 
 /// The replica's replication and the orchestrator, on the replica's host: every

@@ -35,6 +35,11 @@ pub(super) fn start(cx: &mut Cx, target: &Target, restart_after_ms: Option<u64>,
         if let Some(zk) = &mut cx.world.zk {
             zk.crashed(&host);
         }
+        if let Some(mysql) = &cx.world.mysql {
+            // What its disk keeps, by innodb_flush_log_at_trx_commit; what it lost is
+            // recorded when it recovers.
+            mysql.crashed(&host, machine, cx.now);
+        }
         if let Some(server) = cx.world.server(&host).cloned() {
             if let Some(engine) = server.engine() {
                 cx.world.observer.commands_of_dead_engines +=

@@ -95,6 +95,13 @@ pub(super) fn resolve(target: &Target, world: &WorldCtl, rng: &mut ChaCha8Rng) -
             .collect(),
         Target::FreshLockMaster { .. } => lock_master(world, false)
             .map(|(name, _, _)| name)
+            .or_else(|| {
+                world
+                    .mysql
+                    .as_ref()
+                    .and_then(|m| m.fresh_lock_master())
+                    .map(|(name, _)| name)
+            })
             .into_iter()
             .collect(),
         Target::LockServerOf { client, .. } => {
@@ -372,11 +379,19 @@ impl Waiting {
                 .or_else(|| {
                     // A MySQL primary's grant its replica lacks (numbered by the
                     // world's record of the key's writes).
-                    world
-                        .mysql
-                        .as_ref()
-                        .filter(|_| unreplicated)
-                        .and_then(|m| m.unreplicated_lock_master())
+                    // (For the fresh kind: its grant, replicated or not.)
+                    world.mysql.as_ref().and_then(|m| {
+                        if unreplicated {
+                            m.unreplicated_lock_master()
+                        } else {
+                            // In hand: the history shows its writer holding it.
+                            m.fresh_lock_master().filter(|_| {
+                                m.owner().is_some_and(|w| {
+                                    world.recorder.holders().iter().any(|h| h == w)
+                                })
+                            })
+                        }
+                    })
                 })
                 .map(|(server, offset)| *self.write_seen.entry((server, offset)).or_insert(now))
         };
