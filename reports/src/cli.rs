@@ -23,8 +23,7 @@ struct Cli {
     #[command(subcommand)]
     command: Option<Command>,
     /// Seeds for the catalog table (A..B or N). The default runs the whole catalog (29
-    /// designs, 45 scenarios, 678 cells; 107 s on two cores after the build, measured
-    /// at 611);
+    /// designs, 45 scenarios, 678 cells; 104 s on two cores after the build);
     /// `locksim run` and `--seeds 0..100` give a cell or the table more evidence.
     #[arg(long, default_value = "0..10", allow_hyphen_values = true)]
     seeds: String,
