@@ -209,26 +209,16 @@ fn kept_after_done(
             continue;
         }
         judged += 1;
-        // The lock was freed (removed, or expired) on some server after the release.
-        let freed = h.events[done + 1..].iter().position(|e| {
-            matches!(&e.kind, EventKind::Server(ServerEvent::Removed { key: k, .. }) if k == key)
-        });
-        let freed_at = freed.map(|i| (done + 1 + i, h.events[done + 1 + i].at_us));
-        if freed_at.is_some_and(|(_, at)| at <= deadline_us) {
-            continue;
-        }
-        let before_free = |ev: usize| freed_at.is_none_or(|(f, _)| ev < f);
-        let Some(w) = acquires.iter().find(|p| {
-            p.host != r.host
-                && p.outcome == Phase::Fail
-                && p.completion_us.is_some_and(|c| c > deadline_us)
-                && p.completion.is_some_and(before_free)
-        }) else {
+        // Kept until the lock was freed (removed, or expired) on any server.
+        let Some((w, until)) = refused_while_kept(
+            h,
+            acquires,
+            (done, done_us, deadline_us),
+            |_| true,
+            Some(&r.host),
+        ) else {
             continue;
         };
-        let until = freed_at.map_or("until the end of the run".to_string(), |(_, at)| {
-            format!("for {} until {}", fmt_ms(at - done_us), fmt_s(at))
-        });
         let mut events = vec![r.invoke, done, w.invoke];
         events.extend(w.completion);
         events.sort_unstable();
@@ -253,6 +243,41 @@ fn kept_after_done(
         );
     }
     (judged, None)
+}
+
+/// What both stuck-lock rules ask once a lock stayed on from event `from` (at
+/// `from_us`) past `deadline_us`: the first removal of the key after `from` on a server
+/// `on` accepts (the lock freed), and an acquire refused after the deadline and before
+/// that removal (by any host but `not_by`): that waiter, and how long the lock stayed
+/// ("for … until …" or "until the end of the run"). `None` if the lock was freed by
+/// the deadline or nobody was refused in between.
+fn refused_while_kept<'a>(
+    h: &History,
+    acquires: &[&'a OpPair],
+    (from, from_us, deadline_us): (usize, u64, u64),
+    on: impl Fn(&str) -> bool,
+    not_by: Option<&str>,
+) -> Option<(&'a OpPair, String)> {
+    let key = h.params.key.as_str();
+    let freed = h.events[from + 1..].iter().position(|e| {
+        on(&e.host)
+            && matches!(&e.kind, EventKind::Server(ServerEvent::Removed { key: k, .. }) if k == key)
+    });
+    let freed_at = freed.map(|f| (from + 1 + f, h.events[from + 1 + f].at_us));
+    if freed_at.is_some_and(|(_, at)| at <= deadline_us) {
+        return None;
+    }
+    let before_free = |ev: usize| freed_at.is_none_or(|(f, _)| ev < f);
+    let w = acquires.iter().copied().find(|p| {
+        not_by.is_none_or(|host| p.host != host)
+            && p.outcome == Phase::Fail
+            && p.completion_us.is_some_and(|c| c > deadline_us)
+            && p.completion.is_some_and(before_free)
+    })?;
+    let until = freed_at.map_or("until the end of the run".to_string(), |(_, at)| {
+        format!("for {} until {}", fmt_ms(at - from_us), fmt_s(at))
+    });
+    Some((w, until))
 }
 
 /// The came-back rule (see the module docs): a server that wrote the lock key itself
@@ -296,25 +321,16 @@ fn came_back(h: &History, acquires: &[&OpPair]) -> (usize, Option<Verdict>) {
             continue;
         }
         judged += 1;
-        let freed = h.events[i + 1..].iter().position(|r| {
-            r.host == e.host
-                && matches!(&r.kind, EventKind::Server(ServerEvent::Removed { key: rk, .. }) if rk == key)
-        });
-        let freed_at = freed.map(|f| (i + 1 + f, h.events[i + 1 + f].at_us));
-        if freed_at.is_some_and(|(_, at)| at <= deadline_us) {
-            continue;
-        }
-        let before_free = |ev: usize| freed_at.is_none_or(|(f, _)| ev < f);
-        let Some(w) = acquires.iter().find(|p| {
-            p.outcome == Phase::Fail
-                && p.completion_us.is_some_and(|c| c > deadline_us)
-                && p.completion.is_some_and(before_free)
-        }) else {
+        // Kept until that server removed it again.
+        let Some((w, until)) = refused_while_kept(
+            h,
+            acquires,
+            (i, e.at_us, deadline_us),
+            |host| host == e.host,
+            None,
+        ) else {
             continue;
         };
-        let until = freed_at.map_or("until the end of the run".to_string(), |(_, at)| {
-            format!("for {} until {}", fmt_ms(at - e.at_us), fmt_s(at))
-        });
         let mut events = vec![released, i, w.invoke];
         events.extend(w.completion);
         events.sort_unstable();
