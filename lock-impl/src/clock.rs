@@ -30,6 +30,21 @@ pub trait Clock: Send + Sync + 'static {
     fn sleep(&self, duration: Duration) -> Sleep;
 }
 
+/// `f`'s output, or `None` if `timeout` passes on `clock` first: a client's request or
+/// dial timeout, measured on its host's monotonic clock (so a simulation that jumps in
+/// time sees it, and a paused host's timeout waits with it).
+pub(crate) async fn within<T>(
+    clock: &dyn Clock,
+    timeout: Duration,
+    f: impl Future<Output = T>,
+) -> Option<T> {
+    tokio::select! {
+        biased;
+        r = f => Some(r),
+        _ = clock.sleep(timeout) => None,
+    }
+}
+
 /// Tokio's monotonic clock: real time in production, virtual time under
 /// `tokio::time::pause` or turmoil.
 #[derive(Debug, Clone)]

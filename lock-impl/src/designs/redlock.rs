@@ -177,11 +177,9 @@ async fn unlock_instance(
             .await;
         reply.ok().map(|n| n == 1)
     };
-    tokio::select! {
-        biased;
-        r = del => r,
-        _ = deps.clock.sleep(timeout) => None,
-    }
+    crate::clock::within(deps.clock.as_ref(), timeout, del)
+        .await
+        .flatten()
 }
 
 /// Unlocks `owner` on every master at once; the per-master outcomes, in server order.

@@ -14,6 +14,7 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use super::bson::{Document, Value};
 use super::wire::{Message, split_message};
 use crate::Clock;
+use crate::clock::within;
 use crate::zk::{StreamDialer, ZkStream};
 
 /// The standard port of `mongod`.
@@ -161,18 +162,6 @@ impl std::fmt::Debug for MongoConn {
     }
 }
 
-async fn bounded<T>(
-    clock: &dyn Clock,
-    timeout: Duration,
-    f: impl std::future::Future<Output = T>,
-) -> Option<T> {
-    tokio::select! {
-        biased;
-        r = f => Some(r),
-        _ = clock.sleep(timeout) => None,
-    }
-}
-
 impl MongoConn {
     /// Dials `host:port` (no handshake: the caller's first command, `hello`, is it).
     pub async fn connect(
@@ -184,7 +173,7 @@ impl MongoConn {
     ) -> Result<Self, MongoError> {
         let timeout = Duration::from_millis(timeout_ms.max(1));
         let addr = format!("{host}:{port}");
-        let stream = match bounded(clock.as_ref(), timeout, dialer.dial(host, port)).await {
+        let stream = match within(clock.as_ref(), timeout, dialer.dial(host, port)).await {
             Some(Ok(s)) => s,
             Some(Err(e)) => {
                 return Err(MongoError::Connection {
@@ -271,7 +260,7 @@ impl MongoConn {
             }
             Ok(reply.body)
         };
-        let result = match bounded(clock.as_ref(), timeout, exchange).await {
+        let result = match within(clock.as_ref(), timeout, exchange).await {
             Some(r) => r,
             None => Err(MongoError::Connection {
                 sent: true,

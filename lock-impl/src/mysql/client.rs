@@ -21,6 +21,7 @@ use super::proto::{
     HandshakeResponse, OkPacket, Reply, ResultSet, cap, split_packet,
 };
 use crate::Clock;
+use crate::clock::within;
 use crate::zk::{StreamDialer, ZkStream};
 
 /// Where a MySQL client connects, as whom, and how long it waits.
@@ -159,18 +160,6 @@ impl std::fmt::Debug for MySqlConn {
     }
 }
 
-async fn bounded<T>(
-    clock: &dyn Clock,
-    timeout: Duration,
-    f: impl std::future::Future<Output = T>,
-) -> Option<T> {
-    tokio::select! {
-        biased;
-        r = f => Some(r),
-        _ = clock.sleep(timeout) => None,
-    }
-}
-
 impl MySqlConn {
     /// Dials `server` and logs in.
     pub async fn connect(server: &MySqlServer, clock: Arc<dyn Clock>) -> Result<Self, MySqlError> {
@@ -180,7 +169,7 @@ impl MySqlConn {
             why,
             errno,
         };
-        let stream = match bounded(
+        let stream = match within(
             clock.as_ref(),
             timeout,
             server.dialer.dial(&server.host, server.port),
@@ -249,7 +238,7 @@ impl MySqlConn {
             }
             Ok(hs)
         };
-        let result = bounded(clock.as_ref(), timeout, login).await;
+        let result = within(clock.as_ref(), timeout, login).await;
         match result {
             Some(Ok(hs)) => {
                 conn.handshake = hs;
@@ -385,7 +374,7 @@ impl MySqlConn {
             self.write_packet(0, &payload).await?;
             self.read_reply().await
         };
-        let result = match bounded(clock.as_ref(), timeout, exchange).await {
+        let result = match within(clock.as_ref(), timeout, exchange).await {
             Some(r) => r,
             None => Err(MySqlError::Connection {
                 sent: true,
