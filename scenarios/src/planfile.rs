@@ -95,12 +95,22 @@ pub fn apply(mut scenario: Scenario, text: &str, label: &str) -> Result<Scenario
     Ok(scenario)
 }
 
-/// Every fault's values are ones it can have: a slew needs a rate.
+/// Every fault's values are ones it can have: a slew needs a rate, and no rate may
+/// stop a clock or run it backwards.
 pub fn check_values(plan: &FaultPlan) -> Result<(), String> {
     for (i, f) in plan.faults.iter().enumerate() {
-        if let sim::faults::FaultKind::ClockSlew { rate_ppm: 0, .. } = f.kind {
+        if let sim::faults::FaultKind::ClockDrift { drift_ppm, .. } = f.kind
+            && !(-999_999..=1_000_000).contains(&drift_ppm)
+        {
             return Err(format!(
-                "faults[{i}]: clock-slew's rate_ppm is 0; allowed: 1 or more (chrony slews at up to 83333 ppm, ntpd at 500)"
+                "faults[{i}]: clock-drift's drift_ppm is {drift_ppm}; allowed: -999999 to 1000000 (a clock that stops or runs backwards is not one)"
+            ));
+        }
+        if let sim::faults::FaultKind::ClockSlew { rate_ppm, .. } = f.kind
+            && !(1..=1_000_000).contains(&rate_ppm)
+        {
+            return Err(format!(
+                "faults[{i}]: clock-slew's rate_ppm is {rate_ppm}; allowed: 1 to 1000000 (chrony slews at up to 83333 ppm, ntpd at 500)"
             ));
         }
     }
@@ -192,9 +202,16 @@ mod tests {
         )
         .unwrap_err();
         assert!(
-            e.contains("faults[0]") && e.contains("rate_ppm") && e.contains("1 or more"),
+            e.contains("faults[0]") && e.contains("rate_ppm") && e.contains("1 to 1000000"),
             "{e}"
         );
+        let e = apply(
+            s.clone(),
+            r#"{"faults": [{"at_ms": 1, "kind": {"type": "clock-drift", "target": "holder", "drift_ppm": -2000000}}]}"#,
+            "f",
+        )
+        .unwrap_err();
+        assert!(e.contains("drift_ppm") && e.contains("-999999"), "{e}");
         let slew = apply(
             s.clone(),
             r#"{"faults": [{"at_ms": 1, "kind": {"type": "clock-slew", "target": "holder", "delta_ms": -50, "rate_ppm": 500}}]}"#,

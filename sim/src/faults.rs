@@ -211,7 +211,8 @@ pub enum FaultKind {
         target: Target,
         /// The correction, in milliseconds (negative: the clock is set back).
         delta_ms: i64,
-        /// How fast the correction is applied, in parts per million (more than 0).
+        /// How fast the correction is applied, in parts per million (1 to 1,000,000;
+        /// a slew back never stops the clock or runs it backwards).
         rate_ppm: u64,
     },
     /// A stop-the-world pause of a client at the worst moment of its next critical

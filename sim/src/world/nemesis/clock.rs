@@ -81,7 +81,12 @@ pub(super) fn slew(cx: &mut Cx, target: &Target, delta_ms: i64, rate_ppm: u64) {
         let Some(clock) = cx.world.clocks.get(&host) else {
             continue;
         };
-        clock.set_drift(cx.now, clock.drift_ppm() + change);
+        // A slew back never stops the clock or runs it backwards, whatever else slows
+        // it: the rate bottoms out just above -100 %, and what was applied comes off
+        // at the end.
+        let before = clock.drift_ppm();
+        let applied = before.saturating_add(change).max(-999_999) - before;
+        clock.set_drift(cx.now, before + applied);
         let direction = if delta_ms >= 0 { "forward" } else { "back" };
         cx.record(
             &host,
@@ -98,7 +103,7 @@ pub(super) fn slew(cx: &mut Cx, target: &Target, delta_ms: i64, rate_ppm: u64) {
         cx.record_clock(&host, clock, 0);
         cx.end_after(lasts_ms, move |cx| {
             if let Some(clock) = cx.world.clocks.get(&host) {
-                clock.set_drift(cx.now, clock.drift_ppm() - change);
+                clock.set_drift(cx.now, clock.drift_ppm().saturating_sub(applied));
                 cx.record_clock(&host, clock, 0);
             }
             cx.record(
