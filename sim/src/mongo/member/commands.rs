@@ -4,6 +4,10 @@
 
 use super::*;
 
+/// A write's concern: the members to wait for (`usize::MAX`: a majority), its
+/// `wtimeout` in ms, and the concern as the reply echoes it.
+pub(super) type Concern = (usize, Option<u64>, Document);
+
 impl Member {
     /// Runs one command from `host` (a client, or a peer member).
     pub fn command(&mut self, host: &str, body: &Document, now: Duration) -> Handled {
@@ -193,10 +197,7 @@ impl Member {
 
     /// Parses `writeConcern`: the members to wait for (`usize::MAX`: majority) and
     /// `wtimeout`.
-    pub(super) fn concern(
-        &self,
-        body: &Document,
-    ) -> Result<(usize, Option<u64>, Document), Document> {
+    pub(super) fn concern(&self, body: &Document) -> Result<Concern, Document> {
         let Some(wc) = body.get("writeConcern") else {
             // The default write concern of a replica set since 5.0: majority.
             return Ok((usize::MAX, None, Document::new().with("w", "majority")));
@@ -235,12 +236,7 @@ impl Member {
         Ok((members, wtimeout, wc.clone()))
     }
 
-    pub(super) fn finish_write(
-        &self,
-        reply: Document,
-        concern: (usize, Option<u64>, Document),
-        wrote: bool,
-    ) -> Handled {
+    pub(super) fn finish_write(&self, reply: Document, concern: Concern, wrote: bool) -> Handled {
         let (members, wtimeout_ms, concern) = concern;
         if !wrote || members <= 1 && members != usize::MAX {
             return Handled::Reply(reply);

@@ -1,9 +1,42 @@
 //! The clients' reads and writes: `findAndModify` (with upsert), `insert` with a
 //! unique `_id`, `delete`, `find`, and the oplog `find` a secondary pulls with.
 
+use super::commands::Concern;
 use super::*;
 
 impl Member {
+    /// What every write checks first, in mongod's order: the collection's name, that
+    /// this member is primary, then the write concern. The namespace and the concern,
+    /// or the error to answer.
+    fn start_write(
+        &self,
+        db: &str,
+        arg: &Value,
+        body: &Document,
+    ) -> Result<(String, Concern), Document> {
+        let coll = Self::collection_name(arg)?;
+        if self.role != Role::Primary {
+            return Err(not_primary());
+        }
+        let concern = self.concern(body)?;
+        Ok((format!("{db}.{coll}"), concern))
+    }
+
+    /// `doc` and its `_id`: one made (a new ObjectId, as the first field, as mongod
+    /// adds it) if it had none.
+    fn with_id(&mut self, doc: Document) -> (Document, Value) {
+        if let Some(id) = doc.get("_id") {
+            let id = id.clone();
+            return (doc, id);
+        }
+        let id = self.new_object_id();
+        let mut with_id = Document::new().with("_id", id.clone());
+        for (k, v) in doc.iter() {
+            with_id.set(k, v.clone());
+        }
+        (with_id, id)
+    }
+
     pub(super) fn find_and_modify(
         &mut self,
         host: &str,
@@ -11,18 +44,10 @@ impl Member {
         arg: &Value,
         body: &Document,
     ) -> Handled {
-        let coll = match Self::collection_name(arg) {
-            Ok(c) => c.to_string(),
+        let (ns, concern) = match self.start_write(db, arg, body) {
+            Ok(w) => w,
             Err(e) => return Handled::Reply(e),
         };
-        if self.role != Role::Primary {
-            return Handled::Reply(not_primary());
-        }
-        let concern = match self.concern(body) {
-            Ok(c) => c,
-            Err(e) => return Handled::Reply(e),
-        };
-        let ns = format!("{db}.{coll}");
         let empty = Document::new();
         let filter = match body.get("query") {
             None | Some(Value::Null) => &empty,
@@ -139,18 +164,7 @@ impl Member {
                 if let Err(e) = query::apply_update(&mut doc, update, true) {
                     return Handled::Reply(query_error(e));
                 }
-                let id = match doc.get("_id") {
-                    Some(id) => id.clone(),
-                    None => {
-                        let id = self.new_object_id();
-                        let mut with_id = Document::new().with("_id", id.clone());
-                        for (k, v) in doc.iter() {
-                            with_id.set(k, v.clone());
-                        }
-                        doc = with_id;
-                        id
-                    }
-                };
+                let (doc, id) = self.with_id(doc);
                 if self.document(&ns, &id).is_some() {
                     return Handled::Reply(Self::dup_key(&ns, &id));
                 }
@@ -187,27 +201,15 @@ impl Member {
     }
 
     pub(super) fn insert(&mut self, host: &str, db: &str, arg: &Value, body: &Document) -> Handled {
-        let coll = match Self::collection_name(arg) {
-            Ok(c) => c.to_string(),
+        let (ns, concern) = match self.start_write(db, arg, body) {
+            Ok(w) => w,
             Err(e) => return Handled::Reply(e),
         };
-        if self.role != Role::Primary {
-            return Handled::Reply(not_primary());
-        }
-        let concern = match self.concern(body) {
-            Ok(c) => c,
+        let docs = match required_array(body, "insert", "documents") {
+            Ok(d) => d,
             Err(e) => return Handled::Reply(e),
         };
-        let Some(docs) = body.get_array("documents") else {
-            return Handled::Reply(error_reply(
-                40414,
-                "Location40414",
-                "BSON field 'insert.documents' is missing but a required field",
-            ));
-        };
-        let docs = docs.to_vec();
         let ordered = body.get("ordered").is_none_or(Value::truthy);
-        let ns = format!("{db}.{coll}");
         let mut n = 0;
         let mut errors = Vec::new();
         for (i, v) in docs.iter().enumerate() {
@@ -218,19 +220,7 @@ impl Member {
                     "BSON field 'insert.documents' is the wrong type, expected type 'object'",
                 ));
             };
-            let mut doc = doc.clone();
-            let id = match doc.get("_id") {
-                Some(id) => id.clone(),
-                None => {
-                    let id = self.new_object_id();
-                    let mut with_id = Document::new().with("_id", id.clone());
-                    for (k, v) in doc.iter() {
-                        with_id.set(k, v.clone());
-                    }
-                    doc = with_id;
-                    id
-                }
-            };
+            let (doc, id) = self.with_id(doc.clone());
             if self.document(&ns, &id).is_some() {
                 let e = Self::dup_key(&ns, &id);
                 errors.push(Value::Document(
@@ -266,26 +256,14 @@ impl Member {
     }
 
     pub(super) fn delete(&mut self, host: &str, db: &str, arg: &Value, body: &Document) -> Handled {
-        let coll = match Self::collection_name(arg) {
-            Ok(c) => c.to_string(),
+        let (ns, concern) = match self.start_write(db, arg, body) {
+            Ok(w) => w,
             Err(e) => return Handled::Reply(e),
         };
-        if self.role != Role::Primary {
-            return Handled::Reply(not_primary());
-        }
-        let concern = match self.concern(body) {
-            Ok(c) => c,
+        let deletes = match required_array(body, "delete", "deletes") {
+            Ok(d) => d,
             Err(e) => return Handled::Reply(e),
         };
-        let Some(deletes) = body.get_array("deletes") else {
-            return Handled::Reply(error_reply(
-                40414,
-                "Location40414",
-                "BSON field 'delete.deletes' is missing but a required field",
-            ));
-        };
-        let deletes = deletes.to_vec();
-        let ns = format!("{db}.{coll}");
         let mut n = 0;
         for v in &deletes {
             let Some(d) = v.as_document() else {
@@ -466,4 +444,16 @@ impl Member {
                 .with("ok", 1.0),
         )
     }
+}
+
+/// The array `field` a write command `cmd` requires (its documents or statements), or
+/// mongod's error for a missing one.
+fn required_array(body: &Document, cmd: &str, field: &str) -> Result<Vec<Value>, Document> {
+    body.get_array(field).map(<[Value]>::to_vec).ok_or_else(|| {
+        error_reply(
+            40414,
+            "Location40414",
+            format!("BSON field '{cmd}.{field}' is missing but a required field"),
+        )
+    })
 }
