@@ -57,7 +57,7 @@ use lock_impl::zk::proto::{
 };
 use serde::{Deserialize, Serialize};
 
-use super::front::Front;
+use super::front::{Front, other_conns_of};
 use super::java::session_password;
 use super::server::{ConnId, Out, ServerEvent, ZkConfig, ZkNow, prep, prep_multi};
 use super::tree::{DataTree, Trigger, Txn, TxnBody};
@@ -373,6 +373,17 @@ struct Leading {
     tracker: Tracker,
     /// Sessions whose `closeSession` is an expiry: their ephemerals then.
     expiring: BTreeMap<i64, Vec<String>>,
+}
+
+impl Leading {
+    /// The learners `f` picks, in id order.
+    fn learners_where(&self, f: impl Fn(&Learner) -> bool) -> Vec<Sid> {
+        self.learners
+            .iter()
+            .filter(|(_, x)| f(x))
+            .map(|(s, _)| *s)
+            .collect()
+    }
 }
 
 #[derive(Debug, Clone)]
@@ -869,12 +880,7 @@ impl Peer {
         for (id, timeout) in sessions {
             l.tracker.add(tick, id, timeout, now.elapsed_ms);
         }
-        let synced: Vec<Sid> = l
-            .learners
-            .iter()
-            .filter(|(_, x)| x.synced)
-            .map(|(s, _)| *s)
-            .collect();
+        let synced = l.learners_where(|x| x.synced);
         lock(&self.disk).current_epoch = epoch;
         self.vote.epoch = epoch;
         for s in synced {
@@ -897,12 +903,7 @@ impl Peer {
         };
         l.prep_tree.apply(&txn);
         l.outstanding.insert(txn.zxid);
-        let to: Vec<Sid> = l
-            .learners
-            .iter()
-            .filter(|(_, x)| x.forwarding)
-            .map(|(s, _)| *s)
-            .collect();
+        let to = l.learners_where(|x| x.forwarding);
         if let Some(o) = origin {
             self.origins.insert(txn.zxid, o);
         }
@@ -935,12 +936,7 @@ impl Peer {
             }
             let Some(l) = self.leading() else { return };
             l.outstanding.remove(&z);
-            let to: Vec<Sid> = l
-                .learners
-                .iter()
-                .filter(|(_, x)| x.forwarding)
-                .map(|(s, _)| *s)
-                .collect();
+            let to = l.learners_where(|x| x.forwarding);
             for s in to {
                 self.to(s, PeerMsg::Commit { zxid: z });
             }
@@ -1217,12 +1213,7 @@ impl Peer {
                 if !self.cfg.quorum(heard) {
                     return self.look(now, "not a quorum of followers within syncLimit");
                 }
-                let to: Vec<Sid> = l
-                    .learners
-                    .iter()
-                    .filter(|(_, x)| x.forwarding)
-                    .map(|(s, _)| *s)
-                    .collect();
+                let to = l.learners_where(|x| x.forwarding);
                 let expired = l.tracker.expire(tick, t);
                 for s in to {
                     self.to(s, PeerMsg::Ping { touches: vec![] });
@@ -1581,13 +1572,7 @@ impl Peer {
             }
             return;
         }
-        let others: Vec<ConnId> = self
-            .conns
-            .iter()
-            .filter(|(id, c)| **id != conn && c.session == Some(req.session_id))
-            .map(|(id, _)| *id)
-            .collect();
-        for o in others {
+        for o in other_conns_of(&self.conns, conn, req.session_id, |c| c.session) {
             self.close_conn(o);
         }
         let valid = req.passwd == session_password(req.session_id)

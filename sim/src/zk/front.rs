@@ -144,3 +144,18 @@ impl Front {
         }
     }
 }
+
+/// The connections in `conns` besides `conn` that carry `session`: a reconnect closes
+/// them (`CLIENT_RECONNECT`). `session_of` reads a connection's session.
+pub(super) fn other_conns_of<C>(
+    conns: &BTreeMap<ConnId, C>,
+    conn: ConnId,
+    session: i64,
+    session_of: impl Fn(&C) -> Option<i64>,
+) -> Vec<ConnId> {
+    conns
+        .iter()
+        .filter(|(id, c)| **id != conn && session_of(c) == Some(session))
+        .map(|(id, _)| *id)
+        .collect()
+}

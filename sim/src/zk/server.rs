@@ -37,7 +37,7 @@ use lock_impl::zk::proto::{
     Request, Response, create_mode, op,
 };
 
-use super::front::Front;
+use super::front::{Front, other_conns_of};
 use super::java::session_password;
 use super::tree::{DataTree, Trigger, Txn, TxnBody, parent_of, validate_path};
 
@@ -425,13 +425,7 @@ impl ZkServer {
             return;
         }
         // A reconnect: the session's other connection is closed (CLIENT_RECONNECT).
-        let others: Vec<ConnId> = self
-            .conns
-            .iter()
-            .filter(|(id, c)| **id != conn && c.session == Some(req.session_id))
-            .map(|(id, _)| *id)
-            .collect();
-        for o in others {
+        for o in other_conns_of(&self.conns, conn, req.session_id, |c| c.session) {
             self.close_conn(o);
         }
         let valid = req.passwd == session_password(req.session_id)
