@@ -98,6 +98,7 @@ mod error;
 mod lock;
 pub mod mongo;
 pub mod mysql;
+pub mod scale;
 mod sentinel;
 #[cfg(feature = "testing")]
 pub mod testing;
@@ -114,6 +115,7 @@ pub use lock::{
     Acquire, AcquireOptions, Attempt, Deps, Guard, LockDesign, Observer, PubSubConnector, Release,
     Spawner, Task, TokioSpawner, Wait, retry_acquire,
 };
+pub use scale::TimeScale;
 pub use sentinel::{AddrConnector, ClientAddrConnector, SentinelConnector};
 
 /// What the catalog knows about a built-in design.
@@ -740,6 +742,7 @@ pub async fn production_deps_multi(
         zookeeper: None,
         mysql: None,
         mongo: None,
+        scale: TimeScale::REAL,
     })
 }
 
@@ -794,6 +797,7 @@ fn without_redis(
         zookeeper: None,
         mysql: None,
         mongo: None,
+        scale: TimeScale::REAL,
     }
 }
 

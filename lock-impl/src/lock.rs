@@ -74,6 +74,11 @@ pub struct Deps {
     /// The MongoDB replica set, for the MongoDB designs (`mongo-find-and-modify`, …);
     /// `None` elsewhere, where those designs refuse to run ([`LockError::NoMongo`]).
     pub mongo: Option<crate::mongo::MongoServer>,
+    /// The world's clock scale ([`crate::scale`]): every client-library constant that
+    /// competes with the lease (reconnect sleeps, retry pauses, resend intervals) is
+    /// read through it, so a world that shrinks the lease shrinks them alike.
+    /// Production: [`TimeScale::REAL`](crate::TimeScale::REAL).
+    pub scale: crate::TimeScale,
 }
 
 /// What a design does on its own, between the calls it answers: a watchdog extends the
@@ -261,6 +266,17 @@ pub trait LockDesign: Send + Sync {
     /// too, and so does locksim's read/write workload.
     fn has_read_mode(&self) -> bool {
         false
+    }
+
+    /// How long, at most, a waiter of this design may take to take a lock that was
+    /// freed, when nothing fails: its longest pause between attempts, or between a
+    /// lost connection and the next try (a reconnect's sleeps, a retry policy's longest
+    /// backoff), at the world's scale ([`Deps::scale`]). The checkers' liveness bound
+    /// is the lease plus the larger of this and the world's slack, so a design whose
+    /// own retry schedule is slow is not called stuck for following it. Default: zero
+    /// (the world's slack alone).
+    fn retry_horizon(&self) -> Duration {
+        Duration::ZERO
     }
 }
 

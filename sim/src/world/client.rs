@@ -272,6 +272,9 @@ pub(crate) struct Client {
     /// The MySQL primary's address, re-pointed by a failover (a world with a MySQL
     /// replica).
     pub mysql_vip: Option<Arc<std::sync::Mutex<String>>>,
+    /// The longest retry horizon of the design any client built
+    /// ([`lock_impl::LockDesign::retry_horizon`], ms): the liveness bound's share.
+    pub retry_horizon_ms: Arc<AtomicU64>,
 }
 
 impl Client {
@@ -412,8 +415,11 @@ impl Client {
                 },
                 timeout_ms: w.response_timeout_ms,
             }),
+            scale: lock_impl::TimeScale::for_lease(w.lease_ms),
         };
         let design = (self.factory)(deps);
+        self.retry_horizon_ms
+            .fetch_max(design.retry_horizon().as_millis() as u64, Ordering::Relaxed);
         let mut rng = ChaCha8Rng::seed_from_u64(sub_seed(self.seed, 3 + 2 * stream_id));
         let options = AcquireOptions::new(w.lease_ms as i64, w.wait_ms as i64)
             .expect("lease validated by run()");

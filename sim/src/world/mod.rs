@@ -175,6 +175,7 @@ fn run_stepping(cfg: &RunConfig, stepping: Stepping) -> Result<History, RunError
     }
 
     let mut clients = BTreeMap::new();
+    let retry_horizon_ms = Arc::new(AtomicU64::new(0));
     for i in 1..=w.clients {
         let name = format!("client-{i}");
         let ctl = ClientCtl {
@@ -206,6 +207,7 @@ fn run_stepping(cfg: &RunConfig, stepping: Stepping) -> Result<History, RunError
                 .as_ref()
                 .filter(|z| z.is_ensemble())
                 .map(|z| z.ready.clone()),
+            retry_horizon_ms: retry_horizon_ms.clone(),
             mysql_vip: mysql
                 .as_ref()
                 .filter(|_| w.mysql.as_ref().is_some_and(|m| m.replica.is_some()))
@@ -328,7 +330,12 @@ fn run_stepping(cfg: &RunConfig, stepping: Stepping) -> Result<History, RunError
         params: RunParams {
             key: w.key.clone(),
             lease_ms: w.lease_ms,
-            liveness_bound_ms: w.lease_ms + w.liveness_slack_ms,
+            // The lease, then the world's slack or the design's own retry horizon
+            // (`LockDesign::retry_horizon`), whichever is longer: a waiter that
+            // follows its client's retry schedule is not stuck.
+            liveness_bound_ms: w.lease_ms
+                + w.liveness_slack_ms
+                    .max(retry_horizon_ms.load(std::sync::atomic::Ordering::Relaxed)),
             initial_stock: w.initial_stock,
             clients: w.clients,
             masters: (w.servers.iter().filter(|s| s.replica_of.is_none()).count() as u32).max(1),

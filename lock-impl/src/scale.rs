@@ -1,0 +1,215 @@
+//! One clock scale per world: the rule, written once, for every client constant that
+//! competes with a lease.
+//!
+//! locksim's catalog runs locks at a 200 ms lease so a run of many acquisitions lasts
+//! seconds. A real deployment holds the same lock for about 30 s (Redisson's
+//! `lockWatchdogTimeout`, the lease the catalog's 200 ms stands for), and the client
+//! libraries' constants (a ZooKeeper client's reconnect sleep of up to a second,
+//! Curator's retry base, Redisson's resend interval) are tuned for that scale. A world
+//! that shrinks the lease but keeps a one-second reconnect sleep tests a client nobody
+//! runs: a reconnect that costs a thirtieth of a real lease costs five leases there.
+//!
+//! So a world has one [`TimeScale`]: world time per real time, from its lease
+//! ([`TimeScale::for_lease`]: the lease over [`REFERENCE_LEASE_MS`]). A design reads
+//! every such constant through [`Deps::scale`](crate::Deps::scale) and
+//! [`TimeScale::of`]; production code gets [`TimeScale::REAL`], which changes nothing.
+//! Each constant is a [`Constant`] listed in [`CONSTANTS`] with its source and its
+//! [`Scaling`]: scaled with the world, or kept real on purpose, with the reason.
+//!
+//! What is not a client constant is set by the world, not here: the servers' timers
+//! (Sentinel's `down-after-milliseconds`, ZooKeeper's `tickTime` and session timeout,
+//! MongoDB's `electionTimeoutMillis`, MySQL's `wait_timeout`) and the reply and connect
+//! timeouts a service configures (`Workload::response_timeout_ms`,
+//! `connect_timeout_ms`); each world's module says how it scales them. The checkers'
+//! liveness bound is the lease plus the design's own retry horizon
+//! ([`LockDesign::retry_horizon`](crate::LockDesign::retry_horizon)), at the world's
+//! scale.
+
+use std::time::Duration;
+
+/// The real lease the catalog's worlds stand for: Redisson's `lockWatchdogTimeout`
+/// (30 s). A world whose lease is 200 ms runs at 1/150 of real time.
+pub const REFERENCE_LEASE_MS: u64 = 30_000;
+
+/// How a world's time relates to real time: `world_ms` of world time stand for
+/// `real_ms` of real time.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TimeScale {
+    world_ms: u64,
+    real_ms: u64,
+}
+
+impl Default for TimeScale {
+    fn default() -> Self {
+        Self::REAL
+    }
+}
+
+impl TimeScale {
+    /// Real time: every constant as the library ships it (production, and worlds
+    /// built at a real profile's lease).
+    pub const REAL: TimeScale = TimeScale {
+        world_ms: 1,
+        real_ms: 1,
+    };
+
+    /// The scale of a world whose lease is `lease_ms`: `lease_ms` of world time stand
+    /// for [`REFERENCE_LEASE_MS`] of real time (a 30 s lease is real time; the
+    /// catalog's 200 ms is 1/150). A lease of 0 (no lease) is real time.
+    pub fn for_lease(lease_ms: u64) -> TimeScale {
+        if lease_ms == 0 || lease_ms == REFERENCE_LEASE_MS {
+            return Self::REAL;
+        }
+        TimeScale {
+            world_ms: lease_ms,
+            real_ms: REFERENCE_LEASE_MS,
+        }
+    }
+
+    /// Whether this is real time.
+    pub fn is_real(self) -> bool {
+        self.world_ms == self.real_ms
+    }
+
+    /// `real_ms` of real time at this scale, in world milliseconds: rounded down, but
+    /// never below 1 ms for a non-zero constant (a sleep does not vanish).
+    pub fn ms(self, real_ms: u64) -> u64 {
+        if real_ms == 0 || self.is_real() {
+            return real_ms;
+        }
+        let scaled = u128::from(real_ms) * u128::from(self.world_ms) / u128::from(self.real_ms);
+        u64::try_from(scaled).unwrap_or(u64::MAX).max(1)
+    }
+
+    /// `constant` in world milliseconds: scaled, or as it is where it is kept real.
+    pub fn ms_of(self, constant: &Constant) -> u64 {
+        match constant.scaling {
+            Scaling::Scaled => self.ms(constant.real_ms),
+            Scaling::KeptReal { .. } => constant.real_ms,
+        }
+    }
+
+    /// `constant` as a duration of world time (see [`TimeScale::ms_of`]).
+    pub fn of(self, constant: &Constant) -> Duration {
+        Duration::from_millis(self.ms_of(constant))
+    }
+
+    /// The scale as text: `real time`, or `1/150 of real time (200 ms stand for 30 s)`.
+    pub fn describe(self) -> String {
+        if self.is_real() {
+            return "real time".to_string();
+        }
+        let ratio = self.real_ms as f64 / self.world_ms as f64;
+        format!(
+            "1/{ratio:.0} of real time ({} ms stand for {} ms)",
+            self.world_ms, self.real_ms
+        )
+    }
+}
+
+/// How a constant follows the world's scale.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Scaling {
+    /// Scaled with the world ([`TimeScale::ms`]).
+    Scaled,
+    /// Kept as the library ships it, on purpose.
+    KeptReal {
+        /// Why keeping it real is right in a scaled world.
+        why: &'static str,
+    },
+}
+
+/// A client library's time constant: what it is, where it comes from, its real value
+/// and how it scales.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Constant {
+    /// What it is.
+    pub name: &'static str,
+    /// The library, version and source line it comes from.
+    pub source: &'static str,
+    /// Its real value, ms.
+    pub real_ms: u64,
+    /// How it follows the world's scale.
+    pub scaling: Scaling,
+}
+
+/// The ZooKeeper Java client's pause before any reconnect: `ClientCnxn.startConnect`,
+/// `Thread.sleep(r.nextInt(1000))` (a random pause below this).
+pub const ZK_RECONNECT_JITTER: Constant = Constant {
+    name: "ZooKeeper client: random pause before a reconnect (below this)",
+    source: "zookeeper 3.8 ClientCnxn.SendThread.startConnect: Thread.sleep(r.nextInt(1000))",
+    real_ms: 1_000,
+    scaling: Scaling::Scaled,
+};
+
+/// The ZooKeeper Java client's pause once it has tried every server of its list:
+/// `StaticHostProvider.next(1000)`.
+pub const ZK_HOST_LIST_TURN: Constant = Constant {
+    name: "ZooKeeper client: pause after a full turn of the server list",
+    source: "zookeeper 3.8 ClientCnxn.SendThread.run: hostProvider.next(1000)",
+    real_ms: 1_000,
+    scaling: Scaling::Scaled,
+};
+
+/// Every constant a built-in design reads through [`TimeScale::of`], for the README's
+/// table and `locksim list`.
+pub const CONSTANTS: &[&Constant] = &[&ZK_RECONNECT_JITTER, &ZK_HOST_LIST_TURN];
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_catalogs_lease_runs_at_a_hundred_and_fiftieth_of_real_time() {
+        let s = TimeScale::for_lease(200);
+        assert_eq!(s.ms(30_000), 200);
+        assert_eq!(s.ms(1_000), 6);
+        assert_eq!(s.ms(15_000), 100);
+        assert_eq!(s.of(&ZK_HOST_LIST_TURN), Duration::from_millis(6));
+        assert_eq!(
+            s.describe(),
+            "1/150 of real time (200 ms stand for 30000 ms)"
+        );
+    }
+
+    #[test]
+    fn a_scaled_constant_never_vanishes_and_zero_stays_zero() {
+        let s = TimeScale::for_lease(1);
+        assert_eq!(s.ms(100), 1);
+        assert_eq!(s.ms(0), 0);
+    }
+
+    #[test]
+    fn real_time_and_a_thirty_second_lease_change_nothing() {
+        for s in [
+            TimeScale::REAL,
+            TimeScale::for_lease(30_000),
+            TimeScale::for_lease(0),
+        ] {
+            assert!(s.is_real());
+            assert_eq!(s.ms(1_234), 1_234);
+        }
+        assert_eq!(TimeScale::default(), TimeScale::REAL);
+    }
+
+    #[test]
+    fn a_constant_kept_real_ignores_the_scale() {
+        let c = Constant {
+            name: "x",
+            source: "y",
+            real_ms: 500,
+            scaling: Scaling::KeptReal { why: "z" },
+        };
+        assert_eq!(TimeScale::for_lease(200).ms_of(&c), 500);
+    }
+
+    #[test]
+    fn every_listed_constant_says_where_it_comes_from() {
+        for c in CONSTANTS {
+            assert!(
+                !c.name.is_empty() && !c.source.is_empty() && c.real_ms > 0,
+                "{c:?}"
+            );
+        }
+    }
+}
