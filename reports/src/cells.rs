@@ -12,7 +12,6 @@ use std::sync::Mutex;
 
 use indicatif::{ProgressBar, ProgressStyle};
 use scenarios::catalog::Scenario;
-use scenarios::checkers::Verdict;
 use scenarios::sweep::{DesignSpec, RunSummary, replay_command, sweep};
 
 use crate::latency::LatencySummary;
@@ -73,12 +72,7 @@ pub fn cell_of(
 ) -> CellResult {
     let mut cell = CellResult::new(&design.name, scenario.name);
     for r in runs {
-        let verdicts: Vec<(&str, Verdict)> = r
-            .verdicts
-            .iter()
-            .map(|(n, v)| (n.as_str(), v.clone()))
-            .collect();
-        cell.record(r.seed, &verdicts, r.storage_refused, r.fault_seen.is_some());
+        cell.record_run(r);
     }
     cell.replay = cell
         .first_invalid_seed

@@ -74,7 +74,7 @@ fn print_cells(cells: &[CellResult], json: bool, detail: bool, title: &str) {
         "\nchecker columns count invalid runs; replay any first invalid seed with the command shown, or shrink it to a minimal run with the command above."
     );
     println!(
-        "fault counts the runs in which the scenario's fault really happened. class counts runs per safety class: unsafe = harm at the storage or server (lost-update, ownership, reentrancy), or believed holds overlapped and nothing refused the stale holder; fenced = believed holds overlapped and the storage refused the stale holder, nothing lost; promise = a promise broken without harm or overlap (token-order: a fencing token issued twice or out of order); unknown = a safety checker could not judge; no-fault = nothing broke but the fault never happened (no evidence of safety); liveness checkers do not change it."
+        "fault counts the runs in which the scenario's fault really happened. class counts runs per safety class: unsafe = harm at the storage or server (lost-update, ownership, reentrancy), or believed holds overlapped, the older holder wrote after the newer grant and nothing refused it; fenced = believed holds overlapped and the storage refused the stale holder, nothing lost; overlap = believed holds overlapped, but the older holder wrote nothing to the storage after the newer grant (no harm reached it, no fence was tested); promise = a promise broken without harm or overlap (token-order: a fencing token issued twice or out of order); unknown = a safety checker could not judge; no-fault = nothing broke but the fault never happened (no evidence of safety); liveness checkers do not change it."
     );
 }
 

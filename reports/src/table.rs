@@ -39,6 +39,12 @@ pub struct CellResult {
     pub replay: Option<String>,
     /// Acquire latency (ok outcomes) over all runs.
     pub latency: Quantiles,
+    /// Per safety class, the runs in it whose first violation began before the
+    /// scenario's first fault ([`scenarios::checkers::broke_before_fault`]): the world
+    /// broke the design, not the fault. A cell whose worst class is all such runs is
+    /// marked in lower case in the matrix.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub before_fault: BTreeMap<String, usize>,
 }
 
 impl CellResult {
@@ -55,6 +61,7 @@ impl CellResult {
             first_invalid_seed: None,
             replay: None,
             latency: Quantiles::default(),
+            before_fault: BTreeMap::new(),
         }
     }
 
@@ -68,14 +75,14 @@ impl CellResult {
         &mut self,
         seed: u64,
         verdicts: &[(&str, Verdict)],
-        storage_refused: bool,
+        storage: impl Into<checkers::StorageFacts>,
         fault_seen: bool,
     ) {
         self.runs += 1;
         if fault_seen {
             self.fault_seen += 1;
         }
-        let class = checkers::safety(verdicts, storage_refused);
+        let class = checkers::safety(verdicts, storage);
         let name = if class == Safety::Safe && !fault_seen {
             NO_FAULT
         } else {
@@ -95,8 +102,39 @@ impl CellResult {
         }
     }
 
+    /// Counts one run's summary ([`CellResult::record`]), and, if it broke before the
+    /// scenario's fault began, that too.
+    pub fn record_run(&mut self, r: &scenarios::sweep::RunSummary) {
+        let verdicts: Vec<(&str, Verdict)> = r
+            .verdicts
+            .iter()
+            .map(|(n, v)| (n.as_str(), v.clone()))
+            .collect();
+        self.record(r.seed, &verdicts, r.facts(), r.fault_seen.is_some());
+        if r.before_fault {
+            *self
+                .before_fault
+                .entry(r.safety().name().to_string())
+                .or_insert(0) += 1;
+        }
+    }
+
+    /// Whether every run of the cell's worst class (an unsafe, fenced, overlap or
+    /// promise one) broke before the scenario's fault began: the cell's verdict is not
+    /// the fault's doing.
+    pub fn worst_before_fault(&self) -> bool {
+        match self.worst_class() {
+            Some(c @ (Safety::Unsafe | Safety::Fenced | Safety::Overlap | Safety::Promise)) => {
+                let n = self.classes.get(c.name()).copied().unwrap_or(0);
+                n > 0 && self.before_fault.get(c.name()).copied().unwrap_or(0) >= n
+            }
+            _ => false,
+        }
+    }
+
     /// The class column's text: each class with runs, worst first
-    /// (`fenced 18, safe 2`); `-` if the cell has no classes (an old table).
+    /// (`fenced 18, safe 2`; `unsafe 3 (3 before the fault)` where runs broke before
+    /// the scenario's fault began); `-` if the cell has no classes (an old table).
     pub fn class_text(&self) -> String {
         let rank = |name: &str| Safety::from_name(name).map_or(usize::MAX, Safety::rank);
         let mut classes: Vec<(&String, &usize)> =
@@ -107,7 +145,10 @@ impl CellResult {
         }
         classes
             .iter()
-            .map(|(name, n)| format!("{name} {n}"))
+            .map(|(name, n)| match self.before_fault.get(name.as_str()) {
+                Some(b) if *b > 0 => format!("{name} {n} ({b} before the fault)"),
+                _ => format!("{name} {n}"),
+            })
             .collect::<Vec<_>>()
             .join(", ")
     }
@@ -253,10 +294,13 @@ pub fn cells_from_json(json: &str) -> Result<Vec<CellResult>, serde_json::Error>
 /// One cell of the compact matrix: the worst class's mark, and the number of runs in
 /// it when that is not every run (`U`, `U2`; `U+` for 100 or more).
 ///
-/// Marks: `U` unsafe, `F` fenced, `P` a promise broken without harm (a fencing token
-/// issued twice), `?` unknown, `L` no safety harm but a liveness
-/// checker failed (a stuck lock, a stranded waiter), `S` safe, `n` nothing broke but
-/// the fault never happened (no evidence), `-` no runs.
+/// Marks: `U` unsafe, `F` fenced, `O` two holders in belief but the stale one never
+/// wrote after the newer grant, `P` a promise broken without harm (a fencing token
+/// issued twice), `L` no safety harm proven but a liveness checker failed (a stuck
+/// lock, a stranded waiter), `?` unknown and no liveness failure, `S` safe, `n` nothing broke but
+/// the fault never happened (no evidence), `-` no runs. `U`, `F`, `O` and `P` are in
+/// lower case (`u3`) when every run of that class broke before the scenario's fault
+/// began ([`CellResult::worst_before_fault`]): the world's doing, not the fault's.
 pub fn matrix_mark(c: &CellResult) -> (char, String) {
     // Runs a liveness checker flagged: at least the larger of the two counts.
     let liveness = checkers::LIVENESS_CHECKERS
@@ -268,12 +312,21 @@ pub fn matrix_mark(c: &CellResult) -> (char, String) {
     let (mark, n) = match c.worst_class() {
         Some(Safety::Unsafe) => ('U', count("unsafe")),
         Some(Safety::Fenced) => ('F', count("fenced")),
+        Some(Safety::Overlap) => ('O', count("overlap")),
         Some(Safety::Promise) => ('P', count("promise")),
-        Some(Safety::Unknown) => ('?', count("unknown")),
+        // A proven liveness violation says more than a safety checker that had
+        // nothing to judge (a stuck lock nobody else ever held leaves `ownership`
+        // nothing to judge).
         _ if liveness > 0 => ('L', liveness),
+        Some(Safety::Unknown) => ('?', count("unknown")),
         Some(Safety::Safe) => ('S', count("safe")),
         None if count(NO_FAULT) > 0 => ('n', count(NO_FAULT)),
         None => ('-', 0),
+    };
+    let mark = if c.worst_before_fault() {
+        mark.to_ascii_lowercase()
+    } else {
+        mark
     };
     let text = if mark == '-' || n as u64 >= c.runs {
         mark.to_string()
@@ -310,7 +363,9 @@ pub fn render_matrix(
         let code = match mark {
             'U' => "31;1",
             'F' => "33",
+            'O' => "33;2",
             'P' => "34",
+            'u' | 'f' | 'o' | 'p' => "2",
             '?' => "35",
             'L' => "36",
             'S' => "32",
@@ -348,7 +403,7 @@ pub fn render_matrix(
     }
     let _ = writeln!(
         out,
-        "\nU unsafe  F fenced (the storage refused the stale holder)  P a promise broken without harm (a token reissued)\n? unknown  L safe, but a lock got stuck or a waiter stranded  S safe  n nothing broke, but the fault never happened\n(no evidence)  . world does not fit the design  A number after a mark: runs in that class, when not all of them."
+        "\nU unsafe  F fenced (the storage refused the stale holder)  O overlap in belief only (the stale holder never wrote\nafter the newer grant)  P a promise broken without harm (a token reissued)  ? unknown  L safe, but a lock got stuck or\na waiter stranded  S safe  n nothing broke, but the fault never happened (no evidence)  . world does not fit the design\nu f o p: every such run broke before the fault began (the world's doing)  A number after a mark: runs in that class."
     );
     // Scenario numbers, packed into lines of at most 120 columns.
     let mut line = String::new();

@@ -49,6 +49,10 @@ impl DesignSpec {
     }
 }
 
+fn yes() -> bool {
+    true
+}
+
 /// What one seed's run came to.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct RunSummary {
@@ -68,6 +72,17 @@ pub struct RunSummary {
     /// Whether the storage refused anyone (what a `fenced` class needs).
     #[serde(default)]
     pub storage_refused: bool,
+    /// Whether a stale holder's write was accepted after a newer holder's grant
+    /// ([`crate::checkers::stale_write_accepted`]): what tells `unsafe` from
+    /// `overlap`. Summaries written before it existed read as yes (as they were
+    /// classed then).
+    #[serde(default = "yes")]
+    pub stale_write: bool,
+    /// Whether its first safety violation began before the scenario's first fault
+    /// ([`crate::checkers::broke_before_fault`]): the world broke the design, not the
+    /// fault.
+    #[serde(default)]
+    pub before_fault: bool,
     /// The history, when the sweep was asked to keep it.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub history: Option<History>,
@@ -81,7 +96,15 @@ impl RunSummary {
 
     /// The run's safety class.
     pub fn safety(&self) -> crate::checkers::Safety {
-        crate::checkers::safety(&self.verdicts, self.storage_refused)
+        crate::checkers::safety(&self.verdicts, self.facts())
+    }
+
+    /// What the storage saw, as [`crate::checkers::safety`] needs it.
+    pub fn facts(&self) -> crate::checkers::StorageFacts {
+        crate::checkers::StorageFacts {
+            refused: self.storage_refused,
+            stale_write: self.stale_write,
+        }
     }
 
     /// The verdict of checker `name`.
@@ -160,6 +183,8 @@ pub fn unfinished(seed: u64, why: &RunError) -> RunSummary {
         ops: 0,
         digest: 0,
         storage_refused: false,
+        stale_write: false,
+        before_fault: false,
         history: None,
     }
 }
@@ -167,10 +192,11 @@ pub fn unfinished(seed: u64, why: &RunError) -> RunSummary {
 /// Judges a finished history (the summary does not keep it; callers that want it set
 /// `history`).
 pub fn summarize(scenario: &Scenario, history: &History) -> RunSummary {
-    let verdicts = check_all(history)
+    let verdicts: Vec<(String, Verdict)> = check_all(history)
         .into_iter()
         .map(|(n, v)| (n.to_string(), v))
         .collect();
+    let before_fault = crate::checkers::broke_before_fault(history, &verdicts);
     let fault_seen = scenario.probe(history);
     let completions = history.ops().filter(|(_, op)| op.phase != Phase::Invoke);
     let (mut ops, mut acquisitions) = (0, 0);
@@ -188,6 +214,8 @@ pub fn summarize(scenario: &Scenario, history: &History) -> RunSummary {
         ops,
         digest: history.digest(),
         storage_refused: crate::checkers::storage_refused(history),
+        stale_write: crate::checkers::stale_write_accepted(history),
+        before_fault,
         history: None,
     }
 }

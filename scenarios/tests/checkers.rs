@@ -1165,3 +1165,167 @@ fn a_belief_needs_a_majority_of_the_masters_at_the_ok() {
         e.summary
     );
 }
+
+/// A release that ends with `phase` (and no server removal), for the failed-release
+/// rule.
+fn release_outcome(b: &mut B, host: &str, ms: u64, owner: &str, phase: Phase) {
+    let op = b.new_op();
+    b.op_event(ms, host, op, OpF::Release, Phase::Invoke, Some(owner));
+    b.op_event(ms + 5, host, op, OpF::Release, phase, Some(owner));
+}
+
+#[test]
+fn a_lock_kept_after_its_live_holders_release_failed_is_stuck() {
+    // MySQL's unique-index lock: the holder's DELETE went out on a connection the
+    // server had closed; the row has no expiry, and everyone else is refused.
+    let mut b = B::new();
+    b.acquire("client-1", 100, 110, "o1");
+    release_outcome(&mut b, "client-1", 500, "o1", Phase::Info);
+    b.acquire_outcome("client-2", 600, 3_000, Phase::Fail)
+        .acquire_outcome("client-1", 600, 3_100, Phase::Fail);
+    let h = b.build();
+    let e = invalid(Liveness.check(&h));
+    assert!(
+        e.summary.contains(
+            "client-1's release of lock lock ended with an unknown outcome at 0.505 s, and the server kept the lock under its name (owner=o1) until the end of the run"
+        ) && e.summary.contains("a release that failed left the lock stuck"),
+        "{}",
+        e.summary
+    );
+    assert_eq!(e.hosts, ["client-1", "client-2"]);
+}
+
+#[test]
+fn a_failed_release_whose_lock_expired_within_the_bound_is_not_stuck() {
+    let mut b = B::new();
+    b.acquire("client-1", 100, 110, "o1");
+    release_outcome(&mut b, "client-1", 500, "o1", Phase::Fail);
+    b.removed(1_110, "expiry", "o1", "expired")
+        .acquire("client-2", 600, 1_200, "o2")
+        .acquire_outcome("client-3", 1_300, 4_000, Phase::Fail);
+    assert_eq!(Liveness.check(&b.build()), Verdict::Valid);
+}
+
+#[test]
+fn a_lock_an_unsuccessful_attempt_left_behind_and_nobody_removed_is_stuck() {
+    // A create whose reply was lost: the server made the node, the client gave up (an
+    // unknown outcome) and never reported it; nobody believes they hold it.
+    let mut b = B::new();
+    let op = b.new_op();
+    b.op_event(100, "client-1", op, OpF::Acquire, Phase::Invoke, None);
+    b.written(150, "client-1", "orphan");
+    b.op_event(400, "client-1", op, OpF::Acquire, Phase::Info, None);
+    b.acquire_outcome("client-2", 500, 3_000, Phase::Fail);
+    let h = b.build();
+    let e = invalid(Liveness.check(&h));
+    assert!(
+        e.summary.contains(
+            "client-1's acquire of lock lock ended with an unknown outcome at 0.400 s, but it had written the lock on redis at 0.150 s (value=orphan), which no acquisition ever reported"
+        ),
+        "{}",
+        e.summary
+    );
+    assert_eq!(e.owners, ["orphan"]);
+}
+
+#[test]
+fn a_value_an_acquisition_reported_is_no_orphan() {
+    // The first attempt timed out but its retry found the node and reported it: a hold.
+    let mut b = B::new();
+    let op = b.new_op();
+    b.op_event(100, "client-1", op, OpF::Acquire, Phase::Invoke, None);
+    b.written(150, "client-1", "o1");
+    b.op_event(400, "client-1", op, OpF::Acquire, Phase::Info, None);
+    let again = b.new_op();
+    b.op_event(410, "client-1", again, OpF::Acquire, Phase::Invoke, None);
+    b.op_event(420, "client-1", again, OpF::Acquire, Phase::Ok, Some("o1"));
+    b.release("client-1", 900, "o1");
+    b.acquire("client-2", 500, 950, "o2");
+    assert_eq!(Liveness.check(&b.build()), Verdict::Valid);
+}
+
+#[test]
+fn an_overlap_in_belief_whose_stale_holder_never_wrote_after_the_newer_grant_is_overlap_not_unsafe()
+{
+    // client-1 wrote before client-2's grant, then was paused to the end of the run: two
+    // holders in belief, but nothing of the stale one reached the storage after.
+    let h = B::new()
+        .acquire("client-1", 100, 110, "o1")
+        .write(200, "client-1", 10, 10, true)
+        .removed(1_110, "expiry", "o1", "expired")
+        .acquire("client-2", 1_200, 1_210, "o2")
+        .write(1_300, "client-2", 9, 9, true)
+        .build();
+    let verdicts = checkers::check_all(&h);
+    assert!(
+        verdicts
+            .iter()
+            .any(|(n, v)| *n == "mutual-exclusion" && v.is_invalid())
+    );
+    assert!(!checkers::stale_write_accepted(&h));
+    let facts = checkers::StorageFacts::of(&h);
+    assert_eq!(
+        checkers::safety(&verdicts, facts),
+        checkers::Safety::Overlap
+    );
+    // The same overlap with the stale holder writing after the newer grant is unsafe.
+    let acted = B::new()
+        .acquire("client-1", 100, 110, "o1")
+        .removed(1_110, "expiry", "o1", "expired")
+        .acquire("client-2", 1_200, 1_210, "o2")
+        .write(1_300, "client-2", 10, 10, true)
+        .write(1_400, "client-1", 10, 9, true)
+        .build();
+    assert!(checkers::stale_write_accepted(&acted));
+    let verdicts = checkers::check_all(&acted);
+    assert_eq!(
+        checkers::safety(&verdicts, checkers::StorageFacts::of(&acted)),
+        checkers::Safety::Unsafe
+    );
+    // A caller that only knows whether the storage refused anyone reads it as before.
+    assert_eq!(
+        checkers::safety(&checkers::check_all(&h), false),
+        checkers::Safety::Unsafe
+    );
+}
+
+#[test]
+fn a_session_lock_the_server_ended_is_the_clients_overrun_not_a_broken_promise() {
+    // A lock without expiry (a ZooKeeper node): the leader expired client-1's session
+    // while it was paused; client-2 got the lock; client-1 then wrote.
+    let h = B::new()
+        .believed("client-1", 100, 110, "/l/n1", None, None)
+        .written(110, "client-1", "/l/n1")
+        .removed(800, "expiry", "/l/n1", "expired")
+        .believed("client-2", 850, 900, "/l/n2", None, None)
+        .written(900, "client-2", "/l/n2")
+        .write(1_000, "client-2", 10, 10, true)
+        .write(1_200, "client-1", 10, 9, true)
+        .build();
+    assert_eq!(checkers::Validity.check(&h), Verdict::Valid);
+    let e = invalid(checkers::Overrun.check(&h));
+    assert!(
+        e.summary.contains(
+            "redis expired the session that held it at 0.800 s (the lock's promise, kept)"
+        ),
+        "{}",
+        e.summary
+    );
+}
+
+#[test]
+fn a_violation_before_the_first_fault_is_the_worlds_doing() {
+    let mut b = B::new();
+    b.acquire("client-1", 100, 110, "o1")
+        .acquire("client-2", 150, 160, "o2")
+        .pause("client-3", 2_000, 2_500);
+    let h = b.build();
+    let verdicts = checkers::check_all(&h);
+    assert!(checkers::broke_before_fault(&h, &verdicts));
+    let mut late = B::new();
+    late.pause("client-3", 50, 60)
+        .acquire("client-1", 100, 110, "o1")
+        .acquire("client-2", 150, 160, "o2");
+    let h = late.build();
+    assert!(!checkers::broke_before_fault(&h, &checkers::check_all(&h)));
+}

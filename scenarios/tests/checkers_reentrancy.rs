@@ -801,7 +801,10 @@ fn an_unknown_safety_verdict_is_unknown_unless_something_is_invalid() {
 #[test]
 fn safety_classes_have_names_and_a_worst_first_order() {
     let names: Vec<&str> = Safety::WORST_FIRST.iter().map(|c| c.name()).collect();
-    assert_eq!(names, ["unsafe", "fenced", "promise", "unknown", "safe"]);
+    assert_eq!(
+        names,
+        ["unsafe", "fenced", "overlap", "promise", "unknown", "safe"]
+    );
     for c in Safety::WORST_FIRST {
         assert_eq!(Safety::from_name(c.name()), Some(c));
         assert_eq!(c.to_string(), c.name());

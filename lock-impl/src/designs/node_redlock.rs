@@ -30,7 +30,8 @@ static RELEASE: LazyLock<redis::Script> =
 ///
 /// - `value = randomBytes(16).toString("hex")` (here [`crate::Entropy::owner_value`]),
 ///   and **`start = Date.now()`**, the wall clock, read once before the first attempt
-///   (5.0.0-beta.2; the unreleased master reads it per attempt, #276);
+///   (5.0.0-beta.2; the unreleased master reads it per attempt since #274, commit
+///   5dd9e28, and in `extend` since #276; neither is in a tag);
 /// - each attempt sends `ACQUIRE_SCRIPT` (`EVALSHA`, `EVAL` on `NOSCRIPT`: every key
 ///   absent, then `SET key value PX duration`) to every client at once, and decides
 ///   **as soon as a quorum** (`floor(n/2)+1`) votes for (reply `== #keys`) or against

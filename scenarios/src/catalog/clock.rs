@@ -105,7 +105,12 @@ pub(super) static CLIENT_CLOCK_SLEW: Def = Def {
     // `jump-ms` pins the correction, `drift-ppm` the slew rate (500: ntpd's).
     quantities: &[Param::JumpMs, Param::DriftPpm],
     plan: client_slews,
-    probe: |h, _| clock_probes::holder_clock_ran_slow(h),
+    // The slew matters if it cost the holder's clock at least the validity a careful
+    // holder keeps in hand before writing (else a hundredth of the lease).
+    probe: |h, w| {
+        let margin_ms = w.check_validity_ms.unwrap_or(w.lease_ms / 100);
+        clock_probes::holder_clock_ran_slow(h, margin_ms * 1_000)
+    },
 };
 
 /// Three slews back of the holder's clock, 0.1-0.2 lease each, at chrony's rate (a
@@ -119,9 +124,7 @@ fn client_slews(d: &mut Draw) -> Vec<Fault> {
             kind: FaultKind::ClockSlew {
                 target: Target::Holder,
                 delta_ms: -(d.quantity(Param::JumpMs, lease / 10..=lease / 5) as i64),
-                rate_ppm: d
-                    .quantity(Param::DriftPpm, CHRONY_MAX_SLEW_PPM..=CHRONY_MAX_SLEW_PPM)
-                    .max(1),
+                rate_ppm: d.quantity(Param::DriftPpm, CHRONY_MAX_SLEW_PPM..=CHRONY_MAX_SLEW_PPM),
             },
         });
     }

@@ -92,25 +92,22 @@ pub fn client_clock_stepped_back_while_acquiring(h: &History) -> Option<String> 
 }
 
 /// A client's clock ran slow (an NTP slew back, or any negative rate) while it held
-/// the lock: a hold that began before the slow stretch ended and ended (or never did)
-/// after it began. The client, its rate, the stretch and the hold.
-pub fn holder_clock_ran_slow(h: &History) -> Option<String> {
+/// the lock, by enough to matter: within one hold its clock fell behind true time by
+/// at least `margin_us` (the share of the lease a careful holder keeps in hand, see
+/// the scenario), so its lease timers measured that much less time than passed. A
+/// slew too slow or too short to lose that much (ntpd's 500 ppm over a short hold, a
+/// rate of 1 ppm) is no witness. The client, its rate, the stretch, the hold and what
+/// its clock lost.
+pub fn holder_clock_ran_slow(h: &History, margin_us: u64) -> Option<String> {
     let pairs = model::op_pairs(h).ok()?;
-    // Per client: the slow stretches (start, end or the run's end, rate).
-    let mut slow: BTreeMap<&str, Vec<(u64, u64, i64)>> = BTreeMap::new();
+    // Per client: its rate changes, in time order (true time, ppm from then on).
+    let mut rates: BTreeMap<&str, Vec<(u64, i64)>> = BTreeMap::new();
     for e in &h.events {
-        let EventKind::Clock { drift_ppm, .. } = e.kind else {
-            continue;
-        };
-        let stretches = slow.entry(e.host.as_str()).or_default();
-        let open = stretches.last().is_some_and(|s| s.1 == u64::MAX);
-        if drift_ppm < 0 && !open {
-            stretches.push((e.at_us, u64::MAX, drift_ppm));
-        } else if drift_ppm >= 0
-            && open
-            && let Some(last) = stretches.last_mut()
-        {
-            last.1 = e.at_us;
+        if let EventKind::Clock { drift_ppm, .. } = e.kind {
+            rates
+                .entry(e.host.as_str())
+                .or_default()
+                .push((e.at_us, drift_ppm));
         }
     }
     for (i, p) in pairs.iter().enumerate() {
@@ -120,18 +117,35 @@ pub fn holder_clock_ran_slow(h: &History) -> Option<String> {
         let Some(start) = p.completion_us else {
             continue;
         };
-        // The hold ends when the client next sets out to release (or never).
+        // The hold ends when the client next sets out to release (or at the run's end).
         let end = pairs[i + 1..]
             .iter()
             .find(|r| r.host == p.host && r.f == OpF::Release)
-            .map_or(u64::MAX, |r| r.invoke_us);
-        let Some(&(from, to, ppm)) = slow
-            .get(p.host.as_str())
-            .and_then(|s| s.iter().find(|(from, to, _)| *from < end && *to > start))
-        else {
+            .map_or(h.end_us, |r| r.invoke_us);
+        let Some(changes) = rates.get(p.host.as_str()) else {
             continue;
         };
-        let until = if to == u64::MAX {
+        // What the clock lost over the hold (µs), and the first slow stretch in it.
+        let mut lost = 0u128;
+        let mut first: Option<(u64, u64, i64)> = None;
+        for (k, &(from, ppm)) in changes.iter().enumerate() {
+            let to = changes.get(k + 1).map_or(h.end_us, |c| c.0);
+            let (a, b) = (from.max(start), to.min(end));
+            if ppm >= 0 || a >= b {
+                continue;
+            }
+            lost += u128::from(b - a) * u128::from(ppm.unsigned_abs()) / 1_000_000;
+            if first.is_none() {
+                first = Some((from, to, ppm));
+            }
+        }
+        let Some((from, to, ppm)) = first else {
+            continue;
+        };
+        if lost < u128::from(margin_us.max(1)) {
+            continue;
+        }
+        let until = if to >= h.end_us {
             "the end of the run".to_string()
         } else {
             fmt_s(to)
@@ -139,13 +153,16 @@ pub fn holder_clock_ran_slow(h: &History) -> Option<String> {
         let slow_by = ppm.unsigned_abs();
         return Some(format!(
             "{}'s clock ran {}.{:02} % slow ({ppm} ppm) from {} to {until} while it held {} \
-             (granted at {}): its lease timers measured less time than passed",
+             (granted at {}): over the hold its lease timers measured {} less than passed \
+             (the margin that matters: {})",
             p.host,
             slow_by / 10_000,
             (slow_by % 10_000) / 100,
             fmt_s(from),
             p.key,
-            fmt_s(start)
+            fmt_s(start),
+            fmt_ms(lost as u64),
+            fmt_ms(margin_us)
         ));
     }
     None

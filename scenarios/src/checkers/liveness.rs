@@ -20,7 +20,15 @@
 //! watchdog or a monopolising re-entry keeping it). A lock a server brought back by
 //! itself (a recovery after a crash that lost the release: the server writes a value a
 //! client's command had removed from it) is nobody's: kept past the bound while
-//! another host was refused, it is a violation. And a lock that nobody ever acquired (no acquire `ok`, no
+//! another host was refused, it is a violation. So is a lock whose holder's outermost
+//! release failed (`fail`, or `info`: the server had closed its connection, the reply
+//! timed out) while the server still held it under that holder's value, kept past the
+//! bound while another acquire was refused: a lock without expiry outlives a failed
+//! release. And an orphan: a value a client wrote during an acquire that did not
+//! succeed, which no acquisition ever reported (a create sent again after a lost reply
+//! without looking for the first one's node; a quorum attempt that gave up without
+//! unlocking), kept past the bound after that attempt while another acquire was
+//! refused. And a lock that nobody ever acquired (no acquire `ok`, no
 //! server ever recorded the key) while clients tried with no fault to explain it is a
 //! violation whatever the refusals looked like: an error reply (recorded `info`,
 //! since the client cannot tell) refuses as surely as a `fail`. A run in which no
@@ -158,6 +166,16 @@ impl Checker for Liveness {
             return v;
         }
         judged += back_judged;
+        let (failed_judged, failed) = kept_after_failed_release(h, &pairs, &acquires);
+        if let Some(v) = failed {
+            return v;
+        }
+        judged += failed_judged;
+        let (orphan_judged, orphan) = orphans(h, &pairs, &acquires);
+        if let Some(v) = orphan {
+            return v;
+        }
+        judged += orphan_judged;
         if judged + completed == 0 && skipped.is_empty() {
             return Verdict::Unknown {
                 reason:
@@ -245,7 +263,198 @@ fn kept_after_done(
     (judged, None)
 }
 
-/// What both stuck-lock rules ask once a lock stayed on from event `from` (at
+/// The failed-release rule (see the module docs): a holder's outermost release that
+/// did not succeed (`fail`, or `info`: a connection the server had closed, a timed-out
+/// reply) while the server still held the lock under that holder's value. The holder
+/// is done and gone from the lock; if no server removed or expired the key within the
+/// bound after that release, while another acquire (the holder's own next one too) was
+/// refused past the bound, the lock was kept from those who wanted it: a lock without
+/// expiry whose release failed is stuck, which a lease would have bounded. Returns how
+/// many such releases it judged and the first violation.
+fn kept_after_failed_release(
+    h: &History,
+    pairs: &[OpPair],
+    acquires: &[&OpPair],
+) -> (usize, Option<Verdict>) {
+    let key = h.params.key.as_str();
+    let bound_us = h.params.liveness_bound_ms * 1_000;
+    let mut judged = 0;
+    for r in pairs.iter().filter(|p| p.f == OpF::Release && p.key == key) {
+        let (Some(done), Some(done_us), Some(owner)) = (r.completion, r.completion_us, &r.owner)
+        else {
+            continue;
+        };
+        let outermost = model::op_at(h, r.invoke).is_some_and(|op| model::depth(op) == 1);
+        if !outermost || !matches!(r.outcome, Phase::Fail | Phase::Info) {
+            continue;
+        }
+        // The server still held it under this holder's value when the release ended.
+        if !held_as(h, done, owner) {
+            continue;
+        }
+        let deadline_us = done_us + bound_us;
+        if h.end_us < deadline_us {
+            continue;
+        }
+        judged += 1;
+        let Some((w, until)) =
+            refused_while_kept(h, acquires, (done, done_us, deadline_us), |_| true, None)
+        else {
+            continue;
+        };
+        let mut events = vec![r.invoke, done, w.invoke];
+        events.extend(w.completion);
+        events.sort_unstable();
+        events.dedup();
+        let how = match model::op_at(h, done).and_then(|op| op.detail.as_deref()) {
+            Some(d) => format!(" ({d})"),
+            None => String::new(),
+        };
+        let outcome = if r.outcome == Phase::Fail {
+            "failed"
+        } else {
+            "ended with an unknown outcome"
+        };
+        return (
+            judged,
+            Some(Verdict::Invalid(Evidence {
+                summary: format!(
+                    "{}'s release of lock {key} {outcome} at {}{how}, and the server kept the lock under its name (owner={owner}) {until}, although {} wanted it (acquire refused at {}), bound {} ms: a release that failed left the lock stuck",
+                    r.host,
+                    fmt_s(done_us),
+                    w.host,
+                    fmt_s(w.completion_us.unwrap_or(h.end_us)),
+                    h.params.liveness_bound_ms
+                ),
+                at_us: done_us,
+                hosts: vec![r.host.clone(), w.host.clone()],
+                owners: vec![owner.clone()],
+                first_event: done,
+                events,
+            })),
+        );
+    }
+    (judged, None)
+}
+
+/// Whether, just before event `at`, some server held the run's key with `value` as its
+/// current value (its last write of the key was `value` and nothing removed it since).
+fn held_as(h: &History, at: usize, value: &str) -> bool {
+    let key = h.params.key.as_str();
+    let mut current: std::collections::BTreeMap<&str, Option<&str>> = Default::default();
+    for e in &h.events[..at] {
+        match &e.kind {
+            EventKind::Server(ServerEvent::Written {
+                key: k, value: v, ..
+            }) if k == key => {
+                current.insert(e.host.as_str(), Some(v.as_str()));
+            }
+            EventKind::Server(ServerEvent::Removed { key: k, .. }) if k == key => {
+                current.insert(e.host.as_str(), None);
+            }
+            _ => {}
+        }
+    }
+    current.values().any(|v| *v == Some(value))
+}
+
+/// The orphan rule (see the module docs): a client wrote the lock key on a server
+/// (the server's record names it) during an acquire that did not succeed (`fail` or
+/// `info`, or never completed), with a value no acquire of any client ever reported
+/// `ok`: an attempt left the lock behind (a create whose reply was lost and was sent
+/// again without looking for the node the first one made; a quorum attempt that gave
+/// up without unlocking the servers it had taken). Nobody believes they hold it; if
+/// the server still has it past the bound after the attempt ended while another host
+/// was refused past the bound, the lock is stuck. Returns how many such values it
+/// judged and the first violation.
+fn orphans(h: &History, pairs: &[OpPair], acquires: &[&OpPair]) -> (usize, Option<Verdict>) {
+    let key = h.params.key.as_str();
+    let bound_us = h.params.liveness_bound_ms * 1_000;
+    let servers = model::server_hosts(h);
+    let reported: std::collections::BTreeSet<&str> = acquires
+        .iter()
+        .filter(|p| p.outcome == Phase::Ok)
+        .filter_map(|p| p.owner.as_deref())
+        .collect();
+    let mut seen: std::collections::BTreeSet<&str> = Default::default();
+    let mut judged = 0;
+    for (i, e) in h.events.iter().enumerate() {
+        let EventKind::Server(ServerEvent::Written { by, key: k, value }) = &e.kind else {
+            continue;
+        };
+        // A client's own write (not a replica's copy, not a server's restore), of a
+        // value no acquisition ever reported, judged once per value.
+        if k != key
+            || servers.contains(by.as_str())
+            || reported.contains(value.as_str())
+            || !seen.insert(value.as_str())
+        {
+            continue;
+        }
+        // The attempt that wrote it: the writer's acquire open at the write.
+        let Some(attempt) = pairs.iter().find(|p| {
+            p.f == OpF::Acquire
+                && p.host == *by
+                && p.key == key
+                && p.invoke <= i
+                && p.completion.is_none_or(|c| c >= i)
+        }) else {
+            continue;
+        };
+        if attempt.outcome == Phase::Ok {
+            continue;
+        }
+        let (from, from_us) = match (attempt.completion, attempt.completion_us) {
+            (Some(c), Some(at)) => (c, at),
+            _ => continue,
+        };
+        // Still there when the attempt ended.
+        if !held_as(h, from + 1, value) {
+            continue;
+        }
+        let deadline_us = from_us + bound_us;
+        if h.end_us < deadline_us {
+            continue;
+        }
+        judged += 1;
+        let Some((w, until)) =
+            refused_while_kept(h, acquires, (from, from_us, deadline_us), |_| true, None)
+        else {
+            continue;
+        };
+        let mut events = vec![attempt.invoke, i, from, w.invoke];
+        events.extend(w.completion);
+        events.sort_unstable();
+        events.dedup();
+        let outcome = if attempt.outcome == Phase::Fail {
+            "failed"
+        } else {
+            "ended with an unknown outcome"
+        };
+        return (
+            judged,
+            Some(Verdict::Invalid(Evidence {
+                summary: format!(
+                    "{by}'s acquire of lock {key} {outcome} at {}, but it had written the lock on {} at {} (value={value}), which no acquisition ever reported: nobody believed they held it, yet it stayed {until} although {} wanted it (acquire refused at {}), bound {} ms",
+                    fmt_s(from_us),
+                    e.host,
+                    fmt_s(e.at_us),
+                    w.host,
+                    fmt_s(w.completion_us.unwrap_or(h.end_us)),
+                    h.params.liveness_bound_ms
+                ),
+                at_us: from_us,
+                hosts: vec![by.clone(), w.host.clone()],
+                owners: vec![value.clone()],
+                first_event: i,
+                events,
+            })),
+        );
+    }
+    (judged, None)
+}
+
+/// What the stuck-lock rules ask once a lock stayed on from event `from` (at
 /// `from_us`) past `deadline_us`: the first removal of the key after `from` on a server
 /// `on` accepts (the lock freed), and an acquire refused after the deadline and before
 /// that removal (by any host but `not_by`): that waiter, and how long the lock stayed

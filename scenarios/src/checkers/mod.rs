@@ -267,6 +267,11 @@ pub enum Safety {
     /// Two clients believed they held the lock at once, but no effect checker found
     /// harm: the storage (or luck) fenced the stale holder off.
     Fenced,
+    /// Two clients believed they held the lock at once, but the older holder wrote
+    /// nothing to the storage after the newer one's grant (it was paused to the end,
+    /// crashed, or released without writing): the lock's promise broke, no harm
+    /// reached the storage, and no fence was put to the test.
+    Overlap,
     /// An effect checker found harm at the storage or the server.
     Unsafe,
     /// A promise broken without harm or overlapping holders (a fencing token issued
@@ -278,26 +283,29 @@ pub enum Safety {
 
 impl Safety {
     /// Every class, worst first: the order reports list them in.
-    pub const WORST_FIRST: [Safety; 5] = [
+    pub const WORST_FIRST: [Safety; 6] = [
         Safety::Unsafe,
         Safety::Fenced,
+        Safety::Overlap,
         Safety::Promise,
         Safety::Unknown,
         Safety::Safe,
     ];
 
-    /// The class's lower-case name: `safe`, `fenced`, `promise`, `unsafe`, `unknown`.
+    /// The class's lower-case name: `safe`, `fenced`, `overlap`, `promise`, `unsafe`,
+    /// `unknown`.
     pub fn name(self) -> &'static str {
         match self {
             Safety::Safe => "safe",
             Safety::Fenced => "fenced",
+            Safety::Overlap => "overlap",
             Safety::Unsafe => "unsafe",
             Safety::Promise => "promise",
             Safety::Unknown => "unknown",
         }
     }
 
-    /// Severity: 0 for the worst class ([`Safety::Unsafe`]), 4 for [`Safety::Safe`].
+    /// Severity: 0 for the worst class ([`Safety::Unsafe`]), 5 for [`Safety::Safe`].
     pub fn rank(self) -> usize {
         Self::WORST_FIRST
             .iter()
@@ -317,16 +325,56 @@ impl std::fmt::Display for Safety {
     }
 }
 
+/// What the storage saw of a run, beyond the verdicts, that [`safety`] needs: whether
+/// it refused anyone ([`storage_refused`]) and whether a holder whose hold another
+/// host's grant overlapped wrote to it, accepted, after that grant
+/// ([`stale_write_accepted`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct StorageFacts {
+    /// The storage refused a read or write (a fence turned a stale token away).
+    pub refused: bool,
+    /// A stale holder's write was accepted while a newer holder held the lock.
+    pub stale_write: bool,
+}
+
+impl StorageFacts {
+    /// The facts of history `h`.
+    pub fn of(h: &History) -> StorageFacts {
+        StorageFacts {
+            refused: storage_refused(h),
+            stale_write: stale_write_accepted(h),
+        }
+    }
+}
+
+/// A caller that knows only whether the storage refused anyone: an overlap is taken to
+/// have reached the storage (the conservative reading).
+impl From<bool> for StorageFacts {
+    fn from(refused: bool) -> Self {
+        StorageFacts {
+            refused,
+            stale_write: true,
+        }
+    }
+}
+
 /// A run's safety class from its verdicts (names as [`names`] spells them; works on
 /// `&[(&str, Verdict)]` from [`check_all`] and on `&[(String, Verdict)]` alike) and
-/// whether the storage refused anyone ([`storage_refused`]):
+/// what the storage saw ([`StorageFacts`]; a bare `bool` is whether it refused anyone,
+/// with an overlap taken to have reached it):
 ///
 /// - [`Safety::Unsafe`] if any effect checker ([`EFFECT_CHECKERS`]) is invalid;
-/// - else [`Safety::Unsafe`] if `mutual-exclusion` or `rw-exclusion` (belief) is invalid and the storage
-///   refused nobody: two clients held the lock at once and nothing stood between them
-///   and the data, so that nothing was lost was luck. A proven violation decides the
-///   class, whatever another checker could not judge (a run whose overlapping holders
-///   never got to write leaves `lost-update` nothing to judge);
+/// - else [`Safety::Unsafe`] if `mutual-exclusion` (belief) is invalid, the storage
+///   refused nobody and a stale holder's write was accepted after the newer holder's
+///   grant: two clients held the lock at once, one acted on the data while the other
+///   held it, and nothing stood between them, so that nothing was lost was luck. The
+///   same if `rw-exclusion` is invalid and the storage refused nobody (a reader under a
+///   writer acts by reading). A proven violation decides the class, whatever another
+///   checker could not judge;
+/// - else [`Safety::Overlap`] if `mutual-exclusion` is invalid, the storage refused
+///   nobody and no stale holder wrote after the newer grant: the promise broke in
+///   belief, nothing reached the storage (a run whose stale holder never wrote leaves
+///   `lost-update` nothing to judge, so this is decided before the unknowns);
 /// - else, if any verdict other than a liveness checker's ([`LIVENESS_CHECKERS`]) is
 ///   unknown (a checker that panicked is unknown too): [`Safety::Promise`] if a
 ///   promise checker ([`PROMISE_CHECKERS`]) is invalid (proven, whatever else could
@@ -340,15 +388,20 @@ impl std::fmt::Display for Safety {
 ///
 /// Liveness verdicts never change the class; invalid verdicts of checkers this
 /// function does not know are ignored.
-pub fn safety<S: AsRef<str>>(verdicts: &[(S, Verdict)], storage_refused: bool) -> Safety {
+pub fn safety<S: AsRef<str>>(verdicts: &[(S, Verdict)], facts: impl Into<StorageFacts>) -> Safety {
+    let facts = facts.into();
     let invalid = |want: &dyn Fn(&str) -> bool| {
         verdicts
             .iter()
             .any(|(n, v)| want(n.as_ref()) && v.is_invalid())
     };
-    let overlapped = invalid(&|n| n == BELIEF_CHECKER || n == RW_BELIEF_CHECKER);
-    if invalid(&|n| EFFECT_CHECKERS.contains(&n)) || (overlapped && !storage_refused) {
+    let believed = invalid(&|n| n == BELIEF_CHECKER);
+    let rw = invalid(&|n| n == RW_BELIEF_CHECKER);
+    let acted = rw || (believed && facts.stale_write);
+    if invalid(&|n| EFFECT_CHECKERS.contains(&n)) || (acted && !facts.refused) {
         Safety::Unsafe
+    } else if believed && !facts.refused {
+        Safety::Overlap
     } else if verdicts
         .iter()
         .any(|(n, v)| !LIVENESS_CHECKERS.contains(&n.as_ref()) && v.is_unknown())
@@ -358,7 +411,7 @@ pub fn safety<S: AsRef<str>>(verdicts: &[(S, Verdict)], storage_refused: bool) -
         } else {
             Safety::Unknown
         }
-    } else if overlapped {
+    } else if believed || rw {
         Safety::Fenced
     } else if invalid(&|n| PROMISE_CHECKERS.contains(&n)) {
         Safety::Promise
@@ -384,6 +437,79 @@ pub fn storage_refused(h: &History) -> bool {
             )
         )
     })
+}
+
+/// Whether a holder wrote to the storage, accepted, after another host's grant that
+/// overlapped its hold: the older of two overlapping holders acting on the data while
+/// the newer one held the lock, which is the harm an overlap in belief does. Its writes
+/// count from the newer grant until its own next acquisition (a write still in flight
+/// when it released counts too). A history that cannot be read as holds counts as yes;
+/// one without overlapping holds, no.
+pub fn stale_write_accepted(h: &History) -> bool {
+    use sim::history::{EventKind, StorageEvent};
+    let Ok(holds) = model::holds(h) else {
+        return true;
+    };
+    holds.iter().enumerate().any(|(i, a)| {
+        holds[i + 1..].iter().any(|b| {
+            // `holds` is ordered by acquire event: `b`'s grant is the newer.
+            if a.key != b.key
+                || a.host == b.host
+                || !(b.start_us < a.end_us && a.start_us < b.end_us)
+                || (a.is_read() && b.is_read())
+            {
+                return false;
+            }
+            let next_us = holds
+                .iter()
+                .filter(|n| n.host == a.host && n.acquire_event > a.acquire_event)
+                .map(|n| n.start_us)
+                .min()
+                .unwrap_or(u64::MAX);
+            h.events.iter().any(|e| {
+                (b.start_us..next_us).contains(&e.at_us)
+                    && matches!(&e.kind, EventKind::Storage(StorageEvent::Write {
+                        writer,
+                        accepted: true,
+                        ..
+                    }) if *writer == a.host)
+            })
+        })
+    })
+}
+
+/// Whether the run's first safety violation began before its scenario's first fault
+/// did: the earliest evidence of a safety checker's invalid verdict (an effect, a
+/// belief overlap, a promise) lies before the first fault's start, or the plan had
+/// faults and none started at all. Such a run's class is the world's doing (a workload
+/// that breaks the design with or without the fault), not the fault's: reports mark
+/// it. A run whose plan has no faults (`no-faults`) is never "before the fault".
+pub fn broke_before_fault<S: AsRef<str>>(h: &History, verdicts: &[(S, Verdict)]) -> bool {
+    if h.plan.faults.is_empty() {
+        return false;
+    }
+    let safety_checker = |n: &str| {
+        EFFECT_CHECKERS.contains(&n)
+            || PROMISE_CHECKERS.contains(&n)
+            || n == BELIEF_CHECKER
+            || n == RW_BELIEF_CHECKER
+    };
+    let Some(broke_us) = verdicts
+        .iter()
+        .filter(|(n, _)| safety_checker(n.as_ref()))
+        .filter_map(|(_, v)| v.evidence().map(|e| e.at_us))
+        .min()
+    else {
+        return false;
+    };
+    let first_fault_us = h.events.iter().find_map(|e| match &e.kind {
+        sim::history::EventKind::Fault {
+            phase: sim::history::FaultPhase::Start,
+            ..
+        } => Some(e.at_us),
+        _ => None,
+    });
+    first_fault_us.is_none_or(|f| broke_us < f)
 }
 
 /// Formats true simulated microseconds as seconds with millisecond precision

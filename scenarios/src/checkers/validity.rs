@@ -17,10 +17,14 @@
 //!   fencing check at the storage can.
 //!
 //! A lock that never expires (no validity recorded) is valid until its release, as the
-//! client believes. Neither checker changes a run's safety class: the effect checkers
+//! client believes, unless the server ended it by its own rule first: a ZooKeeper
+//! session that expired (the ephemeral node deleted with it), a MySQL connection the
+//! server closed (its `GET_LOCK` released with it). Such a lock promised "while your
+//! session (connection) lives", and the server kept that promise: its validity ends
+//! there, so a client that went on is an `overrun`, not a broken promise. Neither checker changes a run's safety class: the effect checkers
 //! judge harm; these say whose fault it was.
 
-use sim::history::{EventKind, History, StorageEvent};
+use sim::history::{EventKind, History, ServerEvent, StorageEvent};
 
 use super::model::{self, Hold};
 use super::{Checker, Evidence, Verdict, fmt_ms, fmt_s};
@@ -40,6 +44,9 @@ struct Valid<'a> {
     /// True time until which the client believed the lock was its own (`None`: a lock
     /// that never expires).
     until_us: Option<u64>,
+    /// For a lock without expiry that the server ended by its own rule: what ended it
+    /// (`zk-1 expired the session`), for the evidence.
+    ended_by: Option<String>,
 }
 
 impl Valid<'_> {
@@ -53,11 +60,47 @@ impl Valid<'_> {
 fn with_validity<'a>(h: &History, holds: &'a [Hold]) -> Vec<Valid<'a>> {
     holds
         .iter()
-        .map(|hold| Valid {
-            hold,
-            until_us: model::believed_validity(h, hold),
+        .map(|hold| match model::believed_validity(h, hold) {
+            Some(until) => Valid {
+                hold,
+                until_us: Some(until),
+                ended_by: None,
+            },
+            None => {
+                let ended = server_ended(h, hold);
+                Valid {
+                    hold,
+                    until_us: ended.as_ref().map(|(at, _)| *at),
+                    ended_by: ended.map(|(_, why)| why),
+                }
+            }
         })
         .collect()
+}
+
+/// When and how a server ended a lock without expiry by its own rule during `hold`:
+/// the first removal of its key and owner value whose cause is the server's (a session
+/// expired, a connection closed), not a client's command.
+fn server_ended(h: &History, hold: &Hold) -> Option<(u64, String)> {
+    let end = hold.end_event.unwrap_or(h.events.len()).min(h.events.len());
+    h.events[hold.acquire_event + 1..end]
+        .iter()
+        .find_map(|e| match &e.kind {
+            EventKind::Server(ServerEvent::Removed {
+                key, value, cause, ..
+            }) if *key == hold.key
+                && *value == hold.owner
+                && (cause == "expired" || cause == "connection-closed") =>
+            {
+                let what = if cause == "expired" {
+                    "expired the session that held it"
+                } else {
+                    "closed the connection that held it"
+                };
+                Some((e.at_us, format!("{} {what} at {}", e.host, fmt_s(e.at_us))))
+            }
+            _ => None,
+        })
 }
 
 fn holds_or_unknown(h: &History) -> Result<Vec<Hold>, Verdict> {
@@ -212,6 +255,12 @@ impl Checker for Overrun {
             return Verdict::Valid;
         };
         let until = v.until_us.unwrap_or_default();
+        let story = match &v.ended_by {
+            Some(how) => format!(
+                "its lock had no expiry, but {how} (the lock's promise, kept) while the client went on: it overran its session"
+            ),
+            None => "the client overran its lease".to_string(),
+        };
         let more = if count > 1 {
             format!(" ({count} such writes in all)")
         } else {
@@ -220,7 +269,7 @@ impl Checker for Overrun {
         Verdict::Invalid(Evidence {
             summary: format!(
                 "{}'s write reached the storage at {}, {} after its validity of lock {} ran out \
-                 at {} (owner={}): the client overran its lease{more}",
+                 at {} (owner={}): {story}{more}",
                 v.hold.host,
                 fmt_s(at),
                 fmt_ms(at - until),
