@@ -261,7 +261,9 @@ struct RunArgs {
     #[arg(long)]
     threads: Option<usize>,
     /// A design family's time scale as the world's base: `catalog` (200 ms leases, the
-    /// default) or `redisson` (30 s lease, 3 s reply timeout, 4 clients, 240 s).
+    /// default), `redisson` (30 s lease, 3 s reply timeout, 4 clients, 240 s) or
+    /// `mongodb` (the `mongo-*` worlds at real time: 30 s lease, MongoDB's 2 s heartbeat
+    /// and 10 s election timeout).
     #[arg(long, default_value = "catalog")]
     profile: String,
     /// Pin a scenario quantity, NAME=V (repeatable; see `locksim sweep --help`).
@@ -289,7 +291,9 @@ struct ReplayArgs {
     #[arg(long)]
     seed: u64,
     /// A design family's time scale as the world's base: `catalog` (200 ms leases, the
-    /// default) or `redisson` (30 s lease, 3 s reply timeout, 4 clients, 240 s).
+    /// default), `redisson` (30 s lease, 3 s reply timeout, 4 clients, 240 s) or
+    /// `mongodb` (the `mongo-*` worlds at real time: 30 s lease, MongoDB's 2 s heartbeat
+    /// and 10 s election timeout).
     #[arg(long, default_value = "catalog")]
     profile: String,
     /// Pin a scenario quantity, NAME=V (repeatable; see `locksim sweep --help`).
@@ -328,7 +332,9 @@ struct ShrinkArgs {
     #[arg(long)]
     checker: Option<String>,
     /// A design family's time scale as the world's base: `catalog` (200 ms leases, the
-    /// default) or `redisson` (30 s lease, 3 s reply timeout, 4 clients, 240 s).
+    /// default), `redisson` (30 s lease, 3 s reply timeout, 4 clients, 240 s) or
+    /// `mongodb` (the `mongo-*` worlds at real time: 30 s lease, MongoDB's 2 s heartbeat
+    /// and 10 s election timeout).
     #[arg(long, default_value = "catalog")]
     profile: String,
     /// Pin a scenario quantity, NAME=V (repeatable; see `locksim sweep --help`).

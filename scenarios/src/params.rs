@@ -32,10 +32,14 @@ pub enum Param {
     Clients,
     /// Time inside the critical section, ms.
     WorkMs,
+    /// How long a crashed server takes to accept connections again (its restart's
+    /// downtime), ms of the world's time; by default drawn around the real server's
+    /// start on this machine at the world's scale (`lock_impl::scale::SERVER_STARTS`).
+    RestartMs,
 }
 
 /// Every parameter, in the order `--help` and errors list them.
-pub const ALL: [Param; 9] = [
+pub const ALL: [Param; 10] = [
     Param::PauseMs,
     Param::DelayMs,
     Param::LagMs,
@@ -45,6 +49,7 @@ pub const ALL: [Param; 9] = [
     Param::LeaseMs,
     Param::Clients,
     Param::WorkMs,
+    Param::RestartMs,
 ];
 
 impl Param {
@@ -60,6 +65,7 @@ impl Param {
             Param::LeaseMs => "lease-ms",
             Param::Clients => "clients",
             Param::WorkMs => "work-ms",
+            Param::RestartMs => "restart-ms",
         }
     }
 

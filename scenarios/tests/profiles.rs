@@ -79,3 +79,51 @@ fn any_scenario_runs_at_a_profiles_scale_and_its_replay_command_says_so() {
     assert_eq!(c.profile, Profile::Catalog);
     assert_eq!(c.param_flags(), "");
 }
+
+/// `--profile mongodb`: the `mongo-*` worlds at MongoDB's own heartbeat (2 s) and
+/// election timeout (10 s), with a 30 s lease and every other time of the world
+/// stretched by 30/8; the old primary returns 3-4 election timeouts after its crash,
+/// inside the run. The catalog's world is unchanged.
+#[test]
+fn the_mongo_worlds_run_at_mongodbs_own_election_timeout_under_the_mongodb_profile() {
+    assert_eq!(Profile::parse("mongodb"), Ok(Profile::MongoDb));
+    for name in ["mongo-failover", "mongo-partition"] {
+        let catalog_s = catalog::find(name).expect("scenario");
+        let c = &catalog_s.workload;
+        let cm = c.mongo.as_ref().expect("a replica set");
+        assert_eq!(
+            (
+                c.lease_ms,
+                c.work_ms,
+                cm.election_timeout_ms,
+                cm.heartbeat_ms
+            ),
+            (8_000, 3_000, 1_000, 200)
+        );
+        let s = catalog_s
+            .clone()
+            .with_profile(Profile::MongoDb)
+            .expect("rebuilt");
+        let w = &s.workload;
+        let m = w.mongo.as_ref().expect("a replica set");
+        assert_eq!((m.election_timeout_ms, m.heartbeat_ms), (10_000, 2_000));
+        assert_eq!((w.lease_ms, w.work_ms), (30_000, 11_250));
+        assert_eq!(s.param_flags(), " --profile mongodb");
+        for seed in 0..5 {
+            let plan = s.plan(seed);
+            let last = plan.faults.last().expect("the crash or partition");
+            let back_after = match last.kind {
+                sim::faults::FaultKind::Crash {
+                    restart_after_ms, ..
+                } => restart_after_ms.expect("restarts"),
+                sim::faults::FaultKind::Partition { duration_ms, .. } => duration_ms,
+                ref other => panic!("{other:?}"),
+            };
+            assert!((30_000..=40_000).contains(&back_after), "{back_after}");
+            assert!(last.at_ms + back_after < w.duration_ms + w.drain_ms);
+            // The catalog's plan for the seed is as before: 3-4 s.
+            let c_last = catalog_s.plan(seed).faults.pop().expect("fault");
+            assert!((1_500..=2_500).contains(&c_last.at_ms));
+        }
+    }
+}

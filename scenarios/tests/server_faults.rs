@@ -183,3 +183,64 @@ fn a_lock_kept_after_its_holder_is_done_is_a_liveness_failure_not_harm() {
     }
     assert!(kept > 0, "no run kept the lock after its holder was done");
 }
+
+/// A Redis restart takes what a real one takes (systemd's 100 ms `RestartSec` and a
+/// start with an AOF, measured at 108 ms; a machine crash: the start alone), at the
+/// world's scale (1/150: a millisecond or two), instead of up to a quarter lease
+/// (50 ms, 7.5 s of real time); `--param restart-ms` pins it, and the delayed
+/// restarts keep their 1-2 leases.
+#[test]
+fn a_redis_restart_takes_a_real_restart_at_the_worlds_scale_unless_pinned() {
+    use scenarios::params::Param;
+    use sim::faults::FaultKind;
+    let restarts = |s: &scenarios::catalog::Scenario, seed| -> Vec<u64> {
+        s.plan(seed)
+            .faults
+            .iter()
+            .filter_map(|f| match f.kind {
+                FaultKind::Crash {
+                    restart_after_ms, ..
+                }
+                | FaultKind::MachineCrash {
+                    restart_after_ms, ..
+                } => restart_after_ms,
+                _ => None,
+            })
+            .collect()
+    };
+    use lock_impl::scale::{REDIS_START, SYSTEMD_RESTART_SEC, TimeScale};
+    let process = SYSTEMD_RESTART_SEC.real_ms + REDIS_START.real_ms;
+    for (name, real_ms) in [
+        ("server-restart", Some(process)),
+        ("server-restart-aof", Some(REDIS_START.real_ms)),
+        ("redlock-restart", Some(process)),
+        ("redlock-restart-aof", Some(REDIS_START.real_ms)),
+        ("server-restart-delayed", None),
+        ("redlock-restart-delayed", None),
+    ] {
+        let s = common::scenario(name);
+        let (lease, scale) = (
+            s.workload.lease_ms,
+            TimeScale::for_lease(s.workload.lease_ms),
+        );
+        let range = match real_ms {
+            Some(real) => scale.ms(real / 2)..=scale.ms(real * 2),
+            None => lease..=lease * 2,
+        };
+        // A real restart is a few hundredths of a lease.
+        assert!(
+            *range.end() <= lease / 20 || real_ms.is_none(),
+            "{name}: {range:?}"
+        );
+        for seed in 0..10 {
+            let got = restarts(&s, seed);
+            assert!(!got.is_empty(), "{name}");
+            assert!(
+                got.iter().all(|ms| range.contains(ms)),
+                "{name} seed {seed}: {got:?}"
+            );
+        }
+        let pinned = s.clone().with_param(Param::RestartMs, 777).expect("pin");
+        assert!(restarts(&pinned, 0).iter().all(|ms| *ms == 777), "{name}");
+    }
+}

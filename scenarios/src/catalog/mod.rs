@@ -155,6 +155,21 @@ impl Draw<'_> {
         self.rng.random_range(self.window.clone())
     }
 
+    /// A crashed server's downtime, `restart-ms`: unless pinned, drawn from half to
+    /// twice the real restart `real` adds up to (a server's measured start, after
+    /// systemd's pause for a process it restarts: see
+    /// [`lock_impl::scale::SERVER_STARTS`]), at the world's scale (its lease's
+    /// [`TimeScale`](lock_impl::scale::TimeScale)): one clock for the lease and the
+    /// restart that competes with it.
+    pub fn restart_ms(&mut self, real: &[&lock_impl::scale::Constant]) -> u64 {
+        let real_ms: u64 = real.iter().map(|c| c.real_ms).sum();
+        let scale = lock_impl::scale::TimeScale::for_lease(self.lease);
+        self.quantity(
+            Param::RestartMs,
+            scale.ms(real_ms / 2)..=scale.ms(real_ms * 2),
+        )
+    }
+
     /// The quantity `param`, drawn from `range` unless it is pinned (then the pinned
     /// value). It is drawn either way, so pinning one quantity leaves every other draw
     /// as the seed made it.

@@ -12,7 +12,7 @@ use crate::params::Param;
 
 pub(super) static MONGO_FAILOVER: Def = Def {
     name: "mongo-failover",
-    description: "a three-member replica set whose secondaries (mongo-2, mongo-3) receive everything 5-20 ms late; the primary (mongo-1) crashes right after applying a lock write no secondary has yet; a secondary is elected (election timeout 1 s), and the old primary, restarted, rejoins and rolls the write back",
+    description: "a three-member replica set whose secondaries (mongo-2, mongo-3) receive everything 5-20 ms late; the primary (mongo-1) crashes right after applying a lock write no secondary has yet; a secondary is elected (election timeout 1 s; 10 s under --profile mongodb), and the old primary, restarted 3-4 election timeouts later, rejoins and rolls the write back",
     fault_about: "the primary crashed holding a lock write no other member had, another member was elected without it, and the old primary rolled it back when it rejoined",
     world: mongo_world,
     quantities: &[Param::LagMs],
@@ -22,7 +22,7 @@ pub(super) static MONGO_FAILOVER: Def = Def {
 
 pub(super) static MONGO_PARTITION: Def = Def {
     name: "mongo-partition",
-    description: "mongo-failover's world, but the primary is cut off from every other host (members and clients) right after applying a lock write no secondary has, for 3-4 s: it steps down when it hears from no majority, a secondary is elected, and at the heal the old primary rolls the write back",
+    description: "mongo-failover's world, but the primary is cut off from every other host (members and clients) right after applying a lock write no secondary has, for 3-4 election timeouts (3-4 s): it steps down when it hears from no majority, a secondary is elected, and at the heal the old primary rolls the write back",
     fault_about: "the primary was cut off holding a lock write no other member had, another member was elected without it, and the old primary rolled it back when the partition healed",
     world: mongo_world,
     quantities: &[Param::LagMs],
@@ -33,29 +33,58 @@ pub(super) static MONGO_PARTITION: Def = Def {
 /// Three members `mongo-1` … `mongo-3` and no Redis server; leases and critical
 /// sections as long as the Redis failover world's (8 s and 3 s), so the holder is
 /// still working when the election completes; four clients that think up to a second
-/// between attempts.
+/// between attempts. That is the catalog's scale, with the members' heartbeat and
+/// election timeout of [`MongoSpec::default`] (200 ms and 1 s). A profile whose base
+/// names a replica set (`--profile mongodb`: MongoDB's own 2 s heartbeat and 10 s
+/// election timeout, a 30 s lease) runs the same world at its lease, every time of the
+/// world stretched by its lease over 8 s.
 fn mongo_world(base: &Workload) -> Workload {
+    let (lease_ms, spec) = match &base.mongo {
+        Some(spec) => (base.lease_ms, spec.clone()),
+        None => (CATALOG_LEASE_MS, MongoSpec::default()),
+    };
+    let at = |ms: u64| stretch(lease_ms, ms);
+    // The old primary returns 3-4 election timeouts after its crash (see `failover`):
+    // at MongoDB's own 10 s that is past the stretched run, so a profile's drain
+    // covers it too.
+    let drain_ms = match &base.mongo {
+        Some(_) => at(2_000) + spec.election_timeout_ms * 4,
+        None => 2_000,
+    };
     Workload {
         servers: Vec::new(),
         clients: 4,
-        think_ms_max: 1_000,
-        lease_ms: 8_000,
-        work_ms: 3_000,
-        duration_ms: 9_000,
-        drain_ms: 2_000,
-        response_timeout_ms: 2_000,
-        mongo: Some(MongoSpec::default()),
+        think_ms_max: at(1_000),
+        lease_ms,
+        wait_ms: at(base.wait_ms),
+        work_ms: at(3_000),
+        duration_ms: at(9_000),
+        drain_ms,
+        response_timeout_ms: at(2_000),
+        liveness_slack_ms: at(base.liveness_slack_ms),
+        mongo: Some(spec),
         ..base.clone()
     }
+}
+
+/// The Mongo worlds' lease at the catalog's scale.
+const CATALOG_LEASE_MS: u64 = 8_000;
+
+/// `ms` of the catalog's Mongo world in a world whose lease is `lease_ms`.
+fn stretch(lease_ms: u64, ms: u64) -> u64 {
+    ms * lease_ms / CATALOG_LEASE_MS
 }
 
 /// The secondaries lag 5-20 ms (what reaches them is delayed: the primary's oplog
 /// batches and heartbeats, and clients' commands), as busy or distant replicas do
 /// (the Redis `failover` delays its replica the same way); the crash is armed early
 /// and hits the first lock write the primary has applied and answered but no
-/// secondary has; the old primary restarts after the election.
+/// secondary has; the old primary restarts after the election: 3-4 election timeouts
+/// after the crash (3-4 s in the catalog's world).
 fn failover(d: &mut Draw) -> Vec<Fault> {
     let w = d.workload;
+    let at = |ms: u64| stretch(w.lease_ms, ms);
+    let election_ms = w.mongo.as_ref().map_or(1_000, |m| m.election_timeout_ms);
     let lag = d.quantity(Param::LagMs, 5..=20);
     let mut faults: Vec<Fault> = w
         .mongo
@@ -71,28 +100,40 @@ fn failover(d: &mut Draw) -> Vec<Fault> {
         })
         .collect();
     faults.push(Fault {
-        at_ms: d.rng.random_range(1_500..=2_500),
+        at_ms: d.rng.random_range(at(1_500)..=at(2_500)),
         kind: FaultKind::Crash {
-            target: Target::UnreplicatedLockMaster { within_ms: 5_000 },
-            restart_after_ms: Some(d.rng.random_range(3_000..=4_000)),
+            target: Target::UnreplicatedLockMaster {
+                within_ms: at(5_000),
+            },
+            restart_after_ms: Some(d.rng.random_range(election_ms * 3..=election_ms * 4)),
         },
     });
     faults
 }
 
 /// As [`failover`], with a partition of the primary from everyone else instead of a
-/// crash: the old primary stays up, steps down on its own, and rejoins at the heal.
+/// crash: the old primary stays up, steps down on its own, and rejoins at the heal,
+/// 3-4 election timeouts later.
 fn partition(d: &mut Draw) -> Vec<Fault> {
+    let (lease_ms, election_ms) = (
+        d.workload.lease_ms,
+        d.workload
+            .mongo
+            .as_ref()
+            .map_or(1_000, |m| m.election_timeout_ms),
+    );
     let mut faults = failover(d);
     let crash = faults.pop();
     if let Some(Fault { at_ms, .. }) = crash {
         faults.push(Fault {
             at_ms,
             kind: FaultKind::Partition {
-                a: vec![Target::UnreplicatedLockMaster { within_ms: 5_000 }],
+                a: vec![Target::UnreplicatedLockMaster {
+                    within_ms: stretch(lease_ms, 5_000),
+                }],
                 b: vec![Target::Rest],
                 one_way: false,
-                duration_ms: d.rng.random_range(3_000..=4_000),
+                duration_ms: d.rng.random_range(election_ms * 3..=election_ms * 4),
             },
         });
     }

@@ -11,22 +11,40 @@ use sim::world::{MySqlReplicaSpec, MySqlSpec, Workload};
 
 use super::{Def, Draw};
 use crate::checkers::probes;
+use lock_impl::scale::MARIADB_START;
 
 /// A world of one MySQL server (`mysql-1`, the MariaDB 10.11 model) and no Redis
-/// server; a critical section lasts five leases, so a holder whose connection drops
-/// keeps working long after the server released what the connection held.
+/// server, at the failover world's scale: an 8 s lease (4/15 of real time) and
+/// critical sections of 3 s, inside the lease, so the lock's own rules never lapse
+/// under a holder that works; what breaks a hold here is the scenario's fault (a
+/// connection dropped under a `GET_LOCK`, a grant a restart lost), nothing else.
+/// Four clients that think up to a second, for 10 s.
 fn mysql_world(base: &Workload) -> Workload {
     Workload {
         servers: Vec::new(),
-        work_ms: base.lease_ms * 5,
+        clients: 4,
+        think_ms_max: 1_000,
+        lease_ms: 8_000,
+        work_ms: 3_000,
+        duration_ms: 10_000,
+        drain_ms: 2_000,
+        response_timeout_ms: 2_000,
         mysql: Some(MySqlSpec::default()),
         ..base.clone()
     }
 }
 
+/// A fault's start: while clients still work (after warm-up, a critical section
+/// before the end).
+fn within_the_run(d: &mut Draw) -> u64 {
+    let w = d.workload;
+    let last = w.duration_ms.saturating_sub(w.work_ms).max(301);
+    d.rng.random_range(300..last)
+}
+
 pub(super) static MYSQL_CONNECTION_DROP: Def = Def {
     name: "mysql-connection-drop",
-    description: "the holder's connections to the MySQL server are reset (a proxy, a firewall, a pool recycling them) four times while it works for 5 leases",
+    description: "the holder's connections to the MySQL server are reset (a proxy, a firewall, a pool recycling them) four times while it works a 3 s critical section inside its 8 s lease",
     fault_about: "the server ended the holder's connection (and with it whatever the connection held: a GET_LOCK) while the holder believed it held the lock",
     world: mysql_world,
     quantities: &[],
@@ -38,7 +56,7 @@ pub(super) static MYSQL_CONNECTION_DROP: Def = Def {
 fn holder_resets(d: &mut Draw) -> Vec<Fault> {
     (0..4)
         .map(|_| Fault {
-            at_ms: d.at(),
+            at_ms: within_the_run(d),
             kind: FaultKind::ResetConnections {
                 target: Target::Holder,
             },
@@ -47,22 +65,26 @@ fn holder_resets(d: &mut Draw) -> Vec<Fault> {
 }
 
 /// The same world with the server's `wait_timeout` at its smallest, 1 s (a DBA's
-/// setting to reap idle pool connections), and a critical section of 2 leases.
+/// setting to reap idle pool connections), and critical sections of 0.5 s: a holder
+/// that is not stopped never leaves its connection idle that long, and one stopped for
+/// up to three pauses of 1.2-2 s is still inside its 8 s lease when it resumes.
 fn mysql_wait_timeout_world(base: &Workload) -> Workload {
-    Workload {
-        servers: Vec::new(),
-        work_ms: base.lease_ms * 2,
-        mysql: Some(MySqlSpec {
-            wait_timeout_s: 1,
-            ..MySqlSpec::default()
-        }),
-        ..base.clone()
+    let mut w = Workload {
+        work_ms: 500,
+        ..mysql_world(base)
+    };
+    if let Some(m) = &mut w.mysql {
+        m.wait_timeout_s = WAIT_TIMEOUT_S;
     }
+    w
 }
+
+/// `mysql-wait-timeout`'s `wait_timeout`, seconds (MariaDB's smallest).
+const WAIT_TIMEOUT_S: u64 = 1;
 
 pub(super) static MYSQL_WAIT_TIMEOUT: Def = Def {
     name: "mysql-wait-timeout",
-    description: "the server's wait_timeout is 1 s; the holder stops the world for 6-10 leases (1.2-2 s) while it holds the lock, so its connection sits idle past the timeout",
+    description: "the server's wait_timeout is 1 s; the holder of a 0.5 s critical section stops the world for 1.2-2 s (inside its 8 s lease) while it holds the lock, so its connection sits idle past the timeout",
     fault_about: "the server closed the paused holder's idle connection (and with it whatever the connection held: a GET_LOCK) while the holder believed it held the lock",
     world: mysql_wait_timeout_world,
     quantities: &[Param::PauseMs],
@@ -70,15 +92,15 @@ pub(super) static MYSQL_WAIT_TIMEOUT: Def = Def {
     probe: |h, _| probes::connection_closed_during_a_hold(h),
 };
 
-/// Three pauses of the holder, 6-10 leases each.
+/// Three pauses of the holder, 1.2-2 times `wait_timeout` each.
 fn holder_long_pauses(d: &mut Draw) -> Vec<Fault> {
-    let lease = d.lease;
+    let timeout_ms = WAIT_TIMEOUT_S * 1_000;
     (0..3)
         .map(|_| Fault {
-            at_ms: d.at(),
+            at_ms: within_the_run(d),
             kind: FaultKind::Pause {
                 target: Target::Holder,
-                duration_ms: d.quantity(Param::PauseMs, lease * 6..=lease * 10),
+                duration_ms: d.quantity(Param::PauseMs, timeout_ms * 6 / 5..=timeout_ms * 2),
             },
         })
         .collect()
@@ -109,7 +131,7 @@ fn mysql_replicated_world(base: &Workload) -> Workload {
 pub(super) static MYSQL_FAILOVER: Def = Def {
     name: "mysql-failover",
     description: "a primary with an asynchronous replica 10 ms behind; the primary crashes right after committing a lock write the replica has not received, and the orchestrator promotes the replica and re-points the clients after 1 s",
-    fault_about: "the primary crashed holding a lock write its replica had not received, and the replica was promoted without it",
+    fault_about: "the primary crashed holding a lock its replica did not have (a row write not yet received, or a connection's GET_LOCK or row lock, which is never replicated), and the replica was promoted without it",
     world: mysql_replicated_world,
     quantities: &[],
     plan: primary_crash,
@@ -129,15 +151,15 @@ fn primary_crash(d: &mut Draw) -> Vec<Fault> {
 }
 
 /// The MySQL world with `innodb_flush_log_at_trx_commit` set to `setting`: critical
-/// sections of five leases, so a holder still works when the server is back; three
-/// clients that think up to 1.5 s between rounds (a scheduled job's lock rather than a
-/// hot one), so a grant often comes more than a flush after the release before it and
-/// what a crash loses is the grant itself, not also the release.
+/// sections of 3 s inside the 8 s lease, so a holder still works when the server is
+/// back (a restart takes what MariaDB's start takes, at the world's scale); two
+/// clients that think up to 1.5 s between rounds (a scheduled job's lock rather than
+/// a hot one), so a grant often comes more than a flush after the release before it
+/// and what a crash loses is the grant itself, not also the release.
 fn mysql_restart_world(base: &Workload, setting: u8) -> Workload {
     let mut w = Workload {
         clients: 2,
         think_ms_max: 1_500,
-        duration_ms: 8_000,
         ..mysql_world(base)
     };
     if let Some(m) = &mut w.mysql {
@@ -153,10 +175,10 @@ fn mysql_restart_world(base: &Workload, setting: u8) -> Workload {
 
 pub(super) static MYSQL_RESTART: Def = Def {
     name: "mysql-restart",
-    description: "the MySQL server's machine crashes right after it granted a lock and restarts 0.25-1 lease later; innodb_flush_log_at_trx_commit=1 (the default: the redo log is flushed at every commit)",
+    description: "the MySQL server's machine crashes right after it granted a lock and is back after a MariaDB start (86-344 ms real, at the world's scale: restart-ms); innodb_flush_log_at_trx_commit=1 (the default: the redo log is flushed at every commit)",
     fault_about: "the MySQL server crashed while a lock was held and recovered",
     world: |base| mysql_restart_world(base, 1),
-    quantities: &[],
+    quantities: &[Param::RestartMs],
     plan: machine_crash_after_a_grant,
     probe: |h, _| probes::mysql_restart_struck_a_hold(h),
 };
@@ -166,22 +188,23 @@ pub(super) static MYSQL_RESTART_FLUSH_2: Def = Def {
     description: "mysql-restart with innodb_flush_log_at_trx_commit=2: the redo log is written to the OS at commit and flushed once a second, so the machine crash loses the last second's commits",
     fault_about: "the MySQL server crashed while a lock was held and recovered",
     world: |base| mysql_restart_world(base, 2),
-    quantities: &[],
+    quantities: &[Param::RestartMs],
     plan: machine_crash_after_a_grant,
     probe: |h, _| probes::mysql_restart_struck_a_hold(h),
 };
 
 /// The crash is armed early and hits the server as soon as a client holds a lock it
-/// granted after that; the machine is back 0.25-1 lease later.
+/// granted after that; the machine is back after a MariaDB start with crash recovery
+/// (its own reboot left out: pin `restart-ms` to add it).
 fn machine_crash_after_a_grant(d: &mut Draw) -> Vec<Fault> {
-    let lease = d.lease;
+    let at_ms = within_the_run(d);
     vec![Fault {
-        at_ms: d.at(),
+        at_ms,
         kind: FaultKind::MachineCrash {
             target: Target::FreshLockMaster {
-                within_ms: lease * 10,
+                within_ms: d.workload.duration_ms,
             },
-            restart_after_ms: Some(d.rng.random_range(lease / 4..=lease)),
+            restart_after_ms: Some(d.restart_ms(&[&MARIADB_START])),
         },
     }]
 }

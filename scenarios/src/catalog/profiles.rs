@@ -20,17 +20,23 @@ pub enum Profile {
     /// Redisson's defaults (`Config.lockWatchdogTimeout` 30 s, so the watchdog renews
     /// every 10 s; `BaseConfig.timeout` 3 s per command).
     Redisson,
+    /// MongoDB's defaults for the `mongo-*` worlds, at real time: a replica set with
+    /// `settings.heartbeatIntervalMillis` 2 s and `settings.electionTimeoutMillis` 10 s
+    /// (MongoDB's `ReplSetConfig` defaults), and a 30 s lease; the world's other times
+    /// stretch with the lease (see the `mongo` module).
+    MongoDb,
 }
 
 impl Profile {
     /// Every profile, for listings and errors.
-    pub const ALL: [Profile; 2] = [Profile::Catalog, Profile::Redisson];
+    pub const ALL: [Profile; 3] = [Profile::Catalog, Profile::Redisson, Profile::MongoDb];
 
     /// The user-facing name.
     pub fn name(self) -> &'static str {
         match self {
             Profile::Catalog => "catalog",
             Profile::Redisson => "redisson",
+            Profile::MongoDb => "mongodb",
         }
     }
 
@@ -65,9 +71,26 @@ impl Profile {
                 connect_timeout_ms: 3_000,
                 ..catalog
             },
+            Profile::MongoDb => Workload {
+                lease_ms: 30_000,
+                mongo: Some(sim::world::MongoSpec {
+                    heartbeat_ms: MONGODB_HEARTBEAT_MS,
+                    election_timeout_ms: MONGODB_ELECTION_TIMEOUT_MS,
+                    ..sim::world::MongoSpec::default()
+                }),
+                ..catalog
+            },
         }
     }
 }
+
+/// MongoDB's `settings.heartbeatIntervalMillis` default (`src/mongo/db/repl/repl_set_config.cpp`:
+/// `ReplSetConfig::kDefaultHeartbeatInterval(2000)`), ms.
+pub const MONGODB_HEARTBEAT_MS: u64 = 2_000;
+
+/// MongoDB's `settings.electionTimeoutMillis` default (`src/mongo/db/repl/repl_set_config.cpp`:
+/// `ReplSetConfig::kDefaultElectionTimeoutPeriod(10000)`), ms.
+pub const MONGODB_ELECTION_TIMEOUT_MS: u64 = 10_000;
 
 pub(super) static RENEWAL_BLIP: Def = Def {
     name: "renewal-blip",

@@ -11,6 +11,7 @@ use sim::world::{ServerSpec, Workload};
 use super::{Def, Draw};
 use crate::checkers::{clock_probes, probes};
 use crate::params::Param;
+use lock_impl::scale::{REDIS_START, SYSTEMD_RESTART_SEC};
 
 /// The client the Redlock scenarios single out: it reaches only a bare majority of the
 /// masters (`redis-1` … `redis-3`), as in Kleppmann's example.
@@ -28,17 +29,17 @@ pub(super) static REDLOCK_CLOCK_JUMP: Def = Def {
 
 pub(super) static REDLOCK_RESTART: Def = Def {
     name: "redlock-restart",
-    description: "five masters; client-1 reaches only redis-1..3; while it holds the lock, a node of its majority crashes and restarts at once without persistence",
+    description: "five masters; client-1 reaches only redis-1..3; while it holds the lock, a node of its majority crashes and is back as systemd restarts it (100 ms RestartSec and a Redis start, at the world's scale: restart-ms), without persistence",
     fault_about: "a node of the holder's majority restarted without the lock",
     world: |base| masters(base, Persistence::None),
-    quantities: &[],
+    quantities: &[Param::RestartMs],
     plan: |d| bare_majority(d, Hit::Restart),
     probe: |h, _| crate::checkers::server_restart_lost_the_lock(h),
 };
 
 pub(super) static REDLOCK_RESTART_AOF: Def = Def {
     name: "redlock-restart-aof",
-    description: "redlock-restart with appendonly yes, appendfsync always: the node's machine crashes and it restarts at once",
+    description: "redlock-restart with appendonly yes, appendfsync always: the node's machine crashes and is back after a Redis start (at the world's scale: restart-ms)",
     fault_about: "a node of the holder's majority crashed holding the lock and restarted",
     world: |base| {
         masters(
@@ -48,7 +49,7 @@ pub(super) static REDLOCK_RESTART_AOF: Def = Def {
             },
         )
     },
-    quantities: &[],
+    quantities: &[Param::RestartMs],
     plan: |d| bare_majority(d, Hit::MachineRestart),
     probe: |h, _| crate::checkers::server_crashed_holding_the_lock(h, 0),
 };
@@ -58,7 +59,7 @@ pub(super) static REDLOCK_RESTART_DELAYED: Def = Def {
     description: "redlock-restart, but the node stays down at least a lease before restarting (antirez's delayed restart)",
     fault_about: "a node of the holder's majority crashed holding the lock and stayed down at least a lease",
     world: |base| masters(base, Persistence::None),
-    quantities: &[],
+    quantities: &[Param::RestartMs],
     plan: |d| bare_majority(d, Hit::DelayedRestart),
     probe: |h, w| crate::checkers::server_crashed_holding_the_lock(h, w.lease_ms),
 };
@@ -115,9 +116,10 @@ fn masters(base: &Workload, persistence: Persistence) -> Workload {
 enum Hit {
     /// Its wall clock jumps forward 2-4 leases.
     ClockJump,
-    /// Its process crashes and restarts within a quarter lease.
+    /// Its process crashes and systemd starts it again (`RestartSec` and a Redis
+    /// start, at the world's scale).
     Restart,
-    /// Its machine crashes and restarts within a quarter lease.
+    /// Its machine crashes and is back after a Redis start, at the world's scale.
     MachineRestart,
     /// Its process crashes and stays down one to two leases.
     DelayedRestart,
@@ -154,15 +156,15 @@ fn bare_majority(d: &mut Draw, hit: Hit) -> Vec<Fault> {
             },
             Hit::Restart => FaultKind::Crash {
                 target,
-                restart_after_ms: Some(d.rng.random_range(1..=lease / 4)),
+                restart_after_ms: Some(d.restart_ms(&[&SYSTEMD_RESTART_SEC, &REDIS_START])),
             },
             Hit::MachineRestart => FaultKind::MachineCrash {
                 target,
-                restart_after_ms: Some(d.rng.random_range(1..=lease / 4)),
+                restart_after_ms: Some(d.restart_ms(&[&REDIS_START])),
             },
             Hit::DelayedRestart => FaultKind::Crash {
                 target,
-                restart_after_ms: Some(d.rng.random_range(lease..=lease * 2)),
+                restart_after_ms: Some(d.quantity(Param::RestartMs, lease..=lease * 2)),
             },
         },
     });

@@ -1,27 +1,27 @@
 //! The Redis server crashes while a lock is held (restarting at once or after a lease,
 //! with or without an AOF), or stops for longer than the lease.
 
-use rand::RngExt;
 use sim::faults::{Fault, FaultKind, Target};
 use sim::redis::persistence::{Fsync, Persistence};
 use sim::world::{ServerSpec, Workload};
 
 use super::{Def, Draw};
 use crate::params::Param;
+use lock_impl::scale::{REDIS_START, SYSTEMD_RESTART_SEC};
 
 pub(super) static SERVER_RESTART: Def = Def {
     name: "server-restart",
-    description: "the Redis server crashes while a lock is held and restarts at once, without persistence",
+    description: "the Redis server crashes while a lock is held and is back as systemd restarts it (100 ms RestartSec and its start, at the world's scale: restart-ms), without persistence",
     fault_about: "a server restarted without the lock key its record held",
     world: half_lease_work,
-    quantities: &[],
+    quantities: &[Param::RestartMs],
     plan: |d| restarts(d, Restart::AtOnce),
     probe: |h, _| crate::checkers::server_restart_lost_the_lock(h),
 };
 
 pub(super) static SERVER_RESTART_AOF: Def = Def {
     name: "server-restart-aof",
-    description: "the Redis server's machine crashes while a lock is held and restarts at once; appendonly yes, appendfsync always",
+    description: "the Redis server's machine crashes while a lock is held and is back after a Redis start (at the world's scale: restart-ms); appendonly yes, appendfsync always",
     fault_about: "a server crashed holding the lock and restarted",
     world: |base| Workload {
         servers: vec![ServerSpec {
@@ -32,7 +32,7 @@ pub(super) static SERVER_RESTART_AOF: Def = Def {
         }],
         ..half_lease_work(base)
     },
-    quantities: &[],
+    quantities: &[Param::RestartMs],
     plan: |d| restarts(d, Restart::MachineAtOnce),
     probe: |h, _| crate::checkers::server_crashed_holding_the_lock(h, 0),
 };
@@ -42,7 +42,7 @@ pub(super) static SERVER_RESTART_DELAYED: Def = Def {
     description: "the Redis server crashes while a lock is held and stays down at least a lease before restarting (antirez's delayed restart)",
     fault_about: "a server crashed holding the lock and stayed down at least a lease",
     world: half_lease_work,
-    quantities: &[],
+    quantities: &[Param::RestartMs],
     plan: |d| restarts(d, Restart::Delayed),
     probe: |h, w| crate::checkers::server_crashed_holding_the_lock(h, w.lease_ms),
 };
@@ -69,9 +69,11 @@ fn half_lease_work(base: &Workload) -> Workload {
 /// How a crashed server comes back.
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum Restart {
-    /// The process dies and restarts within a quarter lease.
+    /// The process dies and systemd starts it again: `RestartSec` (100 ms) and a
+    /// Redis start, at the world's scale.
     AtOnce,
-    /// The machine dies and restarts within a quarter lease.
+    /// The machine dies and is back after a Redis start, at the world's scale (the
+    /// machine's own reboot is left out: pin `restart-ms` to add it).
     MachineAtOnce,
     /// The process dies and stays down one to two leases.
     Delayed,
@@ -82,10 +84,10 @@ fn restarts(d: &mut Draw, how: Restart) -> Vec<Fault> {
     let lease = d.lease;
     let mut faults = Vec::new();
     for _ in 0..3 {
-        let restart_after_ms = if how == Restart::Delayed {
-            d.rng.random_range(lease..=lease * 2)
-        } else {
-            d.rng.random_range(1..=lease / 4)
+        let restart_after_ms = match how {
+            Restart::Delayed => d.quantity(Param::RestartMs, lease..=lease * 2),
+            Restart::AtOnce => d.restart_ms(&[&SYSTEMD_RESTART_SEC, &REDIS_START]),
+            Restart::MachineAtOnce => d.restart_ms(&[&REDIS_START]),
         };
         let at_ms = d.at();
         let target = Target::LockServer;

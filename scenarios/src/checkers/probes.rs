@@ -517,8 +517,10 @@ pub fn mysql_restart_struck_a_hold(h: &History) -> Option<String> {
 }
 
 /// A MySQL failover lost the lock: the orchestrator promoted a replica whose record
-/// lacked the lock row the crashed primary had granted (a binlog event the replica had
-/// not received). The witness names the grant, the crash and the promotion.
+/// lacked the lock the crashed primary had granted: a lock row whose binlog event the
+/// replica had not received, or a connection's lock (`GET_LOCK`, a `FOR UPDATE` row
+/// lock), which no replica ever has. The witness names the grant, the crash and the
+/// promotion, and which of the two the lock was.
 pub fn mysql_failover_lost_the_lock(h: &History) -> Option<String> {
     let key = &h.params.key;
     // Each server's record of the key: its value, and when it was written.
@@ -548,6 +550,19 @@ pub fn mysql_failover_lost_the_lock(h: &History) -> Option<String> {
                         && mine.as_ref() != Some(value)
                 })?;
                 let (primary, (value, granted, by)) = lost;
+                if let Some(conn) = connection_of_lock(h, primary, by, value) {
+                    return Some(format!(
+                        "{}: {promoted} was promoted without {key} (owner={value}), which \
+                         {primary} had granted to {by} at {} as a lock of its connection \
+                         {conn} (a GET_LOCK or a transaction's row lock: it lives in that \
+                         server's memory, scoped to the connection, and is never written \
+                         to the binlog); {primary} crashed at {}, and the new primary \
+                         never had the lock, whatever its replication lag",
+                        fmt_s(e.at_us),
+                        fmt_s(*granted),
+                        fmt_s(crashed[primary]),
+                    ));
+                }
                 return Some(format!(
                     "{}: {promoted} was promoted without {key} (owner={value}), which \
                      {primary} had granted to {by} at {} and crashed at {} before \
@@ -561,6 +576,28 @@ pub fn mysql_failover_lost_the_lock(h: &History) -> Option<String> {
         }
     }
     None
+}
+
+/// The connection whose lock `value` is, if it names one of `client`'s connections
+/// on `server` (a `GET_LOCK` or a `FOR UPDATE` row lock: its owner value is the
+/// holding connection, `connection-<id>`, and the server logged that connection in):
+/// a lock that exists only in that server's memory, never in its binlog.
+fn connection_of_lock(h: &History, server: &str, client: &str, value: &str) -> Option<u32> {
+    h.events.iter().find_map(|e| match &e.kind {
+        EventKind::Server(ServerEvent::MySqlConnection {
+            connection,
+            client: c,
+            event,
+            ..
+        }) if e.host == server
+            && c == client
+            && event == "opened"
+            && lock_impl::designs::get_lock_owner(*connection) == value =>
+        {
+            Some(*connection)
+        }
+        _ => None,
+    })
 }
 
 /// The ZooKeeper leader crashed right after committing a lock node's create (its crash
