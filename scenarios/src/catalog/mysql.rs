@@ -68,9 +68,15 @@ fn holder_resets(d: &mut Draw) -> Vec<Fault> {
 /// setting to reap idle pool connections), and critical sections of 0.5 s: a holder
 /// that is not stopped never leaves its connection idle that long, and one stopped for
 /// up to three pauses of 1.2-2 s is still inside its 8 s lease when it resumes.
+///
+/// The clients go on for 20 s and the pauses come in the first 10: a lock whose
+/// holder's release failed on the closed connection (a unique-index row has no expiry)
+/// then stays past the liveness bound (the lease and the slack, 8.5 s) while the others
+/// still try, so the `liveness` checker can judge whether it was freed.
 fn mysql_wait_timeout_world(base: &Workload) -> Workload {
     let mut w = Workload {
         work_ms: 500,
+        duration_ms: 20_000,
         ..mysql_world(base)
     };
     if let Some(m) = &mut w.mysql {
@@ -92,12 +98,14 @@ pub(super) static MYSQL_WAIT_TIMEOUT: Def = Def {
     probe: |h, _| probes::connection_closed_during_a_hold(h),
 };
 
-/// Three pauses of the holder, 1.2-2 times `wait_timeout` each.
+/// Three pauses of the holder in the first half of the run, 1.2-2 times
+/// `wait_timeout` each.
 fn holder_long_pauses(d: &mut Draw) -> Vec<Fault> {
     let timeout_ms = WAIT_TIMEOUT_S * 1_000;
+    let half = d.workload.duration_ms / 2;
     (0..3)
         .map(|_| Fault {
-            at_ms: within_the_run(d),
+            at_ms: d.rng.random_range(300..half.max(301)),
             kind: FaultKind::Pause {
                 target: Target::Holder,
                 duration_ms: d.quantity(Param::PauseMs, timeout_ms * 6 / 5..=timeout_ms * 2),
