@@ -95,6 +95,9 @@ struct Inner {
 #[derive(Clone)]
 pub struct Conn {
     inner: Arc<Inner>,
+    /// Keep the connection when a reply times out (see
+    /// [`Conn::keeping_after_reply_timeout`]).
+    keep_after_timeout: bool,
 }
 
 impl std::fmt::Debug for Conn {
@@ -142,7 +145,37 @@ impl Conn {
                     backoff: Duration::from_millis(policy.backoff_min_ms.max(1)),
                 }),
             }),
+            keep_after_timeout: false,
         }
+    }
+
+    /// A handle on the same connection that keeps it when a reply times out, as a
+    /// client that tracks the replies it no longer waits for does (Redisson's
+    /// `CommandsQueue` keeps the channel and drops the late reply; the `redis` crate's
+    /// multiplexed pipeline does the same for a request whose caller gave up), so a
+    /// command resent on it goes out on the same socket, in order behind the one that
+    /// timed out. A broken connection is still dropped. [`Conn::drop_current`] drops
+    /// it on purpose.
+    pub fn keeping_after_reply_timeout(&self) -> Conn {
+        Conn {
+            inner: self.inner.clone(),
+            keep_after_timeout: true,
+        }
+    }
+
+    /// Drops the current connection, if any, so the next command dials again (what a
+    /// reply timeout does to a handle that does not keep it).
+    pub async fn drop_current(&self) {
+        let mut state = self.inner.state.lock().await;
+        if state.conn.is_some() {
+            state.conn = None;
+            state.generation += 1;
+        }
+    }
+
+    /// Whether `err` should drop the connection on this handle.
+    fn drops_on(&self, err: &RedisError) -> bool {
+        breaks_connection(err) && !(self.keep_after_timeout && err.is_timeout())
     }
 
     /// The server's name.
@@ -220,7 +253,7 @@ impl ConnectionLike for Conn {
             let (mut conn, generation) = self.current().await?;
             let result = conn.req_packed_command(cmd).await;
             if let Err(e) = &result
-                && breaks_connection(e)
+                && self.drops_on(e)
             {
                 self.drop_connection(generation).await;
             }
@@ -238,7 +271,7 @@ impl ConnectionLike for Conn {
             let (mut conn, generation) = self.current().await?;
             let result = conn.req_packed_commands(pipeline, offset, count).await;
             if let Err(e) = &result
-                && breaks_connection(e)
+                && self.drops_on(e)
             {
                 self.drop_connection(generation).await;
             }

@@ -168,9 +168,41 @@ pub const ZK_HOST_LIST_TURN: Constant = Constant {
     scaling: Scaling::Scaled,
 };
 
+/// Redisson 3.20's pause before it resends a command whose reply timed out, and the
+/// time an attempt may spend getting a connection: `BaseConfig.retryInterval`.
+pub const REDISSON_3_20_RETRY_INTERVAL: Constant = Constant {
+    name: "Redisson 3.20: pause before a resend (retryInterval)",
+    source: "redisson 3.20.0 BaseConfig.retryInterval = 1500; RedisExecutor.scheduleResponseTimeout / scheduleRetryTimeout",
+    real_ms: 1_500,
+    scaling: Scaling::Scaled,
+};
+
+/// Redisson 3.52.0's resend delay, base of its `EqualJitterDelay`: the delay of
+/// attempt `n` is `min(base × 2^n, max)`, half of it fixed and half random.
+pub const REDISSON_3_52_RETRY_DELAY_BASE: Constant = Constant {
+    name: "Redisson 3.52: resend delay base (retryDelay = EqualJitterDelay(1 s, 2 s))",
+    source: "redisson 3.52.0 BaseConfig.retryDelay = new EqualJitterDelay(Duration.ofMillis(1000), Duration.ofSeconds(2)); EqualJitterDelay.calcDelay",
+    real_ms: 1_000,
+    scaling: Scaling::Scaled,
+};
+
+/// Redisson 3.52.0's resend delay ceiling (see [`REDISSON_3_52_RETRY_DELAY_BASE`]).
+pub const REDISSON_3_52_RETRY_DELAY_MAX: Constant = Constant {
+    name: "Redisson 3.52: resend delay ceiling",
+    source: "redisson 3.52.0 BaseConfig.retryDelay = new EqualJitterDelay(Duration.ofMillis(1000), Duration.ofSeconds(2))",
+    real_ms: 2_000,
+    scaling: Scaling::Scaled,
+};
+
 /// Every constant a built-in design reads through [`TimeScale::of`], for the README's
 /// table and `locksim list`.
-pub const CONSTANTS: &[&Constant] = &[&ZK_RECONNECT_JITTER, &ZK_HOST_LIST_TURN];
+pub const CONSTANTS: &[&Constant] = &[
+    &ZK_RECONNECT_JITTER,
+    &ZK_HOST_LIST_TURN,
+    &REDISSON_3_20_RETRY_INTERVAL,
+    &REDISSON_3_52_RETRY_DELAY_BASE,
+    &REDISSON_3_52_RETRY_DELAY_MAX,
+];
 
 /// MariaDB's start after a crash, to its first answered ping: `mariadbd` 10.11.19
 /// (Debian 12's package) with Debian's `/etc/mysql/my.cnf`, on a datadir a `kill -9`

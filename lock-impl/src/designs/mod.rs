@@ -7,6 +7,7 @@ mod node_redlock;
 mod node_redlock_using;
 mod redis_py;
 mod redisson_redlock;
+mod redisson_retry;
 mod redisson_rw;
 mod redlock;
 mod redsync;
@@ -32,6 +33,7 @@ pub use node_redlock::{
 pub use node_redlock_using::NodeRedlockUsing;
 pub use redis_py::{REDIS_PY_EXTEND, REDIS_PY_REACQUIRE, REDIS_PY_RELEASE, RedisPy};
 pub use redisson_redlock::RedissonRedlock;
+pub use redisson_retry::Version as RedissonVersion;
 pub use redisson_rw::{
     REDISSON_READ_LOCK, REDISSON_READ_RENEW, REDISSON_READ_UNLOCK, REDISSON_WRITE_LOCK,
     REDISSON_WRITE_UNLOCK, RedissonRw, UNLOCK_LATCH_MS, timeout_prefix,

@@ -218,10 +218,17 @@ pub(crate) async fn unlock(
 /// watchdog lease set to `options.lease_ms`. [`LockDesign::release`] unlocks the side
 /// the guard's owner names (`…:write` for a write hold).
 ///
+/// **Retry layers** (3.52.0, [`super::redisson_retry`]): the lock and unlock scripts
+/// are sent once (`syncedEvalNoRetry`), the renewal is resent after a lost reply up to
+/// `retryAttempts` (4) times, `EqualJitterDelay(1 s, 2 s)` apart (scaled with the
+/// world), and a renewal that still failed does not stop the watchdog
+/// (`RenewalTask.run` schedules the next one); as `redisson-fenced`, and unlike
+/// `reentrant-watchdog` (3.20: the watchdog stops).
+///
 /// Not ported: the `DEL` of `redisson_unlock_latch:{key}:<client id>` that Redisson
 /// sends, unawaited, after each unlock (it names the client's id, not the unlock's
-/// request id, so it never deletes the latch just set; this crate never retries an
-/// unlock, so the latch never answers one). The read renewal is sent per lock, not in
+/// request id, so it never deletes the latch just set; 3.52.0 never resends an unlock,
+/// so the latch never answers one). The read renewal is sent per lock, not in
 /// `lockWatchdogBatchSize` batches.
 ///
 /// Known failure: the RLock's. A stop-the-world pause freezes the holder's watchdog:
@@ -308,6 +315,12 @@ impl LockDesign for RedissonRw {
 
     async fn release(&self, guard: &Guard) -> Result<Release, LockError> {
         self.inner.release(guard).await
+    }
+
+    /// As `reentrant-watchdog`'s: the longest retry delay (Redisson 3.52.0's 2 s, at
+    /// the world's scale).
+    fn retry_horizon(&self) -> std::time::Duration {
+        self.inner.retry_horizon()
     }
 
     /// The read lock.

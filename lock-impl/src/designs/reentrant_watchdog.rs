@@ -7,6 +7,7 @@ use async_trait::async_trait;
 use futures_util::StreamExt;
 use tokio::sync::watch;
 
+use super::redisson_retry::{self, Version};
 use super::{check_guard, guard};
 use crate::lock::classify;
 use crate::{Acquire, AcquireOptions, Clock, Deps, Guard, LockDesign, LockError, Release, Wait};
@@ -58,6 +59,15 @@ pub(crate) const UNLOCK_MESSAGE: i64 = 0;
 /// count drops to zero or the renewal finds the lock gone. [`Self::acquire_with_lease`]
 /// is `tryLock(wait, lease)` with an explicit lease and no watchdog.
 ///
+/// **Retry layers** (Redisson **3.20**, [`super::redisson_retry`]): every script (lock,
+/// unlock, renewal) goes through `evalWriteAsync` and is resent after a lost reply up
+/// to `retryAttempts` (3) times, `retryInterval` (1.5 s, scaled with the world) apart,
+/// so a lock script whose first run went through re-enters on the resend; the
+/// watchdog stops at a renewal that still failed after its resends
+/// (`renewExpiration`: "Can't update lock … expiration"). A cut shorter than the
+/// resends (about 16.5 s at real scale: four 3 s reply timeouts and three 1.5 s
+/// pauses) is survived; a longer one ends the watchdog and the lease runs out.
+///
 /// Known failure: the watchdog only helps a holder that is slow but alive *and* can reach
 /// Redis. A stop-the-world pause freezes the watchdog with its holder: past the lease the
 /// lock expires, another client takes it, and the paused holder resumes believing it
@@ -79,7 +89,14 @@ pub(crate) const UNLOCK_MESSAGE: i64 = 0;
 /// `currentTimeMillis` readings): a backward step of the client's clock lengthens the
 /// wait, a forward one ends it early. Release is `RedissonLock`'s unlock, as above (the
 /// script this crate ports is Redisson 3.20's; 3.52 adds an unlock-latch key that makes a
-/// retried unlock idempotent, not ported: this crate never retries an unlock).
+/// retried unlock idempotent, not ported: 3.52.0 never resends an unlock).
+///
+/// **Retry layers differ from `reentrant-watchdog`'s, on purpose** (the pinned
+/// versions differ; [`super::redisson_retry`]): at 3.52.0 the lock and unlock scripts
+/// are sent once (`syncedEvalNoRetry`); the renewal is resent up to `retryAttempts` (4)
+/// times, `EqualJitterDelay(1 s, 2 s)` apart; and a renewal that still failed does not
+/// stop the watchdog (`RenewalTask.run`, since 3.44.0, schedules the next one), so the
+/// lease lapses only if the holder stays cut off until it runs out.
 ///
 /// Known failure: the token protects only a storage that checks it; the counter lives on
 /// the lock's master, so a failover to a replica that missed an `INCR` reissues a token.
@@ -220,6 +237,16 @@ impl ReentrantWatchdog {
         Self {
             flavor: Flavor::ReadWrite,
             ..Self::new(deps)
+        }
+    }
+
+    /// The Redisson version whose retry layers this instance follows
+    /// ([`super::redisson_retry`]): 3.20 for the `RLock` port (seed 000), 3.52.0 for
+    /// the fenced and read-write locks.
+    pub fn version(&self) -> Version {
+        match self.flavor {
+            Flavor::Lock => Version::V3_20,
+            Flavor::Fenced | Flavor::ReadWrite => Version::V3_52,
         }
     }
 
@@ -488,19 +515,30 @@ impl ReentrantWatchdog {
         if self.flavor == Flavor::Fenced {
             return self.attempt_fenced(key, owner, lease).await;
         }
-        let sent_at = self.deps.clock.now();
-        let mut conn = self.deps.conn.clone();
-        let reply: redis::RedisResult<Option<i64>> = match side {
-            Side::Only => {
-                LOCK.key(key)
-                    .arg(lease.ms())
-                    .arg(owner)
-                    .invoke_async(&mut conn)
-                    .await
-            }
-            Side::Read => super::redisson_rw::lock_read(&mut conn, key, owner, lease.ms()).await,
-            Side::Write => super::redisson_rw::lock_write(&mut conn, key, owner, lease.ms()).await,
-        };
+        let version = self.version();
+        let (reply, sent_at): (redis::RedisResult<Option<i64>>, _) = redisson_retry::send(
+            &self.deps,
+            version,
+            version.resends_lock_and_unlock(),
+            |mut conn| async move {
+                match side {
+                    Side::Only => {
+                        LOCK.key(key)
+                            .arg(lease.ms())
+                            .arg(owner)
+                            .invoke_async(&mut conn)
+                            .await
+                    }
+                    Side::Read => {
+                        super::redisson_rw::lock_read(&mut conn, key, owner, lease.ms()).await
+                    }
+                    Side::Write => {
+                        super::redisson_rw::lock_write(&mut conn, key, owner, lease.ms()).await
+                    }
+                }
+            },
+        )
+        .await;
         match reply {
             Ok(None) => {
                 self.acquired(key, owner, lease, side);
@@ -520,13 +558,17 @@ impl ReentrantWatchdog {
     /// One run of the fenced lock script: `{-1, token}` acquired (Redisson: `ttl == -1`),
     /// else `{pttl, -1}`.
     async fn attempt_fenced(&self, key: &str, owner: &str, lease: Lease) -> Result<Try, LockError> {
-        let sent_at = self.deps.clock.now();
-        let reply: redis::RedisResult<Vec<i64>> = FENCED_LOCK
-            .key(key)
-            .key(Self::token_key(key))
-            .arg(lease.ms())
-            .arg(owner)
-            .invoke_async(&mut self.deps.conn.clone())
+        // `syncedEvalNoRetry`: not resent after a reply timeout.
+        let (reply, sent_at): (redis::RedisResult<Vec<i64>>, _) =
+            redisson_retry::send(&self.deps, Version::V3_52, false, |mut conn| async move {
+                FENCED_LOCK
+                    .key(key)
+                    .key(Self::token_key(key))
+                    .arg(lease.ms())
+                    .arg(owner)
+                    .invoke_async(&mut conn)
+                    .await
+            })
             .await;
         let reply = match reply {
             Ok(reply) => reply,
@@ -590,7 +632,7 @@ impl ReentrantWatchdog {
             self.deps.clone(),
             key.to_string(),
             owner.to_string(),
-            (lease_ms, side),
+            (lease_ms, side, self.version()),
             stopped,
             turn,
             AliveFlag(alive),
@@ -647,20 +689,23 @@ impl ReentrantWatchdog {
     }
 }
 
-/// `renewExpiration`: every lease/3 on the client's clock, re-arm the lease while this
-/// owner still holds the lock. Ends on the stop signal (or its sender dropped), when the
-/// renewal finds the lock gone, or on any error.
+/// The watchdog: lease/3 on the client's clock after the previous renewal completed,
+/// re-arm the lease while this owner still holds the lock, the renewal resent after a
+/// lost reply as Redisson's executor does ([`redisson_retry::send`]). Ends on the stop
+/// signal (or its sender dropped) and when the renewal finds the lock gone (`0`:
+/// `cancelExpirationRenewal`). A renewal that failed after its resends ends it at
+/// Redisson 3.20 (`renewExpiration`: the entry removed) and not at 3.52.0
+/// (`RenewalTask.run`: logged, next renewal scheduled).
 async fn renew_loop(
     deps: Deps,
     key: String,
     owner: String,
-    (lease_ms, side): (u64, Side),
+    (lease_ms, side, version): (u64, Side, Version),
     mut stop: watch::Receiver<bool>,
     turn: Arc<tokio::sync::Mutex<()>>,
     _alive: AliveFlag,
 ) {
     let period = Duration::from_millis(lease_ms / 3);
-    let mut conn = deps.conn.clone();
     loop {
         tokio::select! {
             biased;
@@ -677,28 +722,37 @@ async fn renew_loop(
         if *stop.borrow() {
             return;
         }
-        let sent_at = deps.clock.now();
-        let renewed: redis::RedisResult<i64> = match side {
-            // `renewReadLock`: `ReadLockTask`'s script, which re-arms the hash and
-            // every holder's timeout keys.
-            Side::Read => super::redisson_rw::renew_read(&mut conn, &key, &owner, lease_ms).await,
-            // A write lock renews as `RedissonLock` does, under its `:write` field.
-            Side::Only | Side::Write => {
-                RENEW
-                    .key(&key)
-                    .arg(lease_ms)
-                    .arg(&owner)
-                    .invoke_async(&mut conn)
-                    .await
-            }
-        };
-        if !matches!(renewed, Ok(1)) {
-            return;
+        let (key, owner) = (key.as_str(), owner.as_str());
+        let (renewed, sent_at): (redis::RedisResult<i64>, _) =
+            redisson_retry::send(&deps, version, true, |mut conn| async move {
+                match side {
+                    // `renewReadLock`: `ReadLockTask`'s script, which re-arms the hash
+                    // and every holder's timeout keys.
+                    Side::Read => {
+                        super::redisson_rw::renew_read(&mut conn, key, owner, lease_ms).await
+                    }
+                    // A write lock renews as `RedissonLock` does, under its `:write`
+                    // field.
+                    Side::Only | Side::Write => {
+                        RENEW
+                            .key(key)
+                            .arg(lease_ms)
+                            .arg(owner)
+                            .invoke_async(&mut conn)
+                            .await
+                    }
+                }
+            })
+            .await;
+        match renewed {
+            Ok(1) => {}
+            Err(_) if version.watchdog_survives_failed_renewal() => continue,
+            _ => return,
         }
         // The holder's validity now runs a lease from the renewal's sending, as an
         // acquisition's does from its request.
         if let Some(observer) = &deps.observer {
-            observer.renewed(&key, &owner, sent_at + Duration::from_millis(lease_ms));
+            observer.renewed(key, owner, sent_at + Duration::from_millis(lease_ms));
         }
     }
 }
@@ -707,6 +761,14 @@ async fn renew_loop(
 impl LockDesign for ReentrantWatchdog {
     fn name(&self) -> &str {
         self.name_of()
+    }
+
+    /// The longest pause Redisson's executor takes before an attempt after a lost
+    /// reply or a connection it could not get (the retry delay, at the world's scale).
+    /// A waiter otherwise hears the unlock message, or sleeps no longer than the
+    /// holder's TTL.
+    fn retry_horizon(&self) -> Duration {
+        self.version().longest_retry_delay(self.deps.scale)
     }
 
     async fn acquire(&self, key: &str, options: AcquireOptions) -> Result<Acquire, LockError> {
@@ -733,29 +795,32 @@ impl LockDesign for ReentrantWatchdog {
                         u.saturating_sub(guard.acquired_at).as_millis() as u64
                     })
             });
-        let mut conn = self.deps.conn.clone();
-        let reply: redis::RedisResult<Option<i64>> = match self.flavor {
-            Flavor::ReadWrite => {
-                super::redisson_rw::unlock(
-                    &self.deps,
-                    &mut conn,
-                    &guard.key,
-                    &guard.owner,
-                    lease_ms.max(1),
-                )
-                .await
-            }
-            Flavor::Lock | Flavor::Fenced => {
-                UNLOCK
-                    .key(&guard.key)
-                    .key(Self::channel(&guard.key))
-                    .arg(UNLOCK_MESSAGE)
-                    .arg(lease_ms.max(1))
-                    .arg(&guard.owner)
-                    .invoke_async(&mut conn)
-                    .await
-            }
-        };
+        let version = self.version();
+        let (deps, flavor, key, owner) = (&self.deps, self.flavor, &guard.key, &guard.owner);
+        let (reply, _): (redis::RedisResult<Option<i64>>, _) = redisson_retry::send(
+            deps,
+            version,
+            version.resends_lock_and_unlock(),
+            |mut conn| async move {
+                match flavor {
+                    Flavor::ReadWrite => {
+                        super::redisson_rw::unlock(deps, &mut conn, key, owner, lease_ms.max(1))
+                            .await
+                    }
+                    Flavor::Lock | Flavor::Fenced => {
+                        UNLOCK
+                            .key(key)
+                            .key(Self::channel(key))
+                            .arg(UNLOCK_MESSAGE)
+                            .arg(lease_ms.max(1))
+                            .arg(owner)
+                            .invoke_async(&mut conn)
+                            .await
+                    }
+                }
+            },
+        )
+        .await;
         match reply {
             Ok(None) => {
                 self.released(&guard.key, &guard.owner, Some(false)).await;
