@@ -46,6 +46,15 @@ pub trait Connector: Send + Sync + 'static {
     fn connect(&self) -> Dial<'_, MultiplexedConnection>;
     /// Dials a new subscriber connection.
     fn pubsub(&self) -> Dial<'_, PubSub>;
+    /// Whether each dial asks a discovery service which server to reach (Sentinel's
+    /// `get-master-addr-by-name`): the server behind this connector can change under a
+    /// live connection. A client that resends after a reply timeout must then dial
+    /// again to reach a promoted master, as Redisson resolves the master entry anew for
+    /// each attempt; [`Conn::keeping_after_reply_timeout`] does not keep a connection
+    /// of such a connector. Default: a fixed server.
+    fn follows_a_named_master(&self) -> bool {
+        false
+    }
 }
 
 /// How a [`Conn`] redials.
@@ -154,8 +163,10 @@ impl Conn {
     /// `CommandsQueue` keeps the channel and drops the late reply; the `redis` crate's
     /// multiplexed pipeline does the same for a request whose caller gave up), so a
     /// command resent on it goes out on the same socket, in order behind the one that
-    /// timed out. A broken connection is still dropped. [`Conn::drop_current`] drops
-    /// it on purpose.
+    /// timed out. A broken connection is still dropped, and so is one whose connector
+    /// follows a named master ([`Connector::follows_a_named_master`]: the resend asks
+    /// Sentinel again, so it reaches the master Sentinel names now).
+    /// [`Conn::drop_current`] drops it on purpose.
     pub fn keeping_after_reply_timeout(&self) -> Conn {
         Conn {
             inner: self.inner.clone(),
@@ -175,7 +186,10 @@ impl Conn {
 
     /// Whether `err` should drop the connection on this handle.
     fn drops_on(&self, err: &RedisError) -> bool {
-        breaks_connection(err) && !(self.keep_after_timeout && err.is_timeout())
+        breaks_connection(err)
+            && !(self.keep_after_timeout
+                && err.is_timeout()
+                && !self.inner.connector.follows_a_named_master())
     }
 
     /// The server's name.

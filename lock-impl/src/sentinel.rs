@@ -191,4 +191,8 @@ impl Connector for SentinelConnector {
             self.transport.pubsub_to(&host, port).await
         })
     }
+
+    fn follows_a_named_master(&self) -> bool {
+        true
+    }
 }
