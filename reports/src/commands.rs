@@ -565,7 +565,36 @@ pub fn list(extra: &[DesignSpec]) -> ExitCode {
     for c in checkers::all_names() {
         println!("  {c}");
     }
+    print!("{}", time_scale_table());
     ExitCode::SUCCESS
+}
+
+/// The one clock scale's constants (`lock_impl::scale`), as `locksim list` prints them:
+/// each client constant and server start with its real value, its value in the
+/// catalog's world (200 ms leases, 1/150 of real time), how it scales and its source.
+pub fn time_scale_table() -> String {
+    use lock_impl::scale::{CONSTANTS, SERVER_STARTS, Scaling, TimeScale};
+    let catalog = TimeScale::for_lease(catalog::base().lease_ms);
+    let mut out = format!(
+        "time scale: a world's lease stands for {} ms of real time; the catalog's {} ms lease runs at {}; every constant below is read through it:\n",
+        lock_impl::scale::REFERENCE_LEASE_MS,
+        catalog::base().lease_ms,
+        catalog.describe()
+    );
+    for c in CONSTANTS.iter().chain(SERVER_STARTS) {
+        let how = match c.scaling {
+            Scaling::Scaled => "scaled".to_string(),
+            Scaling::KeptReal { why } => format!("kept real: {why}"),
+        };
+        out.push_str(&format!(
+            "  {:<66} real {:>6} ms, catalog {:>4} ms, {how}; {}\n",
+            c.name,
+            c.real_ms,
+            catalog.ms_of(c),
+            c.source
+        ));
+    }
+    out
 }
 
 /// Where `locksim sweep` puts its result besides the table.

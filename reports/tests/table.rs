@@ -319,3 +319,28 @@ fn the_lines_under_the_matrix_fit_120_columns_too() {
         );
     }
 }
+
+/// `locksim list`'s time-scale table names every constant of the one clock scale, with
+/// its real value and its value in the catalog's world, and the README describes the
+/// rule the table follows.
+#[test]
+fn time_scale_table_lists_every_constant_with_its_real_and_catalog_value() {
+    use lock_impl::scale::{CONSTANTS, SERVER_STARTS, TimeScale};
+    let table = reports::commands::time_scale_table();
+    let catalog = TimeScale::for_lease(200);
+    assert!(table.contains("1/150 of real time"), "{table}");
+    for c in CONSTANTS.iter().chain(SERVER_STARTS) {
+        let line = table
+            .lines()
+            .find(|l| l.contains(c.name))
+            .unwrap_or_else(|| panic!("{} missing from:\n{table}", c.name));
+        assert!(
+            line.contains(&format!("real {:>6} ms", c.real_ms))
+                && line.contains(&format!("catalog {:>4} ms", catalog.ms_of(c)))
+                && line.contains(c.source),
+            "{line}"
+        );
+    }
+    let readme = include_str!("../../README.md");
+    assert!(readme.contains("One clock scale per world") && readme.contains("time_scale_table"));
+}
