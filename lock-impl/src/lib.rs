@@ -891,6 +891,7 @@ pub fn production_zk_deps(servers: &[&str], session_timeout_ms: u32) -> Result<D
             servers: list,
             dialer: Arc::new(zk::TokioDialer),
             session_timeout_ms,
+            scale: TimeScale::REAL,
         },
         Arc::new(TokioClock::new()),
         Arc::new(OsEntropy),

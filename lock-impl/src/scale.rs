@@ -154,7 +154,7 @@ pub struct Constant {
 /// `Thread.sleep(r.nextInt(1000))` (a random pause below this).
 pub const ZK_RECONNECT_JITTER: Constant = Constant {
     name: "ZooKeeper client: random pause before a reconnect (below this)",
-    source: "zookeeper 3.8 ClientCnxn.SendThread.startConnect: Thread.sleep(r.nextInt(1000))",
+    source: "zookeeper release-3.8.0-1 ClientCnxn.SendThread.startConnect: Thread.sleep(ThreadLocalRandom.current().nextLong(1000))",
     real_ms: 1_000,
     scaling: Scaling::Scaled,
 };
@@ -163,7 +163,7 @@ pub const ZK_RECONNECT_JITTER: Constant = Constant {
 /// `StaticHostProvider.next(1000)`.
 pub const ZK_HOST_LIST_TURN: Constant = Constant {
     name: "ZooKeeper client: pause after a full turn of the server list",
-    source: "zookeeper 3.8 ClientCnxn.SendThread.run: hostProvider.next(1000)",
+    source: "zookeeper release-3.8.0-1 ClientCnxn.SendThread.run: hostProvider.next(1000) (StaticHostProvider.next sleeps spinDelay when it comes back to the last connected server)",
     real_ms: 1_000,
     scaling: Scaling::Scaled,
 };
@@ -194,6 +194,34 @@ pub const REDISSON_3_52_RETRY_DELAY_MAX: Constant = Constant {
     scaling: Scaling::Scaled,
 };
 
+/// Curator's retry policy's base sleep: `ExponentialBackoffRetry(1000, 3)` (the policy
+/// of Curator's own examples and `zk-curator`'s), whose `getSleepTimeMs` is
+/// `base × max(1, random.nextInt(1 << (retryCount + 1)))`: up to 1, 3 and 7 bases
+/// before the first, second and third retry. Its `maxSleepMs` defaults to
+/// `Integer.MAX_VALUE` (no cap), so the longest sleep is the policy's own, 7 bases
+/// ([`CURATOR_MAX_BACKOFF_BASES`]).
+pub const CURATOR_RETRY_BASE: Constant = Constant {
+    name: "Curator: ExponentialBackoffRetry base sleep (sleeps up to 1, 3, 7 bases)",
+    source: "curator apache-curator-5.9.0 ExponentialBackoffRetry.getSleepTimeMs: baseSleepTimeMs * max(1, random.nextInt(1 << (retryCount + 1))), with new ExponentialBackoffRetry(1000, 3)",
+    real_ms: 1_000,
+    scaling: Scaling::Scaled,
+};
+
+/// The longest sleep `ExponentialBackoffRetry(base, 3)` picks, in bases: before the
+/// third retry, `random.nextInt(1 << 3)` is at most 7 (`maxSleepMs` is
+/// `Integer.MAX_VALUE` by default, so nothing caps it sooner).
+pub const CURATOR_MAX_BACKOFF_BASES: u64 = 7;
+
+/// Curator's connection timeout: how long `RetryLoop.callWithRetry` waits for a
+/// connection before its first try (`CuratorZookeeperClient.
+/// internalBlockUntilConnectedOrTimedOut`), `CuratorFrameworkFactory`'s default.
+pub const CURATOR_CONNECTION_TIMEOUT: Constant = Constant {
+    name: "Curator: connection timeout (RetryLoop waits this long for a connection)",
+    source: "curator apache-curator-5.9.0 CuratorFrameworkFactory.DEFAULT_CONNECTION_TIMEOUT_MS (15 * 1000), used by CuratorZookeeperClient.internalBlockUntilConnectedOrTimedOut",
+    real_ms: 15_000,
+    scaling: Scaling::Scaled,
+};
+
 /// Every constant a built-in design reads through [`TimeScale::of`], for the README's
 /// table and `locksim list`.
 pub const CONSTANTS: &[&Constant] = &[
@@ -202,6 +230,8 @@ pub const CONSTANTS: &[&Constant] = &[
     &REDISSON_3_20_RETRY_INTERVAL,
     &REDISSON_3_52_RETRY_DELAY_BASE,
     &REDISSON_3_52_RETRY_DELAY_MAX,
+    &CURATOR_RETRY_BASE,
+    &CURATOR_CONNECTION_TIMEOUT,
 ];
 
 /// MariaDB's start after a crash, to its first answered ping: `mariadbd` 10.11.19

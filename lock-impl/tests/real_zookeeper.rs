@@ -17,6 +17,7 @@ fn ensemble(timeout_ms: u32) -> Option<ZkEnsemble> {
         servers: vec![(addr.ip().to_string(), addr.port())],
         dialer: Arc::new(TokioDialer),
         session_timeout_ms: timeout_ms,
+        scale: lock_impl::TimeScale::REAL,
     })
 }
 

@@ -200,3 +200,37 @@ fn zk_curator_on_a_lagging_follower_reads_stale_children_and_stays_safe() {
         assert_eq!(run.safety(), Safety::Safe, "seed {}: {replay}", run.seed);
     }
 }
+
+#[test]
+fn zk_curator_under_network_delay_strands_no_waiter() {
+    // The client's reconnect pauses and Curator's retry sleeps run at the world's
+    // scale: a waiter whose session expired under a delay reconnects and takes the
+    // freed lock within the liveness bound (on main, 7-9 of 10 runs stranded one).
+    for design in ["zk-curator", "zk-curator-fenced"] {
+        for run in sweep(
+            &common::design(design),
+            &common::scenario("network-delay"),
+            0..10,
+            2,
+            true,
+            &|_, _| {},
+        )
+        .expect("runs complete")
+        {
+            let replay = replay_command(design, "network-delay", run.seed);
+            assert!(
+                run.verdicts
+                    .iter()
+                    .all(|(name, v)| !(name.contains("liveness") && v.is_invalid())),
+                "{design} seed {}: a waiter was stranded; {replay}",
+                run.seed
+            );
+            assert_eq!(
+                run.safety(),
+                Safety::Safe,
+                "{design} seed {}: {replay}",
+                run.seed
+            );
+        }
+    }
+}

@@ -128,6 +128,7 @@ fn client(
             servers: servers.iter().map(|s| (s.to_string(), ZK_PORT)).collect(),
             dialer: Arc::new(TurmoilDialer),
             session_timeout_ms: timeout_ms,
+            scale: lock_impl::TimeScale::REAL,
         },
         Arc::new(SimClock::new(HostClock::new(ClockSpec::default()))),
         Arc::new(SeededEntropy::new(seed, "client")),

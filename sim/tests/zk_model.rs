@@ -59,6 +59,7 @@ fn sim_deps(seed: u64, name: &str) -> lock_impl::Deps {
             servers: vec![("zk-1".into(), ZK_PORT)],
             dialer: Arc::new(TurmoilDialer),
             session_timeout_ms: 4_000,
+            scale: lock_impl::TimeScale::REAL,
         },
         Arc::new(SimClock::new(HostClock::new(ClockSpec::default()))),
         Arc::new(SeededEntropy::new(seed, name)),

@@ -155,6 +155,7 @@ async fn client(addr: SocketAddr, timeout_ms: u32) -> ZkClient {
         servers: vec![(addr.ip().to_string(), addr.port())],
         dialer: Arc::new(TokioDialer),
         session_timeout_ms: timeout_ms,
+        scale: lock_impl::TimeScale::REAL,
     };
     ZkClient::connect(
         &e,

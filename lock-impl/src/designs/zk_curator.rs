@@ -1,7 +1,10 @@
 //! `zk-curator` and `zk-curator-fenced`: Apache Curator's `InterProcessMutex` (seeds
 //! 002 and 004: "ZooKeeper ephemeral sequential nodes", "ZooKeeper as the CP
-//! alternative"), read from Curator's `InterProcessMutex`, `LockInternals` and
-//! `StandardLockInternalsDriver` (master, 5.x).
+//! alternative"), read from Curator apache-curator-5.9.0: `InterProcessMutex`,
+//! `LockInternals`, `StandardLockInternalsDriver`, `CreateBuilderImpl`, and the retry
+//! and connection layers below them (`RetryLoop`, `RetryLoopImpl`,
+//! `ExponentialBackoffRetry`, `CuratorZookeeperClient`, `ConnectionState`,
+//! `ConnectionStateManager`).
 //!
 //! Acquire (`LockInternals.attemptLock`):
 //! 1. reentrancy is counted locally: a client that holds the key already counts one
@@ -22,11 +25,23 @@
 //! (version -1). A delete that cannot be confirmed keeps being retried in the
 //! background until it succeeds or the session ends (Curator's `guaranteed()`).
 //!
-//! Retries follow Curator's `RetryLoop` with `ExponentialBackoffRetry(1000, 3)` (the
-//! policy of Curator's own examples): `CONNECTIONLOSS`, `OPERATIONTIMEOUT`,
-//! `SESSIONMOVED` and `SESSIONEXPIRED` are retried, each attempt first waiting for a
-//! connection; an expired session is replaced by a new one, as Curator's
-//! `ConnectionState` does.
+//! Retries follow Curator's `RetryLoop.callWithRetry` with `ExponentialBackoffRetry(1000,
+//! 3)` (the policy of Curator's own examples): the loop first waits for a connection,
+//! up to the connection timeout (15 s, `CuratorZookeeperClient.
+//! internalBlockUntilConnectedOrTimedOut`), once; then it runs the operation on the
+//! current ZooKeeper handle, and after `CONNECTIONLOSS`, `OPERATIONTIMEOUT`,
+//! `SESSIONMOVED` or `SESSIONEXPIRED` (`RetryPolicy.allowRetry`) sleeps `base ×
+//! max(1, rand(2^(n+1)))` and runs it again, three times at most. A request made while
+//! the handle is reconnecting waits in the ZooKeeper client's outgoing queue
+//! ([`crate::zk`]). The connection's state is followed as Curator's framework follows
+//! it: a `Disconnected` event suspends the connection (`SUSPENDED`); a session timeout
+//! spent suspended makes `ConnectionStateManager` inject a session expiration into the
+//! handle (`checkSessionExpiration`, `simulatedSessionExpirationPercent` 100); an
+//! expired session (`LOST`) is replaced at once by a new handle, which starts
+//! connecting (`ConnectionState.handleExpiredSession` → `reset`). Every constant is
+//! read at the world's scale ([`crate::scale`]: [`scale::CURATOR_RETRY_BASE`],
+//! [`scale::CURATOR_CONNECTION_TIMEOUT`], and the ZooKeeper client's reconnect pauses
+//! through [`ZkEnsemble::scale`]).
 //!
 //! The guard carries the lock node's path as its owner value; `zk-curator-fenced` also
 //! carries the node's `czxid` as its fencing token (creating with `create2`, which
@@ -36,30 +51,36 @@
 //! Known failure: the lock lives as long as the holder's *session*, not its belief. A
 //! holder paused past its session timeout has lost the lock (its node deleted by the
 //! session's expiry) while it keeps working: two holders, unless the storage checks the
-//! token. Curator's recipe does not watch the connection state for the caller.
+//! token. Curator's recipe does not watch the connection state for the caller
+//! (`InterProcessMutex` registers no `ConnectionStateListener`; a waiter is woken by
+//! the `Disconnected` event on its watch and lists the children again through the
+//! retry loop).
 //!
 //! Simplifications: parents are created as persistent nodes rather than containers
 //! (Curator falls back to that on servers without containers), and the lock node's
 //! data is empty rather than the client's IP address.
 
 use std::collections::BTreeMap;
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex, Weak};
 use std::time::Duration;
 
 use async_trait::async_trait;
 
 use super::check_guard;
+use crate::scale;
 use crate::zk::proto::{ErrorCode, create_mode};
 use crate::zk::{SessionState, ZkClient, ZkEnsemble, ZkError};
-use crate::{Acquire, AcquireOptions, Deps, Guard, LockDesign, LockError, Release, Wait};
+use crate::{
+    Acquire, AcquireOptions, Clock, Deps, Entropy, Guard, LockDesign, LockError, Release, Spawner,
+    Wait,
+};
 
 /// Curator's `InterProcessMutex` lock name.
 const LOCK_NAME: &str = "lock-";
 /// Curator's protected-mode prefix (`CreateBuilderImpl.PROTECTED_PREFIX`).
 const PROTECTED_PREFIX: &str = "_c_";
-/// `ExponentialBackoffRetry(1000, 3)`.
-const RETRY_BASE_MS: u64 = 1000;
-/// `ExponentialBackoffRetry(1000, 3)`.
+/// `ExponentialBackoffRetry(1000, 3)`: three retries (the base is
+/// [`scale::CURATOR_RETRY_BASE`]).
 const MAX_RETRIES: u32 = 3;
 
 /// The parent of every lock's node directory, unless [`ZkCurator::with_root`] says
@@ -77,8 +98,95 @@ pub struct ZkCurator {
     name: &'static str,
     fenced: bool,
     root: String,
-    session: tokio::sync::Mutex<Option<ZkClient>>,
+    /// Curator's `ConnectionState`/`HandleHolder`: the current ZooKeeper handle.
+    handles: Arc<Handles>,
     holds: Mutex<BTreeMap<String, Hold>>,
+}
+
+/// Curator's `HandleHolder` and `ConnectionState`: the current ZooKeeper handle, made
+/// on first use and replaced by a new one once its session expired (`reset`), and what
+/// a new handle needs. Each handle has a connection-state task
+/// ([`Handles::follow`]).
+struct Handles {
+    /// The ensemble, at the world's scale.
+    ensemble: Option<ZkEnsemble>,
+    clock: Arc<dyn Clock>,
+    entropy: Arc<dyn Entropy>,
+    spawner: Arc<dyn Spawner>,
+    current: Mutex<Option<ZkClient>>,
+}
+
+impl Handles {
+    /// The current handle (`ConnectionState.getZooKeeper`), a new one if there is none
+    /// yet or its session is over (`ConnectionState.reset`, as `handleExpiredSession`
+    /// does on the `Expired` event).
+    fn handle(self: &Arc<Self>) -> Result<ZkClient, ZkError> {
+        let ensemble = self.ensemble.as_ref().ok_or(ZkError::Closed)?;
+        let mut slot = self.current.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(c) = &*slot
+            && !matches!(c.state(), SessionState::Expired | SessionState::Closed)
+        {
+            return Ok(c.clone());
+        }
+        let c = ZkClient::start(ensemble, self.clock.clone(), self.entropy.clone());
+        *slot = Some(c.clone());
+        drop(slot);
+        self.spawner
+            .spawn(Box::pin(Self::follow(Arc::downgrade(self), c.clone())));
+        Ok(c)
+    }
+
+    /// Curator's framework on one handle's connection events: `Disconnected` suspends
+    /// the connection (`ConnectionStateManager.setToSuspended`); once a negotiated
+    /// session timeout passed suspended, it injects a session expiration
+    /// (`checkSessionExpiration`); `Expired` (`LOST`) resets to a new handle at once
+    /// (`ConnectionState.handleExpiredSession`). Holds the handle's state and its
+    /// expiry switch only, so a dropped design still closes its session.
+    async fn follow(handles: Weak<Self>, client: ZkClient) {
+        let mut changes = client.state_changes();
+        let expire = client.expiry_switch();
+        let clock = match handles.upgrade() {
+            Some(h) => h.clock.clone(),
+            None => return,
+        };
+        drop(client);
+        let mut negotiated = Duration::ZERO;
+        loop {
+            let state = changes.borrow_and_update().clone();
+            let suspended = match state {
+                SessionState::Connected { timeout_ms, .. } => {
+                    negotiated = Duration::from_millis(u64::from(timeout_ms));
+                    false
+                }
+                SessionState::Connecting => negotiated > Duration::ZERO,
+                SessionState::Expired => {
+                    // LOST: a new handle at once.
+                    if let Some(h) = handles.upgrade() {
+                        let _ = h.handle();
+                    }
+                    return;
+                }
+                SessionState::Closed => return,
+            };
+            if suspended {
+                let timer = clock.sleep(negotiated);
+                tokio::pin!(timer);
+                tokio::select! {
+                    biased;
+                    r = changes.changed() => if r.is_err() { return },
+                    () = &mut timer => {
+                        // Session timeout elapsed while SUSPENDED: inject an expiry.
+                        let _ = expire.send(true);
+                        if changes.changed().await.is_err() {
+                            return;
+                        }
+                    }
+                }
+            } else if changes.changed().await.is_err() {
+                return;
+            }
+        }
+    }
 }
 
 impl ZkCurator {
@@ -98,12 +206,23 @@ impl ZkCurator {
     }
 
     fn build(deps: Deps, name: &'static str, fenced: bool) -> Self {
+        let handles = Arc::new(Handles {
+            // The ZooKeeper client's own sleeps follow the design's scale.
+            ensemble: deps.zookeeper.as_ref().map(|e| ZkEnsemble {
+                scale: deps.scale,
+                ..e.clone()
+            }),
+            clock: deps.clock.clone(),
+            entropy: deps.entropy.clone(),
+            spawner: deps.spawner.clone(),
+            current: Mutex::new(None),
+        });
         Self {
             deps,
             name,
             fenced,
             root: ZK_LOCK_ROOT.to_string(),
-            session: tokio::sync::Mutex::new(None),
+            handles,
             holds: Mutex::new(BTreeMap::new()),
         }
     }
@@ -126,81 +245,58 @@ impl ZkCurator {
         format!("{}/{}", self.root, key)
     }
 
-    fn session_timeout(&self) -> Duration {
-        let ms = self
-            .deps
-            .zookeeper
-            .as_ref()
-            .map_or(30_000, |e| e.session_timeout_ms);
-        Duration::from_millis(u64::from(ms.max(1)))
+    /// The current handle (see [`Handles::handle`]).
+    fn handle(&self) -> Result<ZkClient, ZkError> {
+        self.handles.handle()
     }
 
-    /// The live session, or a new one if there is none or it expired. Waits up to the
-    /// session timeout for a connection (Curator's `blockUntilConnectedOrTimedOut`).
-    async fn client(&self) -> Result<ZkClient, ZkError> {
-        let ensemble = self.ensemble().map_err(|_| ZkError::Closed)?;
-        let mut slot = self.session.lock().await;
-        if let Some(c) = &*slot {
-            match c.state() {
-                SessionState::Connected { .. } => return Ok(c.clone()),
-                SessionState::Connecting => {
-                    let c = c.clone();
-                    drop(slot);
-                    self.wait_connected(&c).await;
-                    return Ok(c);
-                }
-                SessionState::Expired | SessionState::Closed => {}
+    /// `CuratorZookeeperClient.internalBlockUntilConnectedOrTimedOut`: waits until the
+    /// current handle is connected, or the connection timeout
+    /// ([`scale::CURATOR_CONNECTION_TIMEOUT`]) has passed (then the caller tries
+    /// anyway). A handle replaced meanwhile (its session expired) is waited for in its
+    /// place.
+    async fn block_until_connected_or_timed_out(&self) -> Result<(), ZkError> {
+        let deadline =
+            self.deps.clock.now() + self.deps.scale.of(&scale::CURATOR_CONNECTION_TIMEOUT);
+        loop {
+            let c = self.handle()?;
+            let mut changes = c.state_changes();
+            if matches!(*changes.borrow_and_update(), SessionState::Connected { .. }) {
+                return Ok(());
+            }
+            let now = self.deps.clock.now();
+            if now >= deadline {
+                return Ok(());
+            }
+            let expiry = self.deps.clock.sleep(deadline - now);
+            tokio::select! {
+                biased;
+                r = changes.changed() => if r.is_err() { return Ok(()) },
+                () = expiry => return Ok(()),
             }
         }
-        let c = ZkClient::connect(
-            ensemble,
-            self.deps.clock.clone(),
-            self.deps.entropy.clone(),
-            self.session_timeout(),
-        )
-        .await?;
-        *slot = Some(c.clone());
-        Ok(c)
     }
 
-    async fn wait_connected(&self, c: &ZkClient) {
-        let mut changes = c.state_changes();
-        let wait = async {
-            loop {
-                if !matches!(*changes.borrow_and_update(), SessionState::Connecting) {
-                    return;
-                }
-                if changes.changed().await.is_err() {
-                    return;
-                }
-            }
-        };
-        let expiry = self.deps.clock.sleep(self.session_timeout());
-        tokio::pin!(wait);
-        tokio::select! {
-            biased;
-            () = &mut wait => {}
-            () = expiry => {}
-        }
-    }
-
-    /// `ExponentialBackoffRetry.getSleepTimeMs`.
+    /// `ExponentialBackoffRetry.getSleepTimeMs` (`SleepingRetry.allowRetry` sleeps it).
     async fn backoff(&self, retry: u32) {
         let spread = 1u64 << (retry + 1);
-        let ms = RETRY_BASE_MS * (self.deps.entropy.below(spread)).max(1);
-        self.deps.clock.sleep(Duration::from_millis(ms)).await;
+        let base = self.deps.scale.of(&scale::CURATOR_RETRY_BASE);
+        let bases = u32::try_from(self.deps.entropy.below(spread).max(1)).unwrap_or(1);
+        self.deps.clock.sleep(base * bases).await;
     }
 
-    /// Runs `op` with Curator's retry loop.
+    /// Runs `op` with Curator's `RetryLoop.callWithRetry`: one wait for a connection,
+    /// then tries on the current handle, retried after a backoff.
     async fn retrying<T, F, Fut>(&self, mut op: F) -> Result<T, ZkError>
     where
         F: FnMut(ZkClient) -> Fut + Send,
         Fut: std::future::Future<Output = Result<T, ZkError>> + Send,
         T: Send,
     {
+        self.block_until_connected_or_timed_out().await?;
         let mut retry = 0;
         loop {
-            let result = match self.client().await {
+            let result = match self.handle() {
                 Ok(c) => op(c).await,
                 Err(e) => Err(e),
             };
@@ -235,14 +331,17 @@ impl ZkCurator {
         )
     }
 
-    /// Creates our lock node (protected mode): its path and czxid.
+    /// Creates our lock node (protected mode): its path and czxid. One
+    /// `RetryLoop.callWithRetry` (`CreateBuilderImpl.pathInForeground`); a try after an
+    /// unknown outcome first looks for our node (`findProtectedNodeInForeground`).
     async fn create_lock_node(&self, dir: &str, protected: &str) -> Result<(String, i64), ZkError> {
         let path = format!("{dir}/{protected}{LOCK_NAME}");
+        self.block_until_connected_or_timed_out().await?;
         let mut retry = 0;
         let mut maybe_created = false;
         loop {
             let attempt = async {
-                let c = self.client().await?;
+                let c = self.handle()?;
                 if maybe_created {
                     // findProtectedNodeInForeground: did the lost create happen?
                     let (children, _) = match c.get_children2(dir).await {
@@ -335,20 +434,23 @@ impl ZkCurator {
 
     fn guaranteed_delete(&self, path: &str) {
         let Some(client) = self
-            .session
-            .try_lock()
-            .ok()
-            .and_then(|s| s.as_ref().cloned())
+            .handles
+            .current
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .as_ref()
+            .cloned()
         else {
             return;
         };
         let (path, clock) = (path.to_string(), self.deps.clock.clone());
+        let pause = self.deps.scale.of(&scale::CURATOR_RETRY_BASE);
         self.deps.spawner.spawn(Box::pin(async move {
             loop {
                 match client.delete(&path, -1).await {
                     Ok(()) | Err(ZkError::Server(_)) => return,
                     Err(ZkError::SessionExpired | ZkError::Closed) => return,
-                    Err(_) => clock.sleep(Duration::from_millis(RETRY_BASE_MS)).await,
+                    Err(_) => clock.sleep(pause).await,
                 }
             }
         }));
@@ -441,6 +543,17 @@ fn zk_error(op: &'static str, source: ZkError) -> LockError {
 impl LockDesign for ZkCurator {
     fn name(&self) -> &str {
         self.name
+    }
+
+    /// A waiter's longest pause before it sees a freed lock: a reconnect (the ZooKeeper
+    /// client's pause below a second plus a second for a turn of its server list) and
+    /// the retry policy's longest sleep (7 bases, before its third retry), at the
+    /// world's scale.
+    fn retry_horizon(&self) -> Duration {
+        let s = self.deps.scale;
+        s.of(&scale::ZK_RECONNECT_JITTER)
+            + s.of(&scale::ZK_HOST_LIST_TURN)
+            + s.of(&scale::CURATOR_RETRY_BASE) * scale::CURATOR_MAX_BACKOFF_BASES as u32
     }
 
     async fn acquire(&self, key: &str, options: AcquireOptions) -> Result<Acquire, LockError> {
@@ -553,6 +666,89 @@ impl LockDesign for ZkCurator {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::zk::scripted::{Scripted, Step};
+    use crate::{SeededEntropy, TimeScale, TokioClock, TokioSpawner};
+
+    fn curator(dialer: Arc<Scripted>, scale: TimeScale) -> ZkCurator {
+        let mut deps = crate::zookeeper_deps(
+            ZkEnsemble {
+                servers: vec![("zk-1".into(), 2181)],
+                dialer,
+                session_timeout_ms: 400,
+                scale: TimeScale::REAL,
+            },
+            Arc::new(TokioClock::new()),
+            Arc::new(SeededEntropy::new(3, "client")),
+            Arc::new(TokioSpawner),
+        );
+        deps.scale = scale;
+        ZkCurator::new(deps)
+    }
+
+    #[tokio::test]
+    async fn a_session_timeout_spent_disconnected_expires_the_handle_and_starts_a_new_session() {
+        // Connected (session 7, 400 ms), then every server hangs: ConnectionStateManager
+        // injects an expiry 400 ms after the disconnect, and ConnectionState.reset
+        // dials with a new session (id 0) instead of the old one.
+        let steps = std::iter::once((None, Step::Drop))
+            .chain((0..8).map(|_| (None, Step::Hang)))
+            .collect();
+        let dialer = Scripted::new(steps);
+        let design = curator(dialer.clone(), TimeScale::for_lease(200));
+        let first = design.handle().unwrap();
+        let mut changes = first.state_changes();
+        let mut seen = false;
+        loop {
+            match &*changes.borrow_and_update() {
+                SessionState::Connected { .. } => seen = true,
+                SessionState::Connecting if seen => break,
+                _ => {}
+            }
+            changes.changed().await.unwrap();
+        }
+        let lost = dialer.dials()[0].at;
+        tokio::time::sleep(Duration::from_millis(1_500)).await;
+        assert_eq!(first.state(), SessionState::Expired);
+        let dials = dialer.dials();
+        let renewed: Vec<Duration> = dials
+            .iter()
+            .skip(1)
+            .filter(|d| d.request.as_ref().is_some_and(|r| r.session_id == 0))
+            .map(|d| d.at)
+            .collect();
+        let first_new = *renewed
+            .first()
+            .unwrap_or_else(|| panic!("no new session dialled: {dials:?}"));
+        assert!(
+            first_new >= lost + Duration::from_millis(400)
+                && first_new < lost + Duration::from_millis(1_000),
+            "the new session was dialled at {first_new:?}; the connection was lost at about {lost:?}"
+        );
+    }
+
+    #[tokio::test]
+    async fn the_retry_loop_waits_for_a_connection_then_retries_at_the_worlds_scale() {
+        // Nothing answers: callWithRetry waits the connection timeout (15 s real, 100 ms
+        // at the catalog's 1/150), then tries four times (each queued until its
+        // connect attempt times out, 400 ms) with backoffs of up to 1, 3 and 7 bases
+        // (6 ms each here) between them.
+        for (scale, least, most) in [(TimeScale::for_lease(200), 100, 100 + 4 * 450 + 11 * 6 + 200)]
+        {
+            let dialer = Scripted::new((0..40).map(|_| (None, Step::Hang)).collect());
+            let design = curator(dialer, scale);
+            let start = tokio::time::Instant::now();
+            let r = design
+                .retrying(|c| async move { c.exists("/x").await })
+                .await;
+            let took = (tokio::time::Instant::now() - start).as_millis() as u64;
+            assert!(matches!(r, Err(ZkError::ConnectionLoss { .. })), "{r:?}");
+            assert!(
+                (least..=most).contains(&took),
+                "{}: gave up after {took} ms, expected {least}..={most}",
+                scale.describe()
+            );
+        }
+    }
 
     #[test]
     fn children_sort_by_their_sequence_not_their_uuid() {

@@ -23,17 +23,34 @@
 //! - on connection loss every pending request fails with [`ZkError::ConnectionLoss`]
 //!   (`sent: true`: its outcome is unknown), every watch fires with a `Disconnected`
 //!   state event, and the driver dials the next server, after a random pause below a
-//!   second (and a full second once every server was tried), resending the session id,
-//!   password and last zxid seen; a server answering with timeout 0 ends the session
-//!   ([`ZkError::SessionExpired`], watches fire with `Expired`).
+//!   second (`startConnect`, [`scale::ZK_RECONNECT_JITTER`]) and a full second once it
+//!   comes back to the server it was last connected to (`StaticHostProvider.next(1000)`,
+//!   [`scale::ZK_HOST_LIST_TURN`]), both at the ensemble's [`ZkEnsemble::scale`],
+//!   resending the session id, password and last zxid seen; a server answering with
+//!   timeout 0 ends the session ([`ZkError::SessionExpired`], watches fire with
+//!   `Expired`);
+//! - a request made while there is no connection waits in the outgoing queue
+//!   (`ClientCnxn.queuePacket` adds it to `outgoingQueue` while the state is alive) and
+//!   goes out once the next connection's handshake is done; if that connection attempt
+//!   fails, or the connection is lost before the request was written, it fails with
+//!   `ConnectionLoss { sent: false }` (`SendThread.cleanup` fails every queued packet,
+//!   `conLossPacket`: `CONNECTIONLOSS` while the state is alive); once the session
+//!   expired or was closed it fails with [`ZkError::SessionExpired`] /
+//!   [`ZkError::Closed`] (`conLossPacket` in state `CLOSED`: `SESSIONEXPIRED`);
+//! - [`ZkClient::inject_session_expiration`] ends the session on the client's side
+//!   only, as `ZooKeeper.getTestable().injectSessionExpiration()` does (Curator's
+//!   `ConnectionStateManager` calls it after a session timeout spent disconnected).
 //!
-//! Simplifications (stated, not hidden): a request made while not connected fails at
-//! once with `ConnectionLoss { sent: false }` instead of waiting in an outgoing queue
-//! (Curator's retry loop, which the designs follow, retries it); watches are not reset
-//! with `SetWatches` after a reconnect: each fires once with the `Disconnected` event
-//! instead, and a recipe re-reads (Curator's lock loop does exactly that on any
-//! event); no authentication, ACLs other than `world:anyone`, read-only mode, chroot
-//! or SASL.
+//! Read from ZooKeeper release-3.8.0-1: `ClientCnxn` (`queuePacket`, `SendThread.run`,
+//! `startConnect`, `cleanup`, `conLossPacket`, `onConnected`), `ClientCnxnSocketNIO`,
+//! `StaticHostProvider.next`, `ZooKeeperTestable.injectSessionExpiration`.
+//!
+//! Simplifications (stated, not hidden): watches are not reset with `SetWatches` after
+//! a reconnect: each fires once with the `Disconnected` event instead, and a recipe
+//! re-reads (Curator's lock loop does exactly that on any event); a `closeSession`
+//! queued while disconnected waits for the next connection attempt like any request
+//! (the real client stops reconnecting at once); no authentication, ACLs other than
+//! `world:anyone`, read-only mode, chroot or SASL.
 
 use std::collections::{BTreeMap, VecDeque};
 use std::future::Future;
@@ -50,6 +67,7 @@ use super::proto::{
     self, Acl, ConnectRequest, ConnectResponse, CreateRequest, ErrorCode, EventType, MultiOp,
     MultiResult, PING_XID, ReplyHeader, Request, Response, Stat, op, split_frame, state,
 };
+use crate::scale::{self, TimeScale};
 use crate::{Clock, Entropy, Task};
 
 /// A byte stream to one server.
@@ -103,6 +121,11 @@ pub struct ZkEnsemble {
     /// The session timeout asked for, ms (the server clamps it to
     /// `[2 × tickTime, 20 × tickTime]`).
     pub session_timeout_ms: u32,
+    /// The world's clock scale for the client's own sleeps (the reconnect pause and the
+    /// pause after a turn of the server list: [`scale::ZK_RECONNECT_JITTER`],
+    /// [`scale::ZK_HOST_LIST_TURN`]). Production: [`TimeScale::REAL`]; a design sets
+    /// its [`Deps::scale`](crate::Deps::scale) here.
+    pub scale: TimeScale,
 }
 
 impl std::fmt::Debug for ZkEnsemble {
@@ -110,6 +133,7 @@ impl std::fmt::Debug for ZkEnsemble {
         f.debug_struct("ZkEnsemble")
             .field("servers", &self.servers)
             .field("session_timeout_ms", &self.session_timeout_ms)
+            .field("scale", &self.scale)
             .finish_non_exhaustive()
     }
 }
@@ -242,6 +266,7 @@ struct Pending {
 pub struct ZkClient {
     cmd: mpsc::UnboundedSender<Cmd>,
     state: watch::Receiver<SessionState>,
+    expire: Arc<watch::Sender<bool>>,
     xid: Arc<AtomicI32>,
     server_list: Arc<str>,
 }
@@ -313,6 +338,7 @@ impl ZkClient {
     pub fn start(ensemble: &ZkEnsemble, clock: Arc<dyn Clock>, entropy: Arc<dyn Entropy>) -> Self {
         let (cmd_tx, cmd_rx) = mpsc::unbounded_channel();
         let (state_tx, state_rx) = watch::channel(SessionState::Connecting);
+        let (expire_tx, expire_rx) = watch::channel(false);
         // StaticHostProvider shuffles the connect string once; so do we, from the
         // client's entropy.
         let mut servers = ensemble.servers.clone();
@@ -326,6 +352,7 @@ impl ZkClient {
             clock,
             entropy,
             requested_timeout_ms: ensemble.session_timeout_ms,
+            scale: ensemble.scale,
             session_id: 0,
             passwd: vec![0; 16],
             last_zxid: 0,
@@ -337,10 +364,13 @@ impl ZkClient {
             child_watches: BTreeMap::new(),
             closing: None,
         };
-        ensemble.dialer.spawn(Box::pin(driver.run()));
+        ensemble
+            .dialer
+            .spawn(Box::pin(driver.run_until_expired(expire_rx)));
         ZkClient {
             cmd: cmd_tx,
             state: state_rx,
+            expire: Arc::new(expire_tx),
             xid: Arc::new(AtomicI32::new(1)),
             server_list: ensemble.connect_string().into(),
         }
@@ -364,13 +394,27 @@ impl ZkClient {
         }
     }
 
+    /// Ends the session on this side only, as `ZooKeeper.getTestable().
+    /// injectSessionExpiration()` does: the state becomes [`SessionState::Expired`],
+    /// every watch fires with `Expired`, every pending and queued request fails with
+    /// [`ZkError::SessionExpired`], and the connection (if any) is dropped without a
+    /// `closeSession` (the server expires the session on its own clock).
+    pub fn inject_session_expiration(&self) {
+        let _ = self.expire.send(true);
+    }
+
+    /// The switch [`Self::inject_session_expiration`] throws, for a connection-state
+    /// watcher that must not keep the session's request channel open.
+    pub fn expiry_switch(&self) -> Arc<watch::Sender<bool>> {
+        self.expire.clone()
+    }
+
+    /// Why a request cannot be queued now: the session is over. While connecting, a
+    /// request waits in the outgoing queue (`ClientCnxn.queuePacket`: only a state that
+    /// is no longer alive refuses it).
     fn unavailable(&self) -> Option<ZkError> {
         match &*self.state.borrow() {
-            SessionState::Connected { .. } => None,
-            SessionState::Connecting => Some(ZkError::ConnectionLoss {
-                sent: false,
-                why: "not connected".into(),
-            }),
+            SessionState::Connected { .. } | SessionState::Connecting => None,
             SessionState::Expired => Some(ZkError::SessionExpired),
             SessionState::Closed => Some(ZkError::Closed),
         }
@@ -668,6 +712,7 @@ struct Driver {
     clock: Arc<dyn Clock>,
     entropy: Arc<dyn Entropy>,
     requested_timeout_ms: u32,
+    scale: TimeScale,
     session_id: i64,
     passwd: Vec<u8>,
     last_zxid: i64,
@@ -682,7 +727,37 @@ struct Driver {
 }
 
 impl Driver {
-    async fn run(mut self) {
+    /// [`Driver::run`], ended early by [`ZkClient::inject_session_expiration`]: the
+    /// session then ends as an expired one (`injectSessionExpiration` sets the state to
+    /// `CLOSED` and queues the `Expired` event; `cleanup` fails the rest with
+    /// `SESSIONEXPIRED`).
+    async fn run_until_expired(mut self, mut expire: watch::Receiver<bool>) {
+        let injected = {
+            let run = self.run();
+            tokio::pin!(run);
+            let injected = async {
+                loop {
+                    if *expire.borrow_and_update() {
+                        return;
+                    }
+                    if expire.changed().await.is_err() {
+                        // Every handle is gone: the driver ends on its own.
+                        std::future::pending::<()>().await;
+                    }
+                }
+            };
+            tokio::select! {
+                biased;
+                () = &mut run => false,
+                () = injected => true,
+            }
+        };
+        if injected {
+            self.finish(SessionState::Expired, ZkError::SessionExpired);
+        }
+    }
+
+    async fn run(&mut self) {
         let n = self.servers.len().max(1);
         let mut index = 0usize;
         let mut last_connected: Option<usize> = None;
@@ -693,18 +768,20 @@ impl Driver {
                 return;
             }
             // StaticHostProvider.next(1000): a full turn of the list since the last
-            // server we were connected to costs a second.
+            // server we were connected to costs a second (at the world's scale).
             let current = index % n;
             if !first {
                 if Some(current) == last_connected || (last_connected.is_none() && current == 0) {
-                    self.clock.sleep(Duration::from_millis(1000)).await;
+                    self.clock
+                        .sleep(self.scale.of(&scale::ZK_HOST_LIST_TURN))
+                        .await;
                 }
-                // startConnect: `Thread.sleep(r.nextInt(1000))` before any reconnect.
-                let jitter = self.entropy.below(1000);
+                // startConnect: `Thread.sleep(nextLong(1000))` before any reconnect.
+                let below = self.scale.ms_of(&scale::ZK_RECONNECT_JITTER).max(1);
+                let jitter = self.entropy.below(below);
                 self.clock.sleep(Duration::from_millis(jitter)).await;
             }
             first = false;
-            self.refuse_queued();
             let (host, port) = self.servers[current].clone();
             index += 1;
             match self.handshake(&host, port).await {
@@ -717,15 +794,25 @@ impl Driver {
                     });
                     match self.serve(stream).await {
                         Ended::Done => return,
-                        Ended::Lost(why) => self.lost(&why),
+                        Ended::Lost(why) => {
+                            self.lost(&why);
+                            if self.fail_queued(&why) {
+                                return;
+                            }
+                        }
                     }
                 }
                 Ok(None) => {
                     self.finish(SessionState::Expired, ZkError::SessionExpired);
                     return;
                 }
-                Err(_why) => {
+                Err(why) => {
                     if self.cmds.is_closed() {
+                        return;
+                    }
+                    // SendThread.run: a failed attempt runs `cleanAndNotifyState`, whose
+                    // `cleanup` fails every packet queued meanwhile.
+                    if self.fail_queued(&why) {
                         return;
                     }
                 }
@@ -733,14 +820,23 @@ impl Driver {
         }
     }
 
-    /// Fails the requests that arrived while there was no connection.
-    fn refuse_queued(&mut self) {
-        while let Ok(Cmd::Request { reply, .. }) = self.cmds.try_recv() {
+    /// `SendThread.cleanup` for the outgoing queue: every request queued and not yet
+    /// written fails with `ConnectionLoss { sent: false }` (`conLossPacket` while the
+    /// state is alive). A `closeSession` among them ends the session (the real client
+    /// stops reconnecting once closing): `true` then.
+    fn fail_queued(&mut self, why: &str) -> bool {
+        let mut closed = false;
+        while let Ok(Cmd::Request { req, reply, .. }) = self.cmds.try_recv() {
+            closed |= matches!(req, Request::CloseSession);
             let _ = reply.send(Err(ZkError::ConnectionLoss {
                 sent: false,
-                why: "not connected".into(),
+                why: format!("not connected ({why})"),
             }));
         }
+        if closed {
+            self.finish(SessionState::Closed, ZkError::Closed);
+        }
+        closed
     }
 
     fn timeouts(&self) -> (Duration, Duration) {
@@ -1058,7 +1154,125 @@ async fn read_frame<R: AsyncRead + Unpin>(r: &mut R) -> io::Result<Vec<u8>> {
 
 #[cfg(test)]
 mod tests {
+    use super::super::scripted::{Scripted, Step};
     use super::*;
+    use crate::{SeededEntropy, TokioClock};
+
+    fn ensemble(dialer: Arc<Scripted>, scale: TimeScale) -> ZkEnsemble {
+        ZkEnsemble {
+            servers: vec![("zk-1".into(), 2181)],
+            dialer,
+            session_timeout_ms: 400,
+            scale,
+        }
+    }
+
+    fn start(dialer: &Arc<Scripted>, scale: TimeScale) -> ZkClient {
+        ZkClient::start(
+            &ensemble(dialer.clone(), scale),
+            Arc::new(TokioClock::new()),
+            Arc::new(SeededEntropy::new(1, "client")),
+        )
+    }
+
+    /// Waits until the session was connected and then lost its connection.
+    async fn connected_then_lost(c: &ZkClient) {
+        let mut changes = c.state_changes();
+        let mut seen = false;
+        loop {
+            match &*changes.borrow_and_update() {
+                SessionState::Connected { .. } => seen = true,
+                SessionState::Connecting if seen => return,
+                _ => {}
+            }
+            changes.changed().await.expect("driver alive");
+        }
+    }
+
+    /// A request made while reconnecting, answered once the gated dial is let through.
+    async fn queued_request(then: Step) -> Result<Option<Stat>, ZkError> {
+        let (open, gate) = oneshot::channel();
+        let dialer = Scripted::new(vec![
+            (None, Step::Drop),
+            (Some(gate), then),
+            (None, Step::Serve),
+        ]);
+        // The catalog's scale: the reconnect pauses last a few ms.
+        let c = start(&dialer, TimeScale::for_lease(200));
+        connected_then_lost(&c).await;
+        let c2 = c.clone();
+        let req = tokio::spawn(async move { c2.exists("/x").await });
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        assert!(
+            !req.is_finished(),
+            "a request made while reconnecting waits in the outgoing queue, got {:?}",
+            req.await
+        );
+        let _ = open.send(());
+        req.await.unwrap()
+    }
+
+    #[tokio::test]
+    async fn a_request_made_while_reconnecting_goes_out_on_the_next_connection() {
+        assert_eq!(queued_request(Step::Serve).await, Ok(None));
+    }
+
+    #[tokio::test]
+    async fn a_request_queued_while_reconnecting_fails_as_session_expired_when_the_server_says_so()
+    {
+        assert_eq!(
+            queued_request(Step::Expired).await,
+            Err(ZkError::SessionExpired)
+        );
+    }
+
+    #[tokio::test]
+    async fn a_request_queued_while_a_connect_attempt_fails_is_a_connection_loss_never_sent() {
+        let r = queued_request(Step::Refuse).await;
+        assert!(
+            matches!(r, Err(ZkError::ConnectionLoss { sent: false, .. })),
+            "{r:?}"
+        );
+    }
+
+    #[tokio::test]
+    async fn reconnect_pauses_follow_the_worlds_scale() {
+        // One server: the reconnect comes back to the last connected server, so it
+        // pauses for the list turn (1 s real) and the jitter (below 1 s real).
+        for (scale, least, most) in [
+            (TimeScale::REAL, 1_000, 2_000),
+            (TimeScale::for_lease(200), 6, 12),
+        ] {
+            let dialer = Scripted::new(vec![(None, Step::Drop), (None, Step::Serve)]);
+            let c = start(&dialer, scale);
+            connected_then_lost(&c).await;
+            let lost = tokio::time::Instant::now();
+            while dialer.dials().len() < 2 {
+                tokio::time::sleep(Duration::from_millis(1)).await;
+            }
+            let gap = (tokio::time::Instant::now() - lost).as_millis() as u64;
+            // Real time on a busy machine: a little late is fine, early is not.
+            assert!(
+                (least..=most + 60).contains(&gap),
+                "{}: reconnected {gap} ms after the loss, expected {least}..={most}",
+                scale.describe()
+            );
+        }
+    }
+
+    #[tokio::test]
+    async fn an_injected_expiry_ends_the_session_and_fails_queued_requests_as_expired() {
+        let dialer = Scripted::new(vec![(None, Step::Drop), (None, Step::Hang)]);
+        let c = start(&dialer, TimeScale::for_lease(200));
+        connected_then_lost(&c).await;
+        let c2 = c.clone();
+        let req = tokio::spawn(async move { c2.exists("/x").await });
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        c.inject_session_expiration();
+        assert_eq!(req.await.unwrap(), Err(ZkError::SessionExpired));
+        assert_eq!(c.state(), SessionState::Expired);
+        assert_eq!(c.exists("/x").await, Err(ZkError::SessionExpired));
+    }
 
     #[test]
     fn pings_follow_client_cnxn_arithmetic() {

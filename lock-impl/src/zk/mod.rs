@@ -5,6 +5,8 @@
 
 mod client;
 pub mod proto;
+#[cfg(test)]
+pub(crate) mod scripted;
 
 pub use client::{
     SessionState, StreamDial, StreamDialer, TokioDialer, Watch, WatchedEvent, ZkClient, ZkEnsemble,

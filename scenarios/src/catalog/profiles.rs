@@ -25,11 +25,23 @@ pub enum Profile {
     /// (MongoDB's `ReplSetConfig` defaults), and a 30 s lease; the world's other times
     /// stretch with the lease (see the `mongo` module).
     MongoDb,
+    /// Real time for the ZooKeeper designs: the catalog's world at a 30 s lease (every
+    /// time of the catalog's base times 150, so the clients' constants are real:
+    /// `TimeScale::for_lease(30_000)`), and the ensemble ZooKeeper ships with
+    /// (`ZkSpec::for_lease`: `tickTime` 2,000 ms, sessions of 1.5 leases clamped to
+    /// 20 ticks, 40 s, which is also what Curator's default 60 s gets from a default
+    /// server); Curator's connection timeout (15 s) and retry policy run unscaled.
+    ZooKeeper,
 }
 
 impl Profile {
     /// Every profile, for listings and errors.
-    pub const ALL: [Profile; 3] = [Profile::Catalog, Profile::Redisson, Profile::MongoDb];
+    pub const ALL: [Profile; 4] = [
+        Profile::Catalog,
+        Profile::Redisson,
+        Profile::MongoDb,
+        Profile::ZooKeeper,
+    ];
 
     /// The user-facing name.
     pub fn name(self) -> &'static str {
@@ -37,6 +49,7 @@ impl Profile {
             Profile::Catalog => "catalog",
             Profile::Redisson => "redisson",
             Profile::MongoDb => "mongodb",
+            Profile::ZooKeeper => "zookeeper",
         }
     }
 
@@ -80,6 +93,21 @@ impl Profile {
                 }),
                 ..catalog
             },
+            Profile::ZooKeeper => {
+                let k = lock_impl::scale::REFERENCE_LEASE_MS / catalog.lease_ms;
+                Workload {
+                    lease_ms: catalog.lease_ms * k,
+                    wait_ms: catalog.wait_ms * k,
+                    work_ms: catalog.work_ms * k,
+                    think_ms_max: catalog.think_ms_max * k,
+                    duration_ms: catalog.duration_ms * k,
+                    drain_ms: catalog.drain_ms * k,
+                    response_timeout_ms: catalog.response_timeout_ms * k,
+                    liveness_slack_ms: catalog.liveness_slack_ms * k,
+                    connect_timeout_ms: catalog.connect_timeout_ms * k,
+                    ..catalog
+                }
+            }
         }
     }
 }

@@ -37,16 +37,18 @@ fn holder_cut_off(d: &mut Draw) -> Vec<Fault> {
     super::network::holder_partitions(d, 4, 3..=6)
 }
 
-/// The ensemble with a `tickTime` of 100 ms and sessions of 2 s: a leader's crash is
-/// noticed after `syncLimit` (5 ticks, 500 ms), and a session outlives the election
-/// and its client's reconnection (the Java client waits up to a second before each
-/// reconnect), as production sessions (Curator's default: 60 s) outlive a failover.
+/// The ensemble with a `tickTime` of half a lease (100 ms for the catalog's lease, at
+/// most ZooKeeper's default 2 s) and sessions of 10 leases (2 s; at most 20 ticks): a
+/// leader's crash is noticed after `syncLimit` (5 ticks, 500 ms), and a session
+/// outlives the election and its client's reconnection, as production sessions
+/// (Curator's default: 60 s, 40 s against a default server) outlive a failover.
 fn failover_world(base: &Workload) -> Workload {
+    let tick = (base.lease_ms / 2).clamp(100, 2_000);
     Workload {
         servers: Vec::new(),
         zookeeper: Some(ZkSpec {
-            tick_time_ms: 100,
-            session_timeout_ms: 2_000,
+            tick_time_ms: tick as u32,
+            session_timeout_ms: (base.lease_ms * 10).min(tick * 20) as u32,
             ..ZkSpec::ensemble_for_lease(base.lease_ms)
         }),
         ..base.clone()
@@ -96,12 +98,18 @@ pub(super) static ZK_FOLLOWER_STALE: Def = Def {
 /// each (3-4 ticks of 50 ms: under `syncLimit`, 5 ticks, so it keeps serving), one in
 /// each quarter of the fault window, so that two never add up past `syncLimit`.
 fn follower_lags(d: &mut Draw) -> Vec<Fault> {
+    // 3-4 ticks of the world's ensemble (150-200 ms at the catalog's 50 ms tick).
+    let tick = d
+        .workload
+        .zookeeper
+        .as_ref()
+        .map_or(50, |z| u64::from(z.tick_time_ms));
     let mut faults = Vec::new();
     let (start, end) = (d.window.start, d.window.end);
-    let quarter = (end.saturating_sub(start) / 4).max(401);
+    let quarter = (end.saturating_sub(start) / 4).max(8 * tick + 1);
     for i in 0..4 {
-        let at_ms = start + i * quarter + d.rng.random_range(0..quarter - 400);
-        let duration_ms = d.rng.random_range(150..=200);
+        let at_ms = start + i * quarter + d.rng.random_range(0..quarter - 8 * tick);
+        let duration_ms = d.rng.random_range(3 * tick..=4 * tick);
         faults.push(Fault {
             at_ms,
             kind: FaultKind::Partition {

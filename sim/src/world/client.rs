@@ -338,6 +338,7 @@ impl Client {
                             servers: Vec::new(),
                             dialer: dialer.clone(),
                             session_timeout_ms: 0,
+                            scale: lock_impl::TimeScale::for_lease(w.lease_ms),
                         },
                         clock.clone(),
                         Arc::new(SeededEntropy::new(0, "")),
@@ -367,6 +368,7 @@ impl Client {
                 .collect(),
             dialer: dialer.clone(),
             session_timeout_ms: spec.session_timeout_ms,
+            scale: lock_impl::TimeScale::for_lease(w.lease_ms),
         });
         let servers = if servers.is_empty() {
             vec![conn.clone()]

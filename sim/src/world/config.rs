@@ -367,13 +367,17 @@ pub struct ZkSpec {
 }
 
 impl ZkSpec {
-    /// The world's server for a lease of `lease_ms`: `zk-1` with `tickTime` 50 ms
-    /// (sessions of 100 ms to 1 s are possible), and a session timeout of 1.5 leases
-    /// (300 ms for the catalog's 200 ms lease), so that a client fault of 2 leases or
-    /// more outlasts the session, bucket rounding included.
+    /// The world's server for a lease of `lease_ms`: `zk-1` with a `tickTime` of a
+    /// quarter lease between 50 ms and ZooKeeper's default 2,000 ms (50 ms for the
+    /// catalog's 200 ms lease; 2,000 ms for a real 30 s lease), and a session timeout of
+    /// 1.5 leases (300 ms for the catalog's lease), so that a client fault of 2 leases or
+    /// more outlasts the session, bucket rounding included; the server clamps it to
+    /// `[2, 20]` ticks (a 30 s lease asks 45 s and gets 40 s, as Curator's default 60 s
+    /// would against a default server).
     pub fn for_lease(lease_ms: u64) -> ZkSpec {
-        let tick_time_ms = 50;
-        let session = (lease_ms * 3 / 2).clamp(2 * 50, 20 * 50) as u32;
+        let tick_time_ms = (lease_ms / 4).clamp(50, 2_000) as u32;
+        let tick = u64::from(tick_time_ms);
+        let session = (lease_ms * 3 / 2).clamp(2 * tick, 20 * tick) as u32;
         ZkSpec {
             name: "zk-1".into(),
             servers: 1,
