@@ -342,7 +342,7 @@ pub const DESIGNS: &[DesignInfo] = &[
     DesignInfo {
         name: designs::RedisPy::NAME,
         summary: "redis-py 5.3.1 Lock: SET NX PX with a uuid token, sleep 0.1 s between tries \
-                  until blocking_timeout (time.monotonic); Lua GET-compare-DEL release",
+                  (at the world's scale) until blocking_timeout (time.monotonic); Lua GET-compare-DEL release",
         seeds: "001, 003",
         known_failure: "a pause past the lease gives two holders: no fencing, no validity \
                         for the caller to check",
@@ -366,8 +366,8 @@ pub const DESIGNS: &[DesignInfo] = &[
     DesignInfo {
         name: designs::Redsync::NAME,
         summary: "go-redsync v4.17.0 Mutex: SET NX PX on every pool concurrently, quorum and \
-                  until = now + expiry - elapsed - expiry x 0.01; 32 tries, 50-250 ms apart; \
-                  delete script on all",
+                  until = now + expiry - elapsed - expiry x 0.01; 32 tries, 50-250 ms apart (at \
+                  the world's scale); delete script on all",
         seeds: "000, 003",
         known_failure: "Redlock's: a pause past until, a master's clock jump or a restart \
                         without persistence gives two holders; nothing checks until",
@@ -380,7 +380,8 @@ pub const DESIGNS: &[DesignInfo] = &[
         name: designs::NodeRedlock::NAME,
         summary: "node-redlock 5.0.0-beta.2: Lua acquire script on every client, decided at \
                   the first quorum; expiration = start + duration - drift on Date.now() (the \
-                  wall clock), never checked; 10 retries 200 +/- 100 ms; Lua release, retried",
+                  wall clock), never checked; 10 retries 200 +/- 100 ms (at \
+                  the world's scale); Lua release, retried",
         seeds: "000, 003",
         known_failure: "Redlock's, plus the wall clock: a client clock step moves the \
                         expiration, and an already-expired lock is returned as acquired",
@@ -392,8 +393,8 @@ pub const DESIGNS: &[DesignInfo] = &[
     DesignInfo {
         name: designs::NodeRedlockUsing::NAME,
         summary: "node-redlock 5.0.0-beta.2 using(): node-redlock's acquire, then a timer \
-                  that extends the lock automaticExtensionThreshold (500 ms; a quarter of a \
-                  lease under 600 ms) before its Date.now() expiration, retried at once while \
+                  that extends the lock automaticExtensionThreshold (500 ms at the world's \
+                  scale; a quarter of a lease too short for it) before its Date.now() expiration, retried at once while \
                   it has not passed, else the routine's signal aborts; release stops the timer",
         seeds: "000, 003",
         known_failure: "the extension timer freezes with a paused holder: past the expiration \

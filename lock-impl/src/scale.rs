@@ -111,6 +111,18 @@ impl TimeScale {
         Duration::from_millis(self.ms_of(constant))
     }
 
+    /// A value drawn in real milliseconds between the bounds `constant` belongs to (a
+    /// jittered pause: redsync's `rand.Intn(250-50)+50`, node-redlock's `200 ± 100`),
+    /// at this scale as `constant` is: the library's draw first, then one scaling, so
+    /// the draw keeps its spread where scaling each bound to whole milliseconds would
+    /// collapse it (50 and 250 ms are both 1 ms at 1/150).
+    pub fn of_drawn(self, constant: &Constant, real_ms: u64) -> Duration {
+        self.of(&Constant {
+            real_ms,
+            ..*constant
+        })
+    }
+
     /// The scale as text: `real time`, or `1/150 of real time (200 ms stand for 30 s)`.
     pub fn describe(self) -> String {
         if self.is_real() {
@@ -222,6 +234,128 @@ pub const CURATOR_CONNECTION_TIMEOUT: Constant = Constant {
     scaling: Scaling::Scaled,
 };
 
+// The published Redis clients' constants (`redis-py`, `redsync`, `node-redlock`,
+// `node-redlock-using`), the spec's Redlock (`redlock`) and `redisson-redlock`'s
+// stand-in for Redisson's unlock message. Their pauses between tries compete with the
+// lease (a waiter's retry pause, a timer set to fire before the lease ends): scaled.
+// What races the network instead (the per-master timeout, Redis's expiry precision) is
+// kept real, since no world scales its round trips or the server's millisecond. Not
+// times, so not listed: the retry counts (redsync's 32 `tries`, node-redlock's
+// `retryCount` 10), which are counts at every scale, and the drift factors (1 % of the
+// lease in redsync, node-redlock and the spec) and redsync's `timeoutFactor` (5 %),
+// which are shares of the lease and scale with it on their own.
+
+/// redis-py's pause between two tries of a blocking `acquire`: `Lock.__init__`'s
+/// `sleep=0.1` (the same in 3.5.3).
+pub const REDIS_PY_SLEEP: Constant = Constant {
+    name: "redis-py: pause between two tries of a blocking acquire",
+    source: "redis-py 5.3.1 (and 3.5.3) redis/lock.py: Lock.__init__(..., sleep=0.1)",
+    real_ms: 100,
+    scaling: Scaling::Scaled,
+};
+
+/// go-redsync's shortest pause between two tries: `minRetryDelayMilliSec`.
+pub const REDSYNC_MIN_RETRY_DELAY: Constant = Constant {
+    name: "redsync: shortest pause between two tries (delayFunc's lower bound)",
+    source: "go-redsync v4.17.0 redsync.go: minRetryDelayMilliSec = 50",
+    real_ms: 50,
+    scaling: Scaling::Scaled,
+};
+
+/// go-redsync's longest pause between two tries (excluded): `maxRetryDelayMilliSec`;
+/// `delayFunc` is `rand.Intn(max-min)+min` ms.
+pub const REDSYNC_MAX_RETRY_DELAY: Constant = Constant {
+    name: "redsync: longest pause between two tries (delayFunc's upper bound, excluded)",
+    source: "go-redsync v4.17.0 redsync.go: maxRetryDelayMilliSec = 250",
+    real_ms: 250,
+    scaling: Scaling::Scaled,
+};
+
+/// node-redlock's pause between two attempts, before jitter: `retryDelay`.
+pub const NODE_REDLOCK_RETRY_DELAY: Constant = Constant {
+    name: "node-redlock: pause between two attempts (retryDelay)",
+    source: "node-redlock 5.0.0-beta.2 src/index.ts: defaultSettings.retryDelay = 200",
+    real_ms: 200,
+    scaling: Scaling::Scaled,
+};
+
+/// node-redlock's jitter around `retryDelay`: the pause is `retryDelay +
+/// floor((random*2-1) * retryJitter)`.
+pub const NODE_REDLOCK_RETRY_JITTER: Constant = Constant {
+    name: "node-redlock: jitter either side of retryDelay (retryJitter)",
+    source: "node-redlock 5.0.0-beta.2 src/index.ts: defaultSettings.retryJitter = 100",
+    real_ms: 100,
+    scaling: Scaling::Scaled,
+};
+
+/// The fixed part of node-redlock's (and the spec's) drift allowance: `drift =
+/// round(driftFactor * duration) + 2`.
+pub const REDLOCK_DRIFT_PRECISION: Constant = Constant {
+    name: "node-redlock and redlock: fixed part of the drift allowance (+2 ms)",
+    source: "node-redlock 5.0.0-beta.2 src/index.ts acquire: \"Add 2 milliseconds to the drift \
+             to account for Redis expires precision, which is 1 ms\"; redis.io distlock page",
+    real_ms: 2,
+    scaling: Scaling::KeptReal {
+        why: "it stands for Redis's expiry precision (1 ms) and the client's millisecond \
+              clock, which are a millisecond in every world; the lease-proportional part \
+              (1 %) scales on its own",
+    },
+};
+
+/// node-redlock `using()`'s lead before expiration at which the extension timer fires:
+/// `automaticExtensionThreshold`.
+pub const NODE_REDLOCK_EXTENSION_THRESHOLD: Constant = Constant {
+    name: "node-redlock using(): extend this long before the expiration",
+    source: "node-redlock 5.0.0-beta.2 src/index.ts: \
+             defaultSettings.automaticExtensionThreshold = 500",
+    real_ms: 500,
+    scaling: Scaling::Scaled,
+};
+
+/// node-redlock `using()`'s least margin between the threshold and the duration: it
+/// throws if `automaticExtensionThreshold > duration - 100`.
+pub const NODE_REDLOCK_EXTENSION_MARGIN: Constant = Constant {
+    name: "node-redlock using(): least margin of the duration over the threshold",
+    source: "node-redlock 5.0.0-beta.2 src/index.ts using: \
+             automaticExtensionThreshold > duration - 100 throws",
+    real_ms: 100,
+    scaling: Scaling::Scaled,
+};
+
+/// The spec's per-master timeout, upper bound: "if the auto-release time is 10
+/// seconds, the timeout could be in the ~ 5-50 milliseconds range".
+pub const REDLOCK_INSTANCE_TIMEOUT_MAX: Constant = Constant {
+    name: "redlock: per-master timeout, at most (a tenth of the lease within 20-50 ms)",
+    source: "redis.io distributed locks page (Redlock), step 2: 5-50 ms for a 10 s lease",
+    real_ms: 50,
+    scaling: Scaling::KeptReal {
+        why: "it races a master's round trip, not the lease: no world scales its network, \
+              and a scaled 50 ms (below 1 ms at 1/150) would call every master dead",
+    },
+};
+
+/// locksim's lower bound on the spec's per-master timeout.
+pub const REDLOCK_INSTANCE_TIMEOUT_MIN: Constant = Constant {
+    name: "redlock: per-master timeout, at least",
+    source: "locksim (redlock.rs): above a loaded loopback round trip; the spec's range \
+             starts at 5 ms",
+    real_ms: 20,
+    scaling: Scaling::KeptReal {
+        why: "it races a master's round trip, which no world scales",
+    },
+};
+
+/// `redisson-redlock`'s look at a held node lock, standing in for the unlock message
+/// Redisson waits for (`RedissonLock.tryLock`: subscribe to the lock's channel, then
+/// wait on the entry's latch up to the holder's TTL).
+pub const REDISSON_REDLOCK_UNLOCK_POLL: Constant = Constant {
+    name: "redisson-redlock: look again at a held node lock (stands in for the unlock message)",
+    source: "locksim (redisson_redlock.rs); Redisson 3.52.0 RedissonLock.tryLock hears the \
+             unlock on the lock's channel one round trip after it",
+    real_ms: 50,
+    scaling: Scaling::Scaled,
+};
+
 /// Every constant a built-in design reads through [`TimeScale::of`], for the README's
 /// table and `locksim list`.
 pub const CONSTANTS: &[&Constant] = &[
@@ -232,6 +366,17 @@ pub const CONSTANTS: &[&Constant] = &[
     &REDISSON_3_52_RETRY_DELAY_MAX,
     &CURATOR_RETRY_BASE,
     &CURATOR_CONNECTION_TIMEOUT,
+    &REDIS_PY_SLEEP,
+    &REDSYNC_MIN_RETRY_DELAY,
+    &REDSYNC_MAX_RETRY_DELAY,
+    &NODE_REDLOCK_RETRY_DELAY,
+    &NODE_REDLOCK_RETRY_JITTER,
+    &REDLOCK_DRIFT_PRECISION,
+    &NODE_REDLOCK_EXTENSION_THRESHOLD,
+    &NODE_REDLOCK_EXTENSION_MARGIN,
+    &REDLOCK_INSTANCE_TIMEOUT_MAX,
+    &REDLOCK_INSTANCE_TIMEOUT_MIN,
+    &REDISSON_REDLOCK_UNLOCK_POLL,
 ];
 
 /// MariaDB's start after a crash, to its first answered ping: `mariadbd` 10.11.19
@@ -317,6 +462,45 @@ mod tests {
             scaling: Scaling::KeptReal { why: "z" },
         };
         assert_eq!(TimeScale::for_lease(200).ms_of(&c), 500);
+    }
+
+    #[test]
+    fn a_drawn_pause_is_scaled_after_the_draw_and_follows_its_constant() {
+        let s = TimeScale::for_lease(200);
+        // redsync's 50..250 ms draw: 1 ms at 1/150, whatever was drawn.
+        assert_eq!(
+            s.of_drawn(&REDSYNC_MIN_RETRY_DELAY, 50),
+            Duration::from_millis(1)
+        );
+        assert_eq!(
+            s.of_drawn(&REDSYNC_MIN_RETRY_DELAY, 249),
+            Duration::from_millis(1)
+        );
+        // node-redlock's 100..300 ms: 1-2 ms.
+        assert_eq!(
+            s.of_drawn(&NODE_REDLOCK_RETRY_DELAY, 300),
+            Duration::from_millis(2)
+        );
+        assert_eq!(
+            TimeScale::REAL.of_drawn(&NODE_REDLOCK_RETRY_DELAY, 137),
+            Duration::from_millis(137)
+        );
+        // Kept real stays real.
+        assert_eq!(
+            s.of_drawn(&REDLOCK_DRIFT_PRECISION, 2),
+            Duration::from_millis(2)
+        );
+    }
+
+    #[test]
+    fn the_redis_clients_constants_at_the_catalogs_scale() {
+        let s = TimeScale::for_lease(200);
+        assert_eq!(s.ms_of(&REDIS_PY_SLEEP), 1);
+        assert_eq!(s.ms_of(&NODE_REDLOCK_EXTENSION_THRESHOLD), 3);
+        assert_eq!(s.ms_of(&NODE_REDLOCK_EXTENSION_MARGIN), 1);
+        assert_eq!(s.ms_of(&REDISSON_REDLOCK_UNLOCK_POLL), 1);
+        assert_eq!(s.ms_of(&REDLOCK_INSTANCE_TIMEOUT_MIN), 20);
+        assert_eq!(s.ms_of(&REDLOCK_INSTANCE_TIMEOUT_MAX), 50);
     }
 
     #[test]

@@ -6,7 +6,10 @@ use futures_util::StreamExt;
 use futures_util::stream::FuturesUnordered;
 
 use super::check_guard;
-use crate::{Acquire, AcquireOptions, Deps, Guard, LockDesign, LockError, Release, Wait};
+use crate::scale::{NODE_REDLOCK_RETRY_DELAY, NODE_REDLOCK_RETRY_JITTER, REDLOCK_DRIFT_PRECISION};
+use crate::{
+    Acquire, AcquireOptions, Deps, Guard, LockDesign, LockError, Release, TimeScale, Wait,
+};
 
 /// node-redlock's `ACQUIRE_SCRIPT` (`src/index.ts`), verbatim.
 pub const NODE_REDLOCK_ACQUIRE: &str = include_str!("../../scripts/node_redlock_acquire.lua");
@@ -26,7 +29,13 @@ static RELEASE: LazyLock<redis::Script> =
 /// over `Deps::servers` (its clients), one resource per lock (`acquire([key], …)`).
 ///
 /// Default settings: `driftFactor` 0.01, `retryCount` 10, `retryDelay` 200 ms,
-/// `retryJitter` 100 ms. What `acquire` / `_execute` / `_attemptOperation` do:
+/// `retryJitter` 100 ms. The two times are read at the world's scale
+/// ([`crate::scale::NODE_REDLOCK_RETRY_DELAY`], [`crate::scale::NODE_REDLOCK_RETRY_JITTER`]:
+/// the pause is drawn in real milliseconds, 100-300, and then scaled, to 1-2 ms at the
+/// catalog's 200 ms lease, which stands for 30 s); the drift's `+ 2` ms is Redis's
+/// expiry precision and is kept real ([`crate::scale::REDLOCK_DRIFT_PRECISION`]); the
+/// drift factor is a share of the duration. What `acquire` / `_execute` /
+/// `_attemptOperation` do:
 ///
 /// - `value = randomBytes(16).toString("hex")` (here [`crate::Entropy::owner_value`]),
 ///   and **`start = Date.now()`**, the wall clock, read once before the first attempt
@@ -49,8 +58,10 @@ static RELEASE: LazyLock<redis::Script> =
 ///   (`now() + (expiration - Date.now())`, in the past if it already passed).
 ///
 /// [`Wait::TryOnce`] is `retryCount: 0`. [`Wait::Retry`] (node-redlock has no time
-/// budget, only a count) is the `retryCount` that spends the budget in `retryDelay`s:
-/// `budget / retryDelay`.
+/// budget, only a count) is the `retryCount` that spends the budget in `retryDelay`s at
+/// the world's scale: `budget / retryDelay` (so a lock is returned expired only when the
+/// retrying outlasts the duration, as at real scale: retries of 200 ms against
+/// durations of seconds).
 ///
 /// `release`: `RELEASE_SCRIPT` (delete each key holding `value`, return the count)
 /// through the same `_execute`, **with the default retries**: a release that finds no
@@ -94,19 +105,31 @@ impl NodeRedlock {
     pub const DRIFT_FACTOR: f64 = 0.01;
     /// `defaultSettings.retryCount`.
     pub const RETRY_COUNT: u64 = 10;
-    /// `defaultSettings.retryDelay`, ms.
-    pub const RETRY_DELAY_MS: u64 = 200;
-    /// `defaultSettings.retryJitter`, ms.
-    pub const RETRY_JITTER_MS: u64 = 100;
 
     /// node-redlock 5.0.0-beta.2 over `deps.servers`.
     pub fn new(deps: Deps) -> Self {
         Self { deps }
     }
 
-    /// `Math.round(driftFactor * duration) + 2`, ms.
+    /// `Math.round(driftFactor * duration) + 2`, ms: the `+ 2` (Redis's expiry
+    /// precision) is kept real at every scale.
     pub fn drift_ms(duration_ms: u64) -> u64 {
-        (Self::DRIFT_FACTOR * duration_ms as f64).round() as u64 + 2
+        (Self::DRIFT_FACTOR * duration_ms as f64).round() as u64
+            + TimeScale::REAL.ms_of(&REDLOCK_DRIFT_PRECISION)
+    }
+
+    /// `retryDelay` at the world's scale.
+    pub fn retry_delay(&self) -> Duration {
+        self.deps.scale.of(&NODE_REDLOCK_RETRY_DELAY)
+    }
+
+    /// The longest pause between two attempts, `retryDelay + retryJitter`, at the
+    /// world's scale.
+    pub fn longest_retry_pause(&self) -> Duration {
+        self.deps.scale.of_drawn(
+            &NODE_REDLOCK_RETRY_DELAY,
+            NODE_REDLOCK_RETRY_DELAY.real_ms + NODE_REDLOCK_RETRY_JITTER.real_ms,
+        )
     }
 
     /// `Date.now()`: whole milliseconds of the client's wall clock.
@@ -116,12 +139,15 @@ impl NodeRedlock {
     }
 
     /// `Math.max(0, retryDelay + Math.floor((Math.random() * 2 - 1) * retryJitter))`:
-    /// `Math.random()` drawn in millionths.
+    /// `Math.random()` drawn in millionths, the pause drawn in real milliseconds and
+    /// then put at the world's scale.
     fn retry_pause(&self) -> Duration {
         let random = self.deps.entropy.below(1_000_000) as f64 / 1_000_000.0;
-        let ms = Self::RETRY_DELAY_MS as f64
-            + ((random * 2.0 - 1.0) * Self::RETRY_JITTER_MS as f64).floor();
-        Duration::from_millis(ms.max(0.0) as u64)
+        let ms = NODE_REDLOCK_RETRY_DELAY.real_ms as f64
+            + ((random * 2.0 - 1.0) * NODE_REDLOCK_RETRY_JITTER.real_ms as f64).floor();
+        self.deps
+            .scale
+            .of_drawn(&NODE_REDLOCK_RETRY_DELAY, ms.max(0.0) as u64)
     }
 
     /// `_attemptOperation`: `script` on every client at once, decided at the first
@@ -277,7 +303,7 @@ impl NodeRedlock {
         }
         let retry_count = match options.wait {
             Wait::TryOnce => 0,
-            Wait::Retry { budget_ms, .. } => budget_ms / Self::RETRY_DELAY_MS,
+            Wait::Retry { budget_ms, .. } => budget_ms / self.retry_delay().as_millis() as u64,
         };
         let duration = options.lease_ms;
         let value = self.deps.entropy.owner_value();
@@ -321,6 +347,11 @@ impl LockDesign for NodeRedlock {
 
     async fn acquire(&self, key: &str, options: AcquireOptions) -> Result<Acquire, LockError> {
         Ok(self.acquire_with_expiration(key, options).await?.0)
+    }
+
+    /// A waiter's longest pause between attempts: `retryDelay + retryJitter`.
+    fn retry_horizon(&self) -> Duration {
+        self.longest_retry_pause()
     }
 
     async fn release(&self, guard: &Guard) -> Result<Release, LockError> {

@@ -7,6 +7,7 @@ use tokio::sync::watch;
 
 use super::check_guard;
 use super::node_redlock::NodeRedlock;
+use crate::scale::{NODE_REDLOCK_EXTENSION_MARGIN, NODE_REDLOCK_EXTENSION_THRESHOLD};
 use crate::{Acquire, AcquireOptions, Deps, Guard, LockDesign, LockError, Release};
 
 /// `node-redlock-using`: node-redlock 5.0.0-beta.2's `Redlock.using(resources,
@@ -36,11 +37,15 @@ use crate::{Acquire, AcquireOptions, Deps, Guard, LockDesign, LockError, Release
 /// abort none comes, so a holder past its validity is one the signal told to stop.
 /// The workload does not check it, as many routines do not.
 ///
-/// `automaticExtensionThreshold`: the default 500 ms for a `duration` of 600 ms or
-/// more; below that the default throws, and a caller must pass a smaller threshold:
-/// locksim passes a quarter of the duration (50 ms for the catalog's 200 ms lease). A
-/// duration under 134 ms cannot hold a quarter and 100 ms: refused
-/// ([`LockError::LeaseTooShortForWatchdog`]).
+/// `automaticExtensionThreshold` (500 ms) and the 100 ms margin `using` demands are
+/// read at the world's scale ([`crate::scale::NODE_REDLOCK_EXTENSION_THRESHOLD`],
+/// [`crate::scale::NODE_REDLOCK_EXTENSION_MARGIN`]): at the catalog's 200 ms lease,
+/// which stands for 30 s, the timer fires 3 ms before the expiration, as a real one
+/// fires 500 ms before a 30 s lease ends. Where the duration is under the threshold
+/// plus the margin (a short lease at real scale, where the default throws), a caller
+/// must pass a smaller threshold: locksim passes a quarter of the duration, and a
+/// duration that cannot hold a quarter and the margin (under 134 ms at real scale) is
+/// refused ([`LockError::LeaseTooShortForWatchdog`]).
 ///
 /// Known failures: the extension timer is a task of the holder's process, frozen by a
 /// stop-the-world pause like the holder (past the lease, `extend` finds `expiration`
@@ -65,10 +70,6 @@ struct Extension {
 impl NodeRedlockUsing {
     /// The user-facing name.
     pub const NAME: &'static str = "node-redlock-using";
-    /// `defaultSettings.automaticExtensionThreshold`, ms.
-    pub const AUTOMATIC_EXTENSION_THRESHOLD_MS: u64 = 500;
-    /// The smallest duration `using` accepts with a quarter-duration threshold.
-    pub const MIN_DURATION_MS: u64 = 134;
 
     /// `using` over `deps.servers`.
     pub fn new(deps: Deps) -> Self {
@@ -79,12 +80,25 @@ impl NodeRedlockUsing {
         }
     }
 
-    /// The `automaticExtensionThreshold` used for `duration_ms` (see the type's doc).
-    pub fn threshold_ms(duration_ms: u64) -> u64 {
-        if duration_ms >= Self::AUTOMATIC_EXTENSION_THRESHOLD_MS + 100 {
-            Self::AUTOMATIC_EXTENSION_THRESHOLD_MS
+    /// The `automaticExtensionThreshold` used for `duration_ms` at the world's scale,
+    /// or the error `using` throws (see the type's doc): the default where the
+    /// duration holds it and the margin, else a quarter of the duration.
+    pub fn threshold_ms(&self, duration_ms: u64) -> Result<u64, LockError> {
+        let scale = self.deps.scale;
+        let threshold = scale.ms_of(&NODE_REDLOCK_EXTENSION_THRESHOLD);
+        let margin = scale.ms_of(&NODE_REDLOCK_EXTENSION_MARGIN);
+        // The least duration whose quarter is within the margin: `d / 4 <= d - margin`.
+        let min_ms = (margin * 4).div_ceil(3);
+        // `if (settings.automaticExtensionThreshold > duration - 100) throw`.
+        if duration_ms > margin && threshold <= duration_ms - margin {
+            Ok(threshold)
+        } else if duration_ms >= min_ms {
+            Ok(duration_ms / 4)
         } else {
-            duration_ms / 4
+            Err(LockError::LeaseTooShortForWatchdog {
+                lease_ms: duration_ms,
+                min_ms,
+            })
         }
     }
 
@@ -159,13 +173,7 @@ impl LockDesign for NodeRedlockUsing {
         }
         options.validate()?;
         let duration = options.lease_ms;
-        if duration < Self::MIN_DURATION_MS {
-            return Err(LockError::LeaseTooShortForWatchdog {
-                lease_ms: duration,
-                min_ms: Self::MIN_DURATION_MS,
-            });
-        }
-        let threshold = Self::threshold_ms(duration);
+        let threshold = self.threshold_ms(duration)?;
         let (outcome, expiration) = self.inner.acquire_with_expiration(key, options).await?;
         let (Acquire::Acquired(guard), Some(expiration)) = (outcome, expiration) else {
             return Ok(Acquire::NotAcquired);
@@ -196,6 +204,11 @@ impl LockDesign for NodeRedlockUsing {
             turn,
         )));
         Ok(Acquire::Acquired(guard))
+    }
+
+    /// A waiter's longest pause between attempts: `node-redlock`'s.
+    fn retry_horizon(&self) -> Duration {
+        self.inner.longest_retry_pause()
     }
 
     async fn release(&self, guard: &Guard) -> Result<Release, LockError> {

@@ -41,8 +41,9 @@ enum WaitClock {
 ///   `next_try_at = monotonic() + sleep` and give up if it is past
 ///   `stop_trying_at = monotonic() + blocking_timeout` (read once, before the first
 ///   try); else `time.sleep(sleep)` and try again. `sleep` is the fixed 0.1 s default
-///   ([`RedisPy::SLEEP`]): no backoff and no jitter, so the budget's backoff fields are
-///   unused. [`Wait::TryOnce`] is `blocking=False`: one `SET`.
+///   ([`crate::scale::REDIS_PY_SLEEP`], at the world's scale: 1 ms at the catalog's
+///   200 ms lease, which stands for 30 s): no backoff and no jitter, so the budget's
+///   backoff fields are unused. [`Wait::TryOnce`] is `blocking=False`: one `SET`.
 /// - **release**: `LUA_RELEASE_SCRIPT` (`GET`, compare, `DEL`): `1` is
 ///   [`Release::Removed`]; `0` raises `LockNotOwnedError` in redis-py, "Cannot release
 ///   a lock that's no longer owned", whether the key had expired or was another
@@ -76,9 +77,6 @@ impl RedisPy {
     pub const NAME: &'static str = "redis-py";
     /// The name of the redis-py 3.5.3 variant (wait measured on the wall clock).
     pub const V3_NAME: &'static str = "redis-py-3";
-    /// `Lock.__init__`'s `sleep=0.1`: the pause between tries while blocking.
-    pub const SLEEP: Duration = Duration::from_millis(100);
-
     /// redis-py 5.3.1's `Lock` over `deps.conn`.
     pub fn new(deps: Deps) -> Self {
         Self {
@@ -93,6 +91,12 @@ impl RedisPy {
             deps,
             clock: WaitClock::Wall,
         }
+    }
+
+    /// `Lock.__init__`'s `sleep=0.1`, the pause between tries while blocking, at the
+    /// world's scale.
+    pub fn sleep(&self) -> Duration {
+        self.deps.scale.of(&crate::scale::REDIS_PY_SLEEP)
     }
 
     fn name_of(&self) -> &'static str {
@@ -192,7 +196,7 @@ impl LockDesign for RedisPy {
             return Err(LockError::EmptyKey);
         }
         options.validate()?;
-        let sleep = Self::SLEEP;
+        let sleep = self.sleep();
         let token = self.deps.entropy.owner_value();
         let (blocking, blocking_timeout) = match options.wait {
             Wait::TryOnce => (false, None),
@@ -226,6 +230,11 @@ impl LockDesign for RedisPy {
             // `mod_time.sleep(sleep)`.
             self.deps.clock.sleep(sleep).await;
         }
+    }
+
+    /// A waiter's longest pause between tries: `sleep`.
+    fn retry_horizon(&self) -> Duration {
+        self.sleep()
     }
 
     async fn release(&self, guard: &Guard) -> Result<Release, LockError> {

@@ -8,6 +8,7 @@ use super::check_guard;
 use super::redlock::released;
 use super::reentrant_watchdog::{LOCK, UNLOCK, UNLOCK_MESSAGE};
 use crate::lock::classify;
+use crate::scale::REDISSON_REDLOCK_UNLOCK_POLL;
 use crate::{Acquire, AcquireOptions, Conn, Deps, Guard, LockDesign, LockError, Release, Wait};
 
 /// `redisson-redlock`: Redisson's `RedissonRedLock`, i.e. `RedissonMultiLock.tryLock
@@ -42,10 +43,13 @@ use crate::{Acquire, AcquireOptions, Conn, Deps, Guard, LockDesign, LockError, R
 /// whose key already expired (its per-node lease is twice the wait, not the lease; a
 /// slow node or a pause can outlast it) re-arms nothing, and the client is not told.
 ///
-/// Simplified: a node's `tryLock` polls the held lock every
-/// [`RedissonRedlock::UNLOCK_POLL_MS`] (or after the holder's TTL, if shorter) instead of
-/// subscribing to the node's unlock channel, so it learns of an unlock up to that much
-/// later than Redisson would.
+/// Simplified: a node's `tryLock` polls the held lock every 50 ms at real scale
+/// ([`crate::scale::REDISSON_REDLOCK_UNLOCK_POLL`], scaled with the world: 1 ms at the
+/// catalog's 200 ms lease, which stands for 30 s; or after the holder's TTL, if
+/// shorter) instead of subscribing to the node's unlock channel, so it learns of an
+/// unlock up to that much later than Redisson would. Its other times are the caller's
+/// (the wait budget, and twice it as each node's lease); the command timeouts and
+/// resends are Redisson's connection's, not ported here (see `reentrant-watchdog`).
 pub struct RedissonRedlock {
     deps: Deps,
     /// Redisson's connection-manager id; the owner field is `{id}:1` (one thread).
@@ -66,8 +70,10 @@ impl RedissonRedlock {
     /// The user-facing name.
     pub const NAME: &'static str = "redisson-redlock";
     /// How often a node's `tryLock` looks again at a held lock, standing in for the
-    /// unlock message Redisson would hear on the node's channel.
-    pub const UNLOCK_POLL_MS: u64 = 50;
+    /// unlock message Redisson would hear on the node's channel, at the world's scale.
+    pub fn unlock_poll(&self) -> Duration {
+        self.deps.scale.of(&REDISSON_REDLOCK_UNLOCK_POLL)
+    }
 
     /// A design over `deps.servers`.
     pub fn new(deps: Deps) -> Self {
@@ -125,9 +131,10 @@ impl RedissonRedlock {
             }
             let left = await_ms - spent;
             // Redisson sleeps until the unlock message or the holder's TTL; without the
-            // message, a poll every UNLOCK_POLL_MS stands in for it.
+            // message, a poll every `unlock_poll` stands in for it.
             let ttl = if ttl >= 0 { ttl as u64 } else { left };
-            let pause = ttl.min(Self::UNLOCK_POLL_MS).clamp(1, left);
+            let poll_ms = self.unlock_poll().as_millis() as u64;
+            let pause = ttl.min(poll_ms).clamp(1, left);
             clock.sleep(Duration::from_millis(pause)).await;
         }
     }
@@ -288,6 +295,11 @@ impl LockDesign for RedissonRedlock {
             valid_until: Some(re_expired_at + Duration::from_millis(options.lease_ms)),
             token: None,
         }))
+    }
+
+    /// A waiter's longest pause between looks at a held node lock.
+    fn retry_horizon(&self) -> Duration {
+        self.unlock_poll()
     }
 
     async fn release(&self, guard: &Guard) -> Result<Release, LockError> {

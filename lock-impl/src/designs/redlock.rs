@@ -4,7 +4,12 @@ use async_trait::async_trait;
 
 use super::{COMPARE_AND_DELETE_SCRIPT, check_guard};
 use crate::lock::retry_acquire;
-use crate::{Acquire, AcquireOptions, Attempt, Conn, Deps, Guard, LockDesign, LockError, Release};
+use crate::scale::{
+    REDLOCK_DRIFT_PRECISION, REDLOCK_INSTANCE_TIMEOUT_MAX, REDLOCK_INSTANCE_TIMEOUT_MIN,
+};
+use crate::{
+    Acquire, AcquireOptions, Attempt, Conn, Deps, Guard, LockDesign, LockError, Release, TimeScale,
+};
 
 /// `redlock`: antirez's Redlock, as redis.io's distributed-lock page specifies it, over
 /// `Deps::servers` (N independent masters, 5 in locksim's world; no replication).
@@ -17,11 +22,19 @@ use crate::{Acquire, AcquireOptions, Attempt, Conn, Deps, Guard, LockDesign, Loc
 ///    costs milliseconds, not the lease; a master that does not answer in time counts
 ///    as not acquired;
 /// 3. `elapsed` = clock now − `start`; validity = lease − elapsed − drift, with
-///    drift = lease × 0.01 + 2 ms (the page's clock-drift allowance);
+///    drift = lease × 0.01 + 2 ms (the page's clock-drift allowance; the 1 % is a share
+///    of the lease, the 2 ms Redis's expiry precision, kept real at every scale:
+///    [`crate::scale::REDLOCK_DRIFT_PRECISION`]);
 /// 4. the lock is acquired only with a majority (N/2 + 1) **and** a positive validity;
 ///    the guard's `valid_until` is then `now + validity`;
 /// 5. otherwise unlock on **all** masters (even those that said no: a reply may have
-///    been lost) and retry after a random delay within the wait budget.
+///    been lost) and retry after a random delay within the wait budget (the page gives
+///    no value: the caller's backoff, [`crate::retry_acquire`], already in the world's
+///    time).
+///
+/// The per-master timeout races a master's round trip, not the lease, and no world
+/// scales its network: it is kept real ([`crate::scale::REDLOCK_INSTANCE_TIMEOUT_MIN`],
+/// [`crate::scale::REDLOCK_INSTANCE_TIMEOUT_MAX`]).
 ///
 /// Release runs the compare-and-delete script on every master, each with the same
 /// per-instance timeout, one connection per master.
@@ -72,16 +85,20 @@ impl Redlock {
         self.deps.servers.len() / 2 + 1
     }
 
-    /// The spec's drift allowance: lease × 0.01 + 2 ms.
+    /// The spec's drift allowance: lease × 0.01 + 2 ms (the 2 ms kept real).
     pub fn drift(lease_ms: u64) -> Duration {
-        Duration::from_millis(lease_ms / 100 + 2)
+        Duration::from_millis(lease_ms / 100 + TimeScale::REAL.ms_of(&REDLOCK_DRIFT_PRECISION))
     }
 
     /// How long to wait for one master: a tenth of the lease, between 20 and 50 ms (the
     /// page suggests 5-50 ms for a 10 s lease; 20 ms keeps a busy loopback from
-    /// looking like a dead master).
+    /// looking like a dead master). Both bounds are kept real: they race a round trip.
     pub fn instance_timeout(lease_ms: u64) -> Duration {
-        Duration::from_millis((lease_ms / 10).clamp(20, 50))
+        let (min, max) = (
+            TimeScale::REAL.ms_of(&REDLOCK_INSTANCE_TIMEOUT_MIN),
+            TimeScale::REAL.ms_of(&REDLOCK_INSTANCE_TIMEOUT_MAX),
+        );
+        Duration::from_millis((lease_ms / 10).clamp(min, max))
     }
 
     fn name_of(&self) -> &'static str {
@@ -206,6 +223,12 @@ impl LockDesign for Redlock {
             self.attempt(key, options.lease_ms)
         })
         .await
+    }
+
+    /// A waiter's longest pause between attempts: [`crate::retry_acquire`]'s longest
+    /// backoff with the default options the worlds pass.
+    fn retry_horizon(&self) -> Duration {
+        Duration::from_millis(AcquireOptions::BACKOFF_MAX_MS)
     }
 
     async fn release(&self, guard: &Guard) -> Result<Release, LockError> {

@@ -5,6 +5,7 @@ use async_trait::async_trait;
 use futures_util::future::join_all;
 
 use super::check_guard;
+use crate::scale::{REDSYNC_MAX_RETRY_DELAY, REDSYNC_MIN_RETRY_DELAY};
 use crate::{Acquire, AcquireOptions, Conn, Deps, Guard, LockDesign, LockError, Release, Wait};
 
 /// go-redsync's `deleteScript` (`scripts.go`), verbatim: its SHA-1 is the
@@ -25,8 +26,12 @@ static TOUCH_SETNX: LazyLock<redis::Script> =
 /// `redis/goredis/v9/goredis.go`), Redlock over `Deps::servers` (redsync's pools).
 ///
 /// `NewMutex`'s defaults: `expiry` (here the lease), `tries` 32, `delayFunc`
-/// `rand.Intn(250-50)+50` ms (here from [`crate::Entropy::below`]), `driftFactor`
-/// 0.01, `quorum` `len(pools)/2+1`, `failFast` and `shuffle` off. `lockContext`:
+/// `rand.Intn(250-50)+50` ms (here from [`crate::Entropy::below`], drawn in real
+/// milliseconds and then put at the world's scale: [`crate::scale::REDSYNC_MIN_RETRY_DELAY`],
+/// [`crate::scale::REDSYNC_MAX_RETRY_DELAY`]; 1 ms at the catalog's 200 ms lease, which
+/// stands for 30 s), `driftFactor` 0.01, `quorum` `len(pools)/2+1`, `failFast` and
+/// `shuffle` off. The 32 tries are a count and stay 32 at every scale; the drift factor
+/// and `timeoutFactor` are shares of the expiry and scale with it. `lockContext`:
 ///
 /// - `genValue` once per `Lock` (16 random bytes, base64; here
 ///   [`crate::Entropy::owner_value`]), the same value for every try;
@@ -73,11 +78,6 @@ pub struct Redsync {
     deps: Deps,
 }
 
-/// `minRetryDelayMilliSec`.
-const MIN_RETRY_DELAY_MS: u64 = 50;
-/// `maxRetryDelayMilliSec`.
-const MAX_RETRY_DELAY_MS: u64 = 250;
-
 impl Redsync {
     /// The user-facing name.
     pub const NAME: &'static str = "redsync";
@@ -103,14 +103,15 @@ impl Redsync {
     }
 
     /// `delayFunc`: `rand.Intn(maxRetryDelayMilliSec-minRetryDelayMilliSec) +
-    /// minRetryDelayMilliSec` milliseconds.
+    /// minRetryDelayMilliSec` milliseconds, drawn as redsync draws it and put at the
+    /// world's scale.
     fn delay(&self) -> Duration {
-        Duration::from_millis(
-            self.deps
-                .entropy
-                .below(MAX_RETRY_DELAY_MS - MIN_RETRY_DELAY_MS)
-                + MIN_RETRY_DELAY_MS,
-        )
+        let (min, max) = (
+            REDSYNC_MIN_RETRY_DELAY.real_ms,
+            REDSYNC_MAX_RETRY_DELAY.real_ms,
+        );
+        let drawn = self.deps.entropy.below(max - min) + min;
+        self.deps.scale.of_drawn(&REDSYNC_MIN_RETRY_DELAY, drawn)
     }
 
     /// `until := now.Add(m.expiry - now.Sub(start) - drift)`, if `now.Before(until)`.
@@ -261,6 +262,12 @@ impl LockDesign for Redsync {
             release_all(deps, key, &value).await;
         }
         Ok(Acquire::NotAcquired)
+    }
+
+    /// A waiter's longest pause between tries: `delayFunc`'s upper bound, at the
+    /// world's scale.
+    fn retry_horizon(&self) -> Duration {
+        self.deps.scale.of(&REDSYNC_MAX_RETRY_DELAY)
     }
 
     async fn release(&self, guard: &Guard) -> Result<Release, LockError> {
