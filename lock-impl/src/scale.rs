@@ -309,7 +309,9 @@ pub const NODE_REDLOCK_EXTENSION_THRESHOLD: Constant = Constant {
     source: "node-redlock 5.0.0-beta.2 src/index.ts: \
              defaultSettings.automaticExtensionThreshold = 500",
     real_ms: 500,
-    scaling: Scaling::Scaled,
+    scaling: Scaling::KeptReal {
+        why: "it races an extension's round trip to every master and the timer's own lateness, which no world scales: at 1/150 it would be 3 ms, under a round trip, and every extension would land after the lock expired",
+    },
 };
 
 /// node-redlock `using()`'s least margin between the threshold and the duration: it
@@ -319,7 +321,9 @@ pub const NODE_REDLOCK_EXTENSION_MARGIN: Constant = Constant {
     source: "node-redlock 5.0.0-beta.2 src/index.ts using: \
              automaticExtensionThreshold > duration - 100 throws",
     real_ms: 100,
-    scaling: Scaling::Scaled,
+    scaling: Scaling::KeptReal {
+        why: "it goes with the threshold it bounds, which is kept real",
+    },
 };
 
 /// The spec's per-master timeout, upper bound: "if the auto-release time is 10

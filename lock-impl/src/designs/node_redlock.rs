@@ -58,10 +58,13 @@ static RELEASE: LazyLock<redis::Script> =
 ///   (`now() + (expiration - Date.now())`, in the past if it already passed).
 ///
 /// [`Wait::TryOnce`] is `retryCount: 0`. [`Wait::Retry`] (node-redlock has no time
-/// budget, only a count) is the `retryCount` that spends the budget in `retryDelay`s at
-/// the world's scale: `budget / retryDelay` (so a lock is returned expired only when the
-/// retrying outlasts the duration, as at real scale: retries of 200 ms against
-/// durations of seconds).
+/// budget, only a count) is the `retryCount` that spends the budget: at most
+/// `budget / retryDelay` retries (the delay at the world's scale), and none started
+/// once the budget has passed on the monotonic clock. At real scale an attempt's round
+/// trip is nothing beside a 200 ms delay and the two agree; at the catalog's scale the
+/// delay is a millisecond or two and the unscaled network is not, so the count alone
+/// would wait several budgets. A lock is returned expired only when the retrying
+/// outlasts the duration, as at real scale.
 ///
 /// `release`: `RELEASE_SCRIPT` (delete each key holding `value`, return the count)
 /// through the same `_execute`, **with the default retries**: a release that finds no
@@ -202,20 +205,26 @@ impl NodeRedlock {
     }
 
     /// `_execute`: attempts until a quorum for, `retry_count + 1` in all; the last
-    /// decision.
+    /// decision. With `until` (a wait budget's end on the monotonic clock), no retry
+    /// starts once it has passed: the budget's `retryCount` is the retries that fit in
+    /// it, attempts included (see the module doc).
     async fn execute(
         &self,
         script: &'static redis::Script,
         key: &str,
         args: &[String],
         retry_count: u64,
+        until: Option<Duration>,
     ) -> Decision {
         let max_attempts = retry_count + 1;
         let mut attempts = 0;
         loop {
             let decision = self.attempt_operation(script, key, args).await;
             attempts += 1;
-            if decision.for_quorum || attempts >= max_attempts {
+            if decision.for_quorum
+                || attempts >= max_attempts
+                || until.is_some_and(|u| self.deps.clock.now() >= u)
+            {
                 return decision;
             }
             self.deps.clock.sleep(self.retry_pause()).await;
@@ -271,6 +280,7 @@ impl NodeRedlock {
                 &guard.key,
                 &[guard.owner.clone(), duration_ms.to_string()],
                 Self::RETRY_COUNT,
+                None,
             )
             .await;
         if !decision.for_quorum {
@@ -301,9 +311,12 @@ impl NodeRedlock {
             // redis client."
             return Err(LockError::NoServers);
         }
-        let retry_count = match options.wait {
-            Wait::TryOnce => 0,
-            Wait::Retry { budget_ms, .. } => budget_ms / self.retry_delay().as_millis() as u64,
+        let (retry_count, until) = match options.wait {
+            Wait::TryOnce => (0, None),
+            Wait::Retry { budget_ms, .. } => (
+                budget_ms / self.retry_delay().as_millis().max(1) as u64,
+                Some(self.deps.clock.now() + Duration::from_millis(budget_ms)),
+            ),
         };
         let duration = options.lease_ms;
         let value = self.deps.entropy.owner_value();
@@ -316,11 +329,12 @@ impl NodeRedlock {
                 key,
                 &[value.clone(), duration.to_string()],
                 retry_count,
+                until,
             )
             .await;
         if !decision.for_quorum {
             // Release any partial lock state, one attempt, errors ignored.
-            self.execute(&RELEASE, key, std::slice::from_ref(&value), 0)
+            self.execute(&RELEASE, key, std::slice::from_ref(&value), 0, None)
                 .await;
             return Ok((Acquire::NotAcquired, None));
         }
@@ -362,6 +376,7 @@ impl LockDesign for NodeRedlock {
                 &guard.key,
                 std::slice::from_ref(&guard.owner),
                 Self::RETRY_COUNT,
+                None,
             )
             .await;
         if decision.for_quorum {

@@ -38,14 +38,14 @@ use crate::{Acquire, AcquireOptions, Deps, Guard, LockDesign, LockError, Release
 /// The workload does not check it, as many routines do not.
 ///
 /// `automaticExtensionThreshold` (500 ms) and the 100 ms margin `using` demands are
-/// read at the world's scale ([`crate::scale::NODE_REDLOCK_EXTENSION_THRESHOLD`],
-/// [`crate::scale::NODE_REDLOCK_EXTENSION_MARGIN`]): at the catalog's 200 ms lease,
-/// which stands for 30 s, the timer fires 3 ms before the expiration, as a real one
-/// fires 500 ms before a 30 s lease ends. Where the duration is under the threshold
-/// plus the margin (a short lease at real scale, where the default throws), a caller
-/// must pass a smaller threshold: locksim passes a quarter of the duration, and a
-/// duration that cannot hold a quarter and the margin (under 134 ms at real scale) is
-/// refused ([`LockError::LeaseTooShortForWatchdog`]).
+/// kept real in every world ([`crate::scale::NODE_REDLOCK_EXTENSION_THRESHOLD`],
+/// [`crate::scale::NODE_REDLOCK_EXTENSION_MARGIN`]): the threshold races an
+/// extension's round trip to every master, which no world scales (scaled to the
+/// catalog's 1/150 it would be 3 ms, under a round trip). Where the duration is under
+/// the threshold plus the margin (the catalog's 200 ms lease, where the default
+/// throws), a caller must pass a smaller threshold: locksim passes a quarter of the
+/// duration (50 ms at 200 ms), and a duration that cannot hold a quarter and the margin
+/// (under 134 ms) is refused ([`LockError::LeaseTooShortForWatchdog`]).
 ///
 /// Known failures: the extension timer is a task of the holder's process, frozen by a
 /// stop-the-world pause like the holder (past the lease, `extend` finds `expiration`
