@@ -8,18 +8,35 @@ mod common;
 use scenarios::sweep::{DesignSpec, config};
 use sim::history::EventKind;
 
+/// Two clients: a waiter rarely retries past the 200 ms duration, so its lock comes
+/// back valid and the timer keeps it through ten leases. (With eight clients and
+/// 300 ms waits, a lock won after retrying past its duration comes back expired by its
+/// own account, node-redlock's `start` read once, and `using()` aborts its extension at
+/// once: `long-work` is unsafe in most runs there, as the README's row says.)
 #[test]
 fn the_extension_timer_keeps_a_long_hold_where_node_redlock_loses_it() {
-    common::expect_never_invalid(
-        "node-redlock-using",
-        "long-work",
-        &["mutual-exclusion"],
-        3,
-        0,
+    use scenarios::params::Param;
+    let s = common::scenario("long-work")
+        .with_param(Param::Clients, 2)
+        .expect("clients is a knob of every scenario");
+    let run = |design: &str, seed| {
+        scenarios::sweep::run_seed(&common::design(design), &s, seed, false).expect("run")
+    };
+    for seed in 0..3 {
+        let r = run("node-redlock-using", seed);
+        assert!(
+            r.verdict("mutual-exclusion").is_some_and(|v| v.is_valid()),
+            "node-redlock-using seed {seed}: {:?}",
+            r.verdicts
+        );
+    }
+    assert!(
+        (0..3).any(|seed| run("node-redlock", seed)
+            .verdict("mutual-exclusion")
+            .is_some_and(|v| v.is_invalid())),
+        "plain node-redlock loses a ten-lease hold"
     );
-    common::expect_invalid("node-redlock", "long-work", "mutual-exclusion");
     // The holds were extended: the history records the timer's extensions.
-    let s = common::scenario("long-work");
     let h = sim::world::run(&config(
         &DesignSpec::builtin("node-redlock-using").expect("design"),
         &s,
