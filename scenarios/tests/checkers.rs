@@ -1329,3 +1329,14 @@ fn a_violation_before_the_first_fault_is_the_worlds_doing() {
     let h = late.build();
     assert!(!checkers::broke_before_fault(&h, &checkers::check_all(&h)));
 }
+
+#[test]
+fn a_lock_returned_already_expired_is_never_within_its_validity() {
+    // client-2's acquisition came back with a validity that had already run out (it
+    // retried past its duration): its own validity never overlaps client-1's.
+    let h = B::new()
+        .believed("client-1", 100, 110, "o1", Some(1_000), None)
+        .believed("client-2", 200, 600, "o2", Some(500), None)
+        .build();
+    assert_eq!(checkers::Validity.check(&h), Verdict::Valid);
+}

@@ -277,7 +277,6 @@ fn kept_after_failed_release(
     acquires: &[&OpPair],
 ) -> (usize, Option<Verdict>) {
     let key = h.params.key.as_str();
-    let bound_us = h.params.liveness_bound_ms * 1_000;
     let mut judged = 0;
     for r in pairs.iter().filter(|p| p.f == OpF::Release && p.key == key) {
         let (Some(done), Some(done_us), Some(owner)) = (r.completion, r.completion_us, &r.owner)
@@ -292,29 +291,18 @@ fn kept_after_failed_release(
         if !held_as(h, done, owner) {
             continue;
         }
-        let deadline_us = done_us + bound_us;
-        if h.end_us < deadline_us {
-            continue;
-        }
-        judged += 1;
-        let Some((w, until)) =
-            refused_while_kept(h, acquires, (done, done_us, deadline_us), |_| true, None)
-        else {
+        let Some(stuck) = stuck_after(h, acquires, (done, done_us), vec![r.invoke, done]) else {
             continue;
         };
-        let mut events = vec![r.invoke, done, w.invoke];
-        events.extend(w.completion);
-        events.sort_unstable();
-        events.dedup();
+        judged += 1;
+        let Some((w, until, events)) = stuck else {
+            continue;
+        };
         let how = match model::op_at(h, done).and_then(|op| op.detail.as_deref()) {
             Some(d) => format!(" ({d})"),
             None => String::new(),
         };
-        let outcome = if r.outcome == Phase::Fail {
-            "failed"
-        } else {
-            "ended with an unknown outcome"
-        };
+        let outcome = unsuccessful(r.outcome);
         return (
             judged,
             Some(Verdict::Invalid(Evidence {
@@ -335,6 +323,43 @@ fn kept_after_failed_release(
         );
     }
     (judged, None)
+}
+
+/// What the failed-release and orphan rules ask once a lock stayed on from event
+/// `from` (at `from_us`) with nobody believing they hold it: `None` if the run ended
+/// before the bound after it (not judged); else `Some(None)` if it was freed in time or
+/// nobody was refused, or `Some(Some(..))`: the waiter refused past the bound, how long
+/// the lock stayed, and the events to show (`shown`, then the waiter's).
+fn stuck_after<'a>(
+    h: &History,
+    acquires: &[&'a OpPair],
+    (from, from_us): (usize, u64),
+    mut shown: Vec<usize>,
+) -> Option<Option<(&'a OpPair, String, Vec<usize>)>> {
+    let deadline_us = from_us + h.params.liveness_bound_ms * 1_000;
+    if h.end_us < deadline_us {
+        return None;
+    }
+    Some(
+        refused_while_kept(h, acquires, (from, from_us, deadline_us), |_| true, None).map(
+            |(w, until)| {
+                shown.push(w.invoke);
+                shown.extend(w.completion);
+                shown.sort_unstable();
+                shown.dedup();
+                (w, until, shown)
+            },
+        ),
+    )
+}
+
+/// How an operation that did not succeed ended, for evidence.
+fn unsuccessful(outcome: Phase) -> &'static str {
+    if outcome == Phase::Fail {
+        "failed"
+    } else {
+        "ended with an unknown outcome"
+    }
 }
 
 /// Whether, just before event `at`, some server held the run's key with `value` as its
@@ -369,7 +394,6 @@ fn held_as(h: &History, at: usize, value: &str) -> bool {
 /// judged and the first violation.
 fn orphans(h: &History, pairs: &[OpPair], acquires: &[&OpPair]) -> (usize, Option<Verdict>) {
     let key = h.params.key.as_str();
-    let bound_us = h.params.liveness_bound_ms * 1_000;
     let servers = model::server_hosts(h);
     let reported: std::collections::BTreeSet<&str> = acquires
         .iter()
@@ -412,25 +436,15 @@ fn orphans(h: &History, pairs: &[OpPair], acquires: &[&OpPair]) -> (usize, Optio
         if !held_as(h, from + 1, value) {
             continue;
         }
-        let deadline_us = from_us + bound_us;
-        if h.end_us < deadline_us {
-            continue;
-        }
-        judged += 1;
-        let Some((w, until)) =
-            refused_while_kept(h, acquires, (from, from_us, deadline_us), |_| true, None)
+        let Some(stuck) = stuck_after(h, acquires, (from, from_us), vec![attempt.invoke, i, from])
         else {
             continue;
         };
-        let mut events = vec![attempt.invoke, i, from, w.invoke];
-        events.extend(w.completion);
-        events.sort_unstable();
-        events.dedup();
-        let outcome = if attempt.outcome == Phase::Fail {
-            "failed"
-        } else {
-            "ended with an unknown outcome"
+        judged += 1;
+        let Some((w, until, events)) = stuck else {
+            continue;
         };
+        let outcome = unsuccessful(attempt.outcome);
         return (
             judged,
             Some(Verdict::Invalid(Evidence {

@@ -143,6 +143,11 @@ impl Checker for Validity {
                     continue;
                 }
                 let (a_end, b_end) = (a.end_us(), b.end_us());
+                // A hold whose validity ended before it began (a lock returned already
+                // expired by its own account) was never within it: no overlap.
+                if a_end <= a.hold.start_us || b_end <= b.hold.start_us {
+                    continue;
+                }
                 if b.hold.start_us < a_end && a.hold.start_us < b_end {
                     pairs += 1;
                     if found.is_none() {
