@@ -248,6 +248,18 @@ pub struct MultiUrlBackend {
     pub urls: Vec<String>,
 }
 
+/// Five real `redis-server` processes on loopback (the Redlock world) and a backend
+/// over them; `None` (the test skips) without `redis-server`.
+pub fn five_real_masters() -> Option<(Vec<RealRedis>, MultiUrlBackend)> {
+    let servers = (0..crate::REDLOCK_MASTERS)
+        .map(|_| RealRedis::start())
+        .collect::<Option<Vec<_>>>()?;
+    let backend = MultiUrlBackend {
+        urls: servers.iter().map(RealRedis::url).collect(),
+    };
+    Some((servers, backend))
+}
+
 impl Backend for MultiUrlBackend {
     fn deps(&self) -> Pin<Box<dyn Future<Output = Deps> + Send + '_>> {
         Box::pin(async move {

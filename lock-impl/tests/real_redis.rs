@@ -3,7 +3,7 @@
 
 use std::sync::Arc;
 
-use lock_impl::testing::{Factory, MultiUrlBackend, RealRedis, UrlBackend, run_all};
+use lock_impl::testing::{Factory, RealRedis, UrlBackend, run_all};
 use lock_impl::{AcquireOptions, LockDesign, LockError, designs};
 
 #[allow(dead_code)]
@@ -38,18 +38,6 @@ async fn conformance(name: &'static str) {
     println!("real-redis conformance passed: design={name}");
 }
 
-/// Five real `redis-server` processes on loopback (the Redlock world) and a backend
-/// over them; `None` (the test skips) without `redis-server`.
-fn five_real_masters() -> Option<(Vec<RealRedis>, MultiUrlBackend)> {
-    let servers = (0..lock_impl::REDLOCK_MASTERS)
-        .map(|_| RealRedis::start())
-        .collect::<Option<Vec<_>>>()?;
-    let backend = MultiUrlBackend {
-        urls: servers.iter().map(RealRedis::url).collect(),
-    };
-    Some((servers, backend))
-}
-
 /// The Redlock designs against five real `redis-server` processes on loopback.
 async fn conformance_on_five(name: &'static str) {
     let info = lock_impl::DESIGNS
@@ -57,7 +45,7 @@ async fn conformance_on_five(name: &'static str) {
         .find(|d| d.name == name)
         .expect("built-in");
     assert_eq!(info.masters, lock_impl::REDLOCK_MASTERS);
-    let Some((servers, backend)) = five_real_masters() else {
+    let Some((servers, backend)) = lock_impl::testing::five_real_masters() else {
         return;
     };
     run_all(
@@ -448,7 +436,7 @@ async fn redsync_passes_conformance_on_five_real_masters() {
 /// it (here: deleted behind the client's back), which `touchScript` does not.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn redsync_extend_and_set_nx_on_extend_follow_the_scripts() {
-    let Some((servers, backend)) = five_real_masters() else {
+    let Some((servers, backend)) = lock_impl::testing::five_real_masters() else {
         return;
     };
     let lock = designs::Redsync::new(lock_impl::testing::Backend::deps(&backend).await);
@@ -511,7 +499,7 @@ async fn node_redlock_passes_conformance_on_five_real_masters() {
 /// whose expiration has passed is refused without a command.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn node_redlock_extend_follows_the_script() {
-    let Some((servers, backend)) = five_real_masters() else {
+    let Some((servers, backend)) = lock_impl::testing::five_real_masters() else {
         return;
     };
     let lock = designs::NodeRedlock::new(lock_impl::testing::Backend::deps(&backend).await);
@@ -726,7 +714,7 @@ async fn node_redlock_using_passes_conformance_on_five_real_masters() {
 /// stops the timer and frees it; a lease too short for the threshold is refused.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn node_redlock_using_extends_until_released() {
-    let Some((_servers, backend)) = five_real_masters() else {
+    let Some((_servers, backend)) = lock_impl::testing::five_real_masters() else {
         return;
     };
     let deps = || lock_impl::testing::Backend::deps(&backend);

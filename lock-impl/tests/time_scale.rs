@@ -7,7 +7,7 @@
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use lock_impl::testing::{Backend, MultiUrlBackend, RealRedis, UrlBackend, fresh_key};
+use lock_impl::testing::{Backend, RealRedis, UrlBackend, fresh_key};
 use lock_impl::{
     Acquire, AcquireOptions, Clock, Deps, LockDesign, Release, Sleep, TimeScale, TokioClock,
     designs,
@@ -54,16 +54,6 @@ fn one_server() -> Option<(RealRedis, UrlBackend)> {
     let server = RealRedis::start()?;
     let url = server.url();
     Some((server, UrlBackend { url }))
-}
-
-fn five_servers() -> Option<(Vec<RealRedis>, MultiUrlBackend)> {
-    let servers = (0..lock_impl::REDLOCK_MASTERS)
-        .map(|_| RealRedis::start())
-        .collect::<Option<Vec<_>>>()?;
-    let backend = MultiUrlBackend {
-        urls: servers.iter().map(RealRedis::url).collect(),
-    };
-    Some((servers, backend))
 }
 
 /// A holder takes `key`; a scaled waiter then waits `wait_ms` for it, in vain; the
@@ -128,7 +118,7 @@ async fn redis_py_pauses_its_scaled_sleep_between_tries_in_a_scaled_world() {
 /// redsync's `rand.Intn(250-50)+50` ms is drawn and then scaled: 1 ms at 1/150.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn redsync_pauses_its_scaled_delay_between_tries_in_a_scaled_world() {
-    let Some((_servers, backend)) = five_servers() else {
+    let Some((_servers, backend)) = lock_impl::testing::five_real_masters() else {
         return;
     };
     let holder = designs::Redsync::new(backend.deps().await);
@@ -147,7 +137,7 @@ async fn redsync_pauses_its_scaled_delay_between_tries_in_a_scaled_world() {
 /// a 60 ms budget on real servers makes a handful of tries, not one).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn node_redlock_pauses_its_scaled_retry_delay_in_a_scaled_world() {
-    let Some((_servers, backend)) = five_servers() else {
+    let Some((_servers, backend)) = lock_impl::testing::five_real_masters() else {
         return;
     };
     let holder = designs::NodeRedlock::new(backend.deps().await);
@@ -171,7 +161,7 @@ async fn node_redlock_pauses_its_scaled_retry_delay_in_a_scaled_world() {
 /// 50 ms, as the default would throw there.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn node_redlock_using_keeps_its_real_threshold_in_a_scaled_world() {
-    let Some((_servers, backend)) = five_servers() else {
+    let Some((_servers, backend)) = lock_impl::testing::five_real_masters() else {
         return;
     };
     const LEASE_MS: u64 = 2_000;
@@ -212,7 +202,7 @@ async fn node_redlock_using_keeps_its_real_threshold_in_a_scaled_world() {
 /// at 1/150 (its stand-in for Redisson's unlock message).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn redisson_redlock_polls_a_held_node_at_the_scaled_interval_in_a_scaled_world() {
-    let Some((_servers, backend)) = five_servers() else {
+    let Some((_servers, backend)) = lock_impl::testing::five_real_masters() else {
         return;
     };
     let holder = designs::RedissonRedlock::new(backend.deps().await);
