@@ -565,8 +565,54 @@ pub fn list(extra: &[DesignSpec]) -> ExitCode {
     for c in checkers::all_names() {
         println!("  {c}");
     }
+    print!("{}", unfit_cells_table());
     print!("{}", time_scale_table());
     ExitCode::SUCCESS
+}
+
+/// Why each `.` cell of the matrix does not run: per scenario, the kinds of design it
+/// does not fit (by system, and on Redis by the number of masters they lock on) with
+/// the reason [`Scenario::fit`] gives.
+pub fn unfit_cells_table() -> String {
+    let mut kinds: Vec<(&str, lock_impl::Backend, usize)> = Vec::new();
+    for d in lock_impl::DESIGNS {
+        let label = match (d.backend, d.masters > 1) {
+            (lock_impl::Backend::Redis, true) => "Redlock",
+            (lock_impl::Backend::Redis, false) => "Redis",
+            (b, _) => b.name(),
+        };
+        if !kinds.iter().any(|(l, _, _)| *l == label) {
+            kinds.push((label, d.backend, d.masters));
+        }
+    }
+    let mut out = String::from(
+        "cells that do not run (`.` in the matrix), and why (by the designs' system; Redlock: designs on independent masters):\n",
+    );
+    for s in catalog::catalog() {
+        let mut reasons: Vec<(String, Vec<&str>)> = Vec::new();
+        for (label, backend, masters) in &kinds {
+            let why = match s.missing(*backend) {
+                Some(need) => format!("need {}", need.describe()),
+                None => match s.fit(*backend, *masters) {
+                    Ok(()) => continue,
+                    Err(why) => why,
+                },
+            };
+            match reasons.iter_mut().find(|(w, _)| *w == why) {
+                Some((_, labels)) => labels.push(label),
+                None => reasons.push((why, vec![label])),
+            }
+        }
+        if reasons.is_empty() {
+            continue;
+        }
+        let text: Vec<String> = reasons
+            .into_iter()
+            .map(|(why, labels)| format!("{}: {why}", labels.join(", ")))
+            .collect();
+        out.push_str(&format!("  {:<24} {}\n", s.name, text.join("; ")));
+    }
+    out
 }
 
 /// The one clock scale's constants (`lock_impl::scale`), as `locksim list` prints them:

@@ -12,5 +12,6 @@ pub mod recorder;
 pub mod redis;
 pub mod sentinel;
 pub mod storage;
+pub mod system;
 pub mod world;
 pub mod zk;

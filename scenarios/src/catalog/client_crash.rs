@@ -3,13 +3,15 @@
 use rand::RngExt;
 use sim::faults::{Fault, FaultKind, Target};
 
-use super::{Def, Draw};
+use super::{Def, Draw, FaultClass};
 use crate::checkers::probes;
 
 pub(super) static CLIENT_CRASH: Def = Def {
     name: "client-crash",
     description: "clients crash while holding, acquiring, or owning the key on the server; they restart a second later",
     fault_about: "a client crashed while the server held its lock",
+    class: FaultClass::ClientCrash,
+    needs: &[],
     world: |base| base.clone(),
     quantities: &[],
     plan,

@@ -6,14 +6,17 @@ use rand::RngExt;
 use sim::faults::{Fault, FaultKind, Target};
 use sim::world::Workload;
 
-use super::{Def, Draw};
+use super::{Def, Draw, FaultClass};
 use crate::checkers::clock_probes;
 use crate::params::Param;
+use sim::system::Capability;
 
 pub(super) static CLOCK_JUMP: Def = Def {
     name: "clock-jump",
     description: "the wall clock of the Redis server holding the lock jumps forward by 2-4 leases while the lock is held",
     fault_about: "a server's clock jumped forward past the lease while it held the lock, and the key expired early",
+    class: FaultClass::ServerClock,
+    needs: &[Capability::LockServer],
     world: |base| Workload {
         work_ms: base.lease_ms / 2,
         ..base.clone()
@@ -27,6 +30,8 @@ pub(super) static CLOCK_DRIFT: Def = Def {
     name: "clock-drift",
     description: "every Redis server's clock runs fast by 0-10 % (seed-chosen) for the whole run; critical sections last a whole lease",
     fault_about: "a server's clock ran fast while it granted the lock",
+    class: FaultClass::ServerClock,
+    needs: &[Capability::LockServer],
     // Holders work up to the end of their validity, where a server's fast clock has
     // already expired the key.
     world: |base| Workload {
@@ -42,6 +47,8 @@ pub(super) static CLIENT_CLOCK_STEP: Def = Def {
     name: "client-clock-step",
     description: "the wall clock of a client that is acquiring the lock steps back by 2-4 leases (an NTP step during its wait), five times; critical sections last 1.25 leases",
     fault_about: "a client's wall clock stepped back while it waited for a lock it then got",
+    class: FaultClass::ClientClock,
+    needs: &[],
     // Holders work past the end of their validity (as in `clock-drift`, every lease
     // lock overruns here): `validity` tells a validity misjudged on the wall clock,
     // which runs past the key's expiry, from one that ends before it.
@@ -58,6 +65,8 @@ pub(super) static CLIENT_CLOCKS_APART: Def = Def {
     name: "client-clocks-apart",
     description: "every client's wall clock is off by up to ±1-5 minutes (seed-drawn per client) from the start: hosts without NTP, or NTP that lost its servers; critical sections last half a lease",
     fault_about: "two clients' wall clocks disagreed by more than the lease while they took the lock",
+    class: FaultClass::ClientClock,
+    needs: &[],
     world: |base| Workload {
         work_ms: base.lease_ms / 2,
         ..base.clone()
@@ -79,6 +88,8 @@ pub(super) static CLIENT_CLOCK_SLEW: Def = Def {
     name: "client-clock-slew",
     description: "NTP (chrony, 83,333 ppm) slews the holder's clock back by 0.1-0.2 lease, three times: on Linux the monotonic clock slews too, so its lease timers run 8.3 % slow for seconds; 2 s leases, four careful holders work 0.93 lease and write only with 1/40 lease of validity left",
     fault_about: "a holder's clock ran slow under an NTP slew while it held the lock",
+    class: FaultClass::ClientClock,
+    needs: &[],
     // Careful holders: they work most of the lease, then write only if their validity
     // (on their own clock) still covers the write. On a true clock that is safe; on a
     // clock running 8.3 % slow the validity they see is up to 8.3 % of the lease

@@ -24,7 +24,9 @@
 //! histories there); a `Def` names the one it uses and with what arguments.
 //!
 //! Adding a scenario: a `Def` in its family's module (or a new module), and its line in
-//! [`SCENARIOS`].
+//! [`SCENARIOS`]. Its `needs` say what it asks of a design's system (a lock server to
+//! pause, Sentinel failover, session expiry...: [`sim::system::Capability`]); it runs
+//! every design whose system has them, and no list of scenario names says where.
 //!
 //! A scenario never names a design: the same scenario runs every design, and the
 //! checkers judge only the history.
@@ -57,6 +59,7 @@ use sim::world::{ServerSpec, Workload, sub_seed};
 
 use crate::params::Param;
 use lock_impl::Backend;
+use sim::system::Capability;
 
 pub use profiles::Profile;
 pub use read_write::READ_SHARE;
@@ -120,6 +123,12 @@ pub struct Def {
     pub description: &'static str,
     /// The fault this scenario is about, as its probe checks it.
     pub fault_about: &'static str,
+    /// The family of faults it belongs to (a column of the comparison by system).
+    pub class: FaultClass,
+    /// What it needs from the system a design locks on (its faults' targets and its
+    /// probe): it runs every design whose system has all of it
+    /// ([`sim::system::capabilities`]); nothing for a scenario of client faults.
+    pub needs: &'static [Capability],
     /// Its world: the workload, made from the catalog's base (see [`base`]).
     pub world: fn(&Workload) -> Workload,
     /// The sizes of its faults that `--param` can pin (besides the workload knobs every
@@ -132,6 +141,74 @@ pub struct Def {
     /// Its "the fault happened" probe on a history of its world (with the workload it
     /// ran): a description of the witness, or `None` if the run never saw the fault.
     pub probe: fn(&History, &Workload) -> Option<String>,
+}
+
+/// The families of faults, one column each in the comparison by system (seed 002's
+/// table): what a scenario injects, whatever system it runs on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum FaultClass {
+    /// No fault: contention, long holds, reentrancy, the flash sale.
+    None,
+    /// A client stops the world (a GC pause) while it holds or acquires the lock.
+    ClientPause,
+    /// A client crashes while it holds the lock.
+    ClientCrash,
+    /// A critical section outlasts the lease.
+    SlowWork,
+    /// Replies to a client are delayed.
+    NetworkDelay,
+    /// A client is cut off from its servers (or its connections reset), or servers from
+    /// each other.
+    Partition,
+    /// The lock's server stops for a while.
+    ServerPause,
+    /// The lock's server crashes, and restarts.
+    ServerCrash,
+    /// A primary is lost and another takes its place (Sentinel, an election, a
+    /// promoted replica).
+    Failover,
+    /// A server's clock steps or drifts.
+    ServerClock,
+    /// A client's wall clock steps, slews or disagrees with another's.
+    ClientClock,
+    /// Release notifications are lost.
+    LostNotification,
+}
+
+impl FaultClass {
+    /// Every class, in the comparison's column order.
+    pub const ALL: &[FaultClass] = &[
+        FaultClass::None,
+        FaultClass::ClientPause,
+        FaultClass::ClientCrash,
+        FaultClass::SlowWork,
+        FaultClass::NetworkDelay,
+        FaultClass::Partition,
+        FaultClass::ServerPause,
+        FaultClass::ServerCrash,
+        FaultClass::Failover,
+        FaultClass::ServerClock,
+        FaultClass::ClientClock,
+        FaultClass::LostNotification,
+    ];
+
+    /// Its column heading.
+    pub fn name(self) -> &'static str {
+        match self {
+            FaultClass::None => "no fault",
+            FaultClass::ClientPause => "client pause",
+            FaultClass::ClientCrash => "client crash",
+            FaultClass::SlowWork => "slow work",
+            FaultClass::NetworkDelay => "network delay",
+            FaultClass::Partition => "partition",
+            FaultClass::ServerPause => "server pause",
+            FaultClass::ServerCrash => "server crash/restart",
+            FaultClass::Failover => "failover",
+            FaultClass::ServerClock => "server clock",
+            FaultClass::ClientClock => "client clock",
+            FaultClass::LostNotification => "lost notification",
+        }
+    }
 }
 
 /// What a plan generator draws from: the seed's generator and the bounds the
@@ -192,6 +269,8 @@ pub struct Scenario {
     pub description: &'static str,
     /// The fault this scenario is about, as its probe checks it.
     pub fault_about: &'static str,
+    /// The family of faults it belongs to.
+    pub class: FaultClass,
     /// The workload.
     pub workload: Workload,
     /// A hand-written plan that replaces the seed's (`locksim run --plan FILE`), and
@@ -216,53 +295,6 @@ pub enum Topology {
     /// N independent masters: designs that lock on several masters only.
     Masters(usize),
 }
-
-/// The scenarios a ZooKeeper design runs in: the client faults, which mean the same
-/// against a ZooKeeper server as against one Redis master, and the `zk-*` scenarios.
-/// The Redis-only ones (replication, Sentinel, Redlock, pub/sub, server faults and
-/// clocks, whose targets and probes read a Redis server's record) do not apply.
-pub const ZOOKEEPER_SCENARIOS: &[&str] = &[
-    "no-faults",
-    "client-crash",
-    "gc-pause",
-    "slow-work",
-    "network-delay",
-    "long-work",
-    "zk-session-expiry",
-    "zk-leader-crash",
-    "zk-follower-stale",
-];
-
-/// The scenarios a MySQL design runs in: the client faults, as for ZooKeeper, clients
-/// whose wall clocks disagree (an expiry column is a client's timestamp), and the
-/// `mysql-*` scenarios.
-pub const MYSQL_SCENARIOS: &[&str] = &[
-    "no-faults",
-    "client-crash",
-    "gc-pause",
-    "slow-work",
-    "network-delay",
-    "long-work",
-    "mysql-connection-drop",
-    "mysql-wait-timeout",
-    "client-clocks-apart",
-    "mysql-failover",
-    "mysql-restart",
-    "mysql-restart-flush-2",
-];
-
-/// The scenarios a MongoDB design runs in: the client faults, as for MySQL, and the
-/// `mongo-*` scenarios.
-pub const MONGO_SCENARIOS: &[&str] = &[
-    "no-faults",
-    "client-crash",
-    "gc-pause",
-    "slow-work",
-    "network-delay",
-    "long-work",
-    "mongo-failover",
-    "mongo-partition",
-];
 
 /// The workload every scenario's world starts from.
 pub fn base() -> Workload {
@@ -310,6 +342,7 @@ impl Scenario {
             name: def.name,
             description: def.description,
             fault_about: def.fault_about,
+            class: def.class,
             workload: (def.world)(base),
             fixed_plan: None,
             def,
@@ -359,25 +392,43 @@ impl Scenario {
     }
 
     /// Whether a design on `backend` that locks on `masters` independent Redis masters
-    /// runs here (a ZooKeeper design runs only in the scenarios of
-    /// [`ZOOKEEPER_SCENARIOS`], a MySQL design only in those of [`MYSQL_SCENARIOS`]).
+    /// runs here: see [`Scenario::fit`].
     pub fn applies_to(&self, backend: Backend, masters: usize) -> bool {
-        match backend {
-            Backend::ZooKeeper => return ZOOKEEPER_SCENARIOS.contains(&self.name),
-            Backend::MySql => return MYSQL_SCENARIOS.contains(&self.name),
-            Backend::MongoDb => return MONGO_SCENARIOS.contains(&self.name),
-            Backend::Redis => {}
+        self.fit(backend, masters).is_ok()
+    }
+
+    /// The first capability this scenario needs that the system behind `backend` lacks.
+    pub fn missing(&self, backend: Backend) -> Option<Capability> {
+        sim::system::missing(backend, self.def.needs)
+    }
+
+    /// Whether a design on `backend` that locks on `masters` independent Redis masters
+    /// runs here, or why not (the `.` of a matrix cell): the scenario's
+    /// [`Def::needs`] against what the design's system has
+    /// ([`sim::system::capabilities`]), then, on Redis, the world's shape against the
+    /// design's masters (Redlock runs over independent masters only, a single-master
+    /// design never there).
+    pub fn fit(&self, backend: Backend, masters: usize) -> Result<(), String> {
+        if let Some(missing) = self.missing(backend) {
+            return Err(format!(
+                "needs {}, which {} does not have",
+                missing.describe(),
+                backend.name()
+            ));
         }
-        if self.name.starts_with("zk-")
-            || self.name.starts_with("mysql-")
-            || self.name.starts_with("mongo-")
-        {
-            return false;
+        if backend != Backend::Redis {
+            return Ok(());
         }
         match self.topology() {
-            Topology::SingleMaster => true,
-            Topology::Replicated => masters <= 1,
-            Topology::Masters(_) => masters > 1,
+            Topology::SingleMaster => Ok(()),
+            Topology::Replicated if masters <= 1 => Ok(()),
+            Topology::Replicated => Err(format!(
+                "its world is one master with replicas; the design locks on {masters} independent masters"
+            )),
+            Topology::Masters(_) if masters > 1 => Ok(()),
+            Topology::Masters(n) => Err(format!(
+                "its world is {n} independent masters (Redlock); the design locks on one"
+            )),
         }
     }
 

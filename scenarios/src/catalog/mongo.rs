@@ -6,14 +6,17 @@ use rand::RngExt;
 use sim::faults::{Fault, FaultKind, Target};
 use sim::world::{MongoSpec, Workload};
 
-use super::{Def, Draw};
+use super::{Def, Draw, FaultClass};
 use crate::checkers::mongo_probes;
 use crate::params::Param;
+use sim::system::Capability;
 
 pub(super) static MONGO_FAILOVER: Def = Def {
     name: "mongo-failover",
     description: "a three-member replica set whose secondaries (mongo-2, mongo-3) receive everything 5-20 ms late; the primary (mongo-1) crashes right after applying a lock write no secondary has yet; a secondary is elected (election timeout 1 s; 10 s under --profile mongodb), and the old primary, restarted 3-4 election timeouts later, rejoins and rolls the write back",
     fault_about: "the primary crashed holding a lock write no other member had, another member was elected without it, and the old primary rolled it back when it rejoined",
+    class: FaultClass::Failover,
+    needs: &[Capability::ElectionRollback],
     world: mongo_world,
     quantities: &[Param::LagMs],
     plan: failover,
@@ -24,6 +27,8 @@ pub(super) static MONGO_PARTITION: Def = Def {
     name: "mongo-partition",
     description: "mongo-failover's world, but the primary is cut off from every other host (members and clients) right after applying a lock write no secondary has, for 3-4 election timeouts (3-4 s): it steps down when it hears from no majority, a secondary is elected, and at the heal the old primary rolls the write back",
     fault_about: "the primary was cut off holding a lock write no other member had, another member was elected without it, and the old primary rolled it back when the partition healed",
+    class: FaultClass::Failover,
+    needs: &[Capability::ElectionRollback],
     world: mongo_world,
     quantities: &[Param::LagMs],
     plan: partition,

@@ -9,9 +9,10 @@ use rand::RngExt;
 use sim::faults::{Fault, FaultKind, Target};
 use sim::world::{MySqlReplicaSpec, MySqlSpec, Workload};
 
-use super::{Def, Draw};
+use super::{Def, Draw, FaultClass};
 use crate::checkers::probes;
 use lock_impl::scale::MARIADB_START;
+use sim::system::Capability;
 
 /// A world of one MySQL server (`mysql-1`, the MariaDB 10.11 model) and no Redis
 /// server, at the failover world's scale: an 8 s lease (4/15 of real time) and
@@ -46,6 +47,8 @@ pub(super) static MYSQL_CONNECTION_DROP: Def = Def {
     name: "mysql-connection-drop",
     description: "the holder's connections to the MySQL server are reset (a proxy, a firewall, a pool recycling them) four times while it works a 3 s critical section inside its 8 s lease",
     fault_about: "the server ended the holder's connection (and with it whatever the connection held: a GET_LOCK) while the holder believed it held the lock",
+    class: FaultClass::Partition,
+    needs: &[Capability::ConnectionLocks],
     world: mysql_world,
     quantities: &[],
     plan: holder_resets,
@@ -92,6 +95,8 @@ pub(super) static MYSQL_WAIT_TIMEOUT: Def = Def {
     name: "mysql-wait-timeout",
     description: "the server's wait_timeout is 1 s; the holder of a 0.5 s critical section stops the world for 1.2-2 s (inside its 8 s lease) while it holds the lock, so its connection sits idle past the timeout",
     fault_about: "the server closed the paused holder's idle connection (and with it whatever the connection held: a GET_LOCK) while the holder believed it held the lock",
+    class: FaultClass::ClientPause,
+    needs: &[Capability::ConnectionLocks],
     world: mysql_wait_timeout_world,
     quantities: &[Param::PauseMs],
     plan: holder_long_pauses,
@@ -140,6 +145,8 @@ pub(super) static MYSQL_FAILOVER: Def = Def {
     name: "mysql-failover",
     description: "a primary with an asynchronous replica 10 ms behind; the primary crashes right after committing a lock write the replica has not received, and the orchestrator promotes the replica and re-points the clients after 1 s",
     fault_about: "the primary crashed holding a lock its replica did not have (a row write not yet received, or a connection's GET_LOCK or row lock, which is never replicated), and the replica was promoted without it",
+    class: FaultClass::Failover,
+    needs: &[Capability::AsyncReplicaPromotion],
     world: mysql_replicated_world,
     quantities: &[],
     plan: primary_crash,
@@ -185,6 +192,8 @@ pub(super) static MYSQL_RESTART: Def = Def {
     name: "mysql-restart",
     description: "the MySQL server's machine crashes right after it granted a lock and is back after a MariaDB start (86-344 ms real, at the world's scale: restart-ms); innodb_flush_log_at_trx_commit=1 (the default: the redo log is flushed at every commit)",
     fault_about: "the MySQL server crashed while a lock was held and recovered",
+    class: FaultClass::ServerCrash,
+    needs: &[Capability::RedoLogRecovery],
     world: |base| mysql_restart_world(base, 1),
     quantities: &[Param::RestartMs],
     plan: machine_crash_after_a_grant,
@@ -195,6 +204,8 @@ pub(super) static MYSQL_RESTART_FLUSH_2: Def = Def {
     name: "mysql-restart-flush-2",
     description: "mysql-restart with innodb_flush_log_at_trx_commit=2: the redo log is written to the OS at commit and flushed once a second, so the machine crash loses the last second's commits",
     fault_about: "the MySQL server crashed while a lock was held and recovered",
+    class: FaultClass::ServerCrash,
+    needs: &[Capability::RedoLogRecovery],
     world: |base| mysql_restart_world(base, 2),
     quantities: &[Param::RestartMs],
     plan: machine_crash_after_a_grant,

@@ -4,13 +4,16 @@
 use sim::faults::{Fault, FaultKind, Target};
 use sim::world::Workload;
 
-use super::{Def, Draw};
+use super::{Def, Draw, FaultClass};
 use crate::params::Param;
+use sim::system::Capability;
 
 pub(super) static NETWORK_DELAY: Def = Def {
     name: "network-delay",
     description: "replies to an acquiring client are delayed beyond the lease",
     fault_about: "the server granted the lock while replies to the acquirer were delayed, and the reply came late or never",
+    class: FaultClass::NetworkDelay,
+    needs: &[],
     // A response timeout a real service would use, between the lease and the longest
     // delay (1.1-1.5 leases): some replies arrive late, others time out and leave the
     // acquire's outcome unknown (`info`).
@@ -27,6 +30,8 @@ pub(super) static PARTITION: Def = Def {
     name: "partition",
     description: "the holder is cut off from Redis for 2-8 leases, then the network heals",
     fault_about: "a holder was partitioned from the servers for longer than the lease",
+    class: FaultClass::Partition,
+    needs: &[Capability::LockServer],
     // The base's response timeout (2.5 leases) lies between the shortest and the
     // longest partition: some commands come back late when the network heals, others
     // time out.

@@ -4,7 +4,7 @@
 use sim::faults::Fault;
 use sim::world::Workload;
 
-use super::{Def, Draw};
+use super::{Def, Draw, FaultClass};
 use crate::checkers::probes;
 
 /// The plan of a scenario without faults.
@@ -16,6 +16,8 @@ pub(super) static NO_FAULTS: Def = Def {
     name: "no-faults",
     description: "eight clients contend for one lock; nothing goes wrong",
     fault_about: "none (the lock must be contended)",
+    class: FaultClass::None,
+    needs: &[],
     // Short runs: the suite sweeps 200 seeds of every design; two simulated seconds
     // still hold the lock about sixty times per run.
     world: |base| Workload {
@@ -32,6 +34,8 @@ pub(super) static LONG_WORK: Def = Def {
     name: "long-work",
     description: "every critical section lasts ten leases; no faults (a watchdog must keep the lock)",
     fault_about: "a hold outlasted the lease",
+    class: FaultClass::None,
+    needs: &[],
     world: |base| Workload {
         work_ms: base.lease_ms * 10,
         duration_ms: 8_000,
@@ -47,6 +51,8 @@ pub(super) static REENTRANCY: Def = Def {
     name: "reentrancy",
     description: "each round acquires the lock three times, nested, then releases three times",
     fault_about: "a nested acquisition by the holder succeeded",
+    class: FaultClass::None,
+    needs: &[],
     world: |base| Workload {
         reentrant_depth: 3,
         ..base.clone()
@@ -60,6 +66,8 @@ pub(super) static FLASH_SALE: Def = Def {
     name: "flash-sale",
     description: "seed 000's flash sale: 100 buyers each try once for the lock on one product (lease 10 s, stock 100), again and again; nothing goes wrong",
     fault_about: "none (the lock must be contended)",
+    class: FaultClass::None,
+    needs: &[],
     // The world whose cost is its hosts: a hundred clients, most of them thinking at
     // any moment. The seed's numbers: `kill:123`, a 10 s lease, `setIfAbsent` once (no
     // waiting), stock 100. Each purchase takes one unit (the seed's random 1..9

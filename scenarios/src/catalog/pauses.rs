@@ -5,7 +5,7 @@
 use sim::faults::{Fault, FaultKind, Target};
 use sim::world::Workload;
 
-use super::{Def, Draw};
+use super::{Def, Draw, FaultClass};
 use crate::checkers::{clock_probes, probes};
 use crate::params::Param;
 
@@ -13,6 +13,8 @@ pub(super) static GC_PAUSE: Def = Def {
     name: "gc-pause",
     description: "the holder stops the world for 2-4 leases (a GC pause)",
     fault_about: "a pause began during a hold and outlasted the lease",
+    class: FaultClass::ClientPause,
+    needs: &[],
     world: |base| base.clone(),
     quantities: &[Param::PauseMs],
     plan: holder_pauses,
@@ -23,6 +25,8 @@ pub(super) static GC_PAUSE_PLAIN_STORAGE: Def = Def {
     name: "gc-pause-plain-storage",
     description: "gc-pause, with a storage that does not check fencing tokens: the lock's tokens alone protect nothing",
     fault_about: "a pause began during a hold and outlasted the lease",
+    class: FaultClass::ClientPause,
+    needs: &[],
     // Every other scenario writes through a fencing storage, which enforces what
     // token-order checks; here only the lock's own promise stands between a stale
     // holder and the data.
@@ -39,6 +43,8 @@ pub(super) static ACQUIRE_PAUSE: Def = Def {
     name: "acquire-pause",
     description: "a client stops the world for 2-4 leases in the middle of an acquisition a server has already granted",
     fault_about: "a pause longer than the lease fell inside an acquisition that completed after it",
+    class: FaultClass::ClientPause,
+    needs: &[],
     world: |base| base.clone(),
     quantities: &[Param::PauseMs],
     plan: acquire_pauses,

@@ -8,7 +8,7 @@ use rand::RngExt;
 use sim::faults::{Fault, FaultKind, Target};
 use sim::world::Workload;
 
-use super::{Def, Draw};
+use super::{Def, Draw, FaultClass};
 use crate::checkers::probes;
 use crate::params::Param;
 
@@ -124,6 +124,8 @@ pub(super) static RENEWAL_BLIP: Def = Def {
     name: "renewal-blip",
     description: "Redisson's time scale (30 s lease, renewal every 10 s, 3 s reply timeout), three clients; every critical section lasts 70 s, so a watchdog must renew it; the holder is cut off from the servers once or twice for 4-8 s (longer than a reply timeout, a fraction of the 20 s its lease still has)",
     fault_about: "a holder was cut off from the servers for less time than its lease still had, while it held the lock",
+    class: FaultClass::Partition,
+    needs: &[],
     // Three clients for under three minutes: enough for the cut to land in a hold and a
     // waiter to take the lapsed lock; Redlock's waiters poll every master all along.
     world: |_| Workload {

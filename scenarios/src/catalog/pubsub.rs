@@ -3,13 +3,16 @@
 use sim::faults::{Fault, FaultKind};
 use sim::world::Workload;
 
-use super::{Def, Draw};
+use super::{Def, Draw, FaultClass};
 use crate::checkers::probes;
+use sim::system::Capability;
 
 pub(super) static UNLOCK_MESSAGE_LOST: Def = Def {
     name: "unlock-message-lost",
     description: "the server drops pub/sub messages: waiters never hear the unlock and must fall back on the TTL",
     fault_about: "a release freed the lock while messages were dropped and a waiter waited",
+    class: FaultClass::LostNotification,
+    needs: &[Capability::Notifications],
     // A wait budget far beyond the bound, so only the TTL fallback can rescue a waiter
     // whose unlock message was lost.
     world: |base| Workload {

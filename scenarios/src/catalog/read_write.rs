@@ -7,7 +7,7 @@
 use sim::faults::{Fault, FaultKind, Target};
 use sim::world::Workload;
 
-use super::{Def, Draw};
+use super::{Def, Draw, FaultClass};
 use crate::checkers::probes;
 use crate::params::Param;
 
@@ -18,6 +18,8 @@ pub(super) static READ_WRITE: Def = Def {
     name: "read-write",
     description: "a read/write mix (70 % of rounds take the read lock and only read); a writer stops the world for 2-4 leases just before its write",
     fault_about: "a pause began during a hold and outlasted the lease",
+    class: FaultClass::ClientPause,
+    needs: &[],
     // A design with one, exclusive, mode refuses the read rounds (recorded as failed
     // acquisitions) and runs the write rounds as everywhere else.
     world: |base| Workload {
@@ -33,6 +35,8 @@ pub(super) static READ_WRITE_CONTENTION: Def = Def {
     name: "read-write-contention",
     description: "a read/write mix (70 % of rounds take the read lock and only read), every hold 40 ms and clients back within 5 ms: readers overlap and writers meet them; nothing goes wrong",
     fault_about: "none (readers shared the lock and a writer asked for it while one read)",
+    class: FaultClass::None,
+    needs: &[],
     // Holds twice as long as the catalog's critical section, and clients come back
     // within 5 ms: at most moments some reader holds the lock, so every bug that
     // lets a writer in beside a reader, or a reader beside a writer, has its chance
@@ -54,6 +58,8 @@ pub(super) static READ_WRITE_LONG_WORK: Def = Def {
     name: "read-write-long-work",
     description: "the read/write mix (70 % read) with every hold three leases long and waits of up to ten leases; nothing goes wrong (a read-write lock's watchdog must keep readers' and writers' holds)",
     fault_about: "none (a read hold outlasted the lease, readers shared the lock and a writer asked for it while one read)",
+    class: FaultClass::None,
+    needs: &[],
     // `long-work` for a read-write lock: every hold lives on its renewals, readers'
     // included, and a writer waits long enough to see readers leave.
     world: |base| Workload {

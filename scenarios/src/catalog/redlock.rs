@@ -8,10 +8,11 @@ use sim::faults::{Fault, FaultKind, Target};
 use sim::redis::persistence::{Fsync, Persistence};
 use sim::world::{ServerSpec, Workload};
 
-use super::{Def, Draw};
+use super::{Def, Draw, FaultClass};
 use crate::checkers::{clock_probes, probes};
 use crate::params::Param;
 use lock_impl::scale::{REDIS_START, SYSTEMD_RESTART_SEC};
+use sim::system::Capability;
 
 /// The client the Redlock scenarios single out: it reaches only a bare majority of the
 /// masters (`redis-1` … `redis-3`), as in Kleppmann's example.
@@ -21,6 +22,8 @@ pub(super) static REDLOCK_CLOCK_JUMP: Def = Def {
     name: "redlock-clock-jump",
     description: "five masters; client-1 reaches only redis-1..3; while it holds the lock, a node of its majority jumps forward 2-4 leases (Kleppmann's clock jump)",
     fault_about: "a node of the holder's majority jumped forward past the lease and expired the key early",
+    class: FaultClass::ServerClock,
+    needs: &[Capability::IndependentMasters],
     world: |base| masters(base, Persistence::None),
     quantities: &[Param::JumpMs],
     plan: |d| bare_majority(d, Hit::ClockJump),
@@ -31,6 +34,8 @@ pub(super) static REDLOCK_RESTART: Def = Def {
     name: "redlock-restart",
     description: "five masters; client-1 reaches only redis-1..3; while it holds the lock, a node of its majority crashes and is back as systemd restarts it (100 ms RestartSec and a Redis start, at the world's scale: restart-ms), without persistence",
     fault_about: "a node of the holder's majority restarted without the lock",
+    class: FaultClass::ServerCrash,
+    needs: &[Capability::IndependentMasters],
     world: |base| masters(base, Persistence::None),
     quantities: &[Param::RestartMs],
     plan: |d| bare_majority(d, Hit::Restart),
@@ -41,6 +46,8 @@ pub(super) static REDLOCK_RESTART_AOF: Def = Def {
     name: "redlock-restart-aof",
     description: "redlock-restart with appendonly yes, appendfsync always: the node's machine crashes and is back after a Redis start (at the world's scale: restart-ms)",
     fault_about: "a node of the holder's majority crashed holding the lock and restarted",
+    class: FaultClass::ServerCrash,
+    needs: &[Capability::IndependentMasters, Capability::AppendOnlyFile],
     world: |base| {
         masters(
             base,
@@ -58,6 +65,8 @@ pub(super) static REDLOCK_RESTART_DELAYED: Def = Def {
     name: "redlock-restart-delayed",
     description: "redlock-restart, but the node stays down at least a lease before restarting (antirez's delayed restart)",
     fault_about: "a node of the holder's majority crashed holding the lock and stayed down at least a lease",
+    class: FaultClass::ServerCrash,
+    needs: &[Capability::IndependentMasters],
     world: |base| masters(base, Persistence::None),
     quantities: &[Param::RestartMs],
     plan: |d| bare_majority(d, Hit::DelayedRestart),
@@ -68,6 +77,8 @@ pub(super) static REDLOCK_GC_PAUSE: Def = Def {
     name: "redlock-gc-pause",
     description: "five masters; clients check their validity before writing, and the holder stops the world for 2-4 leases right after the check",
     fault_about: "a pause began during a hold and outlasted the lease",
+    class: FaultClass::ClientPause,
+    needs: &[Capability::IndependentMasters],
     world: |base| Workload {
         check_validity_ms: Some(1),
         ..masters(base, Persistence::None)

@@ -6,13 +6,16 @@ use rand::RngExt;
 use sim::faults::{Fault, FaultKind, Target};
 use sim::world::{SentinelSpec, ServerSpec, Workload};
 
-use super::{Def, Draw};
+use super::{Def, Draw, FaultClass};
 use crate::params::Param;
+use sim::system::Capability;
 
 pub(super) static FAILOVER: Def = Def {
     name: "failover",
     description: "one master, one replica lagging 5-20 ms, three Sentinels: the master crashes right after granting a lock its replica has not received; Sentinel promotes the replica",
     fault_about: "the master crashed holding a lock write no replica had, and a replica without it was promoted",
+    class: FaultClass::Failover,
+    needs: &[Capability::SentinelFailover],
     world: |base| replicated(base, 1, 0),
     quantities: &[Param::LagMs],
     plan: failover,
@@ -23,6 +26,8 @@ pub(super) static FAILOVER_WAIT: Def = Def {
     name: "failover-wait",
     description: "two replicas, one cut off from the master from the start (so WAIT counts one); just after a grant the master and the replica that acknowledged it are cut off from everyone else, and the one that never synced is promoted",
     fault_about: "the master was lost holding the lock and a replica without it was promoted",
+    class: FaultClass::Failover,
+    needs: &[Capability::SentinelFailover],
     world: |base| replicated(base, 2, 0),
     quantities: &[],
     plan: failover_wait,
@@ -33,6 +38,8 @@ pub(super) static SPLIT_BRAIN: Def = Def {
     name: "split-brain",
     description: "the master and the holder are cut off from the Sentinels, the replica and the other clients; the majority promotes the replica and both sides grant the lock",
     fault_about: "the master was partitioned away and another server was promoted while the old one still accepted lock writes",
+    class: FaultClass::Failover,
+    needs: &[Capability::SentinelFailover],
     world: |base| Workload {
         duration_ms: 9_000,
         ..replicated(base, 1, 0)
@@ -46,6 +53,8 @@ pub(super) static SPLIT_BRAIN_MIN_REPLICAS: Def = Def {
     name: "split-brain-min-replicas",
     description: "split-brain with min-replicas-to-write 1 (max lag 3 s) on every server, as one config file sets it: the old master refuses writes once its replica's acknowledgement is older than the lag bound, and the promoted replica, with no replica of its own, refuses them too",
     fault_about: "the master was partitioned away and another server was promoted",
+    class: FaultClass::Failover,
+    needs: &[Capability::SentinelFailover],
     world: |base| Workload {
         duration_ms: 9_000,
         ..replicated(base, 1, 1)

@@ -5,14 +5,17 @@
 
 use sim::world::Workload;
 
-use super::{Def, pauses};
+use super::{Def, FaultClass, pauses};
 use crate::checkers::probes;
 use crate::params::Param;
+use sim::system::Capability;
 
 pub(super) static SEGMENTED_STOCK: Def = Def {
     name: "segmented-stock",
     description: "seed 004's segmented stock: 500 units in 5 segments, each under its own lock key; a buyer picks a segment and sells one unit if it has any; holders stop the world for 2-4 leases",
     fault_about: "a pause began during a hold of a segment's lock and outlasted the lease",
+    class: FaultClass::ClientPause,
+    needs: &[Capability::ManyKeys],
     // The seed spreads an inventory of 2,000 over five segments; ten buyers sell about
     // 600 units in the run's five seconds, so the stock here is 500 (100 a segment):
     // segments sell out during the run, and a lost update in a sold-out segment is

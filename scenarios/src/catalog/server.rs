@@ -5,14 +5,17 @@ use sim::faults::{Fault, FaultKind, Target};
 use sim::redis::persistence::{Fsync, Persistence};
 use sim::world::{ServerSpec, Workload};
 
-use super::{Def, Draw};
+use super::{Def, Draw, FaultClass};
 use crate::params::Param;
 use lock_impl::scale::{REDIS_START, SYSTEMD_RESTART_SEC};
+use sim::system::Capability;
 
 pub(super) static SERVER_RESTART: Def = Def {
     name: "server-restart",
     description: "the Redis server crashes while a lock is held and is back as systemd restarts it (100 ms RestartSec and its start, at the world's scale: restart-ms), without persistence",
     fault_about: "a server restarted without the lock key its record held",
+    class: FaultClass::ServerCrash,
+    needs: &[Capability::LockServer],
     world: half_lease_work,
     quantities: &[Param::RestartMs],
     plan: |d| restarts(d, Restart::AtOnce),
@@ -23,6 +26,8 @@ pub(super) static SERVER_RESTART_AOF: Def = Def {
     name: "server-restart-aof",
     description: "the Redis server's machine crashes while a lock is held and is back after a Redis start (at the world's scale: restart-ms); appendonly yes, appendfsync always",
     fault_about: "a server crashed holding the lock and restarted",
+    class: FaultClass::ServerCrash,
+    needs: &[Capability::AppendOnlyFile],
     world: |base| Workload {
         servers: vec![ServerSpec {
             persistence: Persistence::Aof {
@@ -41,6 +46,8 @@ pub(super) static SERVER_RESTART_DELAYED: Def = Def {
     name: "server-restart-delayed",
     description: "the Redis server crashes while a lock is held and stays down at least a lease before restarting (antirez's delayed restart)",
     fault_about: "a server crashed holding the lock and stayed down at least a lease",
+    class: FaultClass::ServerCrash,
+    needs: &[Capability::LockServer],
     world: half_lease_work,
     quantities: &[Param::RestartMs],
     plan: |d| restarts(d, Restart::Delayed),
@@ -51,6 +58,8 @@ pub(super) static SERVER_PAUSE: Def = Def {
     name: "server-pause",
     description: "the Redis server stops for 1.5-3 leases while clients wait on it; its clock runs on",
     fault_about: "a server pause outlasted the lease while the lock was held or wanted",
+    class: FaultClass::ServerPause,
+    needs: &[Capability::LockServer],
     world: |base| base.clone(),
     quantities: &[Param::PauseMs],
     plan: pauses,

@@ -3,13 +3,15 @@
 use rand::RngExt;
 use sim::faults::{Fault, FaultKind, Target};
 
-use super::{Def, Draw};
+use super::{Def, Draw, FaultClass};
 use crate::checkers::probes;
 
 pub(super) static SLOW_WORK: Def = Def {
     name: "slow-work",
     description: "a holder's critical section runs about as long as the lease, or longer",
     fault_about: "a hold outlasted the lease",
+    class: FaultClass::SlowWork,
+    needs: &[],
     world: |base| base.clone(),
     quantities: &[],
     plan,

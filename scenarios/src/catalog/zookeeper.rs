@@ -6,9 +6,10 @@ use rand::RngExt;
 use sim::faults::{Fault, FaultKind, Target};
 use sim::world::{Workload, ZkSpec};
 
-use super::{Def, Draw};
+use super::{Def, Draw, FaultClass};
 use crate::checkers::probes;
 use crate::params::Param;
+use sim::system::Capability;
 
 /// A world of a ZooKeeper ensemble (`zk-1` to `zk-3`, session timeout 1.5 leases,
 /// see [`ZkSpec::for_lease`]) and no Redis server; a critical section lasts five
@@ -26,6 +27,8 @@ pub(super) static ZK_SESSION_EXPIRY: Def = Def {
     name: "zk-session-expiry",
     description: "the holder is cut off from the ZooKeeper ensemble for 3-6 leases (twice its session timeout and more) while it works for 5 leases",
     fault_about: "the leader expired the holder's session while it believed it held the lock",
+    class: FaultClass::Partition,
+    needs: &[Capability::SessionExpiry],
     world: zk_world,
     quantities: &[Param::PartitionMs],
     plan: holder_cut_off,
@@ -59,6 +62,8 @@ pub(super) static ZK_LEADER_CRASH: Def = Def {
     name: "zk-leader-crash",
     description: "the ZooKeeper leader crashes right after it commits a lock node's create, and restarts 5-8 leases later from its txn log",
     fault_about: "the leader crashed right after a quorum committed a lock create, and a new epoch's leader took over",
+    class: FaultClass::ServerCrash,
+    needs: &[Capability::QuorumLeader],
     world: failover_world,
     quantities: &[],
     plan: leader_crash,
@@ -84,6 +89,8 @@ pub(super) static ZK_FOLLOWER_STALE: Def = Def {
     name: "zk-follower-stale",
     description: "the follower serving the most clients stops hearing its leader for 3-4 ticks (under syncLimit), four times: its clients read a stale tree",
     fault_about: "a follower served clients while it lagged behind its leader's commits",
+    class: FaultClass::Partition,
+    needs: &[Capability::FollowerReads],
     world: |base| Workload {
         servers: Vec::new(),
         zookeeper: Some(ZkSpec::ensemble_for_lease(base.lease_ms)),

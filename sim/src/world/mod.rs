@@ -22,7 +22,11 @@ mod sentinels;
 mod servers;
 mod zookeeper;
 
+pub use mongo::MONGO_CAPABILITIES;
+pub use mysql::MYSQL_CAPABILITIES;
+pub use servers::REDIS_CAPABILITIES;
 pub(crate) use servers::dial_host as dial_quorum;
+pub use zookeeper::ZOOKEEPER_CAPABILITIES;
 
 use std::collections::BTreeMap;
 use std::sync::Arc;

@@ -38,6 +38,13 @@ use crate::recorder::Recorder;
 
 use super::config::MongoSpec;
 
+/// What a MongoDB world has (see [`crate::system`]): members that pause, crash and
+/// restart, and elections that roll back what a majority never had.
+pub const MONGO_CAPABILITIES: &[crate::system::Capability] = &[
+    crate::system::Capability::LockServer,
+    crate::system::Capability::ElectionRollback,
+];
+
 /// The lock's value in a document: its owner, unless released (`expiresAt` the epoch).
 fn lock_value(doc: &Document) -> Option<String> {
     if doc.get("expiresAt") == Some(&Value::DateTime(0)) {

@@ -46,6 +46,16 @@ use crate::recorder::Recorder;
 
 use super::config::{MySqlReplicaSpec, MySqlSpec};
 
+/// What a MySQL world has (see [`crate::system`]): a server that pauses, crashes and
+/// recovers what its redo log kept, locks owned by connections it can end, and an
+/// asynchronous replica promoted behind the clients' address.
+pub const MYSQL_CAPABILITIES: &[crate::system::Capability] = &[
+    crate::system::Capability::LockServer,
+    crate::system::Capability::ConnectionLocks,
+    crate::system::Capability::AsyncReplicaPromotion,
+    crate::system::Capability::RedoLogRecovery,
+];
+
 /// The owner value of a `GET_LOCK` held by connection `id` (the guard's owner too).
 pub fn get_lock_owner(id: ConnId) -> String {
     lock_impl::designs::get_lock_owner(id)

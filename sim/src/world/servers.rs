@@ -95,6 +95,18 @@ pub(crate) type ServerShared = SharedEngine<ServerEngine>;
 /// The port every server listens on.
 pub(crate) const REDIS_PORT: u16 = 6379;
 
+/// What a Redis world has (see [`crate::system`]): masters that pause, crash and
+/// restart (with or without an AOF), replicas Sentinel promotes, pub/sub
+/// notifications, independent masters for Redlock, and observers of any number of keys.
+pub const REDIS_CAPABILITIES: &[crate::system::Capability] = &[
+    crate::system::Capability::LockServer,
+    crate::system::Capability::Notifications,
+    crate::system::Capability::SentinelFailover,
+    crate::system::Capability::AppendOnlyFile,
+    crate::system::Capability::IndependentMasters,
+    crate::system::Capability::ManyKeys,
+];
+
 /// What the nemesis and the observer reach a server through.
 #[derive(Clone)]
 pub(crate) struct ServerCtl {

@@ -42,6 +42,16 @@ use crate::zk::{SharedZk, ZK_PORT, ZkConfig, serve_connection, session_tracker};
 
 use super::config::ZkSpec;
 
+/// What a ZooKeeper world has (see [`crate::system`]): servers that pause, crash and
+/// recover from their txn log, sessions whose expiry deletes their ephemeral lock
+/// nodes, a quorum leader, and followers that serve reads.
+pub const ZOOKEEPER_CAPABILITIES: &[crate::system::Capability] = &[
+    crate::system::Capability::LockServer,
+    crate::system::Capability::SessionExpiry,
+    crate::system::Capability::QuorumLeader,
+    crate::system::Capability::FollowerReads,
+];
+
 /// The ZooKeeper host's handle: the running server (replaced by a restart) and what
 /// the observer has already moved into the history.
 pub(crate) struct ZkCtl {

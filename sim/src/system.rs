@@ -1,0 +1,90 @@
+//! What each lock-server system has: the capabilities a scenario asks for (a lock
+//! server to pause, a primary that Sentinel fails over, a replicated write an election
+//! rolls back, notifications to lose...). A scenario names what it needs; a design runs
+//! it if its system has all of it (see `scenarios::catalog::Def::needs`), and otherwise
+//! the cell says which capability is missing.
+//!
+//! Each system's list sits beside its world module (`world::servers`,
+//! `world::zookeeper`, `world::mysql`, `world::mongo`); [`capabilities`] is the one
+//! place that maps a design's [`Backend`] to it.
+
+use lock_impl::Backend;
+
+/// Something a scenario's faults or probe need from the system a design locks on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Capability {
+    /// A host that serves the lock and can be paused, crashed and restarted,
+    /// partitioned from clients, and whose clock can step or drift: every system.
+    LockServer,
+    /// Lock-release notifications a waiter waits on, which the server can drop
+    /// (Redis pub/sub; ZooKeeper watches).
+    Notifications,
+    /// Replicas that Sentinel promotes when the master is lost (Redis).
+    SentinelFailover,
+    /// An append-only file with an `appendfsync` policy (Redis).
+    AppendOnlyFile,
+    /// Several independent masters a client locks on at once (Redlock over Redis).
+    IndependentMasters,
+    /// Sessions whose expiry ends the locks they own (ZooKeeper's ephemeral nodes).
+    SessionExpiry,
+    /// A quorum leader that commits each write before answering (ZooKeeper).
+    QuorumLeader,
+    /// Followers that serve reads from their own, possibly lagging, copy (ZooKeeper).
+    FollowerReads,
+    /// Locks that belong to a server-side connection, which the server can end
+    /// (MySQL's `GET_LOCK` and row locks; `wait_timeout`).
+    ConnectionLocks,
+    /// An asynchronous replica promoted behind a virtual address (MySQL).
+    AsyncReplicaPromotion,
+    /// Crash recovery from a redo log flushed by policy
+    /// (`innodb_flush_log_at_trx_commit`).
+    RedoLogRecovery,
+    /// A replica set whose elections roll back writes a majority never had (MongoDB).
+    ElectionRollback,
+    /// The world's observers follow more than one lock key (seed 004's segments):
+    /// only the Redis world's do.
+    ManyKeys,
+}
+
+impl Capability {
+    /// What it is, for the reason a cell does not run ("needs ...").
+    pub fn describe(self) -> &'static str {
+        match self {
+            Capability::LockServer => "a lock server to pause, crash, cut off or set the clock of",
+            Capability::Notifications => "release notifications to drop (pub/sub, watches)",
+            Capability::SentinelFailover => "Redis replicas that Sentinel promotes",
+            Capability::AppendOnlyFile => "Redis's append-only file",
+            Capability::IndependentMasters => "independent Redis masters (Redlock)",
+            Capability::SessionExpiry => "sessions whose expiry deletes their locks",
+            Capability::QuorumLeader => "a quorum leader that commits before it answers",
+            Capability::FollowerReads => "followers that serve reads from a lagging copy",
+            Capability::ConnectionLocks => "locks owned by a server-side connection",
+            Capability::AsyncReplicaPromotion => {
+                "an asynchronous MySQL replica promoted behind a virtual address"
+            }
+            Capability::RedoLogRecovery => "crash recovery from a redo log flushed by policy",
+            Capability::ElectionRollback => {
+                "replica-set elections that roll back unreplicated writes"
+            }
+            Capability::ManyKeys => {
+                "observers of several lock keys (only the Redis world's follow more than one)"
+            }
+        }
+    }
+}
+
+/// What the system behind `backend` has.
+pub fn capabilities(backend: Backend) -> &'static [Capability] {
+    match backend {
+        Backend::Redis => crate::world::REDIS_CAPABILITIES,
+        Backend::ZooKeeper => crate::world::ZOOKEEPER_CAPABILITIES,
+        Backend::MySql => crate::world::MYSQL_CAPABILITIES,
+        Backend::MongoDb => crate::world::MONGO_CAPABILITIES,
+    }
+}
+
+/// The first of `needs` that the system behind `backend` lacks.
+pub fn missing(backend: Backend, needs: &[Capability]) -> Option<Capability> {
+    let has = capabilities(backend);
+    needs.iter().copied().find(|n| !has.contains(n))
+}
