@@ -136,7 +136,7 @@ impl HostClock {
         let stream = host.bytes().fold(0xcbf2_9ce4_8422_2325_u64, |h, b| {
             (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
         });
-        let draw = crate::world::sub_seed(seed, stream);
+        let draw = crate::seed::sub_seed(seed, stream);
         let span = UPTIME_US.end() - UPTIME_US.start() + 1;
         Duration::from_micros(UPTIME_US.start() + draw % span)
     }
@@ -268,6 +268,39 @@ impl lock_impl::Clock for SimClock {
                 now = clock.local_elapsed(true_now());
             }
         })
+    }
+}
+
+/// The clock of a server model whose host has no [`HostClock`] (a model on a real
+/// loopback port, a test's bare model): its runtime's time since it was made
+/// (turmoil's in a simulation, tokio's outside one), hinted sleeps.
+#[derive(Debug, Clone, Copy)]
+pub struct RuntimeClock(tokio::time::Instant);
+
+impl RuntimeClock {
+    /// Reads zero now.
+    pub fn new() -> Self {
+        RuntimeClock(tokio::time::Instant::now())
+    }
+}
+
+impl Default for RuntimeClock {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl lock_impl::Clock for RuntimeClock {
+    fn now(&self) -> Duration {
+        tokio::time::Instant::now().saturating_duration_since(self.0)
+    }
+
+    fn wall(&self) -> Duration {
+        lock_impl::Clock::now(self)
+    }
+
+    fn sleep(&self, duration: Duration) -> lock_impl::Sleep {
+        Box::pin(turmoil::time::sleep(duration))
     }
 }
 

@@ -10,6 +10,7 @@ pub mod net;
 pub mod pause;
 pub mod recorder;
 pub mod redis;
+pub mod seed;
 pub mod sentinel;
 pub mod storage;
 pub mod system;

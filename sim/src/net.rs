@@ -522,3 +522,32 @@ pub async fn until_reachable(net: &NetFaults, from: &str, to: &str) {
         turmoil::time::sleep(Duration::from_millis(1)).await;
     }
 }
+
+/// Dials `host:port` from host `me` over turmoil TCP once it is reachable (a dial
+/// across a partition or to a dead machine hangs, as an unanswered SYN does): the
+/// stream wrapped by the link-fault registry and `me`'s pause gate, and the name the
+/// peer resolves to.
+pub(crate) async fn dial_host(
+    net: &NetFaults,
+    me: &str,
+    gate: &crate::pause::PauseGate,
+    host: &str,
+    port: u16,
+    replies_within: Option<Duration>,
+) -> std::io::Result<(
+    crate::pause::GatedIo<FaultyStream<turmoil::net::TcpStream>>,
+    String,
+)> {
+    until_reachable(net, me, host).await;
+    let stream = turmoil::net::TcpStream::connect((host, port)).await?;
+    let peer = stream
+        .peer_addr()
+        .ok()
+        .and_then(|a| turmoil::reverse_lookup(a.ip()))
+        .unwrap_or_else(|| host.to_string());
+    let mut stream = net.wrap(stream, me, &peer);
+    if let Some(timeout) = replies_within {
+        stream = stream.replies_within(timeout);
+    }
+    Ok((gate.wrap_io(stream), peer))
+}

@@ -5,10 +5,9 @@
 //! the cell says which capability is missing.
 //!
 //! Each system's list sits beside its world module (`world::servers`,
-//! `world::zookeeper`, `world::mysql`, `world::mongo`); [`capabilities`] is the one
-//! place that maps a design's [`Backend`] to it.
-
-use lock_impl::Backend;
+//! `world::zookeeper`, `world::mysql`, `world::mongo`);
+//! [`crate::world::capabilities`] is the one place that maps a design's
+//! [`lock_impl::Backend`] to it.
 
 /// Something a scenario's faults or probe need from the system a design locks on.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -71,20 +70,4 @@ impl Capability {
             }
         }
     }
-}
-
-/// What the system behind `backend` has.
-pub fn capabilities(backend: Backend) -> &'static [Capability] {
-    match backend {
-        Backend::Redis => crate::world::REDIS_CAPABILITIES,
-        Backend::ZooKeeper => crate::world::ZOOKEEPER_CAPABILITIES,
-        Backend::MySql => crate::world::MYSQL_CAPABILITIES,
-        Backend::MongoDb => crate::world::MONGO_CAPABILITIES,
-    }
-}
-
-/// The first of `needs` that the system behind `backend` lacks.
-pub fn missing(backend: Backend, needs: &[Capability]) -> Option<Capability> {
-    let has = capabilities(backend);
-    needs.iter().copied().find(|n| !has.contains(n))
 }

@@ -127,7 +127,7 @@ pub struct Def {
     pub class: FaultClass,
     /// What it needs from the system a design locks on (its faults' targets and its
     /// probe): it runs every design whose system has all of it
-    /// ([`sim::system::capabilities`]); nothing for a scenario of client faults.
+    /// ([`sim::world::capabilities`]); nothing for a scenario of client faults.
     pub needs: &'static [Capability],
     /// Its world: the workload, made from the catalog's base (see [`base`]).
     pub world: fn(&Workload) -> Workload,
@@ -399,13 +399,13 @@ impl Scenario {
 
     /// The first capability this scenario needs that the system behind `backend` lacks.
     pub fn missing(&self, backend: Backend) -> Option<Capability> {
-        sim::system::missing(backend, self.def.needs)
+        sim::world::missing(backend, self.def.needs)
     }
 
     /// Whether a design on `backend` that locks on `masters` independent Redis masters
     /// runs here, or why not (the `.` of a matrix cell): the scenario's
     /// [`Def::needs`] against what the design's system has
-    /// ([`sim::system::capabilities`]), then, on Redis, the world's shape against the
+    /// ([`sim::world::capabilities`]), then, on Redis, the world's shape against the
     /// design's masters (Redlock runs over independent masters only, a single-master
     /// design never there).
     pub fn fit(&self, backend: Backend, masters: usize) -> Result<(), String> {

@@ -22,31 +22,56 @@ use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use super::member::{ConcernState, Durable, Fetched, Handled, Member, MongoConfig, Role};
 
 /// One running member, shared by its connections and tasks. Cheap to clone.
-#[derive(Clone, Debug)]
+#[derive(Clone)]
 pub struct SharedMember {
     member: Arc<Mutex<Member>>,
     /// Woken after every call on the member: waiting writes and oplog reads look again.
     changed: Arc<tokio::sync::Notify>,
-    origin: tokio::time::Instant,
+    /// The host's monotonic clock, which every timer of the member runs on (heartbeats,
+    /// election timeouts, `wtimeout`, a long poll's wait): a clock that drifts bends
+    /// them all, as a real `mongod`'s steady clock does.
+    clock: Arc<dyn Clock>,
+    /// Its reading when the member started.
+    origin: Duration,
+}
+
+impl std::fmt::Debug for SharedMember {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SharedMember")
+            .field("member", &self.member)
+            .field("origin", &self.origin)
+            .finish_non_exhaustive()
+    }
 }
 
 impl SharedMember {
-    /// A member starting from `durable` (what it had on disk).
+    /// A member starting from `durable` (what it had on disk), on its runtime's clock.
     pub fn new(config: MongoConfig, durable: Durable) -> Self {
+        Self::on_clock(config, durable, Arc::new(crate::clock::RuntimeClock::new()))
+    }
+
+    /// A member starting from `durable`, on the host clock `clock`.
+    pub fn on_clock(config: MongoConfig, durable: Durable, clock: Arc<dyn Clock>) -> Self {
         SharedMember {
             member: Arc::new(Mutex::new(Member::new(config, durable, Duration::ZERO))),
             changed: Arc::new(tokio::sync::Notify::new()),
-            origin: tokio::time::Instant::now(),
+            origin: clock.now(),
+            clock,
         }
+    }
+
+    /// Sleeps `duration` of the host's clock.
+    fn sleep(&self, duration: Duration) -> Sleep {
+        self.clock.sleep(duration)
     }
 
     fn lock(&self) -> MutexGuard<'_, Member> {
         self.member.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    /// Time since it started (its runtime's clock).
+    /// Time since it started, by its host's clock.
     pub fn now(&self) -> Duration {
-        tokio::time::Instant::now().saturating_duration_since(self.origin)
+        self.clock.now().saturating_sub(self.origin)
     }
 
     /// Runs `f` on the member, then wakes whoever waits on it.
@@ -89,7 +114,7 @@ impl SharedMember {
                         tokio::select! {
                             biased;
                             _ = &mut changed => {}
-                            _ = turmoil::time::sleep(left.unwrap_or(Duration::from_secs(3600))) => {}
+                            _ = self.sleep(left.unwrap_or(Duration::from_secs(3600))) => {}
                         }
                     }
                 }
@@ -98,7 +123,7 @@ impl SharedMember {
                     after,
                     max_ms,
                 } => {
-                    let limit = turmoil::time::sleep(Duration::from_millis(max_ms));
+                    let limit = self.sleep(Duration::from_millis(max_ms));
                     tokio::pin!(limit);
                     loop {
                         let changed = self.changed.notified();
@@ -162,21 +187,6 @@ where
     }
 }
 
-/// The member's clock for its peer connections: its runtime's time, hinted sleeps.
-struct MemberClock(tokio::time::Instant);
-
-impl Clock for MemberClock {
-    fn now(&self) -> Duration {
-        tokio::time::Instant::now().saturating_duration_since(self.0)
-    }
-    fn wall(&self) -> Duration {
-        self.now()
-    }
-    fn sleep(&self, duration: Duration) -> Sleep {
-        Box::pin(turmoil::time::sleep(duration))
-    }
-}
-
 /// A connection to one peer, dialled when needed and dropped when it fails.
 struct Peer {
     index: usize,
@@ -196,7 +206,7 @@ impl Peer {
             host: host.to_string(),
             port: port.parse().ok()?,
             dialer,
-            clock: Arc::new(MemberClock(shared.origin)),
+            clock: shared.clock.clone(),
             conn: None,
         })
     }
@@ -247,7 +257,7 @@ pub fn start_background(shared: &SharedMember, dialer: Arc<dyn StreamDialer>) {
         let s = shared.clone();
         dialer.spawn(Box::pin(async move {
             loop {
-                turmoil::time::sleep(heartbeat).await;
+                s.sleep(heartbeat).await;
                 let req = s.read(|m| m.heartbeat_request());
                 if let Some(r) = peer.call("admin", req, election).await {
                     let now = s.now();
@@ -270,7 +280,7 @@ pub fn start_background(shared: &SharedMember, dialer: Arc<dyn StreamDialer>) {
                 let wait = s
                     .read(|m| m.election_deadline())
                     .map_or(heartbeat, |d| d.saturating_sub(now).min(heartbeat));
-                turmoil::time::sleep(wait.max(Duration::from_millis(1))).await;
+                s.sleep(wait.max(Duration::from_millis(1))).await;
                 let now = s.now();
                 let req = s.with(|m| {
                     m.check_liveness(now);
@@ -308,17 +318,17 @@ pub fn start_background(shared: &SharedMember, dialer: Arc<dyn StreamDialer>) {
                 let source =
                     s.read(|m| (m.role() == Role::Secondary).then(|| m.primary()).flatten());
                 let Some(source) = source.filter(|p| *p != me) else {
-                    turmoil::time::sleep(heartbeat).await;
+                    s.sleep(heartbeat).await;
                     continue;
                 };
                 let Some(peer) = peers.get_mut(source).and_then(Option::as_mut) else {
-                    turmoil::time::sleep(heartbeat).await;
+                    s.sleep(heartbeat).await;
                     continue;
                 };
                 let from = s.read(|m| m.fetch_from());
                 let req = s.read(|m| m.fetch_request(from, election.as_millis() as u64 / 2));
                 let Some(reply) = peer.call("local", req, election).await else {
-                    turmoil::time::sleep(heartbeat).await;
+                    s.sleep(heartbeat).await;
                     continue;
                 };
                 let now = s.now();

@@ -17,20 +17,29 @@ use super::server::{ConnId, MySqlConfig, MySqlModel, Waiting};
 pub const MYSQL_PORT: u16 = 3306;
 
 /// One model server shared by its connections. Cheap to clone.
-#[derive(Clone, Debug)]
+#[derive(Clone)]
 pub struct SharedMySql {
     model: Arc<Mutex<MySqlModel>>,
     /// Woken after every call on the model: a waiting statement tries again.
     changed: Arc<tokio::sync::Notify>,
+    /// The host's monotonic clock, which the server's timeouts run on
+    /// (`innodb_lock_wait_timeout`, a `GET_LOCK` timeout, `wait_timeout`: each a
+    /// timed wait on a steady clock in `mariadbd`): a clock that drifts bends them.
+    clock: Arc<dyn lock_impl::Clock>,
+}
+
+impl std::fmt::Debug for SharedMySql {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SharedMySql")
+            .field("model", &self.model)
+            .finish_non_exhaustive()
+    }
 }
 
 impl SharedMySql {
     /// A fresh server.
     pub fn new(config: MySqlConfig) -> Self {
-        SharedMySql {
-            model: Arc::new(Mutex::new(MySqlModel::new(config))),
-            changed: Arc::new(tokio::sync::Notify::new()),
-        }
+        Self::from_model(MySqlModel::new(config))
     }
 
     /// A server running `model` (one recovered after a crash).
@@ -38,7 +47,19 @@ impl SharedMySql {
         SharedMySql {
             model: Arc::new(Mutex::new(model)),
             changed: Arc::new(tokio::sync::Notify::new()),
+            clock: Arc::new(crate::clock::RuntimeClock::new()),
         }
+    }
+
+    /// This server with its timeouts on the host clock `clock`.
+    pub fn on_clock(mut self, clock: Arc<dyn lock_impl::Clock>) -> Self {
+        self.clock = clock;
+        self
+    }
+
+    /// Sleeps `duration` of the host's clock.
+    pub fn sleep(&self, duration: Duration) -> lock_impl::Sleep {
+        self.clock.sleep(duration)
     }
 
     fn lock(&self) -> MutexGuard<'_, MySqlModel> {
@@ -57,7 +78,7 @@ impl SharedMySql {
     /// when the timeout runs out (turmoil's hinted sleep, so a simulation that jumps
     /// in time sees the deadline).
     async fn wait_for_lock(&self, id: ConnId, wait: &Waiting) -> Vec<u8> {
-        let deadline = turmoil::time::sleep(Duration::from_millis(wait.timeout_ms));
+        let deadline = self.sleep(Duration::from_millis(wait.timeout_ms));
         tokio::pin!(deadline);
         loop {
             let changed = self.changed.notified();
@@ -100,7 +121,7 @@ where
                     Ok(0) | Err(_) => break,
                     Ok(n) => n,
                 },
-                _ = turmoil::time::sleep(idle), if inbuf.is_empty() => {
+                _ = shared.sleep(idle), if inbuf.is_empty() => {
                     let _ = stream.shutdown().await;
                     break;
                 }

@@ -448,6 +448,26 @@ impl Default for Workload {
 }
 
 impl Workload {
+    /// The lock-server systems this workload names, in world order: Redis (its servers
+    /// and Sentinels, if any), ZooKeeper, MySQL, MongoDB. The one place a world learns
+    /// which systems it has.
+    pub(crate) fn systems(&self) -> Vec<Box<dyn super::system::SystemSpec + '_>> {
+        let mut systems: Vec<Box<dyn super::system::SystemSpec + '_>> = Vec::new();
+        if !self.servers.is_empty() || self.sentinel.is_some() {
+            systems.push(Box::new(super::redis::RedisSpec(self)));
+        }
+        if let Some(zk) = &self.zookeeper {
+            systems.push(Box::new(zk.clone()));
+        }
+        if let Some(mysql) = &self.mysql {
+            systems.push(Box::new(mysql.clone()));
+        }
+        if let Some(mongo) = &self.mongo {
+            systems.push(Box::new(mongo.clone()));
+        }
+        systems
+    }
+
     /// Checks the knobs, naming the field and what is allowed.
     pub fn validate(&self) -> Result<(), RunError> {
         let bad = |msg: String| Err(RunError::Config(msg));
@@ -716,14 +736,7 @@ pub enum RunError {
     },
 }
 
-/// Mixes the run seed with a stream id: independent, reproducible sub-seeds.
-pub fn sub_seed(seed: u64, stream: u64) -> u64 {
-    // SplitMix64 finaliser over seed ^ stream·golden.
-    let mut z = seed ^ stream.wrapping_mul(0x9E37_79B9_7F4A_7C15);
-    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-    z ^ (z >> 31)
-}
+pub use crate::seed::sub_seed;
 
 #[cfg(test)]
 mod read_share_tests {

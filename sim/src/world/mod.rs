@@ -18,14 +18,16 @@ mod mongo;
 mod mysql;
 mod nemesis;
 mod observe;
+mod redis;
 mod sentinels;
 mod servers;
+mod system;
 mod zookeeper;
 
 pub use mongo::MONGO_CAPABILITIES;
 pub use mysql::MYSQL_CAPABILITIES;
 pub use servers::REDIS_CAPABILITIES;
-pub(crate) use servers::dial_host as dial_quorum;
+pub use system::{capabilities, missing};
 pub use zookeeper::ZOOKEEPER_CAPABILITIES;
 
 use std::collections::BTreeMap;
@@ -47,9 +49,6 @@ use crate::storage;
 
 use client::Client;
 use nemesis::{ClientCtl, Nemesis, WorldCtl};
-use observe::Observer;
-use sentinels::SentinelCtl;
-use servers::ServerCtl;
 
 /// Runs one simulation and returns its history.
 ///
@@ -109,60 +108,33 @@ fn run_stepping(cfg: &RunConfig, stepping: Stepping) -> Result<History, RunError
         clock
     };
 
-    let mut servers = Vec::new();
-    for spec in &w.servers {
-        let ctl = ServerCtl::new(spec, w.trace_commands);
-        let clock = clock_of(&spec.name, spec.clock.unwrap_or(cfg.redis_clock));
-        ctl.add_host(&mut sim, clock, &net);
-        servers.push(ctl);
-    }
-    let mut sentinel_hosts = Vec::new();
-    if let (Some(spec), Some(master)) = (&w.sentinel, w.monitored()) {
-        let names = w.sentinel_names();
-        // The replicas of the monitored master, as a running Sentinel's configuration
-        // file lists them (`known-replica`).
-        let replicas: Vec<String> = w
-            .servers
-            .iter()
-            .filter(|s| s.replica_of.as_deref() == Some(master))
-            .map(|s| s.name.clone())
-            .collect();
-        for i in 1..=names.len() {
-            let ctl = SentinelCtl::new(spec, &names, i, master, &replicas, cfg.seed);
-            let clock = clock_of(&names[i - 1], cfg.redis_clock);
-            ctl.add_host(&mut sim, clock, &net);
-            sentinel_hosts.push(ctl);
-        }
-    }
-    let zk = w.zookeeper.as_ref().map(|spec| {
-        let ctl = zookeeper::ZkCtl::new(spec, &w.key);
-        let zk_clocks: BTreeMap<String, HostClock> = spec
-            .names()
-            .into_iter()
-            .map(|n| {
-                let c = clock_of(&n, cfg.redis_clock);
-                (n, c)
-            })
-            .collect();
-        let clock = |name: &str| {
-            zk_clocks
-                .get(name)
-                .cloned()
-                .unwrap_or_else(|| HostClock::new(ClockSpec::default()))
+    // Every lock-server system the workload names, each host with its clock.
+    let systems = {
+        let mut build = system::Build {
+            sim: &mut sim,
+            clock_of: &mut clock_of,
+            server_clock: cfg.redis_clock,
+            net: &net,
+            key: &w.key,
+            seed: cfg.seed,
+            trace_commands: w.trace_commands,
         };
-        ctl.add_host(&mut sim, spec, &clock, &net);
-        ctl
-    });
-    let mysql = w.mysql.as_ref().map(|spec| {
-        let ctl = mysql::MySqlCtl::new(spec, &w.key);
-        ctl.add_host(&mut sim, spec, sub_seed(cfg.seed, 7), &net);
-        ctl
-    });
-    let mongo = w.mongo.as_ref().map(|spec| {
-        let ctl = mongo::MongoCtl::new(spec, &w.key);
-        ctl.add_hosts(&mut sim, spec, sub_seed(cfg.seed, 8), &net);
-        ctl
-    });
+        system::Systems(
+            w.systems()
+                .into_iter()
+                .map(|spec| spec.build(&mut build))
+                .collect(),
+        )
+    };
+    let hooks =
+        systems
+            .0
+            .iter()
+            .map(|s| s.client_hooks())
+            .fold(system::ClientHooks::default(), |a, b| system::ClientHooks {
+                ready: a.ready.or(b.ready),
+                mysql_vip: a.mysql_vip.or(b.mysql_vip),
+            });
     let stock = match w.segments {
         Some(n) => storage::Shared::segmented(
             crate::history::segment_stocks(w.initial_stock, n),
@@ -207,15 +179,9 @@ fn run_stepping(cfg: &RunConfig, stepping: Stepping) -> Result<History, RunError
             slow_ms: ctl.slow_ms.clone(),
             pause_before_write: ctl.pause_before_write.clone(),
             incarnation: Arc::new(AtomicU32::new(0)),
-            zk_ready: zk
-                .as_ref()
-                .filter(|z| z.is_ensemble())
-                .map(|z| z.ready.clone()),
+            zk_ready: hooks.ready.clone(),
             retry_horizon_ms: retry_horizon_ms.clone(),
-            mysql_vip: mysql
-                .as_ref()
-                .filter(|_| w.mysql.as_ref().is_some_and(|m| m.replica.is_some()))
-                .map(|m| m.vip()),
+            mysql_vip: hooks.mysql_vip.clone(),
         };
         sim.host(name.as_str(), move || {
             let client = client.clone();
@@ -232,13 +198,8 @@ fn run_stepping(cfg: &RunConfig, stepping: Stepping) -> Result<History, RunError
         recorder: recorder.clone(),
         net,
         clients,
-        servers,
-        sentinels: sentinel_hosts,
-        zk,
-        mysql,
-        mongo,
+        systems,
         clocks,
-        observer: Observer::default(),
         key: w.key.clone(),
         reply_delay: Duration::from_millis(w.latency_ms_max + 1),
     };
@@ -299,13 +260,12 @@ fn run_stepping(cfg: &RunConfig, stepping: Stepping) -> Result<History, RunError
 
     let unhinted_wakes = sim.unhinted_wakes();
     let host_runs = sim.host_runs();
-    let redis_commands = world.observer.commands_of_dead_engines
-        + world
-            .servers
-            .iter()
-            .filter_map(|s| s.engine())
-            .map(|e| e.with_engine(|e| e.engine.commands_processed()))
-            .sum::<u64>();
+    let redis_commands = world
+        .systems
+        .0
+        .iter()
+        .map(|s| s.commands_processed())
+        .sum::<u64>();
     drop(world);
     let events = recorder.into_events();
     let storage_requests = events

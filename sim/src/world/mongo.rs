@@ -36,7 +36,10 @@ use crate::mongo::{
 use crate::net::{NetFaults, until_reachable};
 use crate::recorder::Recorder;
 
-use super::config::MongoSpec;
+use super::config::{MongoSpec, sub_seed};
+use super::system::{Build, LockSystem, LockWrite, SystemSpec, WriteMoment};
+use crate::clock::SimClock;
+use crate::pause::PauseGate;
 
 /// What a MongoDB world has (see [`crate::system`]): members that pause, crash and
 /// restart, and elections that roll back what a majority never had.
@@ -64,6 +67,8 @@ pub(crate) struct MemberCtl {
     /// The optime of the write that made the current holder, if a client's.
     written_at: Option<OpTime>,
     role: Role,
+    /// Its pause gate: every task of the member freezes with its host.
+    gate: PauseGate,
 }
 
 impl MemberCtl {
@@ -83,10 +88,12 @@ pub(crate) struct MongoCtl {
 }
 
 /// Dials a peer member under the link-fault registry (a dial across a partition
-/// waits, as an unanswered SYN does), and runs background tasks on the host.
+/// waits, as an unanswered SYN does), and runs background tasks on the host, under its
+/// pause gate.
 struct PeerDialer {
     me: String,
     net: NetFaults,
+    gate: PauseGate,
 }
 
 impl StreamDialer for PeerDialer {
@@ -100,7 +107,7 @@ impl StreamDialer for PeerDialer {
     }
 
     fn spawn(&self, task: lock_impl::Task) {
-        tokio::task::spawn_local(task);
+        tokio::task::spawn_local(self.gate.wrap(task));
     }
 }
 
@@ -116,6 +123,7 @@ impl MongoCtl {
                     holder: None,
                     written_at: None,
                     role: Role::Secondary,
+                    gate: PauseGate::new(),
                 })
                 .collect(),
             key: key.to_string(),
@@ -124,14 +132,10 @@ impl MongoCtl {
         }
     }
 
-    /// Adds every member's host to the simulation.
-    pub fn add_hosts(
-        &self,
-        sim: &mut turmoil::Sim<'_>,
-        spec: &MongoSpec,
-        seed: u64,
-        net: &NetFaults,
-    ) {
+    /// Adds every member's host to the simulation, each on its clock and under its
+    /// pause gate.
+    fn add_hosts(&self, b: &mut Build<'_, '_>, spec: &MongoSpec) {
+        let seed = sub_seed(b.seed, 8);
         let addrs: Vec<String> = spec
             .members
             .iter()
@@ -146,11 +150,23 @@ impl MongoCtl {
                 election_timeout_ms: spec.election_timeout_ms,
                 seed,
             };
-            let (slot, net, name) = (member.slot.clone(), net.clone(), member.name.clone());
-            sim.host(member.name.as_str(), move || {
-                let (slot, net, name, config) =
-                    (slot.clone(), net.clone(), name.clone(), config.clone());
-                async move {
+            let clock = (b.clock_of)(&member.name, b.server_clock);
+            let (slot, net, name, gate) = (
+                member.slot.clone(),
+                b.net.clone(),
+                member.name.clone(),
+                member.gate.clone(),
+            );
+            b.sim.host(member.name.as_str(), move || {
+                let (slot, net, name, config, gate, clock) = (
+                    slot.clone(),
+                    net.clone(),
+                    name.clone(),
+                    config.clone(),
+                    gate.clone(),
+                    clock.clone(),
+                );
+                gate.clone().wrap(async move {
                     // What the member had on disk: everything it wrote (see the
                     // model's durability note); a first start has nothing.
                     let durable = slot
@@ -159,7 +175,11 @@ impl MongoCtl {
                         .as_ref()
                         .map(|s| s.read(|m| m.durable().clone()));
                     let first_start = durable.is_none();
-                    let shared = SharedMember::new(config, durable.unwrap_or_default());
+                    let shared = SharedMember::on_clock(
+                        config,
+                        durable.unwrap_or_default(),
+                        Arc::new(SimClock::new(clock)),
+                    );
                     if first_start {
                         // The set was initiated before the run: mongo-1 is primary.
                         shared.with(|m| m.initiate(0, Duration::ZERO));
@@ -170,6 +190,7 @@ impl MongoCtl {
                         Arc::new(PeerDialer {
                             me: name.clone(),
                             net: net.clone(),
+                            gate: gate.clone(),
                         }),
                     );
                     let listener = turmoil::net::TcpListener::bind((
@@ -184,9 +205,13 @@ impl MongoCtl {
                         let peer =
                             turmoil::reverse_lookup(addr.ip()).unwrap_or_else(|| addr.to_string());
                         let stream = net.wrap(stream, &name, &peer);
-                        tokio::task::spawn_local(serve_connection(shared.clone(), stream, peer));
+                        tokio::task::spawn_local(gate.wrap(serve_connection(
+                            shared.clone(),
+                            stream,
+                            peer,
+                        )));
                     }
-                }
+                })
             });
         }
     }
@@ -363,5 +388,63 @@ impl MongoCtl {
                 }
             }
         }
+    }
+}
+
+impl SystemSpec for MongoSpec {
+    fn build(&self, b: &mut Build<'_, '_>) -> Box<dyn LockSystem> {
+        let ctl = MongoCtl::new(self, b.key);
+        ctl.add_hosts(b, self);
+        Box::new(ctl)
+    }
+}
+
+impl LockSystem for MongoCtl {
+    fn hosts(&self) -> Vec<String> {
+        self.names().map(String::from).collect()
+    }
+
+    fn gate(&self, host: &str) -> Option<PauseGate> {
+        self.members
+            .iter()
+            .find(|m| m.name == host)
+            .map(|m| m.gate.clone())
+    }
+
+    fn lock_owner(&self, _key: &str) -> Option<String> {
+        self.owner().map(String::from)
+    }
+
+    fn lock_server(&self, _key: &str) -> Option<String> {
+        self.server_holding()
+    }
+
+    /// A primary holding the lock by a client's write (that no other member has, for
+    /// the unreplicated moment; in its writer's hands, for the fresh one).
+    fn lock_write(
+        &self,
+        _key: &str,
+        recorder: &Recorder,
+        moment: WriteMoment,
+    ) -> Option<LockWrite> {
+        let unreplicated = moment == WriteMoment::Unreplicated;
+        let (server, detail, position) = self.lock_primary(unreplicated)?;
+        let in_hand = unreplicated
+            || self
+                .writer_on(&server)
+                .is_some_and(|w| recorder.holders().iter().any(|h| h == w));
+        in_hand.then_some(LockWrite {
+            server,
+            detail,
+            position,
+        })
+    }
+
+    fn crashed(&mut self, _host: &str, _machine: bool, _now: Duration, _recorder: &Recorder) {
+        // What a member keeps is read back from its last run at its restart.
+    }
+
+    fn drain(&mut self, recorder: &Recorder, now: Duration) {
+        MongoCtl::drain(self, recorder, now);
     }
 }

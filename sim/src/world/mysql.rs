@@ -44,7 +44,10 @@ use crate::mysql::{
 use crate::net::NetFaults;
 use crate::recorder::Recorder;
 
-use super::config::{MySqlReplicaSpec, MySqlSpec};
+use super::config::{MySqlReplicaSpec, MySqlSpec, sub_seed};
+use super::system::{Build, ClientHooks, LockSystem, LockWrite, SystemSpec, WriteMoment};
+use crate::clock::{HostClock, SimClock};
+use crate::pause::PauseGate;
 
 /// What a MySQL world has (see [`crate::system`]): a server that pauses, crashes and
 /// recovers what its redo log kept, locks owned by connections it can end, and an
@@ -94,6 +97,12 @@ struct Host {
     recovered: Arc<Mutex<Option<Recovered>>>,
     /// The running server's last once-per-second log flush, µs of true time.
     flushed_at_us: Arc<Mutex<Option<u64>>>,
+    /// Its pause gate: every task of the server (connections, the log flusher, a
+    /// replica's applier) freezes with its host.
+    gate: PauseGate,
+    /// Its clock, which the server's timeouts and the log flusher run on (set when the
+    /// host is added).
+    clock: Arc<Mutex<Option<HostClock>>>,
 }
 
 fn locked<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
@@ -108,6 +117,16 @@ impl Host {
             disk: Arc::default(),
             recovered: Arc::default(),
             flushed_at_us: Arc::default(),
+            gate: PauseGate::new(),
+            clock: Arc::default(),
+        }
+    }
+
+    /// A server on this host's clock (the runtime's if it has none).
+    fn on_clock(&self, shared: SharedMySql) -> SharedMySql {
+        match locked(&self.clock).clone() {
+            Some(clock) => shared.on_clock(Arc::new(SimClock::new(clock))),
+            None => shared,
         }
     }
 
@@ -137,17 +156,18 @@ impl Host {
             }
             None => SharedMySql::new(config.clone()),
         };
+        let shared = self.on_clock(shared);
         *locked(&self.flushed_at_us) = None;
         if matches!(config.flush_log_at_trx_commit, 0 | 2) {
             let (flusher, flushed_at) = (shared.clone(), self.flushed_at_us.clone());
-            tokio::task::spawn_local(async move {
+            tokio::task::spawn_local(self.gate.wrap(async move {
                 loop {
-                    turmoil::time::sleep(Duration::from_secs(1)).await;
+                    flusher.sleep(Duration::from_secs(1)).await;
                     flusher.with(|m| m.flush_log());
                     let now = turmoil::sim_elapsed().unwrap_or_default();
                     *locked(&flushed_at) = Some(now.as_micros() as u64);
                 }
-            });
+            }));
         }
         shared
     }
@@ -183,7 +203,11 @@ impl Host {
             };
             let peer = turmoil::reverse_lookup(addr.ip()).unwrap_or_else(|| addr.to_string());
             let stream = net.wrap(stream, &self.name, &peer);
-            tokio::task::spawn_local(serve_connection(shared.clone(), stream, peer));
+            tokio::task::spawn_local(self.gate.wrap(serve_connection(
+                shared.clone(),
+                stream,
+                peer,
+            )));
         }
     }
 }
@@ -253,14 +277,9 @@ impl MySqlCtl {
         self.vip.clone()
     }
 
-    /// Adds the hosts to the simulation.
-    pub fn add_host(
-        &self,
-        sim: &mut turmoil::Sim<'_>,
-        spec: &MySqlSpec,
-        seed: u64,
-        net: &NetFaults,
-    ) {
+    /// Adds the hosts to the simulation, each on its clock and under its pause gate.
+    fn add_hosts(&self, b: &mut Build<'_, '_>, spec: &MySqlSpec) {
+        let seed = sub_seed(b.seed, 7);
         let config = MySqlConfig {
             user: spec.user.clone(),
             password: spec.password.clone(),
@@ -270,33 +289,36 @@ impl MySqlCtl {
             flush_log_at_trx_commit: spec.innodb_flush_log_at_trx_commit,
             ..MySqlConfig::default()
         };
+        *locked(&self.primary.clock) = Some((b.clock_of)(&self.primary.name, b.server_clock));
         let up = Arc::new(AtomicBool::new(false));
         let (primary, net1, config1, up1) = (
             self.primary.clone(),
-            net.clone(),
+            b.net.clone(),
             config.clone(),
             up.clone(),
         );
-        sim.host(spec.name.as_str(), move || {
+        b.sim.host(spec.name.as_str(), move || {
             let (primary, net, config, up) =
                 (primary.clone(), net1.clone(), config1.clone(), up1.clone());
-            async move {
+            let gate = primary.gate.clone();
+            gate.wrap(async move {
                 up.store(true, Ordering::SeqCst);
                 let _up = Up(up);
                 let shared = primary.start(config);
                 primary.serve(shared, net).await
-            }
+            })
         });
         let (Some(replica), Some(rspec)) = (self.replica.clone(), spec.replica.clone()) else {
             return;
         };
-        let (primary, vip, net) = (self.primary.clone(), self.vip.clone(), net.clone());
+        *locked(&replica.clock) = Some((b.clock_of)(&replica.name, b.server_clock));
+        let (primary, vip, net) = (self.primary.clone(), self.vip.clone(), b.net.clone());
         let config = MySqlConfig {
             seed: seed ^ 0x5eed,
             ..config
         };
         let replica_name = rspec.name.clone();
-        sim.host(replica_name.as_str(), move || {
+        b.sim.host(replica_name.as_str(), move || {
             let (primary, replica, vip, net, config, up, rspec) = (
                 primary.clone(),
                 replica.clone(),
@@ -306,18 +328,19 @@ impl MySqlCtl {
                 up.clone(),
                 rspec.clone(),
             );
-            async move {
-                let shared = SharedMySql::new(config);
-                tokio::task::spawn_local(replicate(
+            let gate = replica.gate.clone();
+            gate.clone().wrap(async move {
+                let shared = replica.on_clock(SharedMySql::new(config));
+                tokio::task::spawn_local(gate.wrap(replicate(
                     primary,
                     shared.clone(),
                     up,
                     vip,
                     replica.name.clone(),
                     rspec,
-                ));
+                )));
                 replica.serve(shared, net).await
-            }
+            })
         });
     }
 
@@ -683,7 +706,10 @@ async fn replicate(
         let now = turmoil::sim_elapsed().unwrap_or_default();
         if up.load(Ordering::SeqCst) {
             down_since = None;
-            if let Some(p) = primary.shared() {
+            // A paused primary sends nothing (its binlog dump thread is frozen too).
+            if primary.gate.paused_until().is_none()
+                && let Some(p) = primary.shared()
+            {
                 let new = p.with(|m| m.binlog_from(read));
                 read += new.len();
                 in_flight.extend(new.into_iter().map(|e| (now + lag, e)));
@@ -703,6 +729,71 @@ async fn replicate(
             if let Some((_, event)) = in_flight.pop_front() {
                 replica.with(|m| m.apply(&event));
             }
+        }
+    }
+}
+
+impl SystemSpec for MySqlSpec {
+    fn build(&self, b: &mut Build<'_, '_>) -> Box<dyn LockSystem> {
+        let ctl = MySqlCtl::new(self, b.key);
+        ctl.add_hosts(b, self);
+        Box::new(ctl)
+    }
+}
+
+impl LockSystem for MySqlCtl {
+    fn hosts(&self) -> Vec<String> {
+        self.names()
+    }
+
+    fn gate(&self, host: &str) -> Option<PauseGate> {
+        std::iter::once(&self.primary)
+            .chain(self.replica.as_ref())
+            .find(|h| h.name == host)
+            .map(|h| h.gate.clone())
+    }
+
+    fn lock_owner(&self, _key: &str) -> Option<String> {
+        self.owner().map(String::from)
+    }
+
+    fn lock_server(&self, _key: &str) -> Option<String> {
+        self.holds().then(|| self.name.clone())
+    }
+
+    fn lock_write(
+        &self,
+        _key: &str,
+        recorder: &Recorder,
+        moment: WriteMoment,
+    ) -> Option<LockWrite> {
+        let (server, position) = match moment {
+            WriteMoment::Unreplicated => self.unreplicated_lock_master()?,
+            // In hand: the history shows its writer holding it.
+            WriteMoment::Fresh => self.fresh_lock_master().filter(|_| {
+                self.owner()
+                    .is_some_and(|w| recorder.holders().iter().any(|h| h == w))
+            })?,
+        };
+        Some(LockWrite {
+            server,
+            detail: String::new(),
+            position,
+        })
+    }
+
+    fn crashed(&mut self, host: &str, machine: bool, now: Duration, _recorder: &Recorder) {
+        MySqlCtl::crashed(self, host, machine, now);
+    }
+
+    fn drain(&mut self, recorder: &Recorder, now: Duration) {
+        MySqlCtl::drain(self, recorder, now);
+    }
+
+    fn client_hooks(&self) -> ClientHooks {
+        ClientHooks {
+            ready: None,
+            mysql_vip: self.replica.is_some().then(|| self.vip()),
         }
     }
 }

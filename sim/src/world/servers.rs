@@ -10,10 +10,8 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
 use crate::clock::HostClock;
-use crate::net::FaultyStream;
 use crate::net::NetFaults;
-use crate::net::until_reachable;
-use crate::pause::{GatedIo, PauseGate};
+use crate::pause::PauseGate;
 use crate::redis::engine::{ConfigFile, Rewritten};
 use crate::redis::link::replication_cron;
 use crate::redis::persistence::DurableStore;
@@ -93,6 +91,8 @@ impl CommandEngine for ServerEngine {
 pub(crate) type ServerShared = SharedEngine<ServerEngine>;
 
 /// The port every server listens on.
+pub(crate) use crate::net::dial_host;
+
 pub(crate) const REDIS_PORT: u16 = 6379;
 
 /// What a Redis world has (see [`crate::system`]): masters that pause, crash and
@@ -272,32 +272,6 @@ impl ServerCtl {
             }
         });
     }
-}
-
-/// Dials `host:port` from host `me` over turmoil TCP once it is reachable (a dial
-/// across a partition or to a dead machine hangs, as an unanswered SYN does): the
-/// stream wrapped by the link-fault registry and `me`'s pause gate, and the name the
-/// peer resolves to.
-pub(crate) async fn dial_host(
-    net: &NetFaults,
-    me: &str,
-    gate: &PauseGate,
-    host: &str,
-    port: u16,
-    replies_within: Option<Duration>,
-) -> std::io::Result<(GatedIo<FaultyStream<turmoil::net::TcpStream>>, String)> {
-    until_reachable(net, me, host).await;
-    let stream = turmoil::net::TcpStream::connect((host, port)).await?;
-    let peer = stream
-        .peer_addr()
-        .ok()
-        .and_then(|a| turmoil::reverse_lookup(a.ip()))
-        .unwrap_or_else(|| host.to_string());
-    let mut stream = net.wrap(stream, me, &peer);
-    if let Some(timeout) = replies_within {
-        stream = stream.replies_within(timeout);
-    }
-    Ok((gate.wrap_io(stream), peer))
 }
 
 /// Serves `shared` on `listener` for good: every accepted connection wrapped by the

@@ -41,6 +41,7 @@ use crate::zk::tree::{Txn, TxnBody};
 use crate::zk::{SharedZk, ZK_PORT, ZkConfig, serve_connection, session_tracker};
 
 use super::config::ZkSpec;
+use super::system::{Build, ClientHooks, LockSystem, SystemSpec};
 
 /// What a ZooKeeper world has (see [`crate::system`]): servers that pause, crash and
 /// recover from their txn log, sessions whose expiry deletes their ephemeral lock
@@ -117,14 +118,10 @@ impl ZkCtl {
             } else {
                 BTreeMap::new()
             },
-            gates: if ensemble {
-                names
-                    .iter()
-                    .map(|n| (n.clone(), PauseGate::new()))
-                    .collect()
-            } else {
-                BTreeMap::new()
-            },
+            gates: names
+                .iter()
+                .map(|n| (n.clone(), PauseGate::new()))
+                .collect(),
             names,
             peers: Arc::default(),
             seen_zxid: 0,
@@ -225,16 +222,23 @@ impl ZkCtl {
             ..ZkConfig::default()
         };
         let (slot, net, name) = (self.slot.clone(), net.clone(), self.name.clone());
+        let gate = self.gates[&self.name].clone();
         sim.host(spec.name.as_str(), move || {
-            let (slot, net, name, clock) = (slot.clone(), net.clone(), name.clone(), clock.clone());
-            async move {
+            let (slot, net, name, clock, gate) = (
+                slot.clone(),
+                net.clone(),
+                name.clone(),
+                clock.clone(),
+                gate.clone(),
+            );
+            gate.clone().wrap(async move {
                 // A fresh server on every start (no snapshot or txn log yet).
                 let shared = SharedZk::new(config, Arc::new(clock));
                 *slot.lock().unwrap_or_else(|e| e.into_inner()) = Some(shared.clone());
                 let listener =
                     turmoil::net::TcpListener::bind((std::net::Ipv4Addr::UNSPECIFIED, ZK_PORT))
                         .await?;
-                tokio::task::spawn_local(session_tracker(shared.clone()));
+                tokio::task::spawn_local(gate.wrap(session_tracker(shared.clone())));
                 loop {
                     let Ok((stream, addr)) = listener.accept().await else {
                         continue;
@@ -242,9 +246,13 @@ impl ZkCtl {
                     let peer =
                         turmoil::reverse_lookup(addr.ip()).unwrap_or_else(|| addr.to_string());
                     let stream = net.wrap(stream, &name, &peer);
-                    tokio::task::spawn_local(serve_connection(shared.clone(), stream, peer));
+                    tokio::task::spawn_local(gate.wrap(serve_connection(
+                        shared.clone(),
+                        stream,
+                        peer,
+                    )));
                 }
-            }
+            })
         });
     }
 
@@ -608,5 +616,83 @@ impl ZkCtl {
             );
         }
         self.holder = lowest;
+    }
+}
+
+impl SystemSpec for ZkSpec {
+    fn build(&self, b: &mut Build<'_, '_>) -> Box<dyn LockSystem> {
+        let ctl = ZkCtl::new(self, b.key);
+        let clocks: BTreeMap<String, HostClock> = self
+            .names()
+            .into_iter()
+            .map(|n| {
+                let c = (b.clock_of)(&n, b.server_clock);
+                (n, c)
+            })
+            .collect();
+        let clock = |name: &str| {
+            clocks
+                .get(name)
+                .cloned()
+                .unwrap_or_else(|| HostClock::new(crate::clock::ClockSpec::default()))
+        };
+        ctl.add_host(b.sim, self, &clock, b.net);
+        Box::new(ctl)
+    }
+}
+
+impl LockSystem for ZkCtl {
+    fn hosts(&self) -> Vec<String> {
+        self.names.clone()
+    }
+
+    fn gate(&self, host: &str) -> Option<PauseGate> {
+        ZkCtl::gate(self, host)
+    }
+
+    fn lock_owner(&self, _key: &str) -> Option<String> {
+        self.owner().map(String::from)
+    }
+
+    /// An ensemble's lock server is its leader.
+    fn lock_server(&self, _key: &str) -> Option<String> {
+        if !self.holds() {
+            return None;
+        }
+        if self.is_ensemble() {
+            self.leader()
+        } else {
+            Some(self.name.clone())
+        }
+    }
+
+    fn leader(&self) -> Option<String> {
+        ZkCtl::leader(self)
+    }
+
+    fn busiest_follower(&self) -> Option<String> {
+        self.followers()
+            .into_iter()
+            .find(|(_, n)| *n > 0)
+            .map(|(f, _)| f)
+    }
+
+    fn lock_create(&self) -> Option<(i64, Duration)> {
+        self.lock_create
+    }
+
+    fn crashed(&mut self, host: &str, _machine: bool, _now: Duration, _recorder: &Recorder) {
+        ZkCtl::crashed(self, host);
+    }
+
+    fn drain(&mut self, recorder: &Recorder, now: Duration) {
+        ZkCtl::drain(self, recorder, now);
+    }
+
+    fn client_hooks(&self) -> ClientHooks {
+        ClientHooks {
+            ready: self.is_ensemble().then(|| self.ready.clone()),
+            mysql_vip: None,
+        }
     }
 }

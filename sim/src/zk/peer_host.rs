@@ -192,7 +192,7 @@ async fn link_writer(
     gate: PauseGate,
 ) {
     loop {
-        let dialed = crate::world::dial_quorum(&net, &me_name, &gate, &to, QUORUM_PORT, None).await;
+        let dialed = crate::net::dial_host(&net, &me_name, &gate, &to, QUORUM_PORT, None).await;
         let Ok((mut stream, _)) = dialed else {
             turmoil::time::sleep(Duration::from_millis(50)).await;
             continue;

@@ -29,30 +29,11 @@ pub(super) fn start(cx: &mut Cx, target: &Target, restart_after_ms: Option<u64>,
             FaultPhase::Start,
             format!("{what} {host}{}", cx.moment),
         );
-        if let Some(sentinel) = cx.world.sentinel(&host) {
-            sentinel.crash();
-        }
-        if let Some(zk) = &mut cx.world.zk {
-            zk.crashed(&host);
-        }
-        if let Some(mysql) = &cx.world.mysql {
-            // What its disk keeps, by innodb_flush_log_at_trx_commit; what it lost is
-            // recorded when it recovers.
-            mysql.crashed(&host, machine, cx.now);
-        }
-        if let Some(server) = cx.world.server(&host).cloned() {
-            if let Some(engine) = server.engine() {
-                cx.world.observer.commands_of_dead_engines +=
-                    engine.with_engine(|e| e.engine.commands_processed());
-            }
-            server.crash(machine);
-            if !server.persists() {
-                // Without persistence the memory was all there was; with it, what came
-                // back is compared with the record at restart.
-                let world = &mut *cx.world;
-                world.observer.lose_all(&host, &world.recorder, cx.now);
-            }
-        }
+        // What the crash does to what each system keeps (its disk, its memory).
+        let world = &mut *cx.world;
+        world
+            .systems
+            .crashed(&host, machine, cx.now, &world.recorder);
         if let Some(ms) = restart_after_ms {
             cx.end_after(ms, move |cx| {
                 if machine {

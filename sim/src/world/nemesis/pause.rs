@@ -1,4 +1,4 @@
-//! Stop-the-world pauses: now (a client, a server or a Sentinel: its pause gate holds
+//! Stop-the-world pauses: now (a client or any host of a system: its pause gate holds
 //! every task, timer and read until the pause ends), or armed for a client's next
 //! write (the client pauses itself at that moment and records it).
 
@@ -10,16 +10,10 @@ use super::cx::Cx;
 /// Pauses every host `target` names for `duration_ms`.
 pub(super) fn start(cx: &mut Cx, target: &Target, duration_ms: u64) {
     for host in cx.resolve(target) {
-        let gate = match cx.world.clients.get(&host) {
-            Some(c) => c.gate.clone(),
-            None => match (cx.world.server(&host), cx.world.sentinel(&host)) {
-                (Some(s), _) => s.gate.clone(),
-                (None, Some(s)) => s.gate.clone(),
-                (None, None) => match cx.world.zk.as_ref().and_then(|z| z.gate(&host)) {
-                    Some(g) => g,
-                    None => continue,
-                },
-            },
+        // Every host of every system has one; a name that is no host was resolved to
+        // nothing.
+        let Some(gate) = cx.world.gate(&host) else {
+            continue;
         };
         gate.pause_until(cx.after(duration_ms));
         cx.record(

@@ -15,6 +15,7 @@ use rand_chacha::ChaCha8Rng;
 use crate::faults::{FaultKind, Target};
 
 use super::ctl::WorldCtl;
+use crate::world::system::{LockWrite, WriteMoment};
 
 /// The hosts `target` names at this moment: none if it names nobody (then the fault is
 /// a no-op and records nothing). A target that names one of several candidates
@@ -39,201 +40,64 @@ pub(super) fn resolve(target: &Target, world: &WorldCtl, rng: &mut ChaCha8Rng) -
         Target::Holder => pick(world.recorder.holders()),
         Target::Acquirer => pick(world.recorder.acquirers()),
         Target::LockOwner => world
-            .observer
-            .owner_of(&world.servers, &world.key)
-            .or_else(|| world.zk.as_ref().and_then(|z| z.owner()).map(String::from))
-            .or_else(|| {
-                world
-                    .mysql
-                    .as_ref()
-                    .and_then(|m| m.owner())
-                    .map(String::from)
-            })
-            .or_else(|| {
-                world
-                    .mongo
-                    .as_ref()
-                    .and_then(|m| m.owner())
-                    .map(String::from)
-            })
+            .systems
+            .first(|s| s.lock_owner(&world.key))
             .filter(|h| world.clients.contains_key(h))
             .into_iter()
             .collect(),
         Target::LockServer => world
-            .observer
-            .server_holding(&world.servers, &world.key)
-            .or_else(|| {
-                // An ensemble's lock server is its leader.
-                world.zk.as_ref().filter(|z| z.holds()).and_then(|z| {
-                    if z.is_ensemble() {
-                        z.leader()
-                    } else {
-                        Some(z.name.clone())
-                    }
-                })
-            })
-            .or_else(|| {
-                world
-                    .mysql
-                    .as_ref()
-                    .filter(|m| m.holds())
-                    .map(|m| m.name.clone())
-            })
-            .or_else(|| world.mongo.as_ref().and_then(|m| m.server_holding()))
+            .systems
+            .first(|s| s.lock_server(&world.key))
             .into_iter()
             .collect(),
-        Target::UnreplicatedLockMaster { .. } => lock_master(world, true)
-            .map(|(name, _, _)| name)
-            .or_else(|| {
-                world
-                    .mysql
-                    .as_ref()
-                    .and_then(|m| m.unreplicated_lock_master())
-                    .map(|(name, _)| name)
-            })
+        Target::UnreplicatedLockMaster { .. } => lock_write(world, WriteMoment::Unreplicated)
+            .map(|w| w.server)
             .into_iter()
             .collect(),
-        Target::FreshLockMaster { .. } => lock_master(world, false)
-            .map(|(name, _, _)| name)
-            .or_else(|| {
-                world
-                    .mysql
-                    .as_ref()
-                    .and_then(|m| m.fresh_lock_master())
-                    .map(|(name, _)| name)
-            })
+        Target::FreshLockMaster { .. } => lock_write(world, WriteMoment::Fresh)
+            .map(|w| w.server)
             .into_iter()
             .collect(),
         Target::LockServerOf { client, .. } => {
             server_of_holder(world, client).into_iter().collect()
         }
         Target::MidAcquire { .. } => pick(granted_acquirers(world)),
-        Target::ZkLeader | Target::ZkLeaderAfterLockCreate { .. } => world
-            .zk
-            .as_ref()
-            .and_then(|z| z.leader())
-            .into_iter()
-            .collect(),
+        Target::ZkLeader | Target::ZkLeaderAfterLockCreate { .. } => {
+            world.systems.first(|s| s.leader()).into_iter().collect()
+        }
         Target::ZkBusiestFollower => world
-            .zk
-            .as_ref()
-            .and_then(|z| z.followers().into_iter().find(|(_, n)| *n > 0))
-            .map(|(f, _)| f)
+            .systems
+            .first(|s| s.busiest_follower())
             .into_iter()
             .collect(),
         Target::AllServers => world.server_names(),
         Target::AllClients => world.clients.keys().cloned().collect(),
-        Target::Rest => world
-            .clients
-            .keys()
-            .cloned()
-            .chain(world.server_names())
-            .chain(world.sentinels.iter().map(|s| s.name.clone()))
-            .collect(),
+        Target::Rest => {
+            // The clients, the lock servers, then the helpers (Sentinels).
+            let servers = world.server_names();
+            let helpers: Vec<String> = world
+                .systems
+                .hosts()
+                .into_iter()
+                .filter(|h| !servers.contains(h))
+                .collect();
+            world
+                .clients
+                .keys()
+                .cloned()
+                .chain(servers)
+                .chain(helpers)
+                .collect()
+        }
     }
 }
 
-/// The master whose record holds the lock key with replicas attached, the offset of
-/// its last lock write and a description; with `unreplicated`, only if the write is at
-/// a replication offset that no replica has acknowledged (by the master's record) or
-/// received (by the replicas' own offsets), and no replica holds the key at all.
-fn lock_master(world: &WorldCtl, unreplicated: bool) -> Option<(String, String, u64)> {
-    // A MongoDB primary holding the lock by a client's write (that no other member
-    // has, for the unreplicated moment).
-    if let Some(mongo) = &world.mongo
-        && let Some((name, detail, ts)) = mongo.lock_primary(unreplicated)
-    {
-        let fresh_in_hand = unreplicated
-            || mongo
-                .writer_on(&name)
-                .is_some_and(|w| world.recorder.holders().iter().any(|h| h == w));
-        if fresh_in_hand {
-            return Some((name, detail, ts));
-        }
-    }
-    for server in &world.servers {
-        if !world.observer.holds(&server.name, &world.key) {
-            continue;
-        }
-        let Some(engine) = server.engine() else {
-            continue;
-        };
-        let found = engine.with_engine(|e| {
-            let repl = e.engine.replication();
-            if repl.role != crate::redis::replication::Role::Master || repl.replicas.is_empty() {
-                return None;
-            }
-            // A write made before any replica connected went into no stream (offset
-            // 0): it is not a moment of replication.
-            let written = e.engine.write_offset(&world.key).filter(|w| *w > 0)?;
-            let acked = repl
-                .replicas
-                .values()
-                .map(|r| r.ack_offset)
-                .max()
-                .unwrap_or(0);
-            (!unreplicated || acked < written).then(|| {
-                let acks: Vec<String> = repl
-                    .replicas
-                    .values()
-                    .map(|r| format!("{}={}", r.ip, r.ack_offset))
-                    .collect();
-                (written, acks.join(" "))
-            })
-        });
-        let Some((written, acks)) = found else {
-            continue;
-        };
-        // A fresh grant counts once it is in the client's hands: the history shows the
-        // writer holding the lock (its acquire completed, `WAIT` included).
-        if !unreplicated
-            && !world
-                .observer
-                .writer_on(&server.name, &world.key)
-                .is_some_and(|w| world.recorder.holders().iter().any(|h| h == w))
-        {
-            continue;
-        }
-        // What the replicas themselves have applied: the write must not have reached
-        // any of them yet.
-        let mut applied = Vec::new();
-        for r in &world.servers {
-            let Some(e) = r.engine() else { continue };
-            let offset = e.with_engine(|e| {
-                let repl = e.engine.replication();
-                match &repl.role {
-                    crate::redis::replication::Role::Replica { host, .. }
-                        if *host == server.name =>
-                    {
-                        Some(repl.offset)
-                    }
-                    _ => None,
-                }
-            });
-            if let Some(o) = offset {
-                applied.push((r.name.clone(), o));
-            }
-        }
-        // ... and none of them holds the lock key at all: promoted, it would grant the
-        // lock afresh (a replica that still holds an older grant would only block).
-        if unreplicated
-            && applied
-                .iter()
-                .any(|(name, o)| *o >= written || world.observer.holds(name, &world.key))
-        {
-            continue;
-        }
-        let applied: Vec<String> = applied.iter().map(|(n, o)| format!("{n}={o}")).collect();
-        return Some((
-            server.name.clone(),
-            format!(
-                "lock write at offset {written}; acknowledged: {acks}; applied: {}",
-                applied.join(" ")
-            ),
-            written,
-        ));
-    }
-    None
+/// The lock write `moment` names, on whichever system has one (see
+/// [`LockSystem::lock_write`](crate::world::system::LockSystem::lock_write)).
+fn lock_write(world: &WorldCtl, moment: WriteMoment) -> Option<LockWrite> {
+    world
+        .systems
+        .first(|s| s.lock_write(&world.key, &world.recorder, moment))
 }
 
 /// The first server (in world order) whose record holds the lock key with the owner
@@ -241,17 +105,18 @@ fn lock_master(world: &WorldCtl, unreplicated: bool) -> Option<(String, String, 
 fn server_of_holder(world: &WorldCtl, client: &str) -> Option<String> {
     let owner = world.recorder.holder_owner(client)?;
     world
-        .observer
-        .server_holding_value(&world.servers, &world.key, &owner)
+        .systems
+        .first(|s| s.server_holding_value(&world.key, &owner))
 }
 
 /// Clients with an acquire in flight that some server's record already shows as the
 /// lock key's writer.
 fn granted_acquirers(world: &WorldCtl) -> Vec<String> {
-    let writers: std::collections::BTreeSet<&str> = world
-        .servers
+    let writers: std::collections::BTreeSet<String> = world
+        .systems
+        .0
         .iter()
-        .filter_map(|s| world.observer.writer_on(&s.name, &world.key))
+        .flat_map(|s| s.lock_writers(&world.key))
         .collect();
     world
         .recorder
@@ -296,33 +161,25 @@ fn waits_for(kind: &FaultKind) -> Option<(u64, Moment)> {
 /// (` (…)`); empty for a fault that waits for nothing.
 pub(super) fn moment(kind: &FaultKind, world: &WorldCtl) -> String {
     match waits_for(kind) {
-        Some((_, Moment::Unreplicated)) => lock_master(world, true),
-        Some((_, Moment::Fresh)) => lock_master(world, false),
-        Some((_, Moment::HeldBy(client))) => server_of_holder(world, &client).map(|s| {
-            let owner = world.recorder.holder_owner(&client).unwrap_or_default();
-            (s, format!("{client} holds the lock, owner={owner}"), 0)
-        }),
-        Some((_, Moment::MidAcquire)) => Some((
-            String::new(),
-            "a server has granted the acquisition in flight".to_string(),
-            0,
-        )),
-        Some((_, Moment::ZkLockCreate)) => {
-            world
-                .zk
-                .as_ref()
-                .and_then(|z| z.lock_create)
-                .map(|(zxid, _)| {
-                    (
-                        String::new(),
-                        format!("a lock node's create committed at zxid 0x{zxid:x}"),
-                        0,
-                    )
-                })
+        Some((_, Moment::Unreplicated)) => {
+            lock_write(world, WriteMoment::Unreplicated).map(|w| w.detail)
         }
+        Some((_, Moment::Fresh)) => lock_write(world, WriteMoment::Fresh).map(|w| w.detail),
+        Some((_, Moment::HeldBy(client))) => server_of_holder(world, &client).map(|_| {
+            let owner = world.recorder.holder_owner(&client).unwrap_or_default();
+            format!("{client} holds the lock, owner={owner}")
+        }),
+        Some((_, Moment::MidAcquire)) => {
+            Some("a server has granted the acquisition in flight".to_string())
+        }
+        Some((_, Moment::ZkLockCreate)) => world
+            .systems
+            .first(|s| s.lock_create())
+            .map(|(zxid, _)| format!("a lock node's create committed at zxid 0x{zxid:x}")),
         None => None,
     }
-    .map(|(_, d, _)| format!(" ({d})"))
+    .filter(|d| !d.is_empty())
+    .map(|d| format!(" ({d})"))
     .unwrap_or_default()
 }
 
@@ -373,29 +230,14 @@ impl Waiting {
         // The moment: a lock write made after the fault was armed, whose reply has had
         // time to reach its client (the master acknowledged it), and (for the
         // unreplicated kind) still on no replica.
-        let mut first_seen = |unreplicated: bool| {
-            lock_master(world, unreplicated)
-                .map(|(server, _, offset)| (server, offset))
-                .or_else(|| {
-                    // A MySQL primary's grant its replica lacks (numbered by the
-                    // world's record of the key's writes).
-                    // (For the fresh kind: its grant, replicated or not.)
-                    world.mysql.as_ref().and_then(|m| {
-                        if unreplicated {
-                            m.unreplicated_lock_master()
-                        } else {
-                            // In hand: the history shows its writer holding it.
-                            m.fresh_lock_master().filter(|_| {
-                                m.owner().is_some_and(|w| {
-                                    world.recorder.holders().iter().any(|h| h == w)
-                                })
-                            })
-                        }
-                    })
-                })
-                .map(|(server, offset)| *self.write_seen.entry((server, offset)).or_insert(now))
+        let mut first_seen = |moment: WriteMoment| {
+            lock_write(world, moment)
+                .map(|w| *self.write_seen.entry((w.server, w.position)).or_insert(now))
         };
-        let (unreplicated_since, fresh_since) = (first_seen(true), first_seen(false));
+        let (unreplicated_since, fresh_since) = (
+            first_seen(WriteMoment::Unreplicated),
+            first_seen(WriteMoment::Fresh),
+        );
         let ripe = |moment: &Moment, armed_at: Duration| {
             let since = match moment {
                 Moment::Unreplicated => unreplicated_since,
@@ -404,9 +246,8 @@ impl Waiting {
                 Moment::MidAcquire => return !granted_acquirers(world).is_empty(),
                 Moment::ZkLockCreate => {
                     return world
-                        .zk
-                        .as_ref()
-                        .and_then(|z| z.lock_create)
+                        .systems
+                        .first(|s| s.lock_create())
                         .is_some_and(|(_, seen)| seen > armed_at);
                 }
             };
