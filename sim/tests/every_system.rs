@@ -1,0 +1,244 @@
+//! Every host of every lock-server system takes the same faults: a MySQL server and a
+//! MongoDB primary stop when paused (no record, no reply, the clients' operations wait
+//! out the pause), and their clocks bend the timers that run on them (a MySQL server's
+//! `wait_timeout`, the election timers of a MongoDB replica set). Before the systems shared one kit,
+//! a pause or a clock fault aimed at these hosts did nothing and recorded nothing.
+
+use sim::clock::ClockSpec;
+use sim::faults::{Fault, FaultKind, FaultPlan, Target};
+use sim::history::{EventKind, FaultPhase, History, Phase, ServerEvent};
+use sim::world::{MongoSpec, MySqlSpec, RunConfig, Workload, builtin_factory, run};
+
+fn config(design: &str, workload: Workload, faults: Vec<Fault>) -> RunConfig {
+    RunConfig {
+        seed: 5,
+        design: design.into(),
+        factory: builtin_factory(design).expect("built-in"),
+        scenario: "test".into(),
+        workload,
+        client_clocks: vec![],
+        redis_clock: ClockSpec::default(),
+        plan: FaultPlan { faults },
+        stepping: Default::default(),
+    }
+}
+
+/// Two clients on MySQL (no Redis server): 2 s of work, 1 s of drain.
+fn mysql_world(spec: MySqlSpec) -> Workload {
+    Workload {
+        clients: 2,
+        duration_ms: 2_000,
+        drain_ms: 1_000,
+        response_timeout_ms: 5_000,
+        servers: Vec::new(),
+        mysql: Some(spec),
+        ..Workload::default()
+    }
+}
+
+/// Two clients on a three-member replica set: 4 s of work, 1 s of drain.
+fn mongo_world() -> Workload {
+    Workload {
+        clients: 2,
+        duration_ms: 4_000,
+        drain_ms: 1_000,
+        response_timeout_ms: 5_000,
+        servers: Vec::new(),
+        mongo: Some(MongoSpec::default()),
+        ..Workload::default()
+    }
+}
+
+fn pause(host: &str, at_ms: u64, duration_ms: u64) -> Fault {
+    Fault {
+        at_ms,
+        kind: FaultKind::Pause {
+            target: Target::Host(host.into()),
+            duration_ms,
+        },
+    }
+}
+
+/// (invoke µs, completion µs) of every completed client operation.
+fn ops(h: &History) -> Vec<(u64, u64)> {
+    let mut open = std::collections::BTreeMap::new();
+    let mut done = Vec::new();
+    for e in &h.events {
+        if let EventKind::Op(op) = &e.kind {
+            if op.phase == Phase::Invoke {
+                open.insert(op.op, e.at_us);
+            } else if let Some(start) = open.remove(&op.op) {
+                done.push((start, e.at_us));
+            }
+        }
+    }
+    done
+}
+
+/// The fault's start and end are recorded on `host`, nothing of `host`'s record falls
+/// inside the pause, and some client operation sent before it ended only after it.
+fn assert_paused(h: &History, host: &str, from_us: u64, until_us: u64) {
+    let phases: Vec<FaultPhase> = h
+        .events
+        .iter()
+        .filter(|e| e.host == host)
+        .filter_map(|e| match &e.kind {
+            EventKind::Fault { phase, .. } => Some(*phase),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(
+        phases,
+        [FaultPhase::Start, FaultPhase::End],
+        "the pause of {host} is in the history"
+    );
+    let inside: Vec<u64> = h
+        .events
+        .iter()
+        .filter(|e| e.host == host && matches!(e.kind, EventKind::Server(_)))
+        .map(|e| e.at_us)
+        .filter(|t| *t > from_us && *t < until_us)
+        .collect();
+    assert!(inside.is_empty(), "{host} recorded while paused: {inside:?}");
+    let waited = ops(h)
+        .into_iter()
+        .filter(|(start, end)| *start < until_us - 100_000 && *end >= until_us)
+        .count();
+    assert!(
+        waited > 0,
+        "no client operation waited out the pause of {host}: {:?}",
+        ops(h)
+    );
+}
+
+#[test]
+fn a_paused_mysql_server_records_and_answers_nothing_until_it_resumes() {
+    let h = run(&config(
+        "mysql-get-lock",
+        mysql_world(MySqlSpec::default()),
+        vec![pause("mysql-1", 600, 700)],
+    ))
+    .expect("run");
+    assert_paused(&h, "mysql-1", 600_000, 1_300_000);
+}
+
+#[test]
+fn a_paused_mongodb_primary_records_and_answers_nothing_until_it_resumes() {
+    let h = run(&config(
+        "mongo-find-and-modify-majority",
+        mongo_world(),
+        // Under the election timeout (1 s): the set waits for its primary.
+        vec![pause("mongo-1", 1_000, 700)],
+    ))
+    .expect("run");
+    assert_paused(&h, "mongo-1", 1_000_000, 1_700_000);
+}
+
+#[test]
+fn a_mysql_server_whose_clock_runs_fast_ends_an_idle_connection_before_its_wait_timeout() {
+    // wait_timeout is 1 s; the holder stops the world for 0.8 s while it holds its
+    // GET_LOCK. On a true clock its connection survives; on a server clock running 50 %
+    // fast, 1 s of the server's time passes in 0.67 s and the server ends it.
+    let spec = MySqlSpec {
+        wait_timeout_s: 1,
+        ..MySqlSpec::default()
+    };
+    let world = Workload {
+        clients: 1,
+        work_ms: 100,
+        ..mysql_world(spec)
+    };
+    let faults = |drift: bool| {
+        let mut f = vec![Fault {
+            at_ms: 500,
+            kind: FaultKind::PauseBeforeWrite {
+                target: Target::Host("client-1".into()),
+                duration_ms: 800,
+            },
+        }];
+        if drift {
+            f.insert(
+                0,
+                Fault {
+                    at_ms: 100,
+                    kind: FaultKind::ClockDrift {
+                        target: Target::Host("mysql-1".into()),
+                        drift_ppm: 500_000,
+                        duration_ms: None,
+                    },
+                },
+            );
+        }
+        f
+    };
+    let closed_by_server = |h: &History| {
+        h.events.iter().any(|e| {
+            e.host == "mysql-1"
+                && matches!(&e.kind, EventKind::Server(ServerEvent::MySqlConnection { event, released, .. })
+                    if event == "closed" && !released.is_empty())
+        })
+    };
+    let steady = run(&config("mysql-get-lock", world.clone(), faults(false))).expect("run");
+    assert!(
+        !closed_by_server(&steady),
+        "on a true clock the connection outlives a 0.8 s pause"
+    );
+    let fast = run(&config("mysql-get-lock", world, faults(true))).expect("run");
+    assert!(
+        fast.events.iter().any(|e| e.host == "mysql-1"
+            && matches!(e.kind, EventKind::Clock { drift_ppm: 500_000, .. })),
+        "the drift is recorded on the server"
+    );
+    assert!(
+        closed_by_server(&fast),
+        "the fast server clock ended the idle connection and released its lock"
+    );
+}
+
+#[test]
+fn the_election_after_a_mongodb_primary_stops_waits_on_the_secondaries_clocks() {
+    // The primary stops for 3 s. The secondaries call an election once their election
+    // timeout (1 s) has passed on their own clocks without a heartbeat reply: with
+    // clocks running at half speed, that takes twice as long in true time.
+    let first_new_primary = |h: &History| -> u64 {
+        h.events
+            .iter()
+            .find(|e| {
+                e.host != "mongo-1"
+                    && matches!(&e.kind, EventKind::Server(ServerEvent::Role { role })
+                        if role.starts_with("primary"))
+            })
+            .map(|e| e.at_us)
+            .expect("a secondary was elected while the primary was stopped")
+    };
+    let world = Workload {
+        duration_ms: 6_000,
+        ..mongo_world()
+    };
+    let stop = pause("mongo-1", 1_000, 3_000);
+    let steady = run(&config(
+        "mongo-find-and-modify-majority",
+        world.clone(),
+        vec![stop.clone()],
+    ))
+    .expect("run");
+    let slow_clocks = ["mongo-2", "mongo-3"].map(|m| Fault {
+        at_ms: 500,
+        kind: FaultKind::ClockDrift {
+            target: Target::Host(m.into()),
+            drift_ppm: -500_000,
+            duration_ms: None,
+        },
+    });
+    let mut faults = slow_clocks.to_vec();
+    faults.push(stop);
+    let slow = run(&config("mongo-find-and-modify-majority", world, faults)).expect("run");
+    let (t_steady, t_slow) = (first_new_primary(&steady), first_new_primary(&slow));
+    assert!(t_steady > 1_000_000 && t_slow > 1_000_000);
+    let (waited_steady, waited_slow) = (t_steady - 1_000_000, t_slow - 1_000_000);
+    assert!(
+        waited_slow * 2 >= waited_steady * 3,
+        "the election came {waited_slow} µs after the stop on half-speed clocks, \
+         {waited_steady} µs on true clocks"
+    );
+}
