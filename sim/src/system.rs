@@ -15,8 +15,11 @@ pub enum Capability {
     /// A host that serves the lock and can be paused, crashed and restarted,
     /// partitioned from clients, and whose clock can step or drift: every system.
     LockServer,
-    /// Lock-release notifications a waiter waits on, which the server can drop
-    /// (Redis pub/sub; ZooKeeper watches).
+    /// Lock-release notifications a waiter waits on, which the server can drop on a
+    /// live connection (Redis pub/sub: a subscriber's output buffer limit, a message
+    /// published while a subscriber reconnects). ZooKeeper has none to drop: it
+    /// delivers a watch event in order on the session's connection, and loses it only
+    /// with that connection, which the network faults cover.
     Notifications,
     /// Replicas that Sentinel promotes when the master is lost (Redis).
     SentinelFailover,
@@ -40,6 +43,11 @@ pub enum Capability {
     RedoLogRecovery,
     /// A replica set whose elections roll back writes a majority never had (MongoDB).
     ElectionRollback,
+    /// Several servers that keep the lock by a majority and elect a new leader or
+    /// primary when the one serving loses it (a ZooKeeper ensemble, a MongoDB replica
+    /// set): the lock server can be cut off from the rest of its system while clients
+    /// still reach it.
+    Quorum,
     /// The world's observers follow more than one lock key (seed 004's segments):
     /// only the Redis world's do.
     ManyKeys,
@@ -50,7 +58,9 @@ impl Capability {
     pub fn describe(self) -> &'static str {
         match self {
             Capability::LockServer => "a lock server to pause, crash, cut off or set the clock of",
-            Capability::Notifications => "release notifications to drop (pub/sub, watches)",
+            Capability::Notifications => {
+                "release notifications a server drops on a live connection (Redis pub/sub; a ZooKeeper watch event is lost only with its connection)"
+            }
             Capability::SentinelFailover => "Redis replicas that Sentinel promotes",
             Capability::AppendOnlyFile => "Redis's append-only file",
             Capability::IndependentMasters => "independent Redis masters (Redlock)",
@@ -64,6 +74,9 @@ impl Capability {
             Capability::RedoLogRecovery => "crash recovery from a redo log flushed by policy",
             Capability::ElectionRollback => {
                 "replica-set elections that roll back unreplicated writes"
+            }
+            Capability::Quorum => {
+                "a quorum of servers that elects a new leader when the one serving is cut off"
             }
             Capability::ManyKeys => {
                 "observers of several lock keys (only the Redis world's follow more than one)"

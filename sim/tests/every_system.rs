@@ -99,7 +99,10 @@ fn assert_paused(h: &History, host: &str, from_us: u64, until_us: u64) {
         .map(|e| e.at_us)
         .filter(|t| *t > from_us && *t < until_us)
         .collect();
-    assert!(inside.is_empty(), "{host} recorded while paused: {inside:?}");
+    assert!(
+        inside.is_empty(),
+        "{host} recorded while paused: {inside:?}"
+    );
     let waited = ops(h)
         .into_iter()
         .filter(|(start, end)| *start < until_us - 100_000 && *end >= until_us)
@@ -186,7 +189,13 @@ fn a_mysql_server_whose_clock_runs_fast_ends_an_idle_connection_before_its_wait_
     let fast = run(&config("mysql-get-lock", world, faults(true))).expect("run");
     assert!(
         fast.events.iter().any(|e| e.host == "mysql-1"
-            && matches!(e.kind, EventKind::Clock { drift_ppm: 500_000, .. })),
+            && matches!(
+                e.kind,
+                EventKind::Clock {
+                    drift_ppm: 500_000,
+                    ..
+                }
+            )),
         "the drift is recorded on the server"
     );
     assert!(

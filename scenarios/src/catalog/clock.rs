@@ -14,7 +14,7 @@ use sim::system::Capability;
 pub(super) static CLOCK_JUMP: Def = Def {
     name: "clock-jump",
     description: "the wall clock of the Redis server holding the lock jumps forward by 2-4 leases while the lock is held",
-    fault_about: "a server's clock jumped forward past the lease while it held the lock, and the key expired early",
+    fault_about: "a server's clock jumped forward past the lease while it held the lock, and the key expired early (or it held it with no expiry for the jump to advance)",
     class: FaultClass::ServerClock,
     needs: &[Capability::LockServer],
     world: |base| Workload {
@@ -23,7 +23,7 @@ pub(super) static CLOCK_JUMP: Def = Def {
     },
     quantities: &[Param::JumpMs],
     plan: jumps,
-    probe: |h, _| clock_probes::clock_jump_freed_the_lock(h),
+    probe: |h, _| clock_probes::clock_jump_struck_the_lock(h),
 };
 
 pub(super) static CLOCK_DRIFT: Def = Def {

@@ -112,6 +112,7 @@ pub static SCENARIOS: &[&Def] = &[
     &read_write::READ_WRITE_LONG_WORK,
     &mysql::MYSQL_RESTART,
     &mysql::MYSQL_RESTART_FLUSH_2,
+    &network::SERVER_ISOLATED,
 ];
 
 /// One scenario, whole: what it says of itself, its world, its faults and its probe.

@@ -41,6 +41,39 @@ pub(super) static PARTITION: Def = Def {
     probe: |h, _| crate::checkers::holder_partitioned_past_the_lease(h),
 };
 
+pub(super) static SERVER_ISOLATED: Def = Def {
+    name: "server-isolated",
+    description: "the server that holds the lock (a ZooKeeper leader, a MongoDB primary) is cut off from the rest of its system for 6-12 leases while clients still reach it, twice: the others elect a new one",
+    fault_about: "the lock's server was cut off from the rest of its system for longer than the lease while it held the lock",
+    class: FaultClass::Partition,
+    needs: &[Capability::Quorum],
+    world: |base| Workload {
+        work_ms: base.lease_ms / 2,
+        ..base.clone()
+    },
+    quantities: &[Param::PartitionMs],
+    plan: isolations,
+    probe: |h, _| crate::checkers::lock_server_isolated_past_the_lease(h),
+};
+
+/// Two partitions of the lock's server from every other server, 6-12 leases each.
+fn isolations(d: &mut Draw) -> Vec<Fault> {
+    let lease = d.lease;
+    let mut faults = Vec::new();
+    for _ in 0..2 {
+        faults.push(Fault {
+            at_ms: d.at(),
+            kind: FaultKind::Partition {
+                a: vec![Target::LockServer],
+                b: vec![Target::AllServers],
+                one_way: false,
+                duration_ms: d.quantity(Param::PartitionMs, lease * 6..=lease * 12),
+            },
+        });
+    }
+    faults
+}
+
 /// Four delays of an acquirer's replies, 1.1-1.5 leases each, lasting three times that.
 fn delays(d: &mut Draw) -> Vec<Fault> {
     let lease = d.lease;

@@ -13,13 +13,13 @@ use sim::system::Capability;
 pub(super) static SERVER_RESTART: Def = Def {
     name: "server-restart",
     description: "the Redis server crashes while a lock is held and is back as systemd restarts it (100 ms RestartSec and its start, at the world's scale: restart-ms), without persistence",
-    fault_about: "a server restarted without the lock key its record held",
+    fault_about: "a server restarted without the lock key its record held (or, keeping its locks on disk, crashed holding it and restarted)",
     class: FaultClass::ServerCrash,
     needs: &[Capability::LockServer],
     world: half_lease_work,
     quantities: &[Param::RestartMs],
     plan: |d| restarts(d, Restart::AtOnce),
-    probe: |h, _| crate::checkers::server_restart_lost_the_lock(h),
+    probe: |h, _| crate::checkers::server_restart_struck_the_lock(h),
 };
 
 pub(super) static SERVER_RESTART_AOF: Def = Def {

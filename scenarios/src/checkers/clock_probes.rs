@@ -8,6 +8,55 @@ use sim::history::{EventKind, FaultPhase, History, OpF, ServerEvent};
 use super::model;
 use super::{fmt_ms, fmt_s};
 
+/// A server's wall clock stepped forward by more than the lease while its record held
+/// the lock key, and the jump struck: the key expired early
+/// ([`clock_jump_freed_the_lock`]), or the server held the key with no expiry of its
+/// own to advance (no `ExpireSet` on it while held: a key without a TTL, a ZooKeeper
+/// node that lives with its session, a row): its wall clock was all a jump could reach,
+/// and the lock outlived it.
+pub fn clock_jump_struck_the_lock(h: &History) -> Option<String> {
+    clock_jump_freed_the_lock(h).or_else(|| clock_jump_over_a_lock_without_expiry(h))
+}
+
+/// A server's wall clock stepped forward by more than the lease while its record held
+/// the lock key with no expiry set on it (see [`clock_jump_struck_the_lock`]).
+pub fn clock_jump_over_a_lock_without_expiry(h: &History) -> Option<String> {
+    let key = h.params.key.as_str();
+    let records = super::server_probes::record_hosts(h);
+    // Per record host: the lock key's value, and whether an expiry was set on it.
+    let mut held: BTreeMap<&str, (&str, bool)> = BTreeMap::new();
+    for e in &h.events {
+        let host = e.host.as_str();
+        match &e.kind {
+            EventKind::Server(ServerEvent::Written { key: k, value, .. }) if k == key => {
+                held.insert(host, (value.as_str(), false));
+            }
+            EventKind::Server(ServerEvent::ExpireSet { key: k, .. }) if k == key => {
+                if let Some(entry) = held.get_mut(host) {
+                    entry.1 = true;
+                }
+            }
+            EventKind::Server(ServerEvent::Removed { key: k, .. }) if k == key => {
+                held.remove(host);
+            }
+            EventKind::Clock { step_ms, .. } if *step_ms > h.params.lease_ms as i64 => {
+                let Some(record) = records.get(host) else {
+                    continue;
+                };
+                if let Some((owner, false)) = held.get(record) {
+                    return Some(format!(
+                        "{host}'s wall clock jumped {step_ms:+} ms at {} while {record} held \
+                         {key} (owner={owner}) with no expiry set on it",
+                        fmt_s(e.at_us)
+                    ));
+                }
+            }
+            _ => {}
+        }
+    }
+    None
+}
+
 /// A Redis server's wall clock stepped forward by more than the lease while its record
 /// held the lock key, and the key then expired on it before its lease was up in true
 /// time: the jump freed the lock early.
@@ -218,28 +267,30 @@ pub fn client_wall_clocks_apart(h: &History) -> Option<String> {
     None
 }
 
-/// A Redis server's clock ran fast (a positive rate error) while clients took the
-/// lock on it: the highest rate seen, with the server.
+/// A server's clock ran fast (a positive rate error) while clients took the lock on it
+/// (on its record: an ensemble's, for a ZooKeeper server): the highest such rate, with
+/// the server.
 pub fn server_clock_ran_fast(h: &History) -> Option<String> {
-    let servers = super::server_probes::servers(h);
+    let records = super::server_probes::record_hosts(h);
+    let granted_after = |record: &str, from: u64| {
+        h.events.iter().any(|e| {
+            e.host == record
+                && e.at_us >= from
+                && matches!(&e.kind, EventKind::Server(ServerEvent::Written { key, .. }) if *key == h.params.key)
+        })
+    };
     let fastest = h
         .events
         .iter()
         .filter_map(|e| match e.kind {
-            EventKind::Clock { drift_ppm, .. }
-                if drift_ppm > 0 && servers.contains(e.host.as_str()) =>
-            {
-                Some((drift_ppm, e.host.as_str(), e.at_us))
+            EventKind::Clock { drift_ppm, .. } if drift_ppm > 0 => {
+                let record = records.get(e.host.as_str())?;
+                granted_after(record, e.at_us).then_some((drift_ppm, e.host.as_str(), e.at_us))
             }
             _ => None,
         })
-        .max_by_key(|(ppm, _, _)| *ppm)?;
-    let granted = h.events.iter().any(|e| {
-        e.host == fastest.1
-            && e.at_us >= fastest.2
-            && matches!(&e.kind, EventKind::Server(ServerEvent::Written { key, .. }) if *key == h.params.key)
-    });
-    granted.then(|| {
+        .max_by_key(|(ppm, _, _)| *ppm);
+    fastest.map(|fastest| {
         format!(
             "{}'s clock ran {:+} ppm ({}.{:02} % fast) from {} while it granted the lock",
             fastest.1,

@@ -20,6 +20,39 @@ pub(super) fn servers(h: &History) -> BTreeSet<&str> {
         .collect()
 }
 
+/// The host whose record of the lock stands for each server's: itself, except for
+/// the members of a ZooKeeper ensemble (hosts that record ZooKeeper roles: `leader
+/// (epoch N)`, `follower of zk-K`, `looking (...)`), whose one record of the lock is
+/// kept on the member that records it (the first server, whichever leads). A fault on
+/// any member of the ensemble hits the host that serves that record.
+pub(super) fn record_hosts(h: &History) -> BTreeMap<&str, &str> {
+    let key = h.params.key.as_str();
+    let mut members: BTreeSet<&str> = BTreeSet::new();
+    let mut recorder: Option<&str> = None;
+    for e in &h.events {
+        match &e.kind {
+            EventKind::Server(ServerEvent::Role { role })
+                if role.starts_with("leader (epoch")
+                    || role.starts_with("follower of")
+                    || role.starts_with("looking") =>
+            {
+                members.insert(e.host.as_str());
+            }
+            EventKind::Server(ServerEvent::Written { key: k, .. }) if k == key => {
+                recorder.get_or_insert(e.host.as_str());
+            }
+            _ => {}
+        }
+    }
+    let mut map: BTreeMap<&str, &str> = servers(h).into_iter().map(|s| (s, s)).collect();
+    if let Some(r) = recorder.filter(|r| members.contains(r)) {
+        for m in members {
+            map.insert(m, r);
+        }
+    }
+    map
+}
+
 /// Each fault's first end time, by fault index and host.
 fn fault_ends(h: &History) -> BTreeMap<(usize, &str), u64> {
     let mut ends = BTreeMap::new();
@@ -70,13 +103,14 @@ fn at_fault_starts<T>(
 /// A server crashed while its record held the lock key and came back at least
 /// `min_down_ms` later (a server still down at the run's end never came back).
 pub fn server_crashed_holding_the_lock(h: &History, min_down_ms: u64) -> Option<String> {
-    let servers = servers(h);
+    let records = record_hosts(h);
     let ends = fault_ends(h);
     at_fault_starts(h, |e, fault, held| {
-        if !servers.contains(e.host.as_str()) || !model::is_crash(h, fault) {
+        let record = records.get(e.host.as_str())?;
+        if !model::is_crash(h, fault) {
             return None;
         }
-        let owner = held.get(e.host.as_str())?;
+        let owner = held.get(record)?;
         let back_us = *ends.get(&(fault, e.host.as_str()))?;
         let down_us = back_us.saturating_sub(e.at_us);
         (down_us >= min_down_ms * 1_000).then(|| {
@@ -89,6 +123,14 @@ pub fn server_crashed_holding_the_lock(h: &History, min_down_ms: u64) -> Option<
             )
         })
     })
+}
+
+/// A server restarted after a crash that struck the lock: it came back without the lock
+/// key its record held ([`server_restart_lost_the_lock`]), or it crashed holding it and
+/// came back with it (a system that keeps its locks on disk: a ZooKeeper txn log, an
+/// InnoDB redo log, a MongoDB journal).
+pub fn server_restart_struck_the_lock(h: &History) -> Option<String> {
+    server_restart_lost_the_lock(h).or_else(|| server_crashed_holding_the_lock(h, 0))
 }
 
 /// A server came back from a crash without the lock key its record held before: the
@@ -128,7 +170,7 @@ pub fn server_restart_lost_the_lock(h: &History) -> Option<String> {
 /// A server paused for longer than the lease while its record held the lock key or a
 /// client was acquiring it.
 pub fn server_pause_outlasted_the_lease(h: &History) -> Option<String> {
-    let servers = servers(h);
+    let records = record_hosts(h);
     let ends = fault_ends(h);
     let acquires: Vec<model::OpPair> = model::op_pairs(h)
         .ok()?
@@ -137,7 +179,8 @@ pub fn server_pause_outlasted_the_lease(h: &History) -> Option<String> {
         .collect();
     let lease_us = h.params.lease_ms * 1_000;
     at_fault_starts(h, |e, fault, held| {
-        if !servers.contains(e.host.as_str()) || !model::is_pause(h, fault) {
+        let record = records.get(e.host.as_str())?;
+        if !model::is_pause(h, fault) {
             return None;
         }
         let end_us = ends
@@ -148,7 +191,7 @@ pub fn server_pause_outlasted_the_lease(h: &History) -> Option<String> {
         if len_us <= lease_us {
             return None;
         }
-        let why = if let Some(owner) = held.get(e.host.as_str()) {
+        let why = if let Some(owner) = held.get(record) {
             format!("holding {} (owner={owner})", h.params.key)
         } else {
             let waiting = acquires
@@ -225,6 +268,44 @@ pub fn holder_partitioned_past_the_lease(h: &History) -> Option<String> {
                 hold.owner,
                 fmt_s(e.at_us),
                 fmt_ms(len_us),
+                h.params.lease_ms
+            )
+        })
+    })
+}
+
+/// A server whose record (an ensemble's, for a ZooKeeper member) held the lock was cut
+/// off from other servers for longer than the lease.
+pub fn lock_server_isolated_past_the_lease(h: &History) -> Option<String> {
+    let records = record_hosts(h);
+    let ends = fault_ends(h);
+    let lease_us = h.params.lease_ms * 1_000;
+    at_fault_starts(h, |e, fault, held| {
+        let record = records.get(e.host.as_str())?;
+        let EventKind::Fault { peers, detail, .. } = &e.kind else {
+            return None;
+        };
+        let partition = h
+            .plan
+            .faults
+            .get(fault)
+            .is_some_and(|f| matches!(f.kind, sim::faults::FaultKind::Partition { .. }));
+        if !partition || !peers.iter().any(|p| records.contains_key(p.as_str())) {
+            return None;
+        }
+        let owner = held.get(record)?;
+        let end_us = ends
+            .get(&(fault, e.host.as_str()))
+            .copied()
+            .unwrap_or(h.end_us);
+        let len_us = end_us.saturating_sub(e.at_us);
+        (len_us > lease_us).then(|| {
+            format!(
+                "{} was cut off ({detail}) at {} for {} while {record} held {} (owner={owner}), lease {} ms",
+                e.host,
+                fmt_s(e.at_us),
+                fmt_ms(len_us),
+                h.params.key,
                 h.params.lease_ms
             )
         })

@@ -34,7 +34,7 @@ impl lock_impl::Spawner for HostSpawner {
 /// recorded in the history (`connect`); the stream is wrapped by the link-fault
 /// registry and the client's pause gate, and the multiplexed connection's driver runs
 /// under the gate, so no byte of a paused client moves.
-struct TurmoilDialer {
+pub(crate) struct TurmoilDialer {
     client: String,
     gate: PauseGate,
     net: NetFaults,
@@ -174,12 +174,23 @@ impl lock_impl::zk::StreamDialer for TurmoilDialer {
 /// MySQL connections to the clients' address for the primary (`mysql-1`): dialled at
 /// whichever host it points at now, re-pointed by a failover as a virtual IP or a DNS
 /// name would be.
-struct VipDialer {
-    inner: Arc<TurmoilDialer>,
+pub(crate) struct VipDialer {
+    pub inner: Arc<TurmoilDialer>,
     /// The name the clients dial.
-    name: String,
+    pub name: String,
     /// The host it points at.
-    vip: Arc<std::sync::Mutex<String>>,
+    pub vip: Arc<std::sync::Mutex<String>>,
+}
+
+/// How a client reaches a system's servers: its dialer (every stream gated and
+/// faultable), the MySQL primary's address if a failover can move it, its reply
+/// timeout and the world's time scale. A system's [`SystemSpec::client_deps`] makes
+/// its part of `Deps` from it.
+pub(crate) struct SystemReach {
+    pub dialer: Arc<TurmoilDialer>,
+    pub mysql_vip: Option<Arc<std::sync::Mutex<String>>>,
+    pub response_timeout_ms: u64,
+    pub scale: lock_impl::TimeScale,
 }
 
 impl lock_impl::zk::StreamDialer for VipDialer {
@@ -360,16 +371,6 @@ impl Client {
         let Ok(mut storage) = StorageClient::connect(&self.name).await else {
             return;
         };
-        let zookeeper = w.zookeeper.as_ref().map(|spec| lock_impl::zk::ZkEnsemble {
-            servers: spec
-                .names()
-                .into_iter()
-                .map(|n| (n, crate::zk::ZK_PORT))
-                .collect(),
-            dialer: dialer.clone(),
-            session_timeout_ms: spec.session_timeout_ms,
-            scale: lock_impl::TimeScale::for_lease(w.lease_ms),
-        });
         let servers = if servers.is_empty() {
             vec![conn.clone()]
         } else {
@@ -390,35 +391,22 @@ impl Client {
                 host: self.name.clone(),
                 clock: self.clock.clone(),
             })),
-            zookeeper,
-            mongo: w.mongo.as_ref().map(|spec| lock_impl::mongo::MongoServer {
-                seeds: spec
-                    .members
-                    .iter()
-                    .map(|m| (m.clone(), crate::mongo::MONGO_PORT))
-                    .collect(),
-                database: spec.database.clone(),
-                dialer: dialer.clone(),
-                timeout_ms: w.response_timeout_ms,
-            }),
-            mysql: w.mysql.as_ref().map(|spec| lock_impl::mysql::MySqlServer {
-                host: spec.name.clone(),
-                port: crate::mysql::MYSQL_PORT,
-                user: spec.user.clone(),
-                password: spec.password.clone(),
-                database: spec.database.clone(),
-                dialer: match &self.mysql_vip {
-                    Some(vip) => Arc::new(VipDialer {
-                        inner: dialer.clone(),
-                        name: spec.name.clone(),
-                        vip: vip.clone(),
-                    }),
-                    None => dialer.clone(),
-                },
-                timeout_ms: w.response_timeout_ms,
-            }),
+            zookeeper: None,
+            mongo: None,
+            mysql: None,
             scale: lock_impl::TimeScale::for_lease(w.lease_ms),
         };
+        // Each system's part of the design's dependencies: how to reach its servers.
+        let reach = SystemReach {
+            dialer: dialer.clone(),
+            mysql_vip: self.mysql_vip.clone(),
+            response_timeout_ms: w.response_timeout_ms,
+            scale: lock_impl::TimeScale::for_lease(w.lease_ms),
+        };
+        let mut deps = deps;
+        for system in w.systems() {
+            system.client_deps(&mut deps, &reach);
+        }
         let design = (self.factory)(deps);
         self.retry_horizon_ms
             .fetch_max(design.retry_horizon().as_millis() as u64, Ordering::Relaxed);

@@ -46,6 +46,7 @@ use crate::pause::PauseGate;
 pub const MONGO_CAPABILITIES: &[crate::system::Capability] = &[
     crate::system::Capability::LockServer,
     crate::system::Capability::ElectionRollback,
+    crate::system::Capability::Quorum,
 ];
 
 /// The lock's value in a document: its owner, unless released (`expiresAt` the epoch).
@@ -397,6 +398,19 @@ impl SystemSpec for MongoSpec {
         ctl.add_hosts(b, self);
         Box::new(ctl)
     }
+
+    fn client_deps(&self, deps: &mut lock_impl::Deps, reach: &super::client::SystemReach) {
+        deps.mongo = Some(lock_impl::mongo::MongoServer {
+            seeds: self
+                .members
+                .iter()
+                .map(|m| (m.clone(), MONGO_PORT))
+                .collect(),
+            database: self.database.clone(),
+            dialer: reach.dialer.clone(),
+            timeout_ms: reach.response_timeout_ms,
+        });
+    }
 }
 
 impl LockSystem for MongoCtl {
@@ -417,6 +431,13 @@ impl LockSystem for MongoCtl {
 
     fn lock_server(&self, _key: &str) -> Option<String> {
         self.server_holding()
+    }
+
+    fn lock_writers(&self, _key: &str) -> Vec<String> {
+        self.members
+            .iter()
+            .filter_map(|m| self.writer_on(&m.name).map(String::from))
+            .collect()
     }
 
     /// A primary holding the lock by a client's write (that no other member has, for

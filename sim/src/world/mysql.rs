@@ -739,6 +739,25 @@ impl SystemSpec for MySqlSpec {
         ctl.add_hosts(b, self);
         Box::new(ctl)
     }
+
+    fn client_deps(&self, deps: &mut lock_impl::Deps, reach: &super::client::SystemReach) {
+        deps.mysql = Some(lock_impl::mysql::MySqlServer {
+            host: self.name.clone(),
+            port: MYSQL_PORT,
+            user: self.user.clone(),
+            password: self.password.clone(),
+            database: self.database.clone(),
+            dialer: match &reach.mysql_vip {
+                Some(vip) => Arc::new(super::client::VipDialer {
+                    inner: reach.dialer.clone(),
+                    name: self.name.clone(),
+                    vip: vip.clone(),
+                }),
+                None => reach.dialer.clone(),
+            },
+            timeout_ms: reach.response_timeout_ms,
+        });
+    }
 }
 
 impl LockSystem for MySqlCtl {
@@ -759,6 +778,10 @@ impl LockSystem for MySqlCtl {
 
     fn lock_server(&self, _key: &str) -> Option<String> {
         self.holds().then(|| self.name.clone())
+    }
+
+    fn lock_writers(&self, key: &str) -> Vec<String> {
+        self.lock_owner(key).into_iter().collect()
     }
 
     fn lock_write(

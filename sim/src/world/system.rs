@@ -149,10 +149,15 @@ pub(crate) struct Build<'a, 's> {
     pub trace_commands: bool,
 }
 
-/// A system as a workload names it: builds its hosts into a world.
+/// A system as a workload names it: builds its hosts into a world, and gives each
+/// client its part of the design's `Deps`.
 pub(crate) trait SystemSpec {
     /// Adds the system's hosts to the world and returns its handle.
     fn build(&self, build: &mut Build<'_, '_>) -> Box<dyn LockSystem>;
+
+    /// Sets this system's part of a client's `deps` (how to reach its servers). Redis's
+    /// part is the connections every client dials first (`Deps::conn`, `servers`).
+    fn client_deps(&self, _deps: &mut lock_impl::Deps, _reach: &super::client::SystemReach) {}
 }
 
 /// The systems of a running world, in world order (Redis, ZooKeeper, MySQL, MongoDB).

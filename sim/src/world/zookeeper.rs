@@ -51,6 +51,7 @@ pub const ZOOKEEPER_CAPABILITIES: &[crate::system::Capability] = &[
     crate::system::Capability::SessionExpiry,
     crate::system::Capability::QuorumLeader,
     crate::system::Capability::FollowerReads,
+    crate::system::Capability::Quorum,
 ];
 
 /// The ZooKeeper host's handle: the running server (replaced by a restart) and what
@@ -639,6 +640,15 @@ impl SystemSpec for ZkSpec {
         ctl.add_host(b.sim, self, &clock, b.net);
         Box::new(ctl)
     }
+
+    fn client_deps(&self, deps: &mut lock_impl::Deps, reach: &super::client::SystemReach) {
+        deps.zookeeper = Some(lock_impl::zk::ZkEnsemble {
+            servers: self.names().into_iter().map(|n| (n, ZK_PORT)).collect(),
+            dialer: reach.dialer.clone(),
+            session_timeout_ms: self.session_timeout_ms,
+            scale: reach.scale,
+        });
+    }
 }
 
 impl LockSystem for ZkCtl {
@@ -664,6 +674,10 @@ impl LockSystem for ZkCtl {
         } else {
             Some(self.name.clone())
         }
+    }
+
+    fn lock_writers(&self, key: &str) -> Vec<String> {
+        self.lock_owner(key).into_iter().collect()
     }
 
     fn leader(&self) -> Option<String> {
