@@ -91,16 +91,28 @@ fn rate_legend() -> String {
 /// with its 95 % interval (`locksim run`).
 pub fn rate_lines(cell: &CellResult) -> String {
     use std::fmt::Write as _;
+    // The counts line up: `unsafe` padded to the checkers' `NAME invalid`.
+    let width = cell
+        .per_checker
+        .keys()
+        .map(|k| k.len() + " invalid".len())
+        .max()
+        .unwrap_or(0);
+    let unsafe_text = cell.unsafe_text();
+    let counts = unsafe_text.strip_prefix("unsafe ").unwrap_or(&unsafe_text);
     let mut out = format!(
-        "rates (95%, exact Clopper–Pearson):\n  {}\n",
-        cell.unsafe_text()
+        "rates (95%, exact Clopper–Pearson):\n  {:<width$} {counts}\n",
+        "unsafe"
     );
-    let width = cell.per_checker.keys().map(|k| k.len()).max().unwrap_or(0);
     for (name, n) in &cell.per_checker {
         let _ = writeln!(
             out,
             "  {}",
-            scenarios::stats::describe(&format!("{name:<width$} invalid"), *n as u64, cell.runs)
+            scenarios::stats::describe(
+                &format!("{:<width$}", format!("{name} invalid")),
+                *n as u64,
+                cell.runs
+            )
         );
     }
     out
