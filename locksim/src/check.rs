@@ -10,6 +10,7 @@ use std::path::{Path, PathBuf};
 use scenarios::catalog::Scenario;
 use scenarios::checkers::{self, Safety, Verdict};
 use scenarios::planfile::PlanFile;
+use scenarios::stats::Rate;
 use scenarios::sweep::{DesignSpec, RunSummary, run_seed, sweep};
 use sim::faults::FaultPlan;
 use sim::world::RunError;
@@ -178,6 +179,20 @@ impl Runs {
     /// Runs of safety class `class`.
     pub fn count(&self, class: Safety) -> usize {
         self.runs.iter().filter(|r| r.safety() == class).count()
+    }
+
+    /// The share of runs of class `class` with its 95 % interval (exact
+    /// Clopper–Pearson, [`Rate`]); `None` with no runs.
+    ///
+    /// ```
+    /// use locksim::Safety;
+    /// let runs = locksim::check(locksim::builtin("set-nx-px-lua"))
+    ///     .scenario("client-crash").seeds(0..3).assert_safe();
+    /// let unsafe_rate = runs.rate(Safety::Unsafe).unwrap();
+    /// assert_eq!(unsafe_rate.text(), "0/3: rate < 64% at 95%");
+    /// ```
+    pub fn rate(&self, class: Safety) -> Option<Rate> {
+        Rate::of(self.count(class) as u64, self.runs.len() as u64)
     }
 }
 
@@ -576,8 +591,11 @@ impl Check {
                 ),
                 _ => format!("the run is {}", first.safety()),
             };
+            let rate = Rate::of(bad.len() as u64, runs.len() as u64)
+                .map(|r| format!(", {}", r.claim()))
+                .unwrap_or_default();
             let headline = format!(
-                "{}: expected {}, but at seed {} {what} ({} of {} runs break it: seeds {}{more})",
+                "{}: expected {}, but at seed {} {what} ({} of {} runs break it{rate}: seeds {}{more})",
                 self.subject(p),
                 expect.describe(),
                 first.seed,
@@ -661,12 +679,17 @@ impl Check {
             }
         }
         let faulted = all.iter().filter(|r| r.fault_seen.is_some()).count();
+        let label = match expect {
+            Expect::Invalid(c) => format!("{c} invalid"),
+            _ => "unsafe".to_string(),
+        };
         Err(Failure::input(format!(
             "{}: expected {}, but none of {} runs was ({classes}; the scenario's fault happened in \
-             {faulted}). More seeds ({SEEDS_ENV}=N) may find it",
+             {faulted}; {}). More seeds ({SEEDS_ENV}=N) may find it",
             self.subject(p),
             expect.describe(),
             all.len(),
+            scenarios::stats::describe(&label, 0, all.len() as u64),
         )))
     }
 

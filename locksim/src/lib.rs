@@ -82,7 +82,7 @@
 //! the panic reads:
 //!
 //! ```text
-//! locksim: my-lock under gc-pause, seeds 0..20: expected every run safe, but at seed 0 the run is unsafe (20 of 20 runs break it: seeds 0, 1, 2, …)
+//! locksim: my-lock under gc-pause, seeds 0..20: expected every run safe, but at seed 0 the run is unsafe (20 of 20 runs break it, rate > 86% at 95%: seeds 0, 1, 2, …)
 //!   fault seen: client-6 paused at 1.233 s for 706 ms while holding lock:stock (owner=client-6-36-04eba00c), lease 200 ms
 //!   mutual-exclusion: INVALID: client-6 and client-8 both believed they held lock lock:stock from 1.425 s to 1.449 s …
 //!   lost-update: INVALID: client-6 wrote 99959 at 1.940 s based on a read of 99960, but the storage held 99944 …
@@ -179,6 +179,7 @@ pub use redis;
 pub use scenarios::catalog::{self, Scenario};
 pub use scenarios::checkers::{self, Evidence, Safety, Verdict};
 pub use scenarios::planfile::{self, PlanFile};
+pub use scenarios::stats::{self, Rate};
 pub use scenarios::sweep::RunSummary;
 pub use sim::faults::{Fault, FaultKind, FaultPlan, Target};
 pub use sim::history::History;

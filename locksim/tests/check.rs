@@ -147,6 +147,40 @@ fn classes_and_known_failures() {
         text.contains("expected some run unsafe, but none of 2 runs was (2 safe"),
         "{text}"
     );
+    // What none of 2 runs bounds: 1 − 0.05^(1/2) = 77.6 %.
+    assert!(text.contains("unsafe 0/2: rate < 78% at 95%)"), "{text}");
+}
+
+#[test]
+fn a_failure_message_gives_the_share_of_runs_that_break_it_with_its_95_percent_interval() {
+    let failure = locksim::check(mine())
+        .scenario("gc-pause")
+        .seeds(0..4)
+        .verify(Expect::Safe)
+        .unwrap_err();
+    // "(k of 4 runs break it, <the claim for k of 4>: seeds …)", the claim computed
+    // from the count the message itself states.
+    let headline = failure.headline();
+    let (_, tail) = headline.split_once(" (").expect("a count");
+    let k: u64 = tail.split(' ').next().unwrap().parse().expect("a number");
+    let claim = locksim::Rate::of(k, 4).unwrap().claim();
+    assert!(
+        headline.contains(&format!("({k} of 4 runs break it, {claim}: seeds ")),
+        "{headline}"
+    );
+    // The runs a passing check made give the same rates.
+    let runs = locksim::check(locksim::builtin("set-nx-px-lua"))
+        .scenario("client-crash")
+        .seeds(0..3)
+        .assert_safe();
+    assert_eq!(
+        runs.rate(Safety::Unsafe).unwrap().text(),
+        "0/3: rate < 64% at 95%"
+    );
+    assert_eq!(
+        runs.rate(Safety::Safe).unwrap().text(),
+        "3/3: rate > 36% at 95%"
+    );
 }
 
 #[test]

@@ -73,9 +73,49 @@ fn print_cells(cells: &[CellResult], json: bool, detail: bool, title: &str) {
     println!(
         "\nchecker columns count invalid runs; replay any first invalid seed with the command shown, or shrink it to a minimal run with the command above."
     );
+    println!("{}", rate_legend());
     println!(
         "fault counts the runs in which the scenario's fault really happened. class counts runs per safety class: unsafe = harm at the storage or server (lost-update, ownership, reentrancy), or believed holds overlapped, the older holder wrote after the newer grant and nothing refused it; fenced = believed holds overlapped and the storage refused the stale holder, nothing lost; overlap = believed holds overlapped, but the older holder wrote nothing to the storage after the newer grant (no harm reached it, no fence was tested); promise = a promise broken without harm or overlap (token-order: a fencing token issued twice or out of order); unknown = a safety checker could not judge; no-fault = nothing broke but the fault never happened (no evidence of safety); liveness checkers do not change it."
     );
+}
+
+/// What the `unsafe, 95%` column and the rate lines mean.
+fn rate_legend() -> String {
+    format!(
+        "unsafe, 95% is unsafe runs / runs with the rate's 95% interval (exact {}): `3/30 2.1–27%` is a two-sided interval; `0/60 <4.9%` bounds the rate from above, `30/30 >90%` from below (one-sided, 95%).",
+        "Clopper–Pearson"
+    )
+}
+
+/// The rate lines of one cell: the unsafe share and each checker's invalid share, each
+/// with its 95 % interval (`locksim run`).
+pub fn rate_lines(cell: &CellResult) -> String {
+    use std::fmt::Write as _;
+    // The counts line up: `unsafe` padded to the checkers' `NAME invalid`.
+    let width = cell
+        .per_checker
+        .keys()
+        .map(|k| k.len() + " invalid".len())
+        .max()
+        .unwrap_or(0);
+    let unsafe_text = cell.unsafe_text();
+    let counts = unsafe_text.strip_prefix("unsafe ").unwrap_or(&unsafe_text);
+    let mut out = format!(
+        "rates (95%, exact Clopper–Pearson):\n  {:<width$} {counts}\n",
+        "unsafe"
+    );
+    for (name, n) in &cell.per_checker {
+        let _ = writeln!(
+            out,
+            "  {}",
+            scenarios::stats::describe(
+                &format!("{:<width$}", format!("{name} invalid")),
+                *n as u64,
+                cell.runs
+            )
+        );
+    }
+    out
 }
 
 /// The lines under the matrix, wrapped to the 120 columns the matrix fits.
@@ -164,6 +204,8 @@ struct RunReport<'a> {
     design: &'a str,
     scenario: &'a str,
     seeds: String,
+    /// The cell with its `rates` (every share with its 95 % interval).
+    #[serde(serialize_with = "crate::table::serialize_cell")]
     cell: &'a CellResult,
     /// Every run with a non-Valid verdict, with its evidence and replay command.
     runs: Vec<RunEntry<'a>>,
@@ -247,6 +289,7 @@ pub fn run(
             scenario.fault_about,
             runs.len()
         );
+        print!("{}", rate_lines(&cell));
         for e in entries.iter().take(10) {
             for (name, v) in e.verdicts {
                 match v {

@@ -5,7 +5,8 @@
 //! - [`Percentiles`]: latency by percentile, HdrHistogram's way: the x axis is
 //!   `1 / (1 − quantile)` on a log scale, labelled 0%, 90%, 99%, 99.9%…, so the tail
 //!   gets as much room as the median;
-//! - [`Lines`]: a rate against a parameter, one line per design (sweeps);
+//! - [`Lines`]: a rate against a parameter, one line per design (sweeps), each in a
+//!   translucent band of its 95 % intervals;
 //! - [`Timeline`]: one row per host, bars over simulated time (believed holds, the
 //!   server's record of the key, faults), the violation marked.
 //!
@@ -121,6 +122,9 @@ pub struct Series {
     pub color: RGBColor,
     /// Points, x ascending.
     pub points: Vec<(f64, f64)>,
+    /// An uncertainty band around the line, as (x, low, high), x ascending; drawn
+    /// translucent under it by [`Lines`] (empty: none).
+    pub band: Vec<(f64, f64, f64)>,
 }
 
 /// The smallest x, the largest x and the largest y of every point (infinities if
@@ -284,7 +288,34 @@ impl Draw for Lines {
             .y_label_formatter(&|y| format!("{:.0}%", y * 100.0))
             .draw()
             .map_err(err)?;
+        // Every band first, so no band hides a line.
         for s in &self.series {
+            if s.band.len() < 2 {
+                continue;
+            }
+            let outline: Vec<(f64, f64)> = s
+                .band
+                .iter()
+                .map(|(x, _, hi)| (*x, *hi))
+                .chain(s.band.iter().rev().map(|(x, lo, _)| (*x, *lo)))
+                .collect();
+            chart
+                .draw_series(std::iter::once(Polygon::new(
+                    outline,
+                    s.color.mix(0.12).filled(),
+                )))
+                .map_err(err)?;
+        }
+        for s in &self.series {
+            // A single point's interval as a whisker.
+            if let [(x, lo, hi)] = s.band[..] {
+                chart
+                    .draw_series(std::iter::once(PathElement::new(
+                        vec![(x, lo), (x, hi)],
+                        s.color.mix(0.4).stroke_width(2),
+                    )))
+                    .map_err(err)?;
+            }
             let color = s.color;
             chart
                 .draw_series(LineSeries::new(

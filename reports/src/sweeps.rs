@@ -24,7 +24,9 @@ use crate::table::CellResult;
 pub struct SweepPoint {
     /// The parameter's value.
     pub value: u64,
-    /// The cell at that value.
+    /// The cell at that value, written with its `rates` (every share with its 95 %
+    /// interval).
+    #[serde(serialize_with = "crate::table::serialize_cell")]
     pub cell: CellResult,
 }
 
@@ -36,6 +38,15 @@ impl SweepPoint {
             return 0.0;
         }
         c.classes.get("unsafe").copied().unwrap_or(0) as f64 / c.runs as f64
+    }
+
+    /// The unsafe share's 95 % interval as (low, high), if the point has runs.
+    pub fn unsafe_interval(&self) -> Option<(f64, f64)> {
+        scenarios::stats::Rate::of(
+            self.cell.classes.get("unsafe").copied().unwrap_or(0) as u64,
+            self.cell.runs,
+        )
+        .map(|r| (r.low, r.high))
     }
 }
 
@@ -174,7 +185,8 @@ impl SweepResult {
         }
     }
 
-    /// The plot: unsafe runs per design against the parameter.
+    /// The plot: unsafe runs per design against the parameter, each line in a band of
+    /// its points' 95 % intervals (exact Clopper–Pearson).
     pub fn plot(&self) -> plot::Lines {
         plot::Lines {
             title: format!(
@@ -184,7 +196,7 @@ impl SweepResult {
                 self.param
             ),
             x_desc: self.x_desc(),
-            y_desc: format!("unsafe runs (seeds {})", self.seeds),
+            y_desc: format!("unsafe runs, band: 95% CI (seeds {})", self.seeds),
             series: self
                 .lines
                 .iter()
@@ -197,13 +209,22 @@ impl SweepResult {
                         .iter()
                         .map(|p| (self.x(p.value), p.unsafe_rate()))
                         .collect(),
+                    band: l
+                        .points
+                        .iter()
+                        .filter_map(|p| {
+                            p.unsafe_interval()
+                                .map(|(lo, hi)| (self.x(p.value), lo, hi))
+                        })
+                        .collect(),
                 })
                 .collect(),
         }
     }
 
     /// A text table: one row per value, one column per design, `unsafe/runs` (and
-    /// `*` where the scenario's fault was not seen in every run).
+    /// `*` where the scenario's fault was not seen in every run) and the rate's 95 %
+    /// interval (`3/30 2.1–27%`, `0/20* <14%`).
     pub fn render_text(&self) -> String {
         use std::fmt::Write as _;
         let mut out = String::new();
@@ -213,7 +234,7 @@ impl SweepResult {
             .map(|l| l.design.len())
             .max()
             .unwrap_or(0)
-            .max(9);
+            .max(16);
         let _ = write!(out, "{:>12} {:>8}", self.param, "x");
         for l in &self.lines {
             let _ = write!(out, "  {:>width$}", l.design);
@@ -231,13 +252,13 @@ impl SweepResult {
                 let mark = if p.cell.fault_seen < p.cell.runs {
                     "*"
                 } else {
-                    " "
+                    ""
                 };
-                let text = format!(
-                    "{}/{}{mark}",
-                    p.cell.classes.get("unsafe").copied().unwrap_or(0),
-                    p.cell.runs
-                );
+                let unsafe_runs = p.cell.classes.get("unsafe").copied().unwrap_or(0);
+                let interval = scenarios::stats::Rate::of(unsafe_runs as u64, p.cell.runs)
+                    .map(|r| format!(" {}", r.interval()))
+                    .unwrap_or_default();
+                let text = format!("{unsafe_runs}/{}{mark}{interval}", p.cell.runs);
                 let _ = write!(out, "  {text:>width$}");
             }
             out.push('\n');

@@ -8,6 +8,7 @@ use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
 use scenarios::checkers::{self, Safety, Verdict};
+use scenarios::stats::{self, Rate};
 use serde::{Deserialize, Serialize};
 
 use crate::latency::Quantiles;
@@ -164,6 +165,94 @@ impl CellResult {
     pub fn invalid(&self) -> usize {
         self.per_checker.values().sum()
     }
+
+    /// Runs of class `name` (0 if none).
+    fn class_count(&self, name: &str) -> u64 {
+        self.classes.get(name).copied().unwrap_or(0) as u64
+    }
+
+    /// The share of unsafe runs with its 95 % interval ([`stats::Rate`]); `None` with
+    /// no runs, or in a table written before classes existed (nothing to count).
+    pub fn unsafe_rate(&self) -> Option<Rate> {
+        if self.classes.is_empty() {
+            return None;
+        }
+        Rate::of(self.class_count("unsafe"), self.runs)
+    }
+
+    /// The unsafe share as a sentence: `unsafe 3/30, 10%, 95% CI 2.1–27%`, `unsafe
+    /// 0/60: rate < 4.9% at 95%`, or why there is none.
+    pub fn unsafe_text(&self) -> String {
+        if self.classes.is_empty() && self.runs > 0 {
+            return "unsafe: no classes recorded, no interval".into();
+        }
+        stats::describe("unsafe", self.class_count("unsafe"), self.runs)
+    }
+
+    /// Every rate of the cell with its 95 % interval: the unsafe share and each
+    /// checker's invalid share (what `--json`, `results.json` and the report carry).
+    pub fn rates(&self) -> CellRates {
+        CellRates {
+            method: stats::METHOD,
+            confidence: stats::CONFIDENCE,
+            unsafe_runs: self.unsafe_rate(),
+            invalid: self
+                .per_checker
+                .iter()
+                .map(|(k, n)| (k.clone(), Rate::of(*n as u64, self.runs)))
+                .collect(),
+        }
+    }
+}
+
+/// A cell's rates with their 95 % intervals ([`CellResult::rates`]); computed from the
+/// counts whenever a cell is written out, never stored, so a merged or an old table
+/// gets them too.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct CellRates {
+    /// How the intervals are computed ([`stats::METHOD`]).
+    pub method: &'static str,
+    /// Their confidence ([`stats::CONFIDENCE`]).
+    pub confidence: f64,
+    /// Unsafe runs of all runs (`null` with no runs or no classes).
+    #[serde(rename = "unsafe")]
+    pub unsafe_runs: Option<Rate>,
+    /// Per checker, the runs it judged invalid of all runs (`null` with no runs).
+    pub invalid: BTreeMap<String, Option<Rate>>,
+}
+
+/// A cell as it is written out: its fields, and its `rates`.
+#[derive(Serialize)]
+struct CellOut<'a> {
+    #[serde(flatten)]
+    cell: &'a CellResult,
+    rates: CellRates,
+}
+
+/// Serializes a cell with its [`CellRates`] under `rates` (for `#[serde(serialize_with)]`;
+/// reading it back ignores them).
+pub fn serialize_cell<S: serde::Serializer>(c: &CellResult, s: S) -> Result<S::Ok, S::Error> {
+    CellOut {
+        cell: c,
+        rates: c.rates(),
+    }
+    .serialize(s)
+}
+
+/// [`serialize_cell`] for every cell of a list.
+pub fn serialize_cells<S: serde::Serializer>(
+    cells: &[CellResult],
+    s: S,
+) -> Result<S::Ok, S::Error> {
+    use serde::ser::SerializeSeq;
+    let mut seq = s.serialize_seq(Some(cells.len()))?;
+    for c in cells {
+        seq.serialize_element(&CellOut {
+            cell: c,
+            rates: c.rates(),
+        })?;
+    }
+    seq.end()
 }
 
 /// The class of a run that judged safe but never saw its scenario's fault.
@@ -185,7 +274,9 @@ pub fn checker_columns(cells: &[CellResult]) -> Vec<String> {
 }
 
 /// The table as aligned text: design, scenario, runs, the runs per safety class (worst
-/// first, [`CellResult::class_text`]), one column per checker with its violation count, unknown verdicts, acquire p50/p99 in ms, the first invalid seed
+/// first, [`CellResult::class_text`]), the unsafe share with its 95 % interval
+/// ([`Rate::short`]: `3/30 2.1–27%`, `0/60 <4.9%`), one column per checker with its
+/// violation count, unknown verdicts, acquire p50/p99 in ms, the first invalid seed
 /// and the replay command (last, as it is long).
 pub fn render_text(cells: &[CellResult]) -> String {
     let cols = checker_columns(cells);
@@ -195,6 +286,7 @@ pub fn render_text(cells: &[CellResult]) -> String {
         "runs".into(),
         "fault".into(),
         "class".into(),
+        "unsafe, 95%".into(),
     ];
     header.extend(cols.iter().cloned());
     header.extend(
@@ -216,6 +308,7 @@ pub fn render_text(cells: &[CellResult]) -> String {
                 c.runs.to_string(),
                 c.fault_seen.to_string(),
                 c.class_text(),
+                c.unsafe_rate().map_or_else(|| "-".into(), |r| r.short()),
             ];
             r.extend(
                 cols.iter()
@@ -238,9 +331,9 @@ pub fn render_text(cells: &[CellResult]) -> String {
                 .unwrap_or(0)
         })
         .collect();
-    // Text columns (design, scenario, class, replay) align left, numbers right; the
-    // replay command is not padded.
-    let numeric = |i: usize| i == 2 || i == 3 || (i >= 5 && i < header.len() - 1);
+    // Text columns (design, scenario, class, the unsafe rate, replay) align left,
+    // numbers right; the replay command is not padded.
+    let numeric = |i: usize| i == 2 || i == 3 || (i >= 6 && i < header.len() - 1);
     let fmt_row = |r: &[String]| {
         let mut line = String::new();
         for (i, cell) in r.iter().enumerate() {
@@ -273,6 +366,7 @@ pub fn render_json(cells: &[CellResult]) -> String {
     #[derive(Serialize)]
     struct Table<'a> {
         checkers: Vec<String>,
+        #[serde(serialize_with = "serialize_cells")]
         cells: &'a [CellResult],
     }
     serde_json::to_string_pretty(&Table {

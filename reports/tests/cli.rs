@@ -88,6 +88,21 @@ fn a_run_reports_invalid_mutual_exclusion_and_its_replay_reproduces_it() {
         .find(|(n, _)| *n == "mutual-exclusion")
         .expect("mutual-exclusion verdict");
     assert_eq!(me["verdict"], "invalid", "{me}");
+    // The cell carries its rates as numbers: the unsafe share of its classes' counts.
+    let cell = &report["cell"];
+    let unsafe_rate = &cell["rates"]["unsafe"];
+    assert_eq!(unsafe_rate["runs"], 3, "{cell}");
+    assert_eq!(unsafe_rate["count"], cell["classes"]["unsafe"], "{cell}");
+    let me_rate = &cell["rates"]["invalid"]["mutual-exclusion"];
+    assert_eq!(
+        me_rate["count"], cell["per_checker"]["mutual-exclusion"],
+        "{cell}"
+    );
+    let (low, high) = (
+        me_rate["low"].as_f64().unwrap(),
+        me_rate["high"].as_f64().unwrap(),
+    );
+    assert!(0.0 <= low && low < high && high <= 1.0, "{me_rate}");
     let replay = first["replay"].as_str().expect("replay command");
     assert_eq!(
         replay,
@@ -108,6 +123,36 @@ fn a_run_reports_invalid_mutual_exclusion_and_its_replay_reproduces_it() {
     assert_eq!(
         &again, me,
         "the replay reproduces exactly the same violation"
+    );
+}
+
+#[test]
+fn a_run_prints_every_rate_with_its_95_percent_interval() {
+    let (code, out, err) = locksim(&[
+        "run",
+        "--design",
+        "set-nx-px-lua",
+        "--scenario",
+        "client-crash",
+        "--seeds",
+        "0..3",
+    ]);
+    assert!(code == 0 || code == 1, "{out}{err}");
+    assert!(out.contains("unsafe, 95%"), "the table's column: {out}");
+    assert!(out.contains("rates (95%, exact Clopper–Pearson):"), "{out}");
+    // A compare-and-delete release under crashed clients: no unsafe run in three, a
+    // one-sided bound (1 − 0.05^(1/3) = 63.2 %).
+    assert!(
+        out.lines().any(
+            |l| l.trim_start().starts_with("unsafe ") && l.ends_with(" 0/3: rate < 64% at 95%")
+        ),
+        "{out}"
+    );
+    assert!(
+        out.lines()
+            .any(|l| l.trim_start().starts_with("ownership invalid ")
+                && l.ends_with(" 0/3: rate < 64% at 95%")),
+        "{out}"
     );
 }
 
@@ -533,8 +578,50 @@ fn a_report_is_the_same_on_one_thread_or_two_and_never_writes_over_foreign_files
     }
     let md = std::fs::read_to_string(a.join("summary.md")).unwrap();
     assert!(md.contains("| setnx-expire |"), "{md}");
+    // Every rate with its interval: one seed per cell bounds nothing much.
+    assert!(
+        md.contains("## Rates (95% intervals, exact Clopper–Pearson)"),
+        "{md}"
+    );
+    let results: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(a.join("results.json")).unwrap()).unwrap();
+    for cell in results["cells"].as_array().unwrap() {
+        let u = &cell["rates"]["unsafe"];
+        assert_eq!(u["runs"], 1, "{cell}");
+        assert_eq!(
+            u["count"],
+            cell["classes"]["unsafe"].as_u64().unwrap_or(0),
+            "{cell}"
+        );
+        let text = if u["count"] == 0 {
+            "unsafe 0/1: rate < 95% at 95%"
+        } else {
+            "unsafe 1/1: rate > 5.0% at 95%"
+        };
+        assert!(md.contains(text) || u["count"] == 0, "{text}: {md}");
+    }
+    if results["cells"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .any(|c| c["rates"]["unsafe"]["count"] == 0)
+    {
+        assert!(
+            md.contains("cells of 1 run: unsafe rate < 95% at 95%")
+                || md.contains("cell of 1 run: unsafe rate < 95% at 95%"),
+            "{md}"
+        );
+    }
     // The legend says what the rows' system promises, and only theirs.
     let html = std::fs::read_to_string(a.join("index.html")).unwrap();
+    assert!(
+        html.contains("Rates of every cell, with 95% intervals"),
+        "no rates table"
+    );
+    assert!(
+        html.contains("unsafe 0/1: rate &lt; 95% at 95%")
+            || html.contains("unsafe 1/1: rate &gt; 5.0% at 95%")
+    );
     assert!(
         html.contains("Redis: a key with a TTL on one master"),
         "no promise of Redis in the legend"

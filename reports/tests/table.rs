@@ -64,6 +64,7 @@ fn the_text_table_has_aligned_columns_for_every_checker() {
         "runs",
         "fault",
         "class",
+        "unsafe, 95%",
         "mutual-exclusion",
         "lost-update",
         "ownership",
@@ -86,7 +87,7 @@ fn the_text_table_has_aligned_columns_for_every_checker() {
             .map(|(i, _)| i)
             .collect()
     };
-    assert_eq!(starts(lines[1]).len(), 20);
+    assert_eq!(starts(lines[1]).len(), 21);
     assert!(lines[2].starts_with("naive         pause-holder"), "{text}");
     assert!(
         lines[2].ends_with("42  locksim replay --design naive --scenario pause-holder --seed 42"),
@@ -343,4 +344,139 @@ fn time_scale_table_lists_every_constant_with_its_real_and_catalog_value() {
     }
     let readme = include_str!("../../README.md");
     assert!(readme.contains("One clock scale per world") && readme.contains("time_scale_table"));
+}
+
+/// A cell with `unsafe_runs` unsafe runs and the rest safe, out of `runs`; the
+/// mutual-exclusion checker invalid in the unsafe ones.
+fn counted(runs: u64, unsafe_runs: usize) -> CellResult {
+    let mut c = CellResult::new("d", "s");
+    c.runs = runs;
+    c.fault_seen = runs;
+    if unsafe_runs > 0 {
+        c.classes.insert("unsafe".into(), unsafe_runs);
+    }
+    if runs as usize > unsafe_runs {
+        c.classes.insert("safe".into(), runs as usize - unsafe_runs);
+    }
+    c.per_checker.insert("mutual-exclusion".into(), unsafe_runs);
+    c.per_checker.insert("liveness".into(), 0);
+    c
+}
+
+#[test]
+fn a_cells_unsafe_share_comes_with_its_95_percent_interval_on_known_counts() {
+    assert_eq!(
+        counted(30, 3).unsafe_text(),
+        "unsafe 3/30, 10%, 95% CI 2.1–27%"
+    );
+    assert_eq!(
+        counted(60, 0).unsafe_text(),
+        "unsafe 0/60: rate < 4.9% at 95%"
+    );
+    assert_eq!(
+        counted(30, 30).unsafe_text(),
+        "unsafe 30/30: rate > 90% at 95%"
+    );
+    assert_eq!(
+        counted(1, 1).unsafe_text(),
+        "unsafe 1/1: rate > 5.0% at 95%"
+    );
+    assert_eq!(
+        counted(0, 0).unsafe_text(),
+        "unsafe 0/0: no runs, no interval"
+    );
+    assert_eq!(counted(0, 0).unsafe_rate(), None);
+    // A table written before classes existed has nothing to count.
+    let mut old = counted(30, 3);
+    old.classes.clear();
+    assert_eq!(old.unsafe_rate(), None);
+    assert_eq!(
+        old.unsafe_text(),
+        "unsafe: no classes recorded, no interval"
+    );
+    let r = counted(30, 3).unsafe_rate().unwrap();
+    assert!((r.low - 0.021_117).abs() < 1e-6 && (r.high - 0.265_288).abs() < 1e-6);
+}
+
+#[test]
+fn the_detail_table_shows_the_unsafe_share_with_its_interval() {
+    let text = table::render_text(&[counted(30, 3), counted(60, 0), counted(0, 0)]);
+    let lines: Vec<&str> = text.lines().collect();
+    let col = lines[0].find("unsafe, 95%").unwrap();
+    assert!(lines[2][col..].starts_with("3/30 2.1–27%"), "{text}");
+    assert!(lines[3][col..].starts_with("0/60 <4.9%"), "{text}");
+    assert!(lines[4][col..].starts_with("- "), "{text}");
+}
+
+#[test]
+fn the_json_table_carries_every_rate_as_numbers() {
+    let json = table::render_json(&[counted(30, 3), counted(60, 0), counted(0, 0)]);
+    let v: serde_json::Value = serde_json::from_str(&json).unwrap();
+    let rates = &v["cells"][0]["rates"];
+    assert_eq!(rates["method"], "clopper-pearson");
+    assert_eq!(rates["confidence"], 0.95);
+    let u = &rates["unsafe"];
+    assert_eq!(
+        (u["count"].as_u64(), u["runs"].as_u64()),
+        (Some(3), Some(30))
+    );
+    assert_eq!(u["bound"], "two-sided");
+    assert!((u["share"].as_f64().unwrap() - 0.1).abs() < 1e-12);
+    assert!((u["low"].as_f64().unwrap() - 0.021_117).abs() < 1e-6);
+    assert!((u["high"].as_f64().unwrap() - 0.265_288).abs() < 1e-6);
+    let me = &rates["invalid"]["mutual-exclusion"];
+    assert_eq!(
+        (me["count"].as_u64(), me["runs"].as_u64()),
+        (Some(3), Some(30))
+    );
+    let live = &rates["invalid"]["liveness"];
+    assert_eq!(live["bound"], "upper");
+    assert!((live["high"].as_f64().unwrap() - 0.095_034).abs() < 1e-6);
+    let clean = &v["cells"][1]["rates"]["unsafe"];
+    assert_eq!(clean["bound"], "upper");
+    assert!((clean["high"].as_f64().unwrap() - 0.048_703).abs() < 1e-6);
+    // No runs, no interval.
+    assert!(v["cells"][2]["rates"]["unsafe"].is_null());
+    // The rates are derived: the table still reads back to the same cells.
+    assert_eq!(
+        table::cells_from_json(&json).unwrap(),
+        vec![counted(30, 3), counted(60, 0), counted(0, 0)]
+    );
+}
+
+#[test]
+fn a_sweeps_plot_draws_each_points_interval_as_a_band_and_its_table_prints_it() {
+    use reports::sweeps::{SweepLine, SweepPoint, SweepResult};
+    let sweep = SweepResult {
+        scenario: "gc-pause".into(),
+        param: "pause-ms".into(),
+        pinned: String::new(),
+        seeds: "0..30".into(),
+        lease_ms: 200,
+        lines: vec![SweepLine {
+            design: "d".into(),
+            points: vec![
+                SweepPoint {
+                    value: 100,
+                    cell: counted(30, 0),
+                },
+                SweepPoint {
+                    value: 400,
+                    cell: counted(30, 3),
+                },
+            ],
+        }],
+    };
+    let plot = sweep.plot();
+    let band = &plot.series[0].band;
+    assert_eq!(band.len(), 2);
+    assert_eq!((band[0].0, band[0].1), (0.5, 0.0));
+    assert!((band[0].2 - 0.095_034).abs() < 1e-6, "{band:?}");
+    assert!((band[1].1 - 0.021_117).abs() < 1e-6 && (band[1].2 - 0.265_288).abs() < 1e-6);
+    let text = sweep.render_text();
+    assert!(text.contains("0/30 <9.6%"), "{text}");
+    assert!(text.contains("3/30 2.1–27%"), "{text}");
+    let json = serde_json::to_value(&sweep).unwrap();
+    let u = &json["lines"][0]["points"][1]["cell"]["rates"]["unsafe"];
+    assert_eq!(u["count"], 3);
 }

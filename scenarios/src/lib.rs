@@ -8,4 +8,5 @@ pub mod explore;
 pub mod params;
 pub mod planfile;
 pub mod shrink;
+pub mod stats;
 pub mod sweep;

@@ -91,7 +91,8 @@ pub struct Results {
     pub designs: Vec<String>,
     /// Scenarios, in column order.
     pub scenarios: Vec<String>,
-    /// Every matrix cell.
+    /// Every matrix cell, written with its `rates` (every share with its 95 % interval).
+    #[serde(serialize_with = "crate::table::serialize_cells")]
     pub cells: Vec<CellResult>,
     /// Per design, acquire latency over all its cells.
     pub latency: Vec<DesignLatency>,

@@ -14,7 +14,43 @@ use sim::history::{EventKind, History, ServerEvent};
 use super::Results;
 use crate::cells::shrink_command;
 use crate::plot::{self, Bar, Series};
-use crate::table::matrix_mark;
+use crate::table::{CellResult, matrix_mark};
+
+/// What a cell with no unsafe run proves, by run count: `no unsafe run in 29 cells of
+/// 60 runs: unsafe rate < 4.9% at 95%`, one clause per distinct run count (`None` if
+/// every cell has an unsafe run).
+fn clean_bound(cells: &[CellResult]) -> Option<String> {
+    let mut by_runs: std::collections::BTreeMap<u64, usize> = Default::default();
+    for c in cells {
+        if c.unsafe_rate().is_some_and(|r| r.count == 0) {
+            *by_runs.entry(c.runs).or_insert(0) += 1;
+        }
+    }
+    let clauses: Vec<String> = by_runs
+        .iter()
+        .filter_map(|(runs, n)| {
+            scenarios::stats::Rate::of(0, *runs).map(|r| {
+                format!(
+                    "no unsafe run in {n} cell{} of {runs} run{}: unsafe rate {} at 95%",
+                    if *n == 1 { "" } else { "s" },
+                    if *runs == 1 { "" } else { "s" },
+                    r.interval().replacen('<', "< ", 1)
+                )
+            })
+        })
+        .collect();
+    (!clauses.is_empty()).then(|| clauses.join("; "))
+}
+
+/// A cell's checkers with an invalid run, each with its share's 95 % interval
+/// (`mutual-exclusion 3/30 2.1–27%`).
+fn invalid_rates(c: &CellResult) -> Vec<String> {
+    c.per_checker
+        .iter()
+        .filter(|(_, n)| **n > 0)
+        .map(|(k, n)| format!("{k} {}", scenarios::stats::short(*n as u64, c.runs)))
+        .collect()
+}
 
 /// One row of the latency table: design, outcome, count, p50, p99, p99.9, max (ms).
 type LatencyRow<'a> = (&'a str, &'static str, u64, f64, f64, f64, f64);
@@ -197,14 +233,15 @@ impl Page {
                 };
                 let (mark, text) = matrix_mark(c);
                 let title = format!(
-                    "{d} / {s}: {} runs; {}; fault seen in {}",
+                    "{d} / {s}: {} runs; {}; fault seen in {}; {}",
                     c.runs,
                     c.classes
                         .iter()
                         .map(|(k, v)| format!("{k} {v}"))
                         .collect::<Vec<_>>()
                         .join(", "),
-                    c.fault_seen
+                    c.fault_seen,
+                    c.unsafe_text()
                 );
                 let inner = format!(
                     "{}<br><span class=\"small\">{}/{}</span>",
@@ -232,6 +269,43 @@ impl Page {
             self.html.push_str("</tr>\n");
         }
         self.html.push_str("</table>\n");
+        self.rates(r);
+    }
+
+    /// Every cell's unsafe share and each checker's invalid share with its 95 %
+    /// interval, under the matrix.
+    fn rates(&mut self, r: &Results) {
+        self.html.push_str(
+            "<p class=\"small\">Every rate comes with its 95% interval (exact \
+             Clopper–Pearson): a count of k unsafe runs in n bounds the true per-run rate, \
+             two-sided when 0 &lt; k &lt; n, one-sided at the edges (0 of n: below the \
+             bound; n of n: above it).",
+        );
+        if let Some(b) = clean_bound(&r.cells) {
+            let _ = write!(self.html, " {}.", esc(&b));
+        }
+        self.html.push_str(
+            "</p>\n<details class=\"rates\"><summary>Rates of every cell, with 95% intervals\
+             </summary>\n<table><tr><th>design</th><th>scenario</th><th>runs</th>\
+             <th>classes</th><th>unsafe</th><th>invalid runs by checker</th></tr>\n",
+        );
+        for c in &r.cells {
+            let _ = writeln!(
+                self.html,
+                "<tr><th class=\"row\">{}</th><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
+                esc(&c.design),
+                esc(&c.scenario),
+                c.runs,
+                esc(&c.class_text()),
+                esc(&c.unsafe_text()),
+                invalid_rates(c)
+                    .iter()
+                    .map(|t| esc(t))
+                    .collect::<Vec<_>>()
+                    .join("<br>")
+            );
+        }
+        self.html.push_str("</table></details>\n");
     }
 
     fn plot(&mut self, name: &str, p: &impl plot::Draw, out: &Path) -> Result<(), String> {
@@ -284,6 +358,7 @@ impl Page {
                 label: format!("{n} ({})", h.len()),
                 color,
                 points: plot::percentile_points(h),
+                band: Vec::new(),
             })
             .collect();
             self.plot(
@@ -305,7 +380,8 @@ impl Page {
         }
         self.html.push_str(
             "<h2 id=\"sweeps\">Sweeps</h2>\n<p class=\"small\">The share of unsafe runs as one \
-             quantity of a scenario grows, every other draw of each seed unchanged. Lines that \
+             quantity of a scenario grows, every other draw of each seed unchanged; the band \
+             around each line is its points' 95% intervals (exact Clopper–Pearson). Lines that \
              coincide are listed in the table under each plot; `*` marks a point where the \
              scenario's fault did not happen in every run.</p>\n",
         );
@@ -336,9 +412,12 @@ impl Page {
                         ""
                     };
                     let title = p.cell.replay.clone().unwrap_or_default();
+                    let interval = scenarios::stats::Rate::of(u as u64, p.cell.runs)
+                        .map(|r| format!("<br><span class=\"small\">{}</span>", esc(&r.interval())))
+                        .unwrap_or_default();
                     let _ = write!(
                         self.html,
-                        "<td class=\"{class}\" title=\"{}\">{u}/{}{star}</td>",
+                        "<td class=\"{class}\" title=\"{}\">{u}/{}{star}{interval}</td>",
                         esc(&title),
                         p.cell.runs
                     );
@@ -676,7 +755,31 @@ pub(super) fn summary_md(r: &Results, cells: &[CellNote]) -> String {
             .collect::<Vec<_>>()
             .join(", "),
     );
-    o.push_str("\n\n## Acquire latency (simulated ms)\n\n| design | outcome | count | p50 | p99 | p99.9 | max |\n|---|---|---|---|---|---|---|\n");
+    o.push_str("\n\n## Rates (95% intervals, exact Clopper–Pearson)\n\n");
+    if let Some(b) = clean_bound(&r.cells) {
+        let _ = writeln!(o, "{}{}.\n", b[..1].to_uppercase(), &b[1..]);
+    }
+    let broken: Vec<&CellResult> = r
+        .cells
+        .iter()
+        .filter(|c| c.first_invalid_seed.is_some() || c.unsafe_rate().is_some_and(|u| u.count > 0))
+        .collect();
+    if broken.is_empty() {
+        o.push_str("No cell has an invalid run.\n");
+    } else {
+        o.push_str("| design | scenario | unsafe | invalid runs by checker |\n|---|---|---|---|\n");
+        for c in broken {
+            let _ = writeln!(
+                o,
+                "| {} | {} | {} | {} |",
+                c.design,
+                c.scenario,
+                c.unsafe_text(),
+                invalid_rates(c).join("; ")
+            );
+        }
+    }
+    o.push_str("\n## Acquire latency (simulated ms)\n\n| design | outcome | count | p50 | p99 | p99.9 | max |\n|---|---|---|---|---|---|---|\n");
     for (design, name, n, p50, p99, p999, max) in latency_rows(r) {
         let _ = writeln!(
             o,
@@ -686,7 +789,7 @@ pub(super) fn summary_md(r: &Results, cells: &[CellNote]) -> String {
     for s in &r.sweeps {
         let _ = writeln!(
             o,
-            "\n## Sweep: {} × {} (unsafe runs / runs, seeds {})\n",
+            "\n## Sweep: {} × {} (unsafe runs / runs and the 95% interval, seeds {})\n",
             s.scenario, s.param, s.seeds
         );
         o.push_str("| design |");
@@ -703,12 +806,8 @@ pub(super) fn summary_md(r: &Results, cells: &[CellNote]) -> String {
         for l in &s.lines {
             let _ = write!(o, "| {} |", l.design);
             for p in &l.points {
-                let _ = write!(
-                    o,
-                    " {}/{} |",
-                    p.cell.classes.get("unsafe").copied().unwrap_or(0),
-                    p.cell.runs
-                );
+                let u = p.cell.classes.get("unsafe").copied().unwrap_or(0) as u64;
+                let _ = write!(o, " {} |", scenarios::stats::short(u, p.cell.runs));
             }
             o.push('\n');
         }
