@@ -196,7 +196,7 @@ async fn a_private_mariadb_has_the_locksim_account_and_survives_a_crash() {
     let (old, dir) = (server.pid(), server.dir().to_path_buf());
     tokio::task::block_in_place(|| server.restart()).expect("restart");
     assert!(!alive(old));
-    let mut conn = MySqlConn::connect(&mysql_server(server.addr()), clock)
+    let mut conn = MySqlConn::connect(&mysql_server(server.addr()), clock.clone())
         .await
         .expect("login after the crash");
     let rows = format!("{:?}", conn.query("SELECT id FROM kept").await.unwrap());
@@ -205,9 +205,19 @@ async fn a_private_mariadb_has_the_locksim_account_and_survives_a_crash() {
         "the committed row 7 survives: {rows}"
     );
     conn.quit().await;
-    let pid = server.pid();
-    drop(server);
-    assert!(!alive(pid) && !dir.exists());
+    // A second server beside it: its own port and data (the table is not there).
+    let started = Instant::now();
+    let other = tokio::task::block_in_place(MariaDbServer::start).expect("a second server");
+    println!("a second mariadb up in {:?}", started.elapsed());
+    assert_ne!(other.port(), server.port());
+    let mut conn = MySqlConn::connect(&mysql_server(other.addr()), clock)
+        .await
+        .expect("login to the second server");
+    assert!(conn.query("SELECT id FROM kept").await.is_err());
+    conn.quit().await;
+    let pids = [server.pid(), other.pid()];
+    drop((server, other));
+    assert!(pids.iter().all(|p| !alive(*p)) && !dir.exists());
 }
 
 #[test]

@@ -39,7 +39,7 @@ const READY_TIMEOUT: Duration = Duration::from_secs(60);
 const PORT_ATTEMPTS: usize = 5;
 
 /// Why a private server could not be started.
-#[derive(Debug, thiserror::Error)]
+#[derive(Debug, Clone, thiserror::Error)]
 pub enum LaunchError {
     /// A binary or jar the server needs is not installed.
     #[error(
@@ -133,7 +133,8 @@ pub fn spawn_kept(mut cmd: Command) -> std::io::Result<Child> {
         .map_err(|_| std::io::Error::other("the server keeper thread is gone"))?
 }
 
-/// Servers alive in this process (`pid`, directory): what the `atexit` sweep kills.
+/// Servers alive in this process (`pid`, directory; pid 0 for a directory alone): what
+/// the `atexit` sweep kills and removes.
 static LIVE: Mutex<Vec<(u32, PathBuf)>> = Mutex::new(Vec::new());
 
 fn live() -> std::sync::MutexGuard<'static, Vec<(u32, PathBuf)>> {
@@ -152,7 +153,7 @@ fn register(pid: u32, dir: &Path) {
 }
 
 fn unregister(pid: u32) {
-    live().retain(|(p, _)| *p != pid);
+    live().retain(|(p, _)| *p != pid || pid == 0);
 }
 
 /// Kills every server still registered (those shared through a `static`, which never
@@ -165,10 +166,13 @@ extern "C" fn kill_live_at_exit() {
         return;
     };
     for (pid, dir) in list.drain(..) {
-        // SAFETY: plain system calls on a child's pid.
-        unsafe {
-            libc::kill(pid as libc::pid_t, libc::SIGKILL);
-            libc::waitpid(pid as libc::pid_t, std::ptr::null_mut(), 0);
+        // Pid 0: a directory without a process (a template).
+        if pid != 0 {
+            // SAFETY: plain system calls on a child's pid.
+            unsafe {
+                libc::kill(pid as libc::pid_t, libc::SIGKILL);
+                libc::waitpid(pid as libc::pid_t, std::ptr::null_mut(), 0);
+            }
         }
         let _ = fs::remove_dir_all(dir);
     }
@@ -759,40 +763,20 @@ impl MariaDbServer {
         let data_dir = dir.join("data");
         let log = dir.join("mariadb.log");
         let root = is_root();
-        // The system tables (`mysql.*`) with the accounts Debian's postinst makes
-        // (`mysql_install_db --user=mysql --skip-test-db`: `root@localhost` and
-        // `mysql@localhost`, each by `unix_socket` or an invalid password, and
-        // `mariadb.sys`), whoever runs this: a login as an unknown user fails the way
-        // the account the server picks to fake it fails (sql_acl.cc, `find_mpvio_user`),
-        // so the set of accounts shows in the error the client sees. A small redo log,
-        // as nothing here needs Debian's 96 MiB.
-        let install_log = dir.join("install.log");
-        let out = fs::File::create(&install_log).expect("create the install log");
-        let mut cmd = Command::new(&install_db);
-        cmd.arg("--no-defaults")
-            .arg(format!("--datadir={}", data_dir.display()))
-            .arg("--auth-root-authentication-method=socket")
-            .arg("--auth-root-socket-user=mysql")
-            .arg("--skip-test-db")
-            .arg("--innodb-log-file-size=8M")
-            .stdin(Stdio::null())
-            .stdout(out.try_clone().expect("clone the log handle"))
-            .stderr(out);
-        if root {
-            cmd.arg("--user=root");
-        }
-        let status = spawn_kept(cmd).and_then(|mut c| c.wait());
-        match status {
-            Ok(s) if s.success() => {}
-            other => {
-                let err = LaunchError::failed(
-                    "MariaDB",
-                    format!("mariadb-install-db: {other:?}"),
-                    &install_log,
-                );
+        let template = match mariadb_template(&install_db) {
+            Ok(t) => t,
+            Err(e) => {
                 let _ = fs::remove_dir_all(&dir);
-                return Err(err);
+                return Err(e);
             }
+        };
+        if let Err(e) = copy_dir(template, &data_dir) {
+            let _ = fs::remove_dir_all(&dir);
+            return Err(LaunchError::failed(
+                "MariaDB",
+                format!("copy {} to {}: {e}", template.display(), data_dir.display()),
+                &template.with_file_name("install.log"),
+            ));
         }
         let init = dir.join("init.sql");
         fs::write(&init, MARIADB_INIT_SQL).expect("write init.sql");
@@ -899,7 +883,7 @@ impl MariaDbServer {
         &self.socket
     }
 
-    /// Its directory: `data/`, `mariadb.log`, `init.sql`, `install.log`.
+    /// Its directory: `data/`, `mariadb.log`, `init.sql`.
     pub fn dir(&self) -> &Path {
         &self.dir
     }
@@ -961,6 +945,67 @@ impl Drop for MariaDbServer {
             }
         }
     }
+}
+
+/// A data directory fresh from `mariadb-install-db`, made once per process and copied
+/// for each server (the install runs a bootstrap server over the system tables' SQL:
+/// about 0.5 s on an idle machine, 3 to 5 s on a loaded one; a copy takes milliseconds).
+///
+/// It has the accounts Debian's postinst makes (`mysql_install_db --user=mysql
+/// --skip-test-db`: `root@localhost` and `mysql@localhost`, each by `unix_socket` or an
+/// invalid password, and `mariadb.sys`), whoever runs this: a login as an unknown user
+/// fails the way the account the server picks to fake it fails (MariaDB 10.11
+/// `sql/sql_acl.cc`, `find_mpvio_user`), so the set of accounts shows in the error the
+/// client sees. A small redo log, as nothing here needs Debian's 96 MiB.
+fn mariadb_template(install_db: &Path) -> Result<&'static Path, LaunchError> {
+    static TEMPLATE: OnceLock<Result<PathBuf, LaunchError>> = OnceLock::new();
+    let made = TEMPLATE.get_or_init(|| {
+        let dir = server_dir("mariadbtpl");
+        // No process; the `atexit` sweep removes the directory.
+        register(0, &dir);
+        let data_dir = dir.join("data");
+        let install_log = dir.join("install.log");
+        let out = fs::File::create(&install_log).expect("create the install log");
+        let mut cmd = Command::new(install_db);
+        cmd.arg("--no-defaults")
+            .arg(format!("--datadir={}", data_dir.display()))
+            .arg("--auth-root-authentication-method=socket")
+            .arg("--auth-root-socket-user=mysql")
+            .arg("--skip-test-db")
+            .arg("--innodb-log-file-size=8M")
+            .stdin(Stdio::null())
+            .stdout(out.try_clone().expect("clone the log handle"))
+            .stderr(out);
+        if is_root() {
+            cmd.arg("--user=root");
+        }
+        match spawn_kept(cmd).and_then(|mut c| c.wait()) {
+            Ok(s) if s.success() => Ok(data_dir),
+            other => Err(LaunchError::failed(
+                "MariaDB",
+                format!("mariadb-install-db: {other:?}"),
+                &install_log,
+            )),
+        }
+    });
+    match made {
+        Ok(dir) => Ok(dir.as_path()),
+        Err(e) => Err(e.clone()),
+    }
+}
+
+fn copy_dir(from: &Path, to: &Path) -> std::io::Result<()> {
+    fs::create_dir_all(to)?;
+    for entry in fs::read_dir(from)? {
+        let entry = entry?;
+        let target = to.join(entry.file_name());
+        if entry.file_type()?.is_dir() {
+            copy_dir(&entry.path(), &target)?;
+        } else {
+            fs::copy(entry.path(), target)?;
+        }
+    }
+    Ok(())
 }
 
 fn spawn_mariadbd(mariadbd: &Path, args: &[OsString], log: &Path) -> Result<Child, LaunchError> {
