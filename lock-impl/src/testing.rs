@@ -1,5 +1,5 @@
 //! Test support, behind the `testing` feature: launchers for private real servers
-//! (`redis-server` here; ZooKeeper and MariaDB in [`servers`]) and the conformance
+//! (`redis-server` here; Sentinel, ZooKeeper and MariaDB in [`servers`]) and the conformance
 //! bodies that every backend (real Redis, the locksim model) must pass.
 //!
 //! One body, two backends: the same function runs against a `redis-server` started on
@@ -19,7 +19,8 @@ use crate::{Acquire, AcquireOptions, Deps, Guard, LockDesign, LockError, Release
 pub mod servers;
 
 pub use servers::{
-    LaunchError, MariaDbOptions, MariaDbServer, ZkEnsembleServers, ZkOptions, ZkServer,
+    LaunchError, MariaDbOptions, MariaDbServer, SentinelOptions, SentinelServer, ZkEnsembleServers,
+    ZkOptions, ZkServer,
 };
 
 /// A `redis-server` child process on a free loopback port, stopped on drop.
