@@ -237,23 +237,35 @@ fn a_panicking_test_still_stops_its_server() {
     assert!(!alive(pid) && !dir.exists());
 }
 
+/// A probe process, killed if the test fails before it does.
+struct Probe(std::process::Child);
+
+impl Drop for Probe {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
 /// Runs this binary again on `probe` with `mode`, and returns its stdout once the
 /// probe printed `ready` (`hold`) or exited (`exit`), with the child if it still runs.
-fn run_probe(mode: &str) -> (String, Option<std::process::Child>) {
-    let mut child = Command::new(std::env::current_exe().expect("test binary"))
-        .args(["--exact", "probe", "--test-threads", "1", "--nocapture"])
-        .env("LOCKSIM_SERVER_PROBE", mode)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::inherit())
-        .spawn()
-        .expect("run the probe");
+fn run_probe(mode: &str) -> (String, Option<Probe>) {
+    let mut child = Probe(
+        Command::new(std::env::current_exe().expect("test binary"))
+            .args(["--exact", "probe", "--test-threads", "1", "--nocapture"])
+            .env("LOCKSIM_SERVER_PROBE", mode)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .expect("run the probe"),
+    );
     use std::io::BufRead;
-    let mut out = std::io::BufReader::new(child.stdout.take().unwrap());
+    let mut out = std::io::BufReader::new(child.0.stdout.take().unwrap());
     let mut text = String::new();
     loop {
         let mut line = String::new();
         if out.read_line(&mut line).unwrap_or(0) == 0 {
-            let _ = child.wait();
+            let _ = child.0.wait();
             return (text, None);
         }
         text.push_str(&line);
@@ -297,8 +309,8 @@ fn servers_of_a_killed_test_binary_die_with_it_and_their_directories_are_swept()
         return;
     };
     assert!(!servers.is_empty(), "{text}");
-    child.kill().unwrap();
-    child.wait().unwrap();
+    child.0.kill().unwrap();
+    child.0.wait().unwrap();
     for (pid, _) in &servers {
         wait_until(&format!("server {pid} to die with its parent"), || {
             !alive(*pid)

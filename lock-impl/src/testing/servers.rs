@@ -311,6 +311,10 @@ pub struct ZkServer {
 
 /// The Java runtime and the jars, or the package that is missing.
 fn zookeeper_install() -> Result<(PathBuf, String), LaunchError> {
+    zookeeper_install_from(Path::new(ZOOKEEPER_JAR))
+}
+
+fn zookeeper_install_from(jar: &Path) -> Result<(PathBuf, String), LaunchError> {
     let java = std::env::var_os("JAVA_HOME")
         .map(|h| PathBuf::from(h).join("bin/java"))
         .filter(|p| p.is_file())
@@ -320,14 +324,14 @@ fn zookeeper_install() -> Result<(PathBuf, String), LaunchError> {
             path: "java on PATH".into(),
             package: "zookeeper",
         })?;
-    if !Path::new(ZOOKEEPER_JAR).is_file() {
+    if !jar.is_file() {
         return Err(LaunchError::Missing {
             what: "ZooKeeper",
-            path: ZOOKEEPER_JAR.into(),
+            path: jar.display().to_string(),
             package: "zookeeper",
         });
     }
-    let mut classpath = ZOOKEEPER_JAR.to_string();
+    let mut classpath = jar.display().to_string();
     if Path::new(SLF4J_SIMPLE_JAR).is_file() {
         classpath = format!("{classpath}:{SLF4J_SIMPLE_JAR}");
     }
@@ -939,13 +943,17 @@ pub struct MariaDbServer {
 
 /// `mariadbd` and `mariadb-install-db`, or the package that is missing.
 fn mariadb_install() -> Result<(PathBuf, PathBuf), LaunchError> {
+    mariadb_install_named("mariadbd")
+}
+
+fn mariadb_install_named(mariadbd: &str) -> Result<(PathBuf, PathBuf), LaunchError> {
     let missing = |path: &str| LaunchError::Missing {
         what: "MariaDB",
         path: path.into(),
         package: "mariadb-server",
     };
     let server =
-        find_binary("mariadbd", &["/usr/sbin", "/usr/local/sbin"]).ok_or(missing("mariadbd"))?;
+        find_binary(mariadbd, &["/usr/sbin", "/usr/local/sbin"]).ok_or(missing(mariadbd))?;
     let install = find_binary("mariadb-install-db", &["/usr/bin", "/usr/local/bin"])
         .or_else(|| find_binary("mysql_install_db", &["/usr/bin", "/usr/local/bin"]))
         .ok_or(missing("mariadb-install-db"))?;
@@ -1219,4 +1227,46 @@ fn spawn_mariadbd(mariadbd: &Path, args: &[OsString], log: &Path) -> Result<Chil
         .stdout(Stdio::null())
         .stderr(Stdio::null());
     spawn_kept(cmd).map_err(|e| LaunchError::failed("MariaDB", format!("spawn mariadbd: {e}"), log))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_missing_server_is_named_with_the_debian_package_to_install() {
+        let zk = zookeeper_install_from(Path::new("/nonexistent/zookeeper.jar")).unwrap_err();
+        assert!(
+            matches!(
+                zk,
+                LaunchError::Missing {
+                    package: "zookeeper",
+                    ..
+                }
+            ),
+            "{zk:?}"
+        );
+        assert_eq!(
+            zk.to_string(),
+            "ZooKeeper is not installed (/nonexistent/zookeeper.jar is missing); install it \
+             with `apt-get install -y zookeeper` (Debian)"
+        );
+        let db = mariadb_install_named("locksim-no-such-mariadbd").unwrap_err();
+        assert!(
+            db.to_string().contains(
+                "locksim-no-such-mariadbd is missing); install it with \
+                 `apt-get install -y mariadb-server`"
+            ),
+            "{db}"
+        );
+    }
+
+    #[test]
+    fn free_ports_are_distinct() {
+        let ports = free_ports(9);
+        let mut sorted = ports.clone();
+        sorted.sort_unstable();
+        sorted.dedup();
+        assert_eq!(sorted.len(), 9, "{ports:?}");
+    }
 }
