@@ -1024,8 +1024,17 @@ impl MariaDbServer {
             {
                 args.push(a.into());
             }
+            // Only what this attempt writes counts (an earlier one may have failed).
+            let from = fs::metadata(&log).map(|m| m.len()).unwrap_or(0);
+            let child = match spawn_mariadbd(&mariadbd, &args, &log) {
+                Ok(c) => c,
+                Err(e) => {
+                    let _ = fs::remove_dir_all(&dir);
+                    return Err(e);
+                }
+            };
             let mut server = Self {
-                child: spawn_mariadbd(&mariadbd, &args, &log)?,
+                child,
                 addr: ([127, 0, 0, 1], port).into(),
                 dir: dir.clone(),
                 data_dir: data_dir.clone(),
@@ -1036,7 +1045,7 @@ impl MariaDbServer {
                 keep_files: false,
             };
             register(server.child.id(), &dir);
-            match server.wait_ready(0) {
+            match server.wait_ready(from) {
                 Ok(()) => return Ok(server),
                 Err(e) => {
                     // Leave the directory (the data) to the next attempt.
