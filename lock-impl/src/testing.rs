@@ -1,5 +1,6 @@
-//! Test support, behind the `testing` feature: a real `redis-server` launcher and the
-//! conformance bodies that every backend (real Redis, the locksim model) must pass.
+//! Test support, behind the `testing` feature: launchers for private real servers
+//! (`redis-server` here; Sentinel, ZooKeeper and MariaDB in [`servers`]) and the conformance
+//! bodies that every backend (real Redis, the locksim model) must pass.
 //!
 //! One body, two backends: the same function runs against a `redis-server` started on
 //! a free loopback port and against the simulator's model, so a difference between
@@ -15,11 +16,19 @@ use std::time::Duration;
 
 use crate::{Acquire, AcquireOptions, Deps, Guard, LockDesign, LockError, Release, Spawner, Task};
 
+pub mod servers;
+
+pub use servers::{
+    LaunchError, MariaDbOptions, MariaDbServer, SentinelOptions, SentinelServer, ZkEnsembleServers,
+    ZkOptions, ZkServer,
+};
+
 /// A `redis-server` child process on a free loopback port, stopped on drop.
 pub struct RealRedis {
     child: Child,
     addr: SocketAddr,
     extra: Vec<String>,
+    dir: std::path::PathBuf,
 }
 
 impl RealRedis {
@@ -45,11 +54,12 @@ impl RealRedis {
                 .expect("cannot bind a loopback port")
                 .port();
             let addr: SocketAddr = ([127, 0, 0, 1], port).into();
-            if let Some(child) = spawn_listening(addr, extra) {
+            if let Some((child, dir)) = spawn_listening(addr, extra) {
                 return Some(Self {
                     child,
                     addr,
                     extra: extra.iter().map(|a| a.to_string()).collect(),
+                    dir,
                 });
             }
         }
@@ -64,7 +74,8 @@ impl RealRedis {
         let _ = self.child.wait();
         for _ in 0..50 {
             let extra: Vec<&str> = self.extra.iter().map(String::as_str).collect();
-            if let Some(child) = spawn_listening(self.addr, &extra) {
+            if let Some((child, dir)) = spawn_listening(self.addr, &extra) {
+                let _ = std::fs::remove_dir_all(std::mem::replace(&mut self.dir, dir));
                 self.child = child;
                 return;
             }
@@ -122,19 +133,14 @@ pub fn skipped(why: &str) {
 }
 
 /// Starts `redis-server` (no persistence, loopback only) on `addr` and waits until it
-/// listens; `None` if it exits first (the port was taken).
-fn spawn_listening(addr: SocketAddr, extra: &[&str]) -> Option<Child> {
+/// listens; `None` if it exits first (the port was taken). Spawned through
+/// [`servers::spawn_kept`], so it dies with this process however it ends.
+fn spawn_listening(addr: SocketAddr, extra: &[&str]) -> Option<(Child, std::path::PathBuf)> {
     // Its own working directory: a replica saves the dataset it received as
     // `dump.rdb` there, and a server started in a directory holding one loads it.
-    let dir = std::env::temp_dir().join(format!(
-        "locksim-redis-{}-{}",
-        std::process::id(),
-        addr.port()
-    ));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).expect("cannot create a directory for redis-server");
-    let mut child = Command::new("redis-server")
-        .args(["--dir", &dir.to_string_lossy()])
+    let dir = servers::server_dir("redis");
+    let mut cmd = Command::new("redis-server");
+    cmd.args(["--dir", &dir.to_string_lossy()])
         .args(["--port", &addr.port().to_string(), "--bind", "127.0.0.1"])
         .args([
             "--save",
@@ -146,9 +152,8 @@ fn spawn_listening(addr: SocketAddr, extra: &[&str]) -> Option<Child> {
         ])
         .args(extra)
         .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("redis-server is on PATH but failed to start");
+        .stderr(Stdio::null());
+    let mut child = servers::spawn_kept(cmd).expect("redis-server is on PATH but failed to start");
     for _ in 0..200 {
         if let Ok(stream) = TcpStream::connect(addr) {
             // Something listens: make sure it is *this* server. Tests start servers in
@@ -156,19 +161,18 @@ fn spawn_listening(addr: SocketAddr, extra: &[&str]) -> Option<Child> {
             // without this check it would take the winner's port for its own (and see
             // "connection refused" once the winner's test ends).
             if served_by(stream, child.id()) {
-                return Some(child);
+                return Some((child, dir));
             }
-            let _ = child.kill();
-            let _ = child.wait();
-            return None;
+            break;
         }
         if let Ok(Some(_)) = child.try_wait() {
-            return None;
+            break;
         }
         std::thread::sleep(Duration::from_millis(10));
     }
     let _ = child.kill();
     let _ = child.wait();
+    let _ = std::fs::remove_dir_all(&dir);
     None
 }
 
@@ -213,6 +217,7 @@ impl Drop for RealRedis {
     fn drop(&mut self) {
         let _ = self.child.kill();
         let _ = self.child.wait();
+        let _ = std::fs::remove_dir_all(&self.dir);
     }
 }
 
@@ -624,22 +629,28 @@ pub async fn run_all(backend: &dyn Backend, factory: &Factory, expires: bool, ch
     contention_keeps_a_counter_exact(backend, factory).await;
 }
 
-/// The real ZooKeeper the tests use: `127.0.0.1:2181` (Debian's `zookeeperd`), if
-/// something listens there. If not, prints one `SKIPPED:` line saying how to get one,
-/// or panics under `LOCKSIM_REQUIRE_ZK` (CI sets it), so CI cannot pass by skipping.
+/// The real ZooKeeper the tests use: a private server ([`ZkServer`], `tickTime` 2000
+/// as Debian's `zoo.cfg`) started from Debian's installed jars on a free loopback port,
+/// once per test binary and shared by its tests; it is killed and its directory removed
+/// when the binary exits. Without the package, prints one `SKIPPED:` line saying how to
+/// install it, or panics under `LOCKSIM_REQUIRE_ZK` (CI sets it), so CI cannot pass by
+/// skipping; an installed server that does not start fails the test.
 pub fn real_zookeeper() -> Option<SocketAddr> {
-    let addr: SocketAddr = ([127, 0, 0, 1], 2181).into();
-    if TcpStream::connect_timeout(&addr, Duration::from_secs(1)).is_ok() {
-        return Some(addr);
-    }
-    if std::env::var_os("LOCKSIM_REQUIRE_ZK").is_some() {
-        panic!("LOCKSIM_REQUIRE_ZK is set but no ZooKeeper listens on {addr}");
-    }
-    skipped(&format!(
-        "no ZooKeeper listens on {addr}; `apt-get install -y zookeeperd` and start it \
-         (/usr/share/zookeeper/bin/zkServer.sh start; CI does) to run the real-ZooKeeper tests"
-    ));
-    None
+    static SHARED: std::sync::OnceLock<Option<ZkServer>> = std::sync::OnceLock::new();
+    SHARED
+        .get_or_init(|| match ZkServer::start() {
+            Ok(server) => Some(server),
+            Err(e @ LaunchError::Missing { .. }) => {
+                if std::env::var_os("LOCKSIM_REQUIRE_ZK").is_some() {
+                    panic!("LOCKSIM_REQUIRE_ZK is set but {e}");
+                }
+                skipped(&format!("{e}, to run the real-ZooKeeper tests"));
+                None
+            }
+            Err(e) => panic!("{e}"),
+        })
+        .as_ref()
+        .map(ZkServer::addr)
 }
 
 /// A backend over ZooKeeper servers (`host:port`): each client its own session.
@@ -660,34 +671,39 @@ impl Backend for ZkBackend {
     }
 }
 
-/// The real MariaDB the tests use: `127.0.0.1:3306` (Debian's `mariadb-server`, with
-/// the database `locksim` and the user `locksim`/`locksim` that `.ci/run` creates), if
-/// something listens there. If not, prints one `SKIPPED:` line saying how to get one,
-/// or panics under `LOCKSIM_REQUIRE_MYSQL` (CI sets it), so CI cannot pass by skipping.
+/// The real MariaDB the tests use: a private `mariadbd` ([`MariaDbServer`], Debian's
+/// `mariadb-server` 10.11, with the database `locksim` and the user `locksim`/`locksim`)
+/// initialised into a temporary directory and listening on a free loopback port, once
+/// per test binary and shared by its tests; it is killed and its directory removed when
+/// the binary exits. Without the package, prints one `SKIPPED:` line saying how to
+/// install it, or panics under `LOCKSIM_REQUIRE_MYSQL` (CI sets it), so CI cannot pass
+/// by skipping; an installed server that does not start fails the test.
 pub fn real_mysql() -> Option<SocketAddr> {
-    let addr: SocketAddr = ([127, 0, 0, 1], 3306).into();
-    if TcpStream::connect_timeout(&addr, Duration::from_secs(1)).is_ok() {
-        return Some(addr);
-    }
-    if std::env::var_os("LOCKSIM_REQUIRE_MYSQL").is_some() {
-        panic!("LOCKSIM_REQUIRE_MYSQL is set but no MariaDB listens on {addr}");
-    }
-    skipped(&format!(
-        "no MariaDB listens on {addr}; `apt-get install -y mariadb-server`, start it and \
-         create the locksim database and user (see .ci/run, which does) to run the \
-         real-MariaDB tests"
-    ));
-    None
+    static SHARED: std::sync::OnceLock<Option<MariaDbServer>> = std::sync::OnceLock::new();
+    SHARED
+        .get_or_init(|| match MariaDbServer::start() {
+            Ok(server) => Some(server),
+            Err(e @ LaunchError::Missing { .. }) => {
+                if std::env::var_os("LOCKSIM_REQUIRE_MYSQL").is_some() {
+                    panic!("LOCKSIM_REQUIRE_MYSQL is set but {e}");
+                }
+                skipped(&format!("{e}, to run the real-MariaDB tests"));
+                None
+            }
+            Err(e) => panic!("{e}"),
+        })
+        .as_ref()
+        .map(MariaDbServer::addr)
 }
 
-/// The account the MySQL tests log in with (created by `.ci/run`).
+/// The account the MySQL tests log in with (the one [`MariaDbServer`] creates).
 pub fn mysql_server(addr: SocketAddr) -> crate::mysql::MySqlServer {
     crate::mysql::MySqlServer {
         host: addr.ip().to_string(),
         port: addr.port(),
-        user: "locksim".into(),
-        password: "locksim".into(),
-        database: "locksim".into(),
+        user: servers::MARIADB_USER.into(),
+        password: servers::MARIADB_PASSWORD.into(),
+        database: servers::MARIADB_DATABASE.into(),
         dialer: Arc::new(crate::zk::TokioDialer),
         timeout_ms: 5_000,
     }

@@ -1,7 +1,8 @@
-//! The MySQL client and the MySQL designs against a real MariaDB (Debian's
-//! `mariadb-server` 10.11 on 127.0.0.1:3306, database and user `locksim`, as `.ci/run`
-//! sets them up): the conformance bodies of `lock_impl::testing`, and the client's
-//! login and errors. Skips without a server, unless `LOCKSIM_REQUIRE_MYSQL` is set.
+//! The MySQL client and the MySQL designs against a real MariaDB (a private `mariadbd`
+//! from Debian's `mariadb-server` 10.11 on a free loopback port, database and user
+//! `locksim`, started once for this binary by `lock_impl::testing::real_mysql`): the
+//! conformance bodies of `lock_impl::testing`, and the client's login and errors. Skips
+//! without the package, unless `LOCKSIM_REQUIRE_MYSQL` is set.
 
 use std::sync::Arc;
 
@@ -20,19 +21,8 @@ async fn conformance(name: &'static str) {
     let backend = MySqlBackend {
         server: mysql_server(addr),
     };
-    if name == "mysql-unique-index" {
-        // The database outlives the process, and so do rows a failed earlier run left
-        // behind: without expiry they hold their keys forever (the design's own known
-        // failure), and the keys of this run's bodies are the same. Start empty.
-        let clock: Arc<dyn Clock> = Arc::new(TokioClock::new());
-        let mut conn = MySqlConn::connect(&backend.server, clock)
-            .await
-            .expect("login as locksim");
-        conn.query("DROP TABLE IF EXISTS locks")
-            .await
-            .expect("drop the locks table");
-        conn.quit().await;
-    }
+    // The server is this binary's own and starts empty: no rows left by an earlier
+    // run hold this run's keys (the bodies' keys are unique within the binary).
     let factory: Factory = Arc::new(move |deps| lock_impl::build(name, deps).expect("built-in"));
     run_all(&backend, &factory, info.expires, info.release_checks_owner).await;
     println!("real-mysql conformance passed: design={name}");

@@ -1,6 +1,7 @@
-//! The ZooKeeper client and the `zk-curator` designs against a real ZooKeeper
-//! (Debian's `zookeeperd` on 127.0.0.1:2181): the conformance bodies of
-//! `lock_impl::testing`, and the client's session behaviour. Skips without a server,
+//! The ZooKeeper client and the `zk-curator` designs against a real ZooKeeper (a
+//! private server from Debian's `zookeeper` jars on a free loopback port, started once
+//! for this binary by `lock_impl::testing::real_zookeeper`): the conformance bodies of
+//! `lock_impl::testing`, and the client's session behaviour. Skips without the package,
 //! unless `LOCKSIM_REQUIRE_ZK` is set.
 
 use std::sync::Arc;

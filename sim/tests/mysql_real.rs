@@ -1,11 +1,12 @@
 //! Differential test: every statement the MySQL designs send, and the error cases
-//! around them, sent to Debian's real MariaDB 10.11 (127.0.0.1:3306, user and database
-//! `locksim`, as `.ci/run` sets them up) and to the model on a real loopback port, with
+//! around them, sent to a real MariaDB 10.11 (a private `mariadbd` from Debian's
+//! `mariadb-server` on a free loopback port, user and database `locksim`;
+//! `lock_impl::testing::real_mysql`) and to the model on a real loopback port, with
 //! the replies compared field by field (OK: affected rows, insert id, status,
 //! warnings, info; ERR: code, SQLSTATE, message; resultsets: every column definition
 //! field, every value, the final EOF). Connection ids differ between the two servers,
 //! so a value that is a connection id is replaced by the name of the connection it
-//! belongs to. Skips without a server unless `LOCKSIM_REQUIRE_MYSQL` is set.
+//! belongs to. Skips without the package unless `LOCKSIM_REQUIRE_MYSQL` is set.
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -243,8 +244,8 @@ fn script(tag: &str) -> Vec<Step> {
     ]
 }
 
-/// The tables of the transaction script (dropped on the real server first: the
-/// database outlives the test, the model starts empty).
+/// The tables of the transaction script (dropped on the real server first: its
+/// database is shared by this binary's tests, the model starts empty).
 const TRX_TABLES: [&str; 2] = ["difftest_trx_rows", "difftest_trx_leases"];
 
 /// Transactions, row locks and the statements of the row-lock and expiry designs:
@@ -459,8 +460,9 @@ async fn the_model_answers_the_designs_statements_as_mariadb_does() {
     };
     let real = mysql_server(real);
     let (_, model) = model_server().await;
-    // The table exists on both before the script (the real server keeps it between
-    // runs), so `CREATE TABLE IF NOT EXISTS` answers alike: OK with one warning.
+    // The table exists on both before the script (the real server, shared by this
+    // binary's tests, may have it already), so `CREATE TABLE IF NOT EXISTS` answers
+    // alike: OK with one warning.
     for server in [&real, &model] {
         let mut c = connect(server).await;
         c.query(lock_impl::designs::MYSQL_LOCKS_TABLE)

@@ -23,15 +23,15 @@ fn now_us() -> u64 {
 }
 
 fn start(dir: &Path, port: u16, fsync: &str) -> Child {
-    let mut child = Command::new("redis-server")
-        .args(["--port", &port.to_string(), "--bind", "127.0.0.1"])
+    let mut cmd = Command::new("redis-server");
+    cmd.args(["--port", &port.to_string(), "--bind", "127.0.0.1"])
         .args(["--save", "", "--appendonly", "yes", "--appendfsync", fsync])
         .arg("--dir")
         .arg(dir)
         .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("redis-server starts");
+        .stderr(Stdio::null());
+    // Killed by the kernel if this test process dies before it can.
+    let mut child = lock_impl::testing::servers::spawn_kept(cmd).expect("redis-server starts");
     let addr: SocketAddr = ([127, 0, 0, 1], port).into();
     for _ in 0..300 {
         if let Ok(mut c) = TcpStream::connect(addr) {

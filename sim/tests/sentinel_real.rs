@@ -7,11 +7,10 @@
 mod common;
 
 use std::net::SocketAddr;
-use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use common::Conn;
-use lock_impl::testing::{RealRedis, binary_available};
+use lock_impl::testing::{RealRedis, SentinelOptions, SentinelServer, binary_available};
 use sim::redis::server::{SharedEngine, SystemClock, serve_tokio};
 use sim::sentinel::driver::{SentinelEngine, local_spawn, run, tokio_dial};
 use sim::sentinel::{Addr, Sentinel, SentinelConfig};
@@ -137,47 +136,14 @@ fn queries(sentinel: SocketAddr, master: u16) -> Vec<(String, String)> {
         .collect()
 }
 
-struct RealSentinel {
-    child: Child,
-    addr: SocketAddr,
-}
-
-impl Drop for RealSentinel {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-fn start_real_sentinel(master: SocketAddr) -> RealSentinel {
-    let port = free_port();
-    let dir = std::env::temp_dir().join(format!("locksim-sentinel-{}-{port}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).expect("a directory");
-    let conf = dir.join("sentinel.conf");
-    std::fs::write(
-        &conf,
-        format!(
-            "port {port}\nbind 127.0.0.1\ndaemonize no\ndir {}\n\
-             sentinel monitor mymaster 127.0.0.1 {} 2\n\
-             sentinel down-after-milliseconds mymaster {DOWN_AFTER_MS}\n\
-             sentinel failover-timeout mymaster {FAILOVER_TIMEOUT_MS}\n",
-            dir.display(),
-            master.port()
-        ),
-    )
-    .expect("write sentinel.conf");
-    let child = Command::new("redis-sentinel")
-        .arg(&conf)
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("redis-sentinel starts");
-    let addr: SocketAddr = ([127, 0, 0, 1], port).into();
-    wait_for("redis-sentinel to listen", 10, || {
-        std::net::TcpStream::connect(addr).is_ok()
-    });
-    RealSentinel { child, addr }
+fn start_real_sentinel(master: SocketAddr) -> SentinelServer {
+    let opts = SentinelOptions {
+        master_name: "mymaster".into(),
+        quorum: 2,
+        down_after_ms: DOWN_AFTER_MS,
+        failover_timeout_ms: FAILOVER_TIMEOUT_MS,
+    };
+    SentinelServer::start(master, &opts).unwrap_or_else(|e| panic!("{e}"))
 }
 
 /// Kills the master, waits for the Sentinels at `sentinels` to name another, and
@@ -212,10 +178,10 @@ fn real_and_model_sentinels_promote_the_same_replica_and_answer_alike() {
     let Some(mut real_topo) = Topology::start() else {
         return;
     };
-    let real: Vec<RealSentinel> = (0..3)
+    let real: Vec<SentinelServer> = (0..3)
         .map(|_| start_real_sentinel(real_topo.master.addr()))
         .collect();
-    let real_addrs: Vec<SocketAddr> = real.iter().map(|s| s.addr).collect();
+    let real_addrs: Vec<SocketAddr> = real.iter().map(SentinelServer::addr).collect();
     // They find each other through the master's hello channel.
     for s in &real_addrs {
         let mut c = Conn::open(*s);

@@ -1,9 +1,10 @@
-//! Differential test: the ZooKeeper recipe's operations sent to Debian's real
-//! `zookeeperd` (127.0.0.1:2181, `tickTime=2000`) and to the model on a real loopback
-//! port (same `tickTime`), with the replies, errors, Stats and watch events compared
-//! after normalising what must differ: zxids become offsets from the script's first
-//! zxid, session ids become names, times become their relations. Skips without a
-//! server unless `LOCKSIM_REQUIRE_ZK` is set.
+//! Differential test: the ZooKeeper recipe's operations sent to a real ZooKeeper 3.8 (a
+//! private server from Debian's `zookeeper` jars on a free loopback port,
+//! `tickTime=2000` as Debian's `zoo.cfg`; `lock_impl::testing::real_zookeeper`) and to
+//! the model on a real loopback port (same `tickTime`), with the replies, errors, Stats
+//! and watch events compared after normalising what must differ: zxids become offsets
+//! from the script's first zxid, session ids become names, times become their
+//! relations. Skips without the package unless `LOCKSIM_REQUIRE_ZK` is set.
 
 use std::net::SocketAddr;
 use std::sync::Arc;
