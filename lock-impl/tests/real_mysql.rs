@@ -13,8 +13,7 @@ async fn conformance(name: &'static str) {
     let Some(addr) = real_mysql() else {
         return;
     };
-    let info = lock_impl::MYSQL_DESIGNS
-        .iter()
+    let info = lock_impl::designs_on(lock_impl::Backend::MySql)
         .find(|d| d.name == name)
         .expect("a MySQL design");
     let backend = MySqlBackend {
@@ -33,7 +32,7 @@ async fn conformance(name: &'static str) {
             .expect("drop the locks table");
         conn.quit().await;
     }
-    let factory: Factory = Arc::new(move |deps| lock_impl::build(name, deps).expect("built-in"));
+    let factory: Factory = Arc::new(move |deps| (info.build)(deps));
     run_all(&backend, &factory, info.expires, info.release_checks_owner).await;
     println!("real-mysql conformance passed: design={name}");
 }
