@@ -8,7 +8,8 @@
 //! substitute its own. Production code uses [`TokioClock`], [`OsEntropy`] and
 //! [`connect`].
 //!
-//! The built-in designs are listed in [`DESIGNS`] and built by name with [`build`]:
+//! The built-in designs are listed in [`DESIGNS`], one record each ([`DesignInfo`]: name,
+//! system, promise and how it is built), and built by name with [`build`]:
 //!
 //! | name | acquire | release | seeds |
 //! | --- | --- | --- | --- |
@@ -118,11 +119,16 @@ pub use lock::{
 pub use scale::TimeScale;
 pub use sentinel::{AddrConnector, ClientAddrConnector, SentinelConnector};
 
-/// What the catalog knows about a built-in design.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// A built-in design's one record: what the catalog, `locksim list`, the CLI, the world
+/// and the facade know about it, and how it is built. [`DESIGNS`] lists them all; a
+/// new design is its module plus one record there.
+#[derive(Debug, Clone, Copy)]
 pub struct DesignInfo {
-    /// The user-facing identifier.
+    /// The user-facing identifier: what `--design` takes and what the built design's
+    /// [`LockDesign::name`] returns.
     pub name: &'static str,
+    /// Builds it over a client's dependencies ([`build`] by name).
+    pub build: fn(Deps) -> Arc<dyn LockDesign>,
     /// One line: acquire and release.
     pub summary: &'static str,
     /// The seed documents that describe it.
@@ -205,9 +211,10 @@ impl Backend {
 pub const REDLOCK_MASTERS: usize = 5;
 
 /// The built-in designs, in the order reports list them.
-pub const DESIGNS: &[DesignInfo] = &[
+pub static DESIGNS: &[DesignInfo] = &[
     DesignInfo {
         name: designs::SetnxDel::NAME,
+        build: |deps| Arc::new(designs::SetnxDel::new(deps)),
         summary: "SETNX to acquire, DEL to release; no expiry",
         seeds: "004",
         known_failure: "a holder that dies leaves the lock held forever",
@@ -218,6 +225,7 @@ pub const DESIGNS: &[DesignInfo] = &[
     },
     DesignInfo {
         name: designs::SetnxExpire::NAME,
+        build: |deps| Arc::new(designs::SetnxExpire::new(deps)),
         summary: "SETNX, then PEXPIRE as a second command; DEL to release",
         seeds: "001, 004",
         known_failure: "a crash between SETNX and PEXPIRE leaves a lock without expiry",
@@ -228,6 +236,7 @@ pub const DESIGNS: &[DesignInfo] = &[
     },
     DesignInfo {
         name: designs::SetnxGetset::NAME,
+        build: |deps| Arc::new(designs::SetnxGetset::new(deps)),
         summary: "SETNX of an expiry timestamp; a waiter that finds it passed takes the lock \
                   with GETSET; DEL to release if the own timestamp has not passed",
         seeds: "redis.io SETNX page",
@@ -240,6 +249,7 @@ pub const DESIGNS: &[DesignInfo] = &[
     },
     DesignInfo {
         name: designs::SetNxPxDel::NAME,
+        build: |deps| Arc::new(designs::SetNxPxDel::new(deps)),
         summary: "SET NX PX to acquire, DEL to release",
         seeds: "001, 004",
         known_failure: "a holder past its lease deletes the next holder's lock",
@@ -250,6 +260,7 @@ pub const DESIGNS: &[DesignInfo] = &[
     },
     DesignInfo {
         name: designs::SetNxPxCheckDel::NAME,
+        build: |deps| Arc::new(designs::SetNxPxCheckDel::new(deps)),
         summary: "SET NX PX; release by GET, compare, then DEL (two commands)",
         seeds: "000, 004",
         known_failure: "the lease expiring between GET and DEL deletes another's lock",
@@ -260,6 +271,7 @@ pub const DESIGNS: &[DesignInfo] = &[
     },
     DesignInfo {
         name: designs::SetNxPxLua::NAME,
+        build: |deps| Arc::new(designs::SetNxPxLua::new(deps)),
         summary: "SET NX PX; release by Lua compare-and-delete",
         seeds: "001, 003",
         known_failure: "a pause past the lease gives two holders (no fencing)",
@@ -270,6 +282,7 @@ pub const DESIGNS: &[DesignInfo] = &[
     },
     DesignInfo {
         name: designs::ReentrantWatchdog::NAME,
+        build: |deps| Arc::new(designs::ReentrantWatchdog::new(deps)),
         summary: "Redisson RLock: reentrant Lua hash lock, watchdog renews every lease/3, \
                   pub/sub waiting; Lua unlock",
         seeds: "000, 002, 003",
@@ -281,6 +294,7 @@ pub const DESIGNS: &[DesignInfo] = &[
     },
     DesignInfo {
         name: designs::Fenced::NAME,
+        build: |deps| Arc::new(designs::Fenced::new(deps)),
         summary: "Lua SET NX PX + INCR fencing token; release by Lua compare-and-delete",
         seeds: "001, 003",
         known_failure: "two holders after a pause unless the storage checks tokens; \
@@ -292,6 +306,7 @@ pub const DESIGNS: &[DesignInfo] = &[
     },
     DesignInfo {
         name: designs::WaitSynced::NAME,
+        build: |deps| Arc::new(designs::WaitSynced::new(deps)),
         summary: "SET NX PX, then WAIT for the master's replicas; released if fewer acknowledged",
         seeds: "003, 004",
         known_failure: "WAIT is not consensus: a replica it did not wait for can be promoted \
@@ -303,6 +318,7 @@ pub const DESIGNS: &[DesignInfo] = &[
     },
     DesignInfo {
         name: designs::Redlock::NAME,
+        build: |deps| Arc::new(designs::Redlock::new(deps)),
         summary: "Redlock: SET NX PX on 5 independent masters in turn; majority and \
                   validity = lease - elapsed - drift; Lua compare-and-delete on all",
         seeds: "000, 003",
@@ -315,6 +331,7 @@ pub const DESIGNS: &[DesignInfo] = &[
     },
     DesignInfo {
         name: designs::Redlock::UNSIGNED_NAME,
+        build: |deps| Arc::new(designs::Redlock::unsigned_validity(deps)),
         summary: "redlock with the validity computed in unsigned arithmetic \
                   (lease - elapsed - drift wraps when elapsed > lease)",
         seeds: "000, 003",
@@ -327,6 +344,7 @@ pub const DESIGNS: &[DesignInfo] = &[
     },
     DesignInfo {
         name: designs::RedissonRedlock::NAME,
+        build: |deps| Arc::new(designs::RedissonRedlock::new(deps)),
         summary: "Redisson RedLock (RedissonMultiLock.tryLock): per-node Redisson lock with \
                   lease 2 x wait, failed-locks limit, re-expire to the lease; no validity check",
         seeds: "003",
@@ -337,10 +355,34 @@ pub const DESIGNS: &[DesignInfo] = &[
         masters: REDLOCK_MASTERS,
         backend: Backend::Redis,
     },
-    ZK_CURATOR,
-    ZK_CURATOR_FENCED,
+    DesignInfo {
+        name: designs::ZkCurator::NAME,
+        build: |deps| Arc::new(designs::ZkCurator::new(deps)),
+        summary: "Curator InterProcessMutex: protected-mode ephemeral sequential node, \
+                      lowest sequence holds, others watch their predecessor; delete to release",
+        seeds: "002, 004",
+        known_failure: "the lock lives as long as the session: a holder paused past its \
+                            session timeout keeps working after its node is gone",
+        expires: false,
+        release_checks_owner: true,
+        masters: 0,
+        backend: Backend::ZooKeeper,
+    },
+    DesignInfo {
+        name: designs::ZkCurator::FENCED_NAME,
+        build: |deps| Arc::new(designs::ZkCurator::fenced(deps)),
+        summary: "zk-curator with the lock node's czxid as fencing token",
+        seeds: "002, 004",
+        known_failure: "two holders in belief after a session expiry; a fencing storage \
+                            refuses the stale one",
+        expires: false,
+        release_checks_owner: true,
+        masters: 0,
+        backend: Backend::ZooKeeper,
+    },
     DesignInfo {
         name: designs::RedisPy::NAME,
+        build: |deps| Arc::new(designs::RedisPy::new(deps)),
         summary: "redis-py 5.3.1 Lock: SET NX PX with a uuid token, sleep 0.1 s between tries \
                   (at the world's scale) until blocking_timeout (time.monotonic); Lua GET-compare-DEL release",
         seeds: "001, 003",
@@ -353,6 +395,7 @@ pub const DESIGNS: &[DesignInfo] = &[
     },
     DesignInfo {
         name: designs::RedisPy::V3_NAME,
+        build: |deps| Arc::new(designs::RedisPy::v3(deps)),
         summary: "redis-py 3.5.3 Lock: as redis-py, but blocking_timeout measured on \
                   time.time(), the wall clock",
         seeds: "001, 003",
@@ -365,6 +408,7 @@ pub const DESIGNS: &[DesignInfo] = &[
     },
     DesignInfo {
         name: designs::Redsync::NAME,
+        build: |deps| Arc::new(designs::Redsync::new(deps)),
         summary: "go-redsync v4.17.0 Mutex: SET NX PX on every pool concurrently, quorum and \
                   until = now + expiry - elapsed - expiry x 0.01; 32 tries, 50-250 ms apart (at \
                   the world's scale); delete script on all",
@@ -378,6 +422,7 @@ pub const DESIGNS: &[DesignInfo] = &[
     },
     DesignInfo {
         name: designs::NodeRedlock::NAME,
+        build: |deps| Arc::new(designs::NodeRedlock::new(deps)),
         summary: "node-redlock 5.0.0-beta.2: Lua acquire script on every client, decided at \
                   the first quorum; expiration = start + duration - drift on Date.now() (the \
                   wall clock), never checked; 10 retries 200 +/- 100 ms (at \
@@ -392,6 +437,7 @@ pub const DESIGNS: &[DesignInfo] = &[
     },
     DesignInfo {
         name: designs::NodeRedlockUsing::NAME,
+        build: |deps| Arc::new(designs::NodeRedlockUsing::new(deps)),
         summary: "node-redlock 5.0.0-beta.2 using(): node-redlock's acquire, then a timer \
                   that extends the lock automaticExtensionThreshold (500 ms at the world's \
                   scale; a quarter of a lease too short for it) before its Date.now() expiration, retried at once while \
@@ -407,6 +453,7 @@ pub const DESIGNS: &[DesignInfo] = &[
     },
     DesignInfo {
         name: designs::ReentrantWatchdog::FENCED_NAME,
+        build: |deps| Arc::new(designs::ReentrantWatchdog::fenced(deps)),
         summary: "Redisson 3.52.0 RFencedLock: the RLock hash lock, watchdog and pub/sub wait, \
                   with a lock script that INCRs redisson_lock_token:{key} and returns it as \
                   the fencing token; wait budget on currentTimeMillis (the wall clock)",
@@ -418,16 +465,118 @@ pub const DESIGNS: &[DesignInfo] = &[
         masters: 1,
         backend: Backend::Redis,
     },
-    MYSQL_UNIQUE_INDEX,
-    MYSQL_GET_LOCK,
-    MONGO_FIND_AND_MODIFY,
-    MONGO_FIND_AND_MODIFY_MAJORITY,
-    MONGO_FIND_AND_MODIFY_FENCED,
-    MYSQL_FOR_UPDATE,
-    MYSQL_UNIQUE_INDEX_EXPIRY,
-    MYSQL_UNIQUE_INDEX_FENCED,
+    DesignInfo {
+        name: designs::MySqlUniqueIndex::NAME,
+        build: |deps| Arc::new(designs::MySqlUniqueIndex::new(deps)),
+        summary: "seed 002's MySQL unique index: INSERT INTO locks (name, owner) to lock \
+                  (a duplicate key means held); DELETE ... WHERE name AND owner to unlock",
+        seeds: "002",
+        known_failure: "no expiry: a holder that dies leaves its row, and every other client \
+                        waits forever",
+        expires: false,
+        release_checks_owner: true,
+        masters: 0,
+        backend: Backend::MySql,
+    },
+    DesignInfo {
+        name: designs::MySqlGetLock::NAME,
+        build: |deps| Arc::new(designs::MySqlGetLock::new(deps)),
+        summary: "MariaDB GET_LOCK(name, 0) to lock, RELEASE_LOCK(name) to unlock; \
+                  the lock belongs to the connection",
+        seeds: "002",
+        known_failure: "a dropped connection releases the lock on the server while the holder, \
+                        reconnecting, keeps working: two holders",
+        expires: false,
+        release_checks_owner: true,
+        masters: 0,
+        backend: Backend::MySql,
+    },
+    DesignInfo {
+        name: designs::MongoFindAndModify::NAME,
+        build: |deps| Arc::new(designs::MongoFindAndModify::new(deps)),
+        summary: "seed 002's MongoDB findAndModify: upsert {_id: key} unless its expiresAt \
+                  (the client's clock) is still ahead, w:1; delete {_id, owner} to unlock",
+        seeds: "002",
+        known_failure: "w:1 acknowledges a lock only the primary has: a failover before a \
+                        secondary copied it elects a member without it, and the old primary \
+                        rolls it back: two holders",
+        expires: true,
+        release_checks_owner: true,
+        masters: 0,
+        backend: Backend::MongoDb,
+    },
+    DesignInfo {
+        name: designs::MongoFindAndModify::MAJORITY_NAME,
+        build: |deps| Arc::new(designs::MongoFindAndModify::majority(deps)),
+        summary: "mongo-find-and-modify with writeConcern w:\"majority\": acknowledged once a \
+                  majority of the replica set has the lock",
+        seeds: "002",
+        known_failure: "survives a failover; the lease is still on client clocks, so a pause \
+                        past it gives two holders",
+        expires: true,
+        release_checks_owner: true,
+        masters: 0,
+        backend: Backend::MongoDb,
+    },
+    DesignInfo {
+        name: designs::MongoFindAndModify::FENCED_NAME,
+        build: |deps| Arc::new(designs::MongoFindAndModify::fenced(deps)),
+        summary: "mongo-find-and-modify-majority with the lock document's version ($inc per \
+                  acquisition) as fencing token; release expires the document instead of \
+                  deleting it",
+        seeds: "002",
+        known_failure: "two holders in belief after a pause; a fencing storage refuses the \
+                        stale one",
+        expires: true,
+        release_checks_owner: true,
+        masters: 0,
+        backend: Backend::MongoDb,
+    },
+    DesignInfo {
+        name: designs::MySqlForUpdate::NAME,
+        build: |deps| Arc::new(designs::MySqlForUpdate::new(deps)),
+        summary: "a row per lock name; BEGIN; SELECT ... FOR UPDATE (waiting up to \
+                  innodb_lock_wait_timeout) to lock, COMMIT to unlock; the row lock belongs \
+                  to the transaction, and so to the connection",
+        seeds: "002",
+        known_failure: "a dropped connection rolls the transaction back and frees the row lock \
+                        while the holder, which never looks, keeps working: two holders",
+        expires: false,
+        release_checks_owner: true,
+        masters: 0,
+        backend: Backend::MySql,
+    },
+    DesignInfo {
+        name: designs::MySqlExpiry::NAME,
+        build: |deps| Arc::new(designs::MySqlExpiry::new(deps)),
+        summary: "the unique index with an expires_at column written from the client's wall \
+                  clock; a waiter that finds the row expired takes it over with UPDATE ... \
+                  WHERE name AND expires_at < now",
+        seeds: "002",
+        known_failure: "client clocks decide: a waiter whose clock runs ahead, or a holder \
+                        paused past its lease, lets a second client take the row while the \
+                        first still works",
+        expires: true,
+        release_checks_owner: true,
+        masters: 0,
+        backend: Backend::MySql,
+    },
+    DesignInfo {
+        name: designs::MySqlExpiry::FENCED_NAME,
+        build: |deps| Arc::new(designs::MySqlExpiry::fenced(deps)),
+        summary: "mysql-unique-index-expiry with a fence column counted up on every take \
+                  (LAST_INSERT_ID(fence + 1) returns it) as fencing token; rows are kept",
+        seeds: "002",
+        known_failure: "two holders in belief when client clocks disagree; a fencing storage \
+                        refuses the stale one",
+        expires: true,
+        release_checks_owner: true,
+        masters: 0,
+        backend: Backend::MySql,
+    },
     DesignInfo {
         name: designs::RedissonRw::NAME,
+        build: |deps| Arc::new(designs::RedissonRw::new(deps)),
         summary: "Redisson 3.52.0 RReadWriteLock: read and write locks in one hash (mode, \
                   per-holder counts, a timeout key per read hold), watchdog every lease/3, \
                   pub/sub wait; acquire takes the write lock, acquire_read the read lock",
@@ -439,162 +588,6 @@ pub const DESIGNS: &[DesignInfo] = &[
         masters: 1,
         backend: Backend::Redis,
     },
-];
-
-const ZK_CURATOR: DesignInfo = DesignInfo {
-    name: designs::ZkCurator::NAME,
-    summary: "Curator InterProcessMutex: protected-mode ephemeral sequential node, \
-                  lowest sequence holds, others watch their predecessor; delete to release",
-    seeds: "002, 004",
-    known_failure: "the lock lives as long as the session: a holder paused past its \
-                        session timeout keeps working after its node is gone",
-    expires: false,
-    release_checks_owner: true,
-    masters: 0,
-    backend: Backend::ZooKeeper,
-};
-
-const ZK_CURATOR_FENCED: DesignInfo = DesignInfo {
-    name: designs::ZkCurator::FENCED_NAME,
-    summary: "zk-curator with the lock node's czxid as fencing token",
-    seeds: "002, 004",
-    known_failure: "two holders in belief after a session expiry; a fencing storage \
-                        refuses the stale one",
-    expires: false,
-    release_checks_owner: true,
-    masters: 0,
-    backend: Backend::ZooKeeper,
-};
-
-/// The ZooKeeper designs (also in [`DESIGNS`], with backend [`Backend::ZooKeeper`]);
-/// [`build`] builds them by name over [`Deps::zookeeper`].
-pub const ZK_DESIGNS: &[DesignInfo] = &[ZK_CURATOR, ZK_CURATOR_FENCED];
-
-const MYSQL_UNIQUE_INDEX: DesignInfo = DesignInfo {
-    name: designs::MySqlUniqueIndex::NAME,
-    summary: "seed 002's MySQL unique index: INSERT INTO locks (name, owner) to lock \
-              (a duplicate key means held); DELETE ... WHERE name AND owner to unlock",
-    seeds: "002",
-    known_failure: "no expiry: a holder that dies leaves its row, and every other client \
-                    waits forever",
-    expires: false,
-    release_checks_owner: true,
-    masters: 0,
-    backend: Backend::MySql,
-};
-
-const MYSQL_GET_LOCK: DesignInfo = DesignInfo {
-    name: designs::MySqlGetLock::NAME,
-    summary: "MariaDB GET_LOCK(name, 0) to lock, RELEASE_LOCK(name) to unlock; \
-              the lock belongs to the connection",
-    seeds: "002",
-    known_failure: "a dropped connection releases the lock on the server while the holder, \
-                    reconnecting, keeps working: two holders",
-    expires: false,
-    release_checks_owner: true,
-    masters: 0,
-    backend: Backend::MySql,
-};
-
-const MYSQL_FOR_UPDATE: DesignInfo = DesignInfo {
-    name: designs::MySqlForUpdate::NAME,
-    summary: "a row per lock name; BEGIN; SELECT ... FOR UPDATE (waiting up to \
-              innodb_lock_wait_timeout) to lock, COMMIT to unlock; the row lock belongs \
-              to the transaction, and so to the connection",
-    seeds: "002",
-    known_failure: "a dropped connection rolls the transaction back and frees the row lock \
-                    while the holder, which never looks, keeps working: two holders",
-    expires: false,
-    release_checks_owner: true,
-    masters: 0,
-    backend: Backend::MySql,
-};
-
-const MYSQL_UNIQUE_INDEX_EXPIRY: DesignInfo = DesignInfo {
-    name: designs::MySqlExpiry::NAME,
-    summary: "the unique index with an expires_at column written from the client's wall \
-              clock; a waiter that finds the row expired takes it over with UPDATE ... \
-              WHERE name AND expires_at < now",
-    seeds: "002",
-    known_failure: "client clocks decide: a waiter whose clock runs ahead, or a holder \
-                    paused past its lease, lets a second client take the row while the \
-                    first still works",
-    expires: true,
-    release_checks_owner: true,
-    masters: 0,
-    backend: Backend::MySql,
-};
-
-const MYSQL_UNIQUE_INDEX_FENCED: DesignInfo = DesignInfo {
-    name: designs::MySqlExpiry::FENCED_NAME,
-    summary: "mysql-unique-index-expiry with a fence column counted up on every take \
-              (LAST_INSERT_ID(fence + 1) returns it) as fencing token; rows are kept",
-    seeds: "002",
-    known_failure: "two holders in belief when client clocks disagree; a fencing storage \
-                    refuses the stale one",
-    expires: true,
-    release_checks_owner: true,
-    masters: 0,
-    backend: Backend::MySql,
-};
-
-/// The MySQL designs (also in [`DESIGNS`], with backend [`Backend::MySql`]); [`build`]
-/// builds them by name over [`Deps::mysql`].
-pub const MYSQL_DESIGNS: &[DesignInfo] = &[
-    MYSQL_UNIQUE_INDEX,
-    MYSQL_GET_LOCK,
-    MYSQL_FOR_UPDATE,
-    MYSQL_UNIQUE_INDEX_EXPIRY,
-    MYSQL_UNIQUE_INDEX_FENCED,
-];
-
-const MONGO_FIND_AND_MODIFY: DesignInfo = DesignInfo {
-    name: designs::MongoFindAndModify::NAME,
-    summary: "seed 002's MongoDB findAndModify: upsert {_id: key} unless its expiresAt \
-              (the client's clock) is still ahead, w:1; delete {_id, owner} to unlock",
-    seeds: "002",
-    known_failure: "w:1 acknowledges a lock only the primary has: a failover before a \
-                    secondary copied it elects a member without it, and the old primary \
-                    rolls it back: two holders",
-    expires: true,
-    release_checks_owner: true,
-    masters: 0,
-    backend: Backend::MongoDb,
-};
-
-const MONGO_FIND_AND_MODIFY_MAJORITY: DesignInfo = DesignInfo {
-    name: designs::MongoFindAndModify::MAJORITY_NAME,
-    summary: "mongo-find-and-modify with writeConcern w:\"majority\": acknowledged once a \
-              majority of the replica set has the lock",
-    seeds: "002",
-    known_failure: "survives a failover; the lease is still on client clocks, so a pause \
-                    past it gives two holders",
-    expires: true,
-    release_checks_owner: true,
-    masters: 0,
-    backend: Backend::MongoDb,
-};
-
-const MONGO_FIND_AND_MODIFY_FENCED: DesignInfo = DesignInfo {
-    name: designs::MongoFindAndModify::FENCED_NAME,
-    summary: "mongo-find-and-modify-majority with the lock document's version ($inc per \
-              acquisition) as fencing token; release expires the document instead of \
-              deleting it",
-    seeds: "002",
-    known_failure: "two holders in belief after a pause; a fencing storage refuses the \
-                    stale one",
-    expires: true,
-    release_checks_owner: true,
-    masters: 0,
-    backend: Backend::MongoDb,
-};
-
-/// The MongoDB designs (also in [`DESIGNS`], with backend [`Backend::MongoDb`]);
-/// [`build`] builds them by name over [`Deps::mongo`].
-pub const MONGO_DESIGNS: &[DesignInfo] = &[
-    MONGO_FIND_AND_MODIFY,
-    MONGO_FIND_AND_MODIFY_MAJORITY,
-    MONGO_FIND_AND_MODIFY_FENCED,
 ];
 
 impl DesignInfo {
@@ -614,6 +607,16 @@ impl DesignInfo {
     }
 }
 
+/// Records are told apart by name ([`DESIGNS`] has no two with the same one; a test
+/// keeps it so): a function pointer has no meaningful equality.
+impl PartialEq for DesignInfo {
+    fn eq(&self, other: &Self) -> bool {
+        self.name == other.name
+    }
+}
+
+impl Eq for DesignInfo {}
+
 /// The names of [`DESIGNS`], comma separated, for error messages.
 pub fn design_names() -> String {
     DESIGNS
@@ -623,51 +626,28 @@ pub fn design_names() -> String {
         .join(", ")
 }
 
-/// Builds the built-in design called `name` over `deps`.
+/// The record of the built-in design called `name`: the one lookup between a name (a
+/// command line's `--design`, a test's) and a running client. The error names the
+/// allowed values.
+pub fn design(name: &str) -> Result<&'static DesignInfo, LockError> {
+    DESIGNS
+        .iter()
+        .find(|d| d.name == name)
+        .ok_or_else(|| LockError::UnknownDesign {
+            name: name.to_string(),
+            allowed: design_names(),
+        })
+}
+
+/// The built-in designs whose lock lives on `backend`, in [`DESIGNS`]' order.
+pub fn designs_on(backend: Backend) -> impl Iterator<Item = &'static DesignInfo> {
+    DESIGNS.iter().filter(move |d| d.backend == backend)
+}
+
+/// Builds the built-in design called `name` over `deps` (its record's
+/// [`DesignInfo::build`]).
 pub fn build(name: &str, deps: Deps) -> Result<Arc<dyn LockDesign>, LockError> {
-    Ok(match name {
-        designs::SetnxDel::NAME => Arc::new(designs::SetnxDel::new(deps)),
-        designs::SetnxExpire::NAME => Arc::new(designs::SetnxExpire::new(deps)),
-        designs::SetnxGetset::NAME => Arc::new(designs::SetnxGetset::new(deps)),
-        designs::SetNxPxDel::NAME => Arc::new(designs::SetNxPxDel::new(deps)),
-        designs::SetNxPxCheckDel::NAME => Arc::new(designs::SetNxPxCheckDel::new(deps)),
-        designs::WaitSynced::NAME => Arc::new(designs::WaitSynced::new(deps)),
-        designs::SetNxPxLua::NAME => Arc::new(designs::SetNxPxLua::new(deps)),
-        designs::ReentrantWatchdog::NAME => Arc::new(designs::ReentrantWatchdog::new(deps)),
-        designs::Fenced::NAME => Arc::new(designs::Fenced::new(deps)),
-        designs::Redlock::NAME => Arc::new(designs::Redlock::new(deps)),
-        designs::Redlock::UNSIGNED_NAME => Arc::new(designs::Redlock::unsigned_validity(deps)),
-        designs::RedissonRedlock::NAME => Arc::new(designs::RedissonRedlock::new(deps)),
-        designs::RedisPy::NAME => Arc::new(designs::RedisPy::new(deps)),
-        designs::RedisPy::V3_NAME => Arc::new(designs::RedisPy::v3(deps)),
-        designs::Redsync::NAME => Arc::new(designs::Redsync::new(deps)),
-        designs::NodeRedlock::NAME => Arc::new(designs::NodeRedlock::new(deps)),
-        designs::NodeRedlockUsing::NAME => Arc::new(designs::NodeRedlockUsing::new(deps)),
-        designs::ReentrantWatchdog::FENCED_NAME => {
-            Arc::new(designs::ReentrantWatchdog::fenced(deps))
-        }
-        designs::RedissonRw::NAME => Arc::new(designs::RedissonRw::new(deps)),
-        designs::ZkCurator::NAME => Arc::new(designs::ZkCurator::new(deps)),
-        designs::ZkCurator::FENCED_NAME => Arc::new(designs::ZkCurator::fenced(deps)),
-        designs::MySqlUniqueIndex::NAME => Arc::new(designs::MySqlUniqueIndex::new(deps)),
-        designs::MySqlGetLock::NAME => Arc::new(designs::MySqlGetLock::new(deps)),
-        designs::MongoFindAndModify::NAME => Arc::new(designs::MongoFindAndModify::new(deps)),
-        designs::MongoFindAndModify::MAJORITY_NAME => {
-            Arc::new(designs::MongoFindAndModify::majority(deps))
-        }
-        designs::MongoFindAndModify::FENCED_NAME => {
-            Arc::new(designs::MongoFindAndModify::fenced(deps))
-        }
-        designs::MySqlForUpdate::NAME => Arc::new(designs::MySqlForUpdate::new(deps)),
-        designs::MySqlExpiry::NAME => Arc::new(designs::MySqlExpiry::new(deps)),
-        designs::MySqlExpiry::FENCED_NAME => Arc::new(designs::MySqlExpiry::fenced(deps)),
-        other => {
-            return Err(LockError::UnknownDesign {
-                name: other.to_string(),
-                allowed: design_names(),
-            });
-        }
-    })
+    design(name).map(|info| (info.build)(deps))
 }
 
 /// Connects to a real Redis at `url` (e.g. `redis://127.0.0.1:6379`) with a

@@ -37,15 +37,14 @@ async fn conformance(name: &'static str) {
     let Some(addr) = real_zookeeper() else {
         return;
     };
-    let info = lock_impl::ZK_DESIGNS
-        .iter()
+    let info = lock_impl::designs_on(lock_impl::Backend::ZooKeeper)
         .find(|d| d.name == name)
         .expect("a ZooKeeper design");
     let backend = ZkBackend {
         servers: vec![addr.to_string()],
         session_timeout_ms: 10_000,
     };
-    let factory: Factory = Arc::new(move |deps| lock_impl::build(name, deps).expect("built-in"));
+    let factory: Factory = Arc::new(move |deps| (info.build)(deps));
     run_all(&backend, &factory, info.expires, info.release_checks_owner).await;
     println!("real-zookeeper conformance passed: design={name}");
 }

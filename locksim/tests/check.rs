@@ -223,3 +223,19 @@ fn bad_input_names_what_is_allowed() {
         "{e}"
     );
 }
+
+#[test]
+fn every_registered_design_is_a_builtin_of_the_facade_with_its_records_system_and_masters() {
+    // The facade, the CLI and `locksim list` read the same records (`lock_impl::DESIGNS`).
+    for info in locksim::lock_impl::DESIGNS {
+        let d = locksim::builtin(info.name);
+        assert!(d.is_builtin(), "{}", info.name);
+        assert_eq!(d.name(), info.name);
+        assert_eq!(
+            (d.spec().backend, d.spec().masters),
+            (info.backend, info.masters),
+            "{}",
+            info.name
+        );
+    }
+}

@@ -38,7 +38,7 @@ fn main() {
     };
     let mut rows = Vec::new();
     for d in lock_impl::DESIGNS {
-        let design = DesignSpec::builtin(d.name).expect("built-in");
+        let design = DesignSpec::from_info(d);
         for s in catalog::catalog()
             .into_iter()
             .filter(|s| s.applies_to(design.backend, design.masters))

@@ -367,11 +367,10 @@ pub fn run_all(repeats: u64, memory_seeds: u64, threads: usize, search_bound: u6
     let cells: Vec<(DesignSpec, Scenario)> = lock_impl::DESIGNS
         .iter()
         .flat_map(|d| {
-            let design = DesignSpec::builtin(d.name).expect("built-in");
             catalog::catalog()
                 .into_iter()
-                .filter(move |s| s.applies_to(design.backend, design.masters))
-                .map(move |s| (DesignSpec::builtin(d.name).expect("built-in"), s))
+                .filter(move |s| s.applies_to(d.backend, d.masters))
+                .map(move |s| (DesignSpec::from_info(d), s))
         })
         .collect();
     let found = first_invalid_per_cell(&cells, search_bound, threads);

@@ -456,10 +456,10 @@ fn run(cli: Cli, extra: Vec<DesignSpec>) -> ExitCode {
     let design = |name: &str| input::design_among(name, &extra);
     // Every built-in design, then the caller's own.
     let every_design = || -> Result<Vec<DesignSpec>, input::BadInput> {
-        let mut all = lock_impl::DESIGNS
+        let mut all: Vec<DesignSpec> = lock_impl::DESIGNS
             .iter()
-            .map(|d| input::design(d.name))
-            .collect::<Result<Vec<_>, _>>()?;
+            .map(DesignSpec::from_info)
+            .collect();
         all.extend(extra.iter().cloned());
         Ok(all)
     };

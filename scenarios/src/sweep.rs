@@ -7,8 +7,8 @@
 //! come back sorted by seed, whatever order the threads finished in.
 
 use std::ops::Range;
-use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
 
 use serde::{Deserialize, Serialize};
 use sim::history::{History, OpF, Phase};
@@ -34,18 +34,20 @@ pub struct DesignSpec {
 impl DesignSpec {
     /// A built-in design by name, or an error listing the allowed names.
     pub fn builtin(name: &str) -> Result<Self, String> {
-        Ok(Self {
-            name: name.to_string(),
-            factory: sim::world::builtin_factory(name).map_err(|e| e.to_string())?,
-            masters: lock_impl::DESIGNS
-                .iter()
-                .find(|d| d.name == name)
-                .map_or(1, |d| d.masters),
-            backend: lock_impl::DESIGNS
-                .iter()
-                .find(|d| d.name == name)
-                .map_or(lock_impl::Backend::Redis, |d| d.backend),
-        })
+        lock_impl::design(name)
+            .map(Self::from_info)
+            .map_err(|e| e.to_string())
+    }
+
+    /// A built-in design from its record: the name, builder, masters and system all
+    /// come from the one [`lock_impl::DesignInfo`].
+    pub fn from_info(info: &'static lock_impl::DesignInfo) -> Self {
+        Self {
+            name: info.name.to_string(),
+            factory: Arc::new(move |deps| (info.build)(deps)),
+            masters: info.masters,
+            backend: info.backend,
+        }
     }
 }
 

@@ -4,8 +4,10 @@
 use scenarios::catalog::{Scenario, find};
 use scenarios::sweep::{DesignSpec, RunSummary, first_invalid, replay_command, sweep};
 
-/// The designs that trust one master (every built-in but `wait-synced`): safe
-/// without faults, each known for its own failure.
+/// The classic designs that trust one Redis master, each known for its own failure:
+/// the set the server-fault suites check by name. A chosen set, not the registry
+/// (`lock_impl::designs_on` lists every design of a system): later single-master designs
+/// have suites of their own, and `wait-synced` waits for replicas.
 pub const SINGLE_MASTER_DESIGNS: [&str; 7] = [
     "setnx-del",
     "setnx-expire",

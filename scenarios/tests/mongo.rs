@@ -33,15 +33,14 @@ fn verdict<'a>(run: &'a RunSummary, checker: &str) -> &'a scenarios::checkers::V
         .1
 }
 
-const DESIGNS: [&str; 3] = [
-    "mongo-find-and-modify",
-    "mongo-find-and-modify-majority",
-    "mongo-find-and-modify-fenced",
-];
+/// The MongoDB designs, from the registry.
+fn designs() -> impl Iterator<Item = &'static str> {
+    lock_impl::designs_on(lock_impl::Backend::MongoDb).map(|d| d.name)
+}
 
 #[test]
 fn mongo_designs_are_valid_without_faults() {
-    for design in DESIGNS {
+    for design in designs() {
         for run in runs(design, "no-faults") {
             let replay = replay_command(design, "no-faults", run.seed);
             assert_eq!(
@@ -144,7 +143,7 @@ fn a_majority_lock_survives_the_same_failover() {
 
 #[test]
 fn a_pause_past_the_lease_breaks_every_mongo_lock_and_fencing_catches_it() {
-    for design in DESIGNS {
+    for design in designs() {
         for run in runs(design, "gc-pause") {
             let replay = replay_command(design, "gc-pause", run.seed);
             assert!(
@@ -207,7 +206,7 @@ fn the_mongo_scenarios_apply_to_the_mongo_designs_only() {
 fn jumping_gives_the_tick_by_tick_history_in_the_mongo_cells() {
     use sim::world::Stepping;
     for s in scenarios::catalog::catalog() {
-        for d in DESIGNS {
+        for d in designs() {
             if !s.applies_to(lock_impl::Backend::MongoDb, 0) {
                 continue;
             }

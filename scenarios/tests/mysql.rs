@@ -35,13 +35,7 @@ fn verdict<'a>(run: &'a RunSummary, checker: &str) -> &'a scenarios::checkers::V
 
 #[test]
 fn mysql_designs_are_valid_without_faults() {
-    for design in [
-        "mysql-unique-index",
-        "mysql-get-lock",
-        "mysql-for-update",
-        "mysql-unique-index-expiry",
-        "mysql-unique-index-fenced",
-    ] {
+    for design in lock_impl::designs_on(lock_impl::Backend::MySql).map(|d| d.name) {
         for run in runs(design, "no-faults") {
             let replay = replay_command(design, "no-faults", run.seed);
             assert_eq!(
@@ -498,7 +492,7 @@ fn jumping_gives_the_tick_by_tick_history_in_the_restart_cells() {
     use sim::world::Stepping;
     for scenario in ["mysql-restart", "mysql-restart-flush-2"] {
         let s = common::scenario(scenario);
-        for d in lock_impl::MYSQL_DESIGNS {
+        for d in lock_impl::designs_on(lock_impl::Backend::MySql) {
             let mut cfg = scenarios::sweep::config(&common::design(d.name), &s, 0);
             cfg.stepping = Stepping::Tick;
             let tick = sim::world::run(&cfg).expect("run");

@@ -29,13 +29,12 @@ async fn set_of(members: usize) -> (MongoServer, Vec<sim::mongo::SharedMember>) 
 }
 
 async fn conformance(name: &'static str, members: usize) {
-    let info = lock_impl::MONGO_DESIGNS
-        .iter()
+    let info = lock_impl::designs_on(lock_impl::Backend::MongoDb)
         .find(|d| d.name == name)
         .expect("a MongoDB design");
     let (server, _set) = set_of(members).await;
     let backend = MongoBackend { server };
-    let factory: Factory = Arc::new(move |deps| lock_impl::build(name, deps).expect("built-in"));
+    let factory: Factory = Arc::new(move |deps| (info.build)(deps));
     run_all(&backend, &factory, info.expires, info.release_checks_owner).await;
 }
 

@@ -8,8 +8,7 @@ use lock_impl::testing::{Factory, MySqlBackend, mysql_server, run_all};
 use sim::mysql::{MySqlConfig, spawn_tokio_mysql};
 
 async fn conformance_on_model(name: &'static str) {
-    let info = lock_impl::MYSQL_DESIGNS
-        .iter()
+    let info = lock_impl::designs_on(lock_impl::Backend::MySql)
         .find(|d| d.name == name)
         .expect("a MySQL design");
     let (addr, _shared) = spawn_tokio_mysql(MySqlConfig::default())
@@ -18,7 +17,7 @@ async fn conformance_on_model(name: &'static str) {
     let backend = MySqlBackend {
         server: mysql_server(addr),
     };
-    let factory: Factory = Arc::new(move |deps| lock_impl::build(name, deps).expect("built-in"));
+    let factory: Factory = Arc::new(move |deps| (info.build)(deps));
     run_all(&backend, &factory, info.expires, info.release_checks_owner).await;
 }
 
@@ -31,7 +30,7 @@ async fn every_mysql_design_is_in_this_suite() {
         "mysql-unique-index-expiry",
         "mysql-unique-index-fenced",
     ];
-    for d in lock_impl::MYSQL_DESIGNS {
+    for d in lock_impl::designs_on(lock_impl::Backend::MySql) {
         assert!(covered.contains(&d.name), "{} has no model test", d.name);
     }
 }

@@ -12,8 +12,7 @@ use sim::clock::{ClockSpec, HostClock, SimClock};
 use sim::zk::{ServerEvent, SharedZk, ZK_PORT, ZkConfig, spawn_tokio_zk, zk_host};
 
 async fn conformance_on_model(name: &'static str) {
-    let info = lock_impl::ZK_DESIGNS
-        .iter()
+    let info = lock_impl::designs_on(lock_impl::Backend::ZooKeeper)
         .find(|d| d.name == name)
         .expect("a ZooKeeper design");
     let (addr, _shared) = spawn_tokio_zk(ZkConfig::default()).await.unwrap();
@@ -21,7 +20,7 @@ async fn conformance_on_model(name: &'static str) {
         servers: vec![addr.to_string()],
         session_timeout_ms: 10_000,
     };
-    let factory: Factory = Arc::new(move |deps| lock_impl::build(name, deps).expect("built-in"));
+    let factory: Factory = Arc::new(move |deps| (info.build)(deps));
     run_all(&backend, &factory, info.expires, info.release_checks_owner).await;
 }
 

@@ -205,7 +205,7 @@ impl Page {
         let mut backends: Vec<lock_impl::Backend> = r
             .designs
             .iter()
-            .filter_map(|d| lock_impl::DESIGNS.iter().find(|i| i.name == d.as_str()))
+            .filter_map(|d| lock_impl::design(d).ok())
             .map(|i| i.backend)
             .collect();
         backends.sort_unstable();

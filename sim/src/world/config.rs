@@ -13,18 +13,11 @@ use crate::redis::persistence::Persistence;
 /// user's own.
 pub type DesignFactory = Arc<dyn Fn(Deps) -> Arc<dyn LockDesign> + Send + Sync>;
 
-/// The factory of a built-in design, by name.
+/// The factory of a built-in design, by name (its record's [`lock_impl::DesignInfo::build`];
+/// the error names the allowed values).
 pub fn builtin_factory(name: &str) -> Result<DesignFactory, lock_impl::LockError> {
-    if !lock_impl::DESIGNS.iter().any(|d| d.name == name) {
-        return Err(lock_impl::LockError::UnknownDesign {
-            name: name.to_string(),
-            allowed: lock_impl::design_names(),
-        });
-    }
-    let name = name.to_string();
-    Ok(Arc::new(move |deps| {
-        lock_impl::build(&name, deps).expect("name checked above")
-    }))
+    let info = lock_impl::design(name)?;
+    Ok(Arc::new(move |deps| (info.build)(deps)))
 }
 
 /// One Redis server of the world.

@@ -1,0 +1,142 @@
+//! The design registry (`lock_impl::DESIGNS`): one record per design, built by its
+//! record's name, no name twice, and every system's designs found by filtering it.
+
+use std::collections::BTreeSet;
+use std::sync::Arc;
+
+use lock_impl::{
+    Backend, Clock, Conn, Connector, DESIGNS, Deps, Dial, OsEntropy, ReconnectPolicy, TimeScale,
+    TokioClock, TokioSpawner,
+};
+
+/// A connector that reaches nothing: building a design dials nothing, so the registry
+/// tests need no server.
+struct Nowhere;
+
+impl Connector for Nowhere {
+    fn server(&self) -> &str {
+        "nowhere"
+    }
+
+    fn connect(&self) -> Dial<'_, redis::aio::MultiplexedConnection> {
+        Box::pin(async {
+            Err(redis::RedisError::from((
+                redis::ErrorKind::Client,
+                "nowhere",
+            )))
+        })
+    }
+
+    fn pubsub(&self) -> Dial<'_, redis::aio::PubSub> {
+        Box::pin(async {
+            Err(redis::RedisError::from((
+                redis::ErrorKind::Client,
+                "nowhere",
+            )))
+        })
+    }
+}
+
+fn deps() -> Deps {
+    let clock: Arc<dyn Clock> = Arc::new(TokioClock::new());
+    let conn = Conn::new(Arc::new(Nowhere), clock.clone(), ReconnectPolicy::default());
+    Deps {
+        servers: vec![conn.clone(); lock_impl::REDLOCK_MASTERS],
+        conn,
+        clock,
+        entropy: Arc::new(OsEntropy),
+        spawner: Arc::new(TokioSpawner),
+        pubsub: None,
+        observer: None,
+        zookeeper: None,
+        mysql: None,
+        mongo: None,
+        scale: TimeScale::REAL,
+    }
+}
+
+#[tokio::test]
+async fn every_record_builds_a_design_that_answers_to_the_records_name() {
+    for info in DESIGNS {
+        let by_record = (info.build)(deps());
+        assert_eq!(
+            by_record.name(),
+            info.name,
+            "the record {} builds a design that calls itself {}",
+            info.name,
+            by_record.name()
+        );
+        let by_name = lock_impl::build(info.name, deps()).expect("a registered name");
+        assert_eq!(by_name.name(), info.name, "build({:?})", info.name);
+        let found = lock_impl::design(info.name).expect("a registered name");
+        assert!(
+            std::ptr::eq(found, info),
+            "design({:?}) found another record",
+            info.name
+        );
+    }
+}
+
+#[test]
+fn no_two_records_share_a_name() {
+    let mut seen = BTreeSet::new();
+    for info in DESIGNS {
+        assert!(seen.insert(info.name), "{} is registered twice", info.name);
+    }
+}
+
+#[tokio::test]
+async fn an_unknown_name_is_refused_naming_every_registered_design() {
+    let err = lock_impl::build("setnx-everything", deps())
+        .err()
+        .expect("no such design");
+    let text = err.to_string();
+    assert!(text.contains("setnx-everything"), "{text}");
+    for info in DESIGNS {
+        assert!(
+            text.contains(info.name),
+            "{} not among the allowed: {text}",
+            info.name
+        );
+    }
+    let err = lock_impl::design("").expect_err("no design is called ''");
+    assert!(err.to_string().contains("set-nx-px-lua"), "{err}");
+}
+
+#[test]
+fn the_designs_on_each_system_are_the_records_of_that_system_in_registry_order() {
+    let systems = [
+        Backend::Redis,
+        Backend::ZooKeeper,
+        Backend::MySql,
+        Backend::MongoDb,
+    ];
+    let mut total = 0;
+    for system in systems {
+        let on: Vec<&str> = lock_impl::designs_on(system).map(|d| d.name).collect();
+        let expected: Vec<&str> = DESIGNS
+            .iter()
+            .filter(|d| d.backend == system)
+            .map(|d| d.name)
+            .collect();
+        assert_eq!(on, expected, "{}", system.name());
+        assert!(!on.is_empty(), "no design on {}", system.name());
+        total += on.len();
+    }
+    assert_eq!(total, DESIGNS.len(), "a record on no listed system");
+}
+
+#[test]
+fn a_design_on_another_system_locks_on_no_redis_master() {
+    for info in DESIGNS {
+        let redis = info.backend == Backend::Redis;
+        assert_eq!(
+            info.masters > 0,
+            redis,
+            "{}: masters {} on {}",
+            info.name,
+            info.masters,
+            info.backend.name()
+        );
+    }
+}
