@@ -439,41 +439,10 @@ impl Scenario {
     /// has that server in the one master's place; every other world is the scenario's
     /// own.
     pub fn workload_for(&self, backend: Backend, masters: usize) -> Workload {
+        if backend != Backend::Redis {
+            return self.workload.clone().on_system(backend);
+        }
         let mut w = self.workload.clone();
-        if backend == Backend::MongoDb {
-            // As for MySQL: the client faults and targets reach the replica set's
-            // members instead of the one master.
-            w.servers.clear();
-            w.sentinel = None;
-            w.zookeeper = None;
-            w.mysql = None;
-            if w.mongo.is_none() {
-                w.mongo = Some(sim::world::MongoSpec::default());
-            }
-            return w;
-        }
-        if backend == Backend::MySql {
-            // As for ZooKeeper below: the client faults and targets reach the MySQL
-            // server instead of the one master.
-            w.servers.clear();
-            w.sentinel = None;
-            w.zookeeper = None;
-            if w.mysql.is_none() {
-                w.mysql = Some(sim::world::MySqlSpec::default());
-            }
-            return w;
-        }
-        if backend == Backend::ZooKeeper {
-            // The one master's place is taken by a ZooKeeper ensemble of three: the
-            // client faults and targets (`lock-server`: its leader, `all-servers`)
-            // reach it instead.
-            w.servers.clear();
-            w.sentinel = None;
-            if w.zookeeper.is_none() {
-                w.zookeeper = Some(sim::world::ZkSpec::ensemble_for_lease(w.lease_ms));
-            }
-            return w;
-        }
         if masters > 1 && self.topology() == Topology::SingleMaster && !w.servers.is_empty() {
             let one = w.servers[0].clone();
             w.servers = (1..=masters)

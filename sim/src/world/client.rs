@@ -183,12 +183,12 @@ pub(crate) struct VipDialer {
 }
 
 /// How a client reaches a system's servers: its dialer (every stream gated and
-/// faultable), the MySQL primary's address if a failover can move it, its reply
-/// timeout and the world's time scale. A system's [`SystemSpec::client_deps`] makes
-/// its part of `Deps` from it.
+/// faultable), the primary's address if a failover can move it (a MySQL primary behind
+/// a virtual address), its reply timeout and the world's time scale. A system's
+/// [`super::system::SystemSpec::client_deps`] makes its part of `Deps` from it.
 pub(crate) struct SystemReach {
     pub dialer: Arc<TurmoilDialer>,
-    pub mysql_vip: Option<Arc<std::sync::Mutex<String>>>,
+    pub primary_address: Option<Arc<std::sync::Mutex<String>>>,
     pub response_timeout_ms: u64,
     pub scale: lock_impl::TimeScale,
 }
@@ -275,14 +275,14 @@ pub(crate) struct Client {
     pub slow_ms: Arc<AtomicU64>,
     pub pause_before_write: PauseBeforeWrite,
     pub incarnation: Arc<AtomicU32>,
-    /// A ZooKeeper ensemble's first leader is serving: the client starts only then,
-    /// as a service starts once its ZooKeeper is up (a connection made during the
-    /// first election is closed, and the Java client's reconnect waits up to a
-    /// second). `None`: no ensemble.
-    pub zk_ready: Option<Arc<std::sync::atomic::AtomicBool>>,
-    /// The MySQL primary's address, re-pointed by a failover (a world with a MySQL
+    /// The world's system serves (a ZooKeeper ensemble's first leader): the client
+    /// starts only then, as a service starts once its ZooKeeper is up (a connection
+    /// made during the first election is closed, and the Java client's reconnect waits
+    /// up to a second). `None`: a system that serves from the start.
+    pub system_ready: Option<Arc<std::sync::atomic::AtomicBool>>,
+    /// The primary's address, re-pointed by a failover (a MySQL primary with a
     /// replica).
-    pub mysql_vip: Option<Arc<std::sync::Mutex<String>>>,
+    pub primary_address: Option<Arc<std::sync::Mutex<String>>>,
     /// The longest retry horizon of the design any client built
     /// ([`lock_impl::LockDesign::retry_horizon`], ms): the liveness bound's share.
     pub retry_horizon_ms: Arc<AtomicU64>,
@@ -290,7 +290,7 @@ pub(crate) struct Client {
 
 impl Client {
     pub async fn main(self) {
-        if let Some(ready) = &self.zk_ready {
+        if let Some(ready) = &self.system_ready {
             while !ready.load(Ordering::Relaxed) {
                 turmoil::time::sleep(Duration::from_millis(1)).await;
             }
@@ -399,12 +399,12 @@ impl Client {
         // Each system's part of the design's dependencies: how to reach its servers.
         let reach = SystemReach {
             dialer: dialer.clone(),
-            mysql_vip: self.mysql_vip.clone(),
+            primary_address: self.primary_address.clone(),
             response_timeout_ms: w.response_timeout_ms,
             scale: lock_impl::TimeScale::for_lease(w.lease_ms),
         };
         let mut deps = deps;
-        for system in w.systems() {
+        for system in super::system::systems_of(w) {
             system.client_deps(&mut deps, &reach);
         }
         let design = (self.factory)(deps);

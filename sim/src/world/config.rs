@@ -441,25 +441,34 @@ impl Default for Workload {
 }
 
 impl Workload {
-    /// The lock-server systems this workload names, in world order: Redis (its servers
-    /// and Sentinels, if any), ZooKeeper, MySQL, MongoDB. The one place a world learns
-    /// which systems it has.
-    pub(crate) fn systems(&self) -> Vec<Box<dyn super::system::SystemSpec + '_>> {
-        let mut systems: Vec<Box<dyn super::system::SystemSpec + '_>> = Vec::new();
-        if !self.servers.is_empty() || self.sentinel.is_some() {
-            systems.push(Box::new(super::redis::RedisSpec(self)));
+    /// This workload with the system behind `backend` in the lock's place: every other
+    /// system goes, and the world gets that system's default for its lease unless it
+    /// names its own (a ZooKeeper ensemble of three at the lease's `tickTime`, a MySQL
+    /// server, a MongoDB replica set). The client faults and targets (`lock-server`,
+    /// `all-servers`...) then reach that system instead of the one Redis master. A
+    /// Redis workload is returned as it is.
+    pub fn on_system(mut self, backend: lock_impl::Backend) -> Workload {
+        let (zk, mysql, mongo) = (
+            self.zookeeper.take(),
+            self.mysql.take(),
+            self.mongo.take(),
+        );
+        match backend {
+            lock_impl::Backend::Redis => {
+                (self.zookeeper, self.mysql, self.mongo) = (zk, mysql, mongo);
+                return self;
+            }
+            lock_impl::Backend::ZooKeeper => {
+                self.zookeeper = zk.or_else(|| Some(ZkSpec::ensemble_for_lease(self.lease_ms)));
+            }
+            lock_impl::Backend::MySql => self.mysql = mysql.or_else(|| Some(MySqlSpec::default())),
+            lock_impl::Backend::MongoDb => self.mongo = mongo.or_else(|| Some(MongoSpec::default())),
         }
-        if let Some(zk) = &self.zookeeper {
-            systems.push(Box::new(zk.clone()));
-        }
-        if let Some(mysql) = &self.mysql {
-            systems.push(Box::new(mysql.clone()));
-        }
-        if let Some(mongo) = &self.mongo {
-            systems.push(Box::new(mongo.clone()));
-        }
-        systems
+        self.servers.clear();
+        self.sentinel = None;
+        self
     }
+
 
     /// Checks the knobs, naming the field and what is allowed.
     pub fn validate(&self) -> Result<(), RunError> {

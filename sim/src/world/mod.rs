@@ -120,7 +120,7 @@ fn run_stepping(cfg: &RunConfig, stepping: Stepping) -> Result<History, RunError
             trace_commands: w.trace_commands,
         };
         system::Systems(
-            w.systems()
+            system::systems_of(w)
                 .into_iter()
                 .map(|spec| spec.build(&mut build))
                 .collect(),
@@ -133,7 +133,7 @@ fn run_stepping(cfg: &RunConfig, stepping: Stepping) -> Result<History, RunError
             .map(|s| s.client_hooks())
             .fold(system::ClientHooks::default(), |a, b| system::ClientHooks {
                 ready: a.ready.or(b.ready),
-                mysql_vip: a.mysql_vip.or(b.mysql_vip),
+                primary_address: a.primary_address.or(b.primary_address),
             });
     let stock = match w.segments {
         Some(n) => storage::Shared::segmented(
@@ -179,9 +179,9 @@ fn run_stepping(cfg: &RunConfig, stepping: Stepping) -> Result<History, RunError
             slow_ms: ctl.slow_ms.clone(),
             pause_before_write: ctl.pause_before_write.clone(),
             incarnation: Arc::new(AtomicU32::new(0)),
-            zk_ready: hooks.ready.clone(),
+            system_ready: hooks.ready.clone(),
             retry_horizon_ms: retry_horizon_ms.clone(),
-            mysql_vip: hooks.mysql_vip.clone(),
+            primary_address: hooks.primary_address.clone(),
         };
         sim.host(name.as_str(), move || {
             let client = client.clone();

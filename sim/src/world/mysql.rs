@@ -747,7 +747,7 @@ impl SystemSpec for MySqlSpec {
             user: self.user.clone(),
             password: self.password.clone(),
             database: self.database.clone(),
-            dialer: match &reach.mysql_vip {
+            dialer: match &reach.primary_address {
                 Some(vip) => Arc::new(super::client::VipDialer {
                     inner: reach.dialer.clone(),
                     name: self.name.clone(),
@@ -816,7 +816,7 @@ impl LockSystem for MySqlCtl {
     fn client_hooks(&self) -> ClientHooks {
         ClientHooks {
             ready: None,
-            mysql_vip: self.replica.is_some().then(|| self.vip()),
+            primary_address: self.replica.is_some().then(|| self.vip()),
         }
     }
 }

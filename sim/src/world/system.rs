@@ -1,7 +1,7 @@
 //! The interface every lock-server system implements: its hosts, which of them holds or
 //! serves the lock now, which write of the lock is not yet replicated, what a crash does
 //! to it, and how its record moves into the history. The world builds each system a
-//! workload names ([`super::config::Workload::systems`]) and keeps them in one list;
+//! workload names ([`systems_of`]) and keeps them in one list;
 //! the nemesis's targets, pauses, crashes and lost notifications, and the observer's
 //! drain, are loops over that list. Every host of every system gets the same kit from
 //! the world: a host clock ([`crate::clock::HostClock`]), a pause gate
@@ -12,10 +12,10 @@
 //! MongoDB (`MongoCtl`). What a system offers scenarios is its capability list
 //! ([`crate::system`]).
 //!
-//! Adding a system: its model, its world module with a `LockSystem` and a
-//! [`SystemSpec`], its capability list, and one line each in
-//! [`super::config::Workload::systems`], [`crate::system::capabilities`] and the
-//! client's `Deps` (its spec's [`SystemSpec::client_deps`]).
+//! Adding a system: its model, its world module with a `LockSystem`, a [`SystemSpec`]
+//! (its hosts, and its part of each client's `Deps`) and its capability list; then its
+//! push in [`systems_of`], its arm in [`capabilities`], its `Workload` field with its
+//! arm in `Workload::on_system`, and its `lock_impl::Backend` variant.
 
 use std::time::Duration;
 
@@ -26,6 +26,8 @@ use crate::net::NetFaults;
 use crate::pause::PauseGate;
 use crate::recorder::Recorder;
 use crate::system::Capability;
+
+use super::config::Workload;
 use lock_impl::Backend;
 
 /// A lock write the nemesis can aim at: the server that has it, a description for the
@@ -132,8 +134,8 @@ pub(crate) struct ClientHooks {
     /// Set once the system serves (a ZooKeeper ensemble's first leader): the client
     /// starts only then, as a service starts once its ZooKeeper is up.
     pub ready: Option<Arc<std::sync::atomic::AtomicBool>>,
-    /// The MySQL primary's address, re-pointed by a failover (a world with a replica).
-    pub mysql_vip: Option<Arc<std::sync::Mutex<String>>>,
+    /// The primary's address, re-pointed by a failover (a MySQL primary with a replica).
+    pub primary_address: Option<Arc<std::sync::Mutex<String>>>,
 }
 
 /// What building a system's hosts is given: the simulation, each host's clock (made by
@@ -158,6 +160,26 @@ pub(crate) trait SystemSpec {
     /// Sets this system's part of a client's `deps` (how to reach its servers). Redis's
     /// part is the connections every client dials first (`Deps::conn`, `servers`).
     fn client_deps(&self, _deps: &mut lock_impl::Deps, _reach: &super::client::SystemReach) {}
+}
+
+/// The lock-server systems this workload names, in world order: Redis (its servers
+/// and Sentinels, if any), ZooKeeper, MySQL, MongoDB. The one place a world learns
+/// which systems it has.
+pub(crate) fn systems_of(w: &Workload) -> Vec<Box<dyn SystemSpec + '_>> {
+    let mut systems: Vec<Box<dyn SystemSpec + '_>> = Vec::new();
+    if !w.servers.is_empty() || w.sentinel.is_some() {
+        systems.push(Box::new(super::redis::RedisSpec(w)));
+    }
+    if let Some(zk) = &w.zookeeper {
+        systems.push(Box::new(zk.clone()));
+    }
+    if let Some(mysql) = &w.mysql {
+        systems.push(Box::new(mysql.clone()));
+    }
+    if let Some(mongo) = &w.mongo {
+        systems.push(Box::new(mongo.clone()));
+    }
+    systems
 }
 
 /// The systems of a running world, in world order (Redis, ZooKeeper, MySQL, MongoDB).

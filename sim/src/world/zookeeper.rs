@@ -706,7 +706,7 @@ impl LockSystem for ZkCtl {
     fn client_hooks(&self) -> ClientHooks {
         ClientHooks {
             ready: self.is_ensemble().then(|| self.ready.clone()),
-            mysql_vip: None,
+            primary_address: None,
         }
     }
 }
