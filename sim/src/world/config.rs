@@ -448,11 +448,7 @@ impl Workload {
     /// `all-servers`...) then reach that system instead of the one Redis master. A
     /// Redis workload is returned as it is.
     pub fn on_system(mut self, backend: lock_impl::Backend) -> Workload {
-        let (zk, mysql, mongo) = (
-            self.zookeeper.take(),
-            self.mysql.take(),
-            self.mongo.take(),
-        );
+        let (zk, mysql, mongo) = (self.zookeeper.take(), self.mysql.take(), self.mongo.take());
         match backend {
             lock_impl::Backend::Redis => {
                 (self.zookeeper, self.mysql, self.mongo) = (zk, mysql, mongo);
@@ -462,13 +458,14 @@ impl Workload {
                 self.zookeeper = zk.or_else(|| Some(ZkSpec::ensemble_for_lease(self.lease_ms)));
             }
             lock_impl::Backend::MySql => self.mysql = mysql.or_else(|| Some(MySqlSpec::default())),
-            lock_impl::Backend::MongoDb => self.mongo = mongo.or_else(|| Some(MongoSpec::default())),
+            lock_impl::Backend::MongoDb => {
+                self.mongo = mongo.or_else(|| Some(MongoSpec::default()))
+            }
         }
         self.servers.clear();
         self.sentinel = None;
         self
     }
-
 
     /// Checks the knobs, naming the field and what is allowed.
     pub fn validate(&self) -> Result<(), RunError> {
