@@ -181,6 +181,9 @@ fn better(a: &([usize; 7], u64), b: &([usize; 7], u64)) -> Ordering {
     rb.cmp(ra)
 }
 
+/// A design's name and its cells in one family, each with its scenario's class.
+type DesignCells<'a> = (String, Vec<(FaultClass, &'a CellResult)>);
+
 impl Comparison {
     /// The comparison of `cells` (any order). A cell's family is its design's system
     /// with its scenario's world ([`Family::of_cell`]), its column its scenario's
@@ -194,8 +197,7 @@ impl Comparison {
     pub fn of(cells: &[CellResult]) -> Comparison {
         let catalog = catalog::catalog();
         // (family, design) → (class, cell), in the cells' order.
-        let mut by_design: BTreeMap<(Family, usize), (String, Vec<(FaultClass, &CellResult)>)> =
-            BTreeMap::new();
+        let mut by_design: BTreeMap<(Family, usize), DesignCells> = BTreeMap::new();
         let mut order: Vec<&str> = Vec::new();
         let mut present: Vec<FaultClass> = Vec::new();
         for c in cells {
@@ -245,7 +247,7 @@ impl Comparison {
             };
         let mut rows = Vec::new();
         for family in Family::ALL {
-            let designs: Vec<&(String, Vec<(FaultClass, &CellResult)>)> = by_design
+            let designs: Vec<&DesignCells> = by_design
                 .range((family, 0)..=(family, usize::MAX))
                 .map(|(_, v)| v)
                 .collect();

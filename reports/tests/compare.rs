@@ -35,7 +35,7 @@ fn cell(design: &str, scenario: &str, runs: u64, classes: &[(&str, usize)]) -> C
     c
 }
 
-fn row<'a>(c: &'a Comparison, family: Family, role: Role) -> &'a reports::compare::Row {
+fn row(c: &Comparison, family: Family, role: Role) -> &reports::compare::Row {
     c.rows
         .iter()
         .find(|r| r.family == family && r.role == role)
