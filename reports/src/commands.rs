@@ -196,6 +196,13 @@ pub fn catalog_table(
         return ExitCode::from(EXIT_BAD_INPUT);
     }
     print_cells(&cells, json, detail, "");
+    if !json {
+        // Seed 002's comparison, by system and fault class, if it fits 120 columns.
+        let by_system = crate::compare::for_terminal(&crate::compare::Comparison::of(&cells));
+        if !by_system.is_empty() {
+            println!("\n{}", by_system.trim_end());
+        }
+    }
     ExitCode::from(exit_code(&all_runs))
 }
 

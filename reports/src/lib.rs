@@ -15,6 +15,7 @@ pub mod bench;
 pub mod cells;
 pub mod cli;
 pub mod commands;
+pub mod compare;
 pub mod diagram;
 pub mod exit;
 pub mod explore;

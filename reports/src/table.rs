@@ -396,6 +396,21 @@ pub fn cells_from_json(json: &str) -> Result<Vec<CellResult>, serde_json::Error>
 /// lower case (`u3`) when every run of that class broke before the scenario's fault
 /// began ([`CellResult::worst_before_fault`]): the world's doing, not the fault's.
 pub fn matrix_mark(c: &CellResult) -> (char, String) {
+    let (mark, n) = worst_mark(c);
+    let text = if mark == '-' || n as u64 >= c.runs {
+        mark.to_string()
+    } else if n < 100 {
+        format!("{mark}{n}")
+    } else {
+        format!("{mark}+")
+    };
+    (mark, text)
+}
+
+/// A cell's [`matrix_mark`] and the number of runs behind it: the runs in its worst
+/// class (`U`, `F`, `O`, `P`, `?`, `S`), the runs a liveness checker flagged (`L`, at
+/// least the larger checker's count), or the runs that never saw the fault (`n`).
+pub fn worst_mark(c: &CellResult) -> (char, usize) {
     // Runs a liveness checker flagged: at least the larger of the two counts.
     let liveness = checkers::LIVENESS_CHECKERS
         .iter()
@@ -422,14 +437,7 @@ pub fn matrix_mark(c: &CellResult) -> (char, String) {
     } else {
         mark
     };
-    let text = if mark == '-' || n as u64 >= c.runs {
-        mark.to_string()
-    } else if n < 100 {
-        format!("{mark}{n}")
-    } else {
-        format!("{mark}+")
-    };
-    (mark, text)
+    (mark, n)
 }
 
 /// The compact matrix the default `locksim` prints: designs as rows, scenarios as

@@ -630,6 +630,22 @@ fn a_report_is_the_same_on_one_thread_or_two_and_never_writes_over_foreign_files
         !html.contains("ZooKeeper: a lock node"),
         "a system without rows"
     );
+    // Seed 002's comparison by system, in the page and in summary.md: Redis single's
+    // only design is its best (the seed's set-nx-px-lua did not run), a column per
+    // fault class that ran.
+    assert!(
+        html.contains("<h2 id=\"by-system\">"),
+        "no comparison by system"
+    );
+    assert!(md.contains("## By system: seed 002's comparison"), "{md}");
+    assert!(
+        md.contains("| system | row | design | no fault | client crash |"),
+        "{md}"
+    );
+    assert!(
+        md.contains("| Redis single | best | setnx-expire |"),
+        "{md}"
+    );
     // Running again over its own report replaces it; over someone's files, refuses.
     let (code, _, err) = run(&a, "2");
     assert_eq!(code, 0, "{err}");

@@ -5,6 +5,7 @@ pub mod broken;
 pub mod catalog;
 pub mod checkers;
 pub mod explore;
+pub mod family;
 pub mod params;
 pub mod planfile;
 pub mod shrink;

@@ -515,6 +515,7 @@ pub fn render(
     let mut page = Page::default();
     page.header(&results);
     page.matrix(&results);
+    page.comparison(&results);
     page.latency(&results, out)?;
     page.sweeps(&results, out)?;
     let mut cell_sections = Vec::new();

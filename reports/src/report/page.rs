@@ -13,6 +13,7 @@ use sim::history::{EventKind, History, ServerEvent};
 
 use super::Results;
 use crate::cells::shrink_command;
+use crate::compare::{self, Comparison};
 use crate::plot::{self, Bar, Series};
 use crate::table::{CellResult, matrix_mark};
 
@@ -170,7 +171,7 @@ impl Page {
              <h1>locksim report</h1>\n<p class=\"small\">{} designs × {} scenarios, seeds {} \
              ({}). Every run is deterministic: each command below replays it. \
              Times are simulated.</p>\n<p class=\"small\"><a href=\"#matrix\">matrix</a> · \
-             <a href=\"#latency\">latency</a> · <a href=\"#sweeps\">sweeps</a> · \
+             <a href=\"#by-system\">by system</a> · <a href=\"#latency\">latency</a> · <a href=\"#sweeps\">sweeps</a> · \
              <a href=\"#cells\">first violations</a></p>\n",
             env!("CARGO_PKG_VERSION"),
             r.designs.len(),
@@ -198,25 +199,9 @@ impl Page {
              <span class=\"m-nofault\">n fault never happened: no evidence</span></p>\n\
              <p class=\"small\">A number after the mark counts the runs in that class when not all \
              were; the line below counts the runs that saw the scenario's fault. Failing cells \
-             link to their first violation.</p>\n",
+             link to their first violation. What each system promises: <a href=\"#by-system\">by \
+             system</a>.</p>\n",
         );
-        // What each system in the rows promises, so the matrix reads as seed 002's
-        // table of lock services, measured.
-        let mut backends: Vec<lock_impl::Backend> = r
-            .designs
-            .iter()
-            .filter_map(|d| lock_impl::design(d).ok())
-            .map(|i| i.backend)
-            .collect();
-        backends.sort_unstable();
-        backends.dedup();
-        if !backends.is_empty() {
-            self.html.push_str("<ul class=\"small promises\">");
-            for b in backends {
-                let _ = write!(self.html, "<li>{}</li>", esc(b.promise()));
-            }
-            self.html.push_str("</ul>\n");
-        }
         self.html.push_str("<table class=\"matrix\"><tr><th></th>");
         for s in &r.scenarios {
             let _ = write!(self.html, "<th class=\"col\">{}</th>", esc(s));
@@ -306,6 +291,66 @@ impl Page {
             );
         }
         self.html.push_str("</table></details>\n");
+    }
+
+    /// Seed 002's comparison: a row group per system family, a column per fault class
+    /// ([`crate::compare`]), and each system's promise.
+    pub(super) fn comparison(&mut self, r: &Results) {
+        let c = Comparison::of(&r.cells);
+        if c.rows.is_empty() {
+            return;
+        }
+        self.html.push_str(
+            "<h2 id=\"by-system\">By system: seed 002's comparison</h2>\n<p class=\"small\">\
+             Per system family, the design seed 002's table names for it (seed; for Redlock, \
+             which the seed lacks, seeds 000/003's redlock) and the family's best design over \
+             these runs (best: the smallest share of unsafe runs over the family's scenarios, \
+             then of fenced, overlap, promise, liveness, unknown and no-fault runs); per fault \
+             class, the worst class over that design's runs in the class's scenarios (the \
+             matrix's marks and colours), the runs in it / the runs; · where no scenario of the \
+             class ran the design in that family's world.</p>\n<table class=\"matrix\"><tr>\
+             <th>system</th><th>row</th><th>design</th>",
+        );
+        for k in &c.classes {
+            let _ = write!(self.html, "<th>{}</th>", esc(k.name()));
+        }
+        self.html.push_str("</tr>\n");
+        for (i, row) in c.rows.iter().enumerate() {
+            let first = i == 0 || c.rows[i - 1].family != row.family;
+            let _ = write!(
+                self.html,
+                "<tr><th class=\"row\">{}</th><td>{}</td><th class=\"row\">{}</th>",
+                if first {
+                    esc(row.family.name())
+                } else {
+                    String::new()
+                },
+                row.role.name(),
+                esc(&row.design)
+            );
+            for t in &row.tallies {
+                match t {
+                    Some(t) => {
+                        let _ = write!(
+                            self.html,
+                            "<td class=\"{}\">{}</td>",
+                            mark_class(t.mark),
+                            esc(&t.text())
+                        );
+                    }
+                    None => self.html.push_str(
+                        "<td class=\"m-none\" title=\"no scenario of this class runs it\">·</td>",
+                    ),
+                }
+            }
+            self.html.push_str("</tr>\n");
+        }
+        self.html
+            .push_str("</table>\n<ul class=\"small promises\">");
+        for b in c.backends() {
+            let _ = write!(self.html, "<li>{}</li>", esc(b.promise()));
+        }
+        self.html.push_str("</ul>\n");
     }
 
     fn plot(&mut self, name: &str, p: &impl plot::Draw, out: &Path) -> Result<(), String> {
@@ -755,6 +800,11 @@ pub(super) fn summary_md(r: &Results, cells: &[CellNote]) -> String {
             .collect::<Vec<_>>()
             .join(", "),
     );
+    let by_system = Comparison::of(&r.cells);
+    if !by_system.rows.is_empty() {
+        o.push_str("\n\n## By system: seed 002's comparison\n\n");
+        o.push_str(compare::render_markdown(&by_system).trim_end());
+    }
     o.push_str("\n\n## Rates (95% intervals, exact Clopper–Pearson)\n\n");
     if let Some(b) = clean_bound(&r.cells) {
         let _ = writeln!(o, "{}{}.\n", b[..1].to_uppercase(), &b[1..]);

@@ -1,0 +1,119 @@
+//! The system families seed 002 compares as lock services (its table: a MySQL unique
+//! index, MongoDB `findAndModify`, ZooKeeper, Redis), with Redis split the way it is
+//! deployed: one master, a master with replicas under Sentinel, and Redlock's
+//! independent masters. A family is a system and the shape of its world, so one Redis
+//! design falls in "Redis single" in a single-master scenario and in "Redis + Sentinel"
+//! in a replicated one.
+//!
+//! The comparison by system (`reports::compare`) has two rows per family: the design
+//! the seeds name for it ([`Family::seed_design`]) and the family's best design, which
+//! the results decide.
+
+use lock_impl::{Backend, designs};
+
+use crate::catalog::{Scenario, Topology};
+
+/// A row group of the comparison by system.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Family {
+    /// A single-master Redis design in a world of one master (no replicas).
+    RedisSingle,
+    /// A single-master Redis design in a world with replicas and Sentinels
+    /// ([`Topology::Replicated`]).
+    RedisSentinel,
+    /// A Redis design that locks on several independent masters (`masters > 1`).
+    Redlock,
+    /// A design on ZooKeeper.
+    ZooKeeper,
+    /// A design on MySQL / MariaDB.
+    MySql,
+    /// A design on a MongoDB replica set.
+    MongoDb,
+}
+
+impl Family {
+    /// Every family, in the comparison's row order.
+    pub const ALL: [Family; 6] = [
+        Family::RedisSingle,
+        Family::RedisSentinel,
+        Family::Redlock,
+        Family::ZooKeeper,
+        Family::MySql,
+        Family::MongoDb,
+    ];
+
+    /// Its row heading.
+    pub fn name(self) -> &'static str {
+        match self {
+            Family::RedisSingle => "Redis single",
+            Family::RedisSentinel => "Redis + Sentinel",
+            Family::Redlock => "Redlock",
+            Family::ZooKeeper => "ZooKeeper",
+            Family::MySql => "MySQL",
+            Family::MongoDb => "MongoDB",
+        }
+    }
+
+    /// The system it locks on.
+    pub fn backend(self) -> Backend {
+        match self {
+            Family::RedisSingle | Family::RedisSentinel | Family::Redlock => Backend::Redis,
+            Family::ZooKeeper => Backend::ZooKeeper,
+            Family::MySql => Backend::MySql,
+            Family::MongoDb => Backend::MongoDb,
+        }
+    }
+
+    /// The family of a design on `backend` that locks on `masters` independent masters,
+    /// run in a world of `topology`; `None` for a system no family stands for.
+    pub fn of(backend: Backend, masters: usize, topology: Topology) -> Option<Family> {
+        if backend == Backend::Redis {
+            return Some(if masters > 1 {
+                Family::Redlock
+            } else if topology == Topology::Replicated {
+                Family::RedisSentinel
+            } else {
+                Family::RedisSingle
+            });
+        }
+        Family::ALL
+            .into_iter()
+            .find(|f| f.backend() == backend && f.backend() != Backend::Redis)
+    }
+
+    /// The family of the built-in design `design` in `scenario`'s world; `None` for a
+    /// design that is not built in (its system is not known by name).
+    pub fn of_cell(design: &str, scenario: &Scenario) -> Option<Family> {
+        let info = lock_impl::DESIGNS.iter().find(|d| d.name == design)?;
+        Family::of(info.backend, info.masters, scenario.topology())
+    }
+
+    /// The design seed 002 names for this family (`shared/seeds/002_*.txt`, its table
+    /// "常见分布式锁方案对比" of lock services):
+    /// - Redis single and Redis + Sentinel: `set-nx-px-lua`, the table's row "基于redis
+    ///   Lua脚本能力" (`SET lock_name random_value EX seconds NX`, release by the Lua
+    ///   compare-and-delete it quotes), the one it calls fit for production "apart from
+    ///   the single point" (除了单点问题): the same design is what a Sentinel deployment
+    ///   runs to answer that point. The table's other Redis row, SETNX then EXPIRE with
+    ///   a plain DELETE (`setnx-expire`), the table itself discounts (not atomic,
+    ///   deletes another's lock); Redisson's RLock, which the seed explains after the
+    ///   table, is a library, not a row of the comparison.
+    /// - Redlock: seed 002 names none; `redlock`, the algorithm as seeds 000 and 003
+    ///   state it (N = 5 masters, majority, validity = lease − elapsed).
+    /// - ZooKeeper: `zk-curator`, the row "基于ZooKeeper": ephemeral sequential nodes
+    ///   under `/lock`, the lowest holds, the others watch their predecessor, through
+    ///   Curator (which the row names).
+    /// - MySQL: `mysql-unique-index`, the row "基于mysql 表唯一索引": INSERT to lock (a
+    ///   duplicate key error means held), DELETE to unlock, no expiry.
+    /// - MongoDB: `mongo-find-and-modify`, the row "基于MongoDB findAndModify原子操作",
+    ///   at the driver's default write concern (w:1).
+    pub fn seed_design(self) -> &'static str {
+        match self {
+            Family::RedisSingle | Family::RedisSentinel => designs::SetNxPxLua::NAME,
+            Family::Redlock => designs::Redlock::NAME,
+            Family::ZooKeeper => designs::ZkCurator::NAME,
+            Family::MySql => designs::MySqlUniqueIndex::NAME,
+            Family::MongoDb => designs::MongoFindAndModify::NAME,
+        }
+    }
+}
