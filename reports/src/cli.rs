@@ -23,7 +23,7 @@ struct Cli {
     #[command(subcommand)]
     command: Option<Command>,
     /// Seeds for the catalog table (A..B or N). The default runs the whole catalog (29
-    /// designs, 46 scenarios, 848 cells; about 1.2 times the 678-cell catalog's time,
+    /// designs, 46 scenarios, 846 cells; about 1.2 times the 678-cell catalog's time,
     /// measured on two cores after the build);
     /// `locksim run` and `--seeds 0..100` give a cell or the table more evidence.
     #[arg(long, default_value = "0..10", allow_hyphen_values = true)]

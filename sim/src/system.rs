@@ -48,6 +48,11 @@ pub enum Capability {
     /// set): the lock server can be cut off from the rest of its system while clients
     /// still reach it.
     Quorum,
+    /// The system serves locks from the run's first moment (a Redis server, a MySQL
+    /// server, a replica set initiated before the run). A ZooKeeper ensemble elects its
+    /// first leader inside the run, one `tickTime` after FastLeaderElection's wait in
+    /// the model: at a 10 s lease (2 s ticks) that is past a one-second world.
+    ServingAtStart,
     /// The world's observers follow more than one lock key (seed 004's segments):
     /// only the Redis world's do.
     ManyKeys,
@@ -74,6 +79,9 @@ impl Capability {
             Capability::RedoLogRecovery => "crash recovery from a redo log flushed by policy",
             Capability::ElectionRollback => {
                 "replica-set elections that roll back unreplicated writes"
+            }
+            Capability::ServingAtStart => {
+                "a lock service serving from the run's start (the model's ZooKeeper ensemble elects its first leader a tickTime into the run: 2 s at this world's 10 s lease, past its 1.5 s)"
             }
             Capability::Quorum => {
                 "a quorum of servers that elects a new leader when the one serving is cut off"

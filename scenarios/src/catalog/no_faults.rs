@@ -6,6 +6,7 @@ use sim::world::Workload;
 
 use super::{Def, Draw, FaultClass};
 use crate::checkers::probes;
+use sim::system::Capability;
 
 /// The plan of a scenario without faults.
 pub(super) fn nothing(_: &mut Draw) -> Vec<Fault> {
@@ -67,7 +68,7 @@ pub(super) static FLASH_SALE: Def = Def {
     description: "seed 000's flash sale: 100 buyers each try once for the lock on one product (lease 10 s, stock 100), again and again; nothing goes wrong",
     fault_about: "none (the lock must be contended)",
     class: FaultClass::None,
-    needs: &[],
+    needs: &[Capability::ServingAtStart],
     // The world whose cost is its hosts: a hundred clients, most of them thinking at
     // any moment. The seed's numbers: `kill:123`, a 10 s lease, `setIfAbsent` once (no
     // waiting), stock 100. Each purchase takes one unit (the seed's random 1..9

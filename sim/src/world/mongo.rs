@@ -45,6 +45,7 @@ use crate::pause::PauseGate;
 /// restart, and elections that roll back what a majority never had.
 pub const MONGO_CAPABILITIES: &[crate::system::Capability] = &[
     crate::system::Capability::LockServer,
+    crate::system::Capability::ServingAtStart,
     crate::system::Capability::ElectionRollback,
     crate::system::Capability::Quorum,
 ];

@@ -54,6 +54,7 @@ use crate::pause::PauseGate;
 /// asynchronous replica promoted behind the clients' address.
 pub const MYSQL_CAPABILITIES: &[crate::system::Capability] = &[
     crate::system::Capability::LockServer,
+    crate::system::Capability::ServingAtStart,
     crate::system::Capability::ConnectionLocks,
     crate::system::Capability::AsyncReplicaPromotion,
     crate::system::Capability::RedoLogRecovery,

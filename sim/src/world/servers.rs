@@ -100,6 +100,7 @@ pub(crate) const REDIS_PORT: u16 = 6379;
 /// notifications, independent masters for Redlock, and observers of any number of keys.
 pub const REDIS_CAPABILITIES: &[crate::system::Capability] = &[
     crate::system::Capability::LockServer,
+    crate::system::Capability::ServingAtStart,
     crate::system::Capability::Notifications,
     crate::system::Capability::SentinelFailover,
     crate::system::Capability::AppendOnlyFile,
