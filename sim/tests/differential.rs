@@ -378,6 +378,32 @@ fn case() -> impl Strategy<Value = Case> {
         prop::collection::vec(cmd(), 1..=30),
     )
         .prop_map(|(resp3, cmds)| Case { resp3, cmds })
+        .prop_filter(
+            "a Redisson read-lock script over a holder count near i64::MAX never ends",
+            |case| !walks_a_huge_count(case),
+        )
+}
+
+/// Whether `case` may make a real server run one script for ever. Redisson's read
+/// unlock and read renewal walk every holder's count down to 1 (`for i=counter, 1, -1`
+/// over each hash field that is a number), so a hash field holding
+/// 9223372036854775807 (which `HSET`/`HINCRBY` may write) keeps the real server in
+/// that loop past `busy-reply-threshold`, answering `BUSY` to every later case, and,
+/// once the script wrote, `SCRIPT KILL` cannot stop it. Real Redisson never stores such
+/// a count; the model would answer, Redis never does, and the harness would compare
+/// nothing. So such cases are not generated.
+fn walks_a_huge_count(case: &Case) -> bool {
+    let huge = case.cmds.iter().any(|c| {
+        c.argv
+            .iter()
+            .any(|a| a.as_slice() == b"9223372036854775807")
+    });
+    let walks = case.cmds.iter().any(|c| {
+        c.argv.iter().any(|a| {
+            a.as_slice() == READ_UNLOCK.as_bytes() || a.as_slice() == READ_RENEW.as_bytes()
+        })
+    });
+    huge && walks
 }
 
 // ---------------------------------------------------------------------------------
@@ -415,6 +441,14 @@ fn run_case(real: SocketAddr, model: SocketAddr, case: &Case) -> Result<(), Stri
     let setup = [Cmd::new(&["FLUSHALL"]), Cmd::new(&["SCRIPT", "FLUSH"])];
     for c in &setup {
         let (a, b) = (r.call(&c.argv).map_err(io)?, m.call(&c.argv).map_err(io)?);
+        if a.starts_with(b"-BUSY") {
+            // Not the model's difference: an earlier case left the real server in a
+            // script that does not end (see `walks_a_huge_count`).
+            return Err(String::from(
+                "the real server is still running a script from an earlier case, so \
+                 nothing can be compared: a generated case made a script loop for ever",
+            ));
+        }
         compare(c, &a, &b)?;
     }
     if case.resp3 {
