@@ -63,6 +63,43 @@ pub fn run_cell_with_latency(
     Ok((cell, runs, latency))
 }
 
+/// [`run_cell_with_latency`] against real servers (`locksim run --real`): each seed's
+/// world and fault plan, one run at a time, with client processes started from this
+/// binary; every history judged by the same checkers.
+pub fn run_real_cell(
+    design: &DesignSpec,
+    scenario: &Scenario,
+    seeds: Range<u64>,
+    bar: &ProgressBar,
+) -> Result<(CellResult, Vec<RunSummary>, LatencySummary), String> {
+    let exe = std::env::current_exe().map_err(|e| format!("cannot find this binary: {e}"))?;
+    run_real_cell_with(design, scenario, seeds, bar, &exe)
+}
+
+/// [`run_real_cell`] with the client processes started from `exe` (a `locksim`
+/// binary: tests name the one cargo built).
+pub fn run_real_cell_with(
+    design: &DesignSpec,
+    scenario: &Scenario,
+    seeds: Range<u64>,
+    bar: &ProgressBar,
+    exe: &std::path::Path,
+) -> Result<(CellResult, Vec<RunSummary>, LatencySummary), String> {
+    let mut latency = LatencySummary::default();
+    let mut runs = Vec::new();
+    for seed in seeds {
+        let cfg = scenarios::sweep::config(design, scenario, seed);
+        let history = crate::real::run_real(&cfg, exe)?;
+        if let Ok(l) = LatencySummary::from_history(&history) {
+            latency.merge(&l);
+        }
+        runs.push(scenarios::sweep::summarize(scenario, &history));
+        bar.inc(1);
+    }
+    let cell = cell_of(design, scenario, &runs, &latency);
+    Ok((cell, runs, latency))
+}
+
 /// The table cell of `runs` (sorted by seed) with their merged latency.
 pub fn cell_of(
     design: &DesignSpec,

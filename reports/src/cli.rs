@@ -107,6 +107,9 @@ enum Command {
     /// percentile plots, sweeps, and each failing cell's holder timeline and sequence
     /// diagram), summary.md, results.json and a PNG of every plot.
     Report(ReportCliArgs),
+    /// A client host of a real run (`locksim run --real`), started by the parent.
+    #[command(name = "__client", hide = true)]
+    Client,
     /// Compare a fresh run with a committed baseline (locksim.baseline.json): exit 0 if
     /// nothing got worse, 1 on a regression (more unsafe runs, a checker failing more,
     /// the acquire p99 over its budget), 2 on bad input; prints a Markdown diff.
@@ -276,6 +279,12 @@ struct RunArgs {
     /// Print JSON.
     #[arg(long)]
     json: bool,
+    /// Against real servers: start the servers the world names (redis-server,
+    /// redis-sentinel, ZooKeeper, MariaDB) on loopback and each client as its own
+    /// process, apply the seed's fault plan with real signals, and judge the history
+    /// with the same checkers. Faults not made real yet are refused, naming why.
+    #[arg(long)]
+    real: bool,
     #[command(flatten)]
     shard: ShardArgs,
 }
@@ -490,12 +499,24 @@ fn run(cli: Cli, extra: Vec<DesignSpec>) -> ExitCode {
             input::check_pair(&d, &s)?;
             let seeds = input::parse_seeds(&a.seeds)?;
             let shard = a.shard.resolve()?;
+            if a.real {
+                let why = reports_real_refusals(&d, &s, &seeds);
+                if !why.is_empty() {
+                    return Err(input::BadInput(format!(
+                        "--real cannot run {} × {}: {}",
+                        d.name,
+                        s.name,
+                        why.join("; ")
+                    )));
+                }
+            }
             Ok(commands::run(
                 &d,
                 &s,
                 seeds,
                 threads(a.threads),
                 a.json,
+                a.real,
                 shard,
             ))
         })(),
@@ -688,6 +709,7 @@ fn run(cli: Cli, extra: Vec<DesignSpec>) -> ExitCode {
             }
         })(),
         Some(Command::Merge(a)) => commands::merge_files(&a.files, a.json, a.detail),
+        Some(Command::Client) => return crate::real::child::main(),
         Some(Command::Gate(a)) => (|| {
             let seeds = a.seeds.as_deref().map(input::parse_seeds).transpose()?;
             crate::gate::gate(&crate::gate::GateArgs {
@@ -703,4 +725,23 @@ fn run(cli: Cli, extra: Vec<DesignSpec>) -> ExitCode {
         })(),
     };
     result.unwrap_or_else(bad_input)
+}
+
+/// Why `--real` cannot run `design × scenario` over `seeds` (the plans of every seed
+/// and the world; empty: it can).
+fn reports_real_refusals(
+    design: &DesignSpec,
+    scenario: &scenarios::catalog::Scenario,
+    seeds: &std::ops::Range<u64>,
+) -> Vec<String> {
+    let mut why = Vec::new();
+    for seed in seeds.clone() {
+        let cfg = scenarios::sweep::config(design, scenario, seed);
+        for r in crate::real::refusals(&cfg.workload, &cfg.plan) {
+            if !why.contains(&r) {
+                why.push(r);
+            }
+        }
+    }
+    why
 }

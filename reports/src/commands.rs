@@ -233,18 +233,32 @@ pub fn run(
     seeds: Range<u64>,
     threads: usize,
     json: bool,
+    real: bool,
     shard: Option<(crate::shard::Shard, std::path::PathBuf)>,
 ) -> ExitCode {
     let whole = seeds.clone();
     let seeds = shard.as_ref().map_or(seeds, |(s, _)| s.seeds_of(&whole));
     if !json {
         println!(
-            "locksim run: design={} scenario={} seeds={}..{} threads={threads}",
-            design.name, scenario.name, seeds.start, seeds.end
+            "locksim run: design={} scenario={} seeds={}..{} {}",
+            design.name,
+            scenario.name,
+            seeds.start,
+            seeds.end,
+            if real {
+                "against real servers (one run at a time)".to_string()
+            } else {
+                format!("threads={threads}")
+            }
         );
     }
     let bar = progress(seeds.end - seeds.start, !json);
-    let (cell, runs) = match run_cell_with_latency(design, scenario, seeds.clone(), threads, &bar) {
+    let ran = if real {
+        crate::cells::run_real_cell(design, scenario, seeds.clone(), &bar)
+    } else {
+        run_cell_with_latency(design, scenario, seeds.clone(), threads, &bar)
+    };
+    let (cell, runs) = match ran {
         Ok((cell, runs, latency)) => {
             if let Some((s, path)) = &shard {
                 let part = crate::shard::ShardCell {

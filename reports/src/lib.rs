@@ -23,6 +23,7 @@ pub mod gate;
 pub mod input;
 pub mod latency;
 pub mod plot;
+pub mod real;
 pub mod report;
 pub mod shard;
 pub mod sweeps;

@@ -33,6 +33,7 @@ impl B {
                     clients: 5,
                     masters: 1,
                     segments: None,
+                    server_records: true,
                 },
                 plan: FaultPlan::default(),
                 events: Vec::new(),

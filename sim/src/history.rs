@@ -81,6 +81,20 @@ pub struct RunParams {
     /// (`<key>:<segment>`); `None` for the one counter under the one key.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub segments: Option<u32>,
+    /// Whether the lock servers' own record is in the history (`Server` events: which
+    /// value the lock key held, who wrote and removed it). Always in a simulated run;
+    /// a real run (`locksim run --real`) has none yet, and the checkers that judge by
+    /// that record say `Unknown` rather than read its absence as an empty server.
+    #[serde(default = "yes", skip_serializing_if = "is_true")]
+    pub server_records: bool,
+}
+
+fn yes() -> bool {
+    true
+}
+
+fn is_true(b: &bool) -> bool {
+    *b
 }
 
 impl RunParams {

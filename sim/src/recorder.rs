@@ -53,6 +53,24 @@ impl Recorder {
 
     /// Records an invocation and returns its op id.
     pub fn invoke(&self, host: &str, f: OpF, fill: impl FnOnce(&mut Op)) -> u64 {
+        self.invoke_at(true_now().as_micros() as u64, host, f, fill)
+    }
+
+    /// Takes in an operation event another process recorded at `at_us` (a real run's
+    /// client process): an invocation gets this log's next op id, which is returned; a
+    /// completion must carry the id its invocation got here. Holders and acquirers
+    /// follow as for [`Recorder::invoke`] and [`Recorder::complete`].
+    pub fn ingest_op(&self, at_us: u64, host: &str, op: Op) -> u64 {
+        if op.phase == Phase::Invoke {
+            self.invoke_at(at_us, host, op.f, |o| *o = Op { op: o.op, ..op })
+        } else {
+            let id = op.op;
+            self.complete_at(at_us, host, id, op.f, op.phase, |o| *o = op);
+            id
+        }
+    }
+
+    fn invoke_at(&self, at_us: u64, host: &str, f: OpF, fill: impl FnOnce(&mut Op)) -> u64 {
         let mut inner = self.lock();
         let id = inner.next_op;
         inner.next_op += 1;
@@ -62,7 +80,7 @@ impl Recorder {
             inner.acquiring.insert(host.to_string());
         }
         inner.events.push(Event {
-            at_us: true_now().as_micros() as u64,
+            at_us,
             host: host.to_string(),
             kind: EventKind::Op(op),
         });
@@ -71,6 +89,19 @@ impl Recorder {
 
     /// Records the completion of op `id`.
     pub fn complete(&self, host: &str, id: u64, f: OpF, phase: Phase, fill: impl FnOnce(&mut Op)) {
+        let at_us = true_now().as_micros() as u64;
+        self.complete_at(at_us, host, id, f, phase, fill);
+    }
+
+    fn complete_at(
+        &self,
+        at_us: u64,
+        host: &str,
+        id: u64,
+        f: OpF,
+        phase: Phase,
+        fill: impl FnOnce(&mut Op),
+    ) {
         let mut inner = self.lock();
         let mut op = blank(id, f, phase);
         fill(&mut op);
@@ -97,7 +128,7 @@ impl Recorder {
             _ => {}
         }
         inner.events.push(Event {
-            at_us: true_now().as_micros() as u64,
+            at_us,
             host: host.to_string(),
             kind: EventKind::Op(op),
         });

@@ -64,6 +64,13 @@ impl Shared {
         })))
     }
 
+    /// Serves one request line (see [`serve`]) and returns the reply line, recording
+    /// the read or write in `recorder`: the storage of a real run, whose client
+    /// processes send their requests to the parent.
+    pub fn handle(&self, line: &str, recorder: &Recorder) -> String {
+        handle(line, &self.0, recorder)
+    }
+
     /// Every counter's current value with its segment (`None`: the one counter).
     pub fn finals(&self) -> Vec<(Option<u32>, i64)> {
         let stock = self.0.lock().expect("storage state");

@@ -116,6 +116,7 @@ pub fn history() -> History {
             clients: 5,
             masters: 1,
             segments: None,
+            server_records: true,
         },
         plan: FaultPlan {
             faults: vec![Fault {

@@ -38,6 +38,17 @@ pub struct OpPair {
     pub outcome: Phase,
 }
 
+/// `Unknown` for a checker that judges by the lock servers' own record when `h` has
+/// none (a real run: `RunParams::server_records`): an absent record is not an empty
+/// server. `None`: the record is there, judge.
+pub fn needs_server_records(h: &History) -> Option<super::Verdict> {
+    (!h.params.server_records).then(|| super::Verdict::Unknown {
+        reason: "this history has no lock server's own record (a run against real \
+                 servers), which this checker judges by"
+            .into(),
+    })
+}
+
 /// Pairs every invocation with its completion.
 ///
 /// Errors on a completion without an invocation, a second invocation or completion of

@@ -232,6 +232,9 @@ impl Checker for Ownership {
     }
 
     fn check(&self, h: &History) -> Verdict {
+        if let Some(unknown) = model::needs_server_records(h) {
+            return unknown;
+        }
         let j = judge(h);
         if let Some((i, actor, writer, key, value, verb)) = j.foreign {
             let e = &h.events[i];

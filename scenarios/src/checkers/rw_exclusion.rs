@@ -158,6 +158,7 @@ mod tests {
                 clients: 3,
                 masters: 1,
                 segments: None,
+                server_records: true,
             },
             plan: FaultPlan::default(),
             events,

@@ -54,6 +54,9 @@ impl Checker for WaiterLiveness {
     }
 
     fn check(&self, h: &History) -> Verdict {
+        if let Some(unknown) = model::needs_server_records(h) {
+            return unknown;
+        }
         let pairs = match model::op_pairs(h) {
             Ok(p) => p,
             Err(reason) => return Verdict::Unknown { reason },

@@ -304,6 +304,7 @@ fn run_stepping(cfg: &RunConfig, stepping: Stepping) -> Result<History, RunError
             clients: w.clients,
             masters: (w.servers.iter().filter(|s| s.replica_of.is_none()).count() as u32).max(1),
             segments: w.segments,
+            server_records: true,
         },
         plan: cfg.plan.clone(),
         events,

@@ -1,0 +1,518 @@
+//! A client host of a real run: this very binary in its client role
+//! (`locksim __client`, started by the parent, never by a person). It runs one
+//! client's workload (acquire, read the stock, work, write, release, think) with the
+//! design's own code on a real tokio runtime over real sockets, and talks to its parent
+//! over its standard streams, so that a `SIGSTOP` of this process stops everything the
+//! client is (its watchdog and lease timers too), as a GC pause does.
+//!
+//! Lines to the parent (stdout): `E <event json>` an event, stamped on the machine's
+//! monotonic clock from the run's epoch (one timeline for every process); `S <request>`
+//! a storage request (the storage lives in the parent); `P` the client is at the moment
+//! an armed pause-before-write strikes; `H <ms>` the design's retry horizon; `X` done.
+//! Lines from the parent (stdin): the configuration (first line, JSON), then `S <reply>`,
+//! `P` (the pause is over: go on), `A <ms>` (arm a pause before the next write),
+//! `W <ms>` (the next critical section works this much longer).
+
+use std::collections::BTreeMap;
+use std::io::Write as _;
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
+
+use lock_impl::{Acquire, AcquireOptions, Deps, LockDesign, Release};
+use rand::{RngExt, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+use serde::{Deserialize, Serialize};
+use sim::clock::true_now;
+use sim::history::{Event, EventKind, Op, OpF, Phase};
+use sim::world::Workload;
+use tokio::io::AsyncBufReadExt;
+use tokio::sync::{Mutex, mpsc};
+
+/// What the parent tells a client process before it starts.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct ClientConfig {
+    /// The design's name (a built-in, or `broken/<name>`).
+    pub design: String,
+    /// The client's host name, `client-N`.
+    pub name: String,
+    /// N − 1.
+    pub index: u64,
+    /// How many times this client was started before (a restarted client is a new
+    /// process with fresh owner values).
+    pub incarnation: u64,
+    /// The run's seed (owner values and the think times derive from it).
+    pub seed: u64,
+    /// The world.
+    pub workload: Workload,
+    /// The run's epoch on the machine's monotonic clock, ns.
+    pub epoch_ns: u64,
+    /// Every server's address by its world name (`redis`, `redis-2`, `sentinel-1`,
+    /// `zk-1`, `mysql`).
+    pub addrs: BTreeMap<String, SocketAddr>,
+    /// MariaDB's credentials (the launcher's), when the world has one.
+    #[serde(default)]
+    pub mysql_login: Option<(String, String, String)>,
+}
+
+/// One line to the parent; a broken pipe means the parent is gone, and so are we.
+fn send(line: &str) {
+    let mut out = std::io::stdout().lock();
+    if out.write_all(line.as_bytes()).is_err()
+        || out.write_all(b"\n").is_err()
+        || out.flush().is_err()
+    {
+        std::process::exit(0);
+    }
+}
+
+fn now_us() -> u64 {
+    true_now().as_micros() as u64
+}
+
+/// The client's side of the history: each event goes to the parent as it happens.
+struct Rec {
+    host: String,
+    next: AtomicU64,
+}
+
+impl Rec {
+    fn event(&self, kind: EventKind) {
+        let event = Event {
+            at_us: now_us(),
+            host: self.host.clone(),
+            kind,
+        };
+        send(&format!(
+            "E {}",
+            serde_json::to_string(&event).expect("serializable")
+        ));
+    }
+
+    fn invoke(&self, f: OpF, fill: impl FnOnce(&mut Op)) -> u64 {
+        let id = self.next.fetch_add(1, Ordering::Relaxed);
+        self.event(EventKind::Op(op(id, f, Phase::Invoke, fill)));
+        id
+    }
+
+    fn complete(&self, id: u64, f: OpF, phase: Phase, fill: impl FnOnce(&mut Op)) {
+        self.event(EventKind::Op(op(id, f, phase, fill)));
+    }
+}
+
+fn op(id: u64, f: OpF, phase: Phase, fill: impl FnOnce(&mut Op)) -> Op {
+    let mut op = Op {
+        op: id,
+        f,
+        phase,
+        key: None,
+        owner: None,
+        value: None,
+        token: None,
+        valid_until_us: None,
+        detail: None,
+        mode: None,
+    };
+    fill(&mut op);
+    op
+}
+
+/// What the parent's lines carry back.
+struct Inbox {
+    storage: Mutex<mpsc::UnboundedReceiver<String>>,
+    resume: Mutex<mpsc::UnboundedReceiver<()>>,
+    pause_before_write: AtomicU64,
+    slow_ms: AtomicU64,
+}
+
+/// Reads the parent's lines until it closes our stdin (then the run is over).
+async fn read_parent(
+    mut lines: tokio::io::Lines<tokio::io::BufReader<tokio::io::Stdin>>,
+    storage: mpsc::UnboundedSender<String>,
+    resume: mpsc::UnboundedSender<()>,
+    inbox: Arc<Inbox>,
+) {
+    while let Ok(Some(line)) = lines.next_line().await {
+        let (tag, rest) = line.split_once(' ').unwrap_or((line.as_str(), ""));
+        match tag {
+            "S" => {
+                let _ = storage.send(rest.to_string());
+            }
+            "P" => {
+                let _ = resume.send(());
+            }
+            "A" => inbox
+                .pause_before_write
+                .store(rest.parse().unwrap_or(0), Ordering::Relaxed),
+            "W" => {
+                inbox
+                    .slow_ms
+                    .fetch_add(rest.parse().unwrap_or(0), Ordering::Relaxed);
+            }
+            _ => {}
+        }
+    }
+    std::process::exit(0);
+}
+
+/// Records a watchdog's renewals, as the simulator's client does.
+struct Renewals {
+    rec: Arc<Rec>,
+    clock: Arc<dyn lock_impl::Clock>,
+}
+
+impl lock_impl::Observer for Renewals {
+    fn renewed(&self, key: &str, owner: &str, valid_until: Duration) {
+        let left = valid_until.saturating_sub(self.clock.now());
+        self.rec.event(EventKind::Renewed {
+            key: key.to_string(),
+            owner: owner.to_string(),
+            valid_until_us: (true_now() + left).as_micros() as u64,
+        });
+    }
+}
+
+/// `locksim __client`: runs one client host of a real run and exits.
+pub fn main() -> std::process::ExitCode {
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("a tokio runtime");
+    match runtime.block_on(run()) {
+        Ok(()) => {
+            send("X");
+            std::process::ExitCode::SUCCESS
+        }
+        Err(e) => {
+            eprintln!("locksim __client: {e}");
+            std::process::ExitCode::from(2)
+        }
+    }
+}
+
+async fn run() -> Result<(), String> {
+    // Every line from the parent, the configuration first, goes through one reader.
+    let mut lines = tokio::io::BufReader::new(tokio::io::stdin()).lines();
+    let first = lines
+        .next_line()
+        .await
+        .map_err(|e| e.to_string())?
+        .ok_or("no configuration on stdin")?;
+    let config: ClientConfig =
+        serde_json::from_str(&first).map_err(|e| format!("bad configuration: {e}"))?;
+    sim::clock::start_real_time(config.epoch_ns);
+    let (storage_tx, storage_rx) = mpsc::unbounded_channel();
+    let (resume_tx, resume_rx) = mpsc::unbounded_channel();
+    let inbox = Arc::new(Inbox {
+        storage: Mutex::new(storage_rx),
+        resume: Mutex::new(resume_rx),
+        pause_before_write: AtomicU64::new(0),
+        slow_ms: AtomicU64::new(0),
+    });
+    tokio::spawn(read_parent(lines, storage_tx, resume_tx, inbox.clone()));
+    let rec = Arc::new(Rec {
+        host: config.name.clone(),
+        next: AtomicU64::new(0),
+    });
+    let design_spec = crate::input::design(&config.design).map_err(|e| e.0)?;
+    let w = &config.workload;
+    let deps = deps(&config, rec.clone()).await?;
+    let clock = deps.clock.clone();
+    let design = (design_spec.factory)(deps);
+    send(&format!("H {}", design.retry_horizon().as_millis()));
+    let stream_id = (config.index << 16) | config.incarnation;
+    let mut rng = ChaCha8Rng::seed_from_u64(sim::seed::sub_seed(config.seed, 3 + 2 * stream_id));
+    let options = AcquireOptions::new(w.lease_ms as i64, w.wait_ms as i64)
+        .expect("lease validated by the parent");
+    let deadline = Duration::from_millis(w.duration_ms);
+    let client = Client {
+        rec,
+        inbox,
+        workload: w.clone(),
+        clock,
+    };
+    while true_now() < deadline {
+        if let Some(guard) = client.acquire(design.as_ref(), &w.key, options).await {
+            client.critical_section(&guard).await;
+            client.release(design.as_ref(), &w.key, &guard).await;
+        }
+        let think = rng.random_range(0..=w.think_ms_max);
+        tokio::time::sleep(Duration::from_millis(think)).await;
+    }
+    Ok(())
+}
+
+/// The design's dependencies for this world's system, over real sockets.
+async fn deps(config: &ClientConfig, rec: Arc<Rec>) -> Result<Deps, String> {
+    let w = &config.workload;
+    let clock: Arc<dyn lock_impl::Clock> = Arc::new(lock_impl::TokioClock::new());
+    let scale = lock_impl::TimeScale::for_lease(w.lease_ms);
+    let addr = |name: &str| {
+        config
+            .addrs
+            .get(name)
+            .copied()
+            .ok_or_else(|| format!("no address for server {name}"))
+    };
+    let response_timeout = Duration::from_millis(w.response_timeout_ms);
+    let policy = lock_impl::ReconnectPolicy {
+        connect_timeout_ms: w.connect_timeout_ms,
+        ..Default::default()
+    };
+    let stream_id = (config.index << 16) | config.incarnation;
+    let entropy = Arc::new(lock_impl::SeededEntropy::new(
+        sim::seed::sub_seed(config.seed, 2 + 2 * stream_id),
+        config.name.clone(),
+    ));
+    let spawner = Arc::new(lock_impl::TokioSpawner);
+    let observer: Arc<dyn lock_impl::Observer> = Arc::new(Renewals {
+        rec,
+        clock: clock.clone(),
+    });
+    let mut deps = if let Some(zk) = &w.zookeeper {
+        let servers = zk
+            .names()
+            .iter()
+            .map(|n| addr(n).map(|a| (a.ip().to_string(), a.port())))
+            .collect::<Result<Vec<_>, _>>()?;
+        lock_impl::zookeeper_deps(
+            lock_impl::zk::ZkEnsemble {
+                servers,
+                dialer: Arc::new(lock_impl::zk::TokioDialer),
+                session_timeout_ms: zk.session_timeout_ms,
+                scale,
+            },
+            clock.clone(),
+            entropy,
+            spawner,
+        )
+    } else if let Some(my) = &w.mysql {
+        let a = addr(&my.name)?;
+        let (user, password, database) = config
+            .mysql_login
+            .clone()
+            .unwrap_or((my.user.clone(), my.password.clone(), my.database.clone()));
+        lock_impl::mysql_deps(
+            lock_impl::mysql::MySqlServer {
+                host: a.ip().to_string(),
+                port: a.port(),
+                user,
+                password,
+                database,
+                dialer: Arc::new(lock_impl::zk::TokioDialer),
+                timeout_ms: w.response_timeout_ms,
+            },
+            clock.clone(),
+            entropy,
+            spawner,
+        )
+    } else {
+        let mut servers = Vec::new();
+        for s in &w.servers {
+            let url = format!("redis://{}", addr(&s.name)?);
+            let connector: Arc<dyn lock_impl::Connector> = Arc::new(
+                lock_impl::ClientConnector::new(&url, response_timeout)
+                    .map_err(|e| e.to_string())?,
+            );
+            servers.push(lock_impl::Conn::new(connector, clock.clone(), policy));
+        }
+        let conn = match &w.sentinel {
+            Some(spec) => {
+                let sentinels = w
+                    .sentinel_names()
+                    .iter()
+                    .map(|n| addr(n).map(|a| (a.ip().to_string(), a.port())))
+                    .collect::<Result<Vec<_>, _>>()?;
+                let connector: Arc<dyn lock_impl::Connector> =
+                    Arc::new(lock_impl::SentinelConnector::new(
+                        spec.master_name.clone(),
+                        sentinels,
+                        Arc::new(lock_impl::ClientAddrConnector::new(response_timeout)),
+                        clock.clone(),
+                        Duration::from_millis(250),
+                    ));
+                lock_impl::Conn::new(connector, clock.clone(), policy)
+            }
+            None => servers.first().cloned().ok_or("a Redis world without servers")?,
+        };
+        let _ = conn.ensure_connected().await;
+        let servers = if w.sentinel.is_some() {
+            vec![conn.clone()]
+        } else {
+            servers
+        };
+        Deps {
+            pubsub: Some(Arc::new(ConnPubSub(conn.connector().clone()))),
+            conn,
+            servers,
+            clock: clock.clone(),
+            entropy,
+            spawner,
+            observer: None,
+            zookeeper: None,
+            mysql: None,
+            mongo: None,
+            scale,
+        }
+    };
+    deps.observer = Some(observer);
+    deps.scale = scale;
+    Ok(deps)
+}
+
+/// Subscriber connections to the server a connector reaches.
+struct ConnPubSub(Arc<dyn lock_impl::Connector>);
+
+impl lock_impl::PubSubConnector for ConnPubSub {
+    fn connect(
+        &self,
+    ) -> std::pin::Pin<
+        Box<dyn std::future::Future<Output = redis::RedisResult<redis::aio::PubSub>> + Send + '_>,
+    > {
+        self.0.pubsub()
+    }
+}
+
+/// One client's rounds.
+struct Client {
+    rec: Arc<Rec>,
+    inbox: Arc<Inbox>,
+    workload: Workload,
+    /// The design's clock (its guards' validity is read on it).
+    clock: Arc<dyn lock_impl::Clock>,
+}
+
+impl Client {
+    async fn storage(&self, request: String) -> std::io::Result<String> {
+        let mut replies = self.inbox.storage.lock().await;
+        send(&format!("S {request}"));
+        replies
+            .recv()
+            .await
+            .ok_or_else(|| std::io::Error::other("the parent closed the storage"))
+    }
+
+    async fn acquire(
+        &self,
+        design: &dyn LockDesign,
+        key: &str,
+        options: AcquireOptions,
+    ) -> Option<lock_impl::Guard> {
+        let id = self.rec.invoke(OpF::Acquire, |o| o.key = Some(key.into()));
+        let outcome = design.acquire(key, options).await;
+        let (phase, guard, detail) = match outcome {
+            Ok(Acquire::Acquired(g)) => (Phase::Ok, Some(g), None),
+            Ok(Acquire::NotAcquired) => (Phase::Fail, None, None),
+            Ok(Acquire::Unknown(why)) => (Phase::Info, None, Some(why)),
+            Err(e) if e.nothing_sent() => (Phase::Fail, None, Some(e.to_string())),
+            Err(e) => (Phase::Info, None, Some(e.to_string())),
+        };
+        self.rec.complete(id, OpF::Acquire, phase, |o| {
+            o.key = Some(key.into());
+            o.detail = detail;
+            if let Some(g) = &guard {
+                o.owner = Some(g.owner.clone());
+                o.token = g.token;
+                o.value = Some(1);
+                o.valid_until_us = g.valid_until.map(|until| {
+                    let left = until.saturating_sub(self.clock.now());
+                    (true_now() + left).as_micros() as u64
+                });
+            }
+        });
+        guard
+    }
+
+    async fn release(&self, design: &dyn LockDesign, key: &str, guard: &lock_impl::Guard) {
+        let id = self.rec.invoke(OpF::Release, |o| {
+            o.key = Some(key.into());
+            o.owner = Some(guard.owner.clone());
+            o.value = Some(1);
+        });
+        let (phase, detail) = match design.release(guard).await {
+            Ok(Release::Removed) => (Phase::Ok, "removed".to_string()),
+            Ok(Release::NotFound) => (Phase::Fail, "not-found".into()),
+            Ok(Release::HeldByOther) => (Phase::Fail, "held-by-other".into()),
+            Ok(Release::NotRemoved) => (Phase::Fail, "not-removed".into()),
+            Ok(Release::StillHeld { count }) => (Phase::Ok, format!("still-held count={count}")),
+            Ok(Release::Unknown(why)) => (Phase::Info, why),
+            Err(e) => (Phase::Fail, e.to_string()),
+        };
+        self.rec.complete(id, OpF::Release, phase, |o| {
+            o.key = Some(key.into());
+            o.owner = Some(guard.owner.clone());
+            o.detail = Some(detail);
+        });
+    }
+
+    /// Read the stock, work, write stock − 1 (the simulator's critical section).
+    async fn critical_section(&self, guard: &lock_impl::Guard) {
+        let token = guard.token;
+        let name = &self.rec.host;
+        let tok = token.map_or("-".to_string(), |t| t.to_string());
+        let id = self.rec.invoke(OpF::Read, |o| o.token = token);
+        let read = match self.storage(format!("R {name} {tok}")).await {
+            Ok(reply) if reply == "REJECTED" => {
+                self.rec.complete(id, OpF::Read, Phase::Fail, |o| {
+                    o.detail = Some("rejected by fencing".into())
+                });
+                return;
+            }
+            Ok(reply) => match reply.parse::<i64>() {
+                Ok(v) => {
+                    self.rec
+                        .complete(id, OpF::Read, Phase::Ok, |o| o.value = Some(v));
+                    v
+                }
+                Err(_) => {
+                    self.rec.complete(id, OpF::Read, Phase::Info, |o| {
+                        o.detail = Some(format!("bad storage reply {reply:?}"))
+                    });
+                    return;
+                }
+            },
+            Err(e) => {
+                self.rec.complete(id, OpF::Read, Phase::Info, |o| {
+                    o.detail = Some(e.to_string())
+                });
+                return;
+            }
+        };
+        let extra = self.inbox.slow_ms.swap(0, Ordering::Relaxed);
+        tokio::time::sleep(Duration::from_millis(self.workload.work_ms + extra)).await;
+        let id = self.rec.invoke(OpF::Write, |o| {
+            o.value = Some(read - 1);
+            o.token = token;
+        });
+        if let Some(margin) = self.workload.check_validity_ms {
+            let left = guard.remaining(self.clock.now());
+            if left.is_some_and(|l| l < Duration::from_millis(margin)) {
+                let left_ms = left.unwrap_or_default().as_millis();
+                self.rec.complete(id, OpF::Write, Phase::Fail, |o| {
+                    o.detail = Some(format!(
+                        "abandoned: {left_ms} ms of validity left, {margin} ms required"
+                    ))
+                });
+                return;
+            }
+        }
+        if self.inbox.pause_before_write.swap(0, Ordering::Relaxed) > 0 {
+            // The parent stops this process now and says `P` once it lets it go on.
+            let mut resume = self.inbox.resume.lock().await;
+            send("P");
+            let _ = resume.recv().await;
+        }
+        match self.storage(format!("W {name} {read} {} {tok}", read - 1)).await {
+            Ok(reply) if reply == "OK" => self.rec.complete(id, OpF::Write, Phase::Ok, |o| {
+                o.value = Some(read - 1)
+            }),
+            Ok(_) => self.rec.complete(id, OpF::Write, Phase::Fail, |o| {
+                o.detail = Some("rejected by fencing".into())
+            }),
+            Err(e) => self.rec.complete(id, OpF::Write, Phase::Info, |o| {
+                o.detail = Some(e.to_string())
+            }),
+        }
+    }
+}

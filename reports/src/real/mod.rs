@@ -1,0 +1,549 @@
+//! Real servers behind the verdicts (`locksim run --real`): the same lock code, the
+//! same workload, the same fault plan and the same checkers, with real processes.
+//!
+//! The parent starts the servers the world names ([`servers`]) and one client process
+//! per client host ([`child`]: this binary in its client role), keeps the protected
+//! storage, plays the fault plan with real signals (`SIGSTOP`/`SIGCONT` for a pause,
+//! `SIGKILL` and a restart in place for a crash), and assembles one history on the
+//! machine's monotonic clock, which the simulator's checkers judge as they judge a
+//! simulated run. A real run cannot be replayed byte for byte; it keeps the plan it
+//! applied (the seed's), so `locksim run` without `--real` runs the same plan in the
+//! simulator beside it.
+//!
+//! What is not made real yet is refused before anything starts, with one line naming
+//! why ([`refusals`]): partitions, delays and lost messages (they need `nftables` or a
+//! proxy on each link), clock faults (`libfaketime`), a machine crash (no FIN, no RST),
+//! connection resets, dropped pub/sub messages, and targets that need a server's
+//! internal record (an unreplicated write, a lock owner seen by the server).
+
+pub mod child;
+mod servers;
+
+use std::collections::{BTreeMap, HashMap};
+use std::io::{BufRead, BufReader, Write};
+use std::path::{Path, PathBuf};
+use std::process::{ChildStdin, Command, Stdio};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use rand::{RngExt, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+use sim::clock::{monotonic_ns, start_real_time, true_now};
+use sim::faults::{FaultKind, FaultPlan, Target};
+use sim::history::{
+    Event, EventKind, FaultPhase, History, RunParams, RunStats, ServerEvent, StorageEvent,
+};
+use sim::recorder::Recorder;
+use sim::world::{RunConfig, Workload};
+
+use servers::Servers;
+
+/// Why the real runner cannot make `kind` real on this machine, if it cannot.
+pub fn refusal(kind: &FaultKind) -> Option<String> {
+    let target_ok = |t: &Target| match t {
+        Target::Host(_)
+        | Target::Holder
+        | Target::Acquirer
+        | Target::AllClients
+        | Target::AllServers
+        | Target::LockServer
+        | Target::ZkLeader => None,
+        other => Some(format!(
+            "target {other:?} needs a server's internal record (which write is replicated, \
+             whose value a key holds), which a real server does not show the runner"
+        )),
+    };
+    match kind {
+        FaultKind::Pause { target, .. }
+        | FaultKind::Crash { target, .. }
+        | FaultKind::PauseBeforeWrite { target, .. }
+        | FaultKind::SlowWork { target, .. } => target_ok(target),
+        FaultKind::MachineCrash { .. } => Some(
+            "a machine crash (no FIN, no RST, dials hang) needs packet drops on loopback \
+             (nftables), not made real yet"
+                .into(),
+        ),
+        FaultKind::Delay { .. } => {
+            Some("delay needs a fault proxy on each link, not made real yet".into())
+        }
+        FaultKind::Partition { .. } => Some(
+            "a partition needs packet drops between loopback addresses (nftables), not \
+             made real yet"
+                .into(),
+        ),
+        FaultKind::DropPushes { .. } => {
+            Some("dropping pub/sub messages needs a proxy, not made real yet".into())
+        }
+        FaultKind::ClockJump { .. } | FaultKind::ClockDrift { .. } | FaultKind::ClockSlew { .. } => {
+            Some("clock faults need libfaketime's control file, not made real yet".into())
+        }
+        FaultKind::ResetConnections { .. } => {
+            Some("resetting connections needs a proxy or nftables, not made real yet".into())
+        }
+    }
+}
+
+/// Every reason a run of `w` under `plan` cannot be made real (empty: it can).
+pub fn refusals(w: &Workload, plan: &FaultPlan) -> Vec<String> {
+    let mut why = Vec::new();
+    if w.mongo.is_some() {
+        why.push("MongoDB has no Debian package: the mongo-* designs stay model-only".into());
+    }
+    if w.mysql.as_ref().is_some_and(|m| m.replica.is_some()) {
+        why.push("a MariaDB replica is not started by the real runner yet".into());
+    }
+    if w.read_share.is_some() || w.segments.is_some() || w.reentrant_depth > 1 {
+        why.push(
+            "read/write mixes, segmented stocks and reentrant rounds are not in the real \
+             client's workload yet"
+                .into(),
+        );
+    }
+    let mut seen = std::collections::BTreeSet::new();
+    for f in &plan.faults {
+        if let Some(r) = refusal(&f.kind)
+            && seen.insert(r.clone())
+        {
+            why.push(r);
+        }
+    }
+    why
+}
+
+/// One client process.
+struct ClientProc {
+    pid: u32,
+    stdin: Arc<Mutex<ChildStdin>>,
+    incarnation: u64,
+    /// A pause armed for its next write: the fault's index and length.
+    armed: Option<(usize, u64)>,
+    child: std::process::Child,
+}
+
+/// The state the parent's threads share during a run.
+struct Run {
+    cfg: RunConfig,
+    exe: PathBuf,
+    recorder: Recorder,
+    storage: sim::storage::Shared,
+    epoch_ns: u64,
+    clients: Mutex<BTreeMap<String, ClientProc>>,
+    servers: Mutex<Servers>,
+    addrs: BTreeMap<String, std::net::SocketAddr>,
+    mysql_login: Option<(String, String, String)>,
+    horizon_ms: AtomicU64,
+    /// Per host, when its last pause ends (µs of true time).
+    pause_until: Mutex<BTreeMap<String, u64>>,
+    over: AtomicBool,
+    readers: Mutex<Vec<std::thread::JoinHandle<()>>>,
+}
+
+fn signal(pid: u32, sig: libc::c_int) {
+    // SAFETY: a plain kill(2) on a child this process started.
+    unsafe { libc::kill(pid as libc::pid_t, sig) };
+}
+
+fn write_line(stdin: &Mutex<ChildStdin>, line: &str) {
+    let mut s = stdin.lock().unwrap_or_else(|e| e.into_inner());
+    let _ = s.write_all(line.as_bytes());
+    let _ = s.write_all(b"\n");
+    let _ = s.flush();
+}
+
+impl Run {
+    fn now_us(&self) -> u64 {
+        true_now().as_micros() as u64
+    }
+
+    fn fault(&self, host: &str, fault: usize, phase: FaultPhase, detail: String) {
+        self.recorder.record_at(
+            self.now_us(),
+            host,
+            EventKind::Fault {
+                fault,
+                phase,
+                detail,
+                peers: Vec::new(),
+            },
+        );
+    }
+
+    /// Starts (or restarts) client `name`'s process.
+    fn spawn_client(self: &Arc<Self>, name: &str, index: u64, incarnation: u64) -> Result<(), String> {
+        let config = child::ClientConfig {
+            design: self.cfg.design.clone(),
+            name: name.to_string(),
+            index,
+            incarnation,
+            seed: self.cfg.seed,
+            workload: self.cfg.workload.clone(),
+            epoch_ns: self.epoch_ns,
+            addrs: self.addrs.clone(),
+            mysql_login: self.mysql_login.clone(),
+        };
+        let mut cmd = Command::new(&self.exe);
+        cmd.arg("__client")
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(if std::env::var_os("LOCKSIM_REAL_DEBUG").is_some() {
+                Stdio::inherit()
+            } else {
+                Stdio::null()
+            });
+        let mut child = lock_impl::testing::servers::spawn_kept(cmd)
+            .map_err(|e| format!("cannot start client process {}: {e}", self.exe.display()))?;
+        let stdin = Arc::new(Mutex::new(child.stdin.take().expect("piped")));
+        let stdout = child.stdout.take().expect("piped");
+        write_line(
+            &stdin,
+            &serde_json::to_string(&config).expect("serializable"),
+        );
+        let pid = child.id();
+        self.clients.lock().expect("clients").insert(
+            name.to_string(),
+            ClientProc {
+                pid,
+                stdin: stdin.clone(),
+                incarnation,
+                armed: None,
+                child,
+            },
+        );
+        let run = self.clone();
+        let host = name.to_string();
+        let reader = std::thread::spawn(move || run.read_client(&host, stdout, &stdin));
+        self.readers.lock().expect("readers").push(reader);
+        Ok(())
+    }
+
+    /// Serves one client process's lines until it exits.
+    fn read_client(
+        self: &Arc<Self>,
+        host: &str,
+        stdout: std::process::ChildStdout,
+        stdin: &Mutex<ChildStdin>,
+    ) {
+        let mut ids: HashMap<u64, u64> = HashMap::new();
+        for line in BufReader::new(stdout).lines() {
+            let Ok(line) = line else { break };
+            let (tag, rest) = line.split_once(' ').unwrap_or((line.as_str(), ""));
+            match tag {
+                "E" => {
+                    let Ok(event) = serde_json::from_str::<Event>(rest) else {
+                        continue;
+                    };
+                    match event.kind {
+                        EventKind::Op(mut op) => {
+                            let local = op.op;
+                            if op.phase == sim::history::Phase::Invoke {
+                                let id = self.recorder.ingest_op(event.at_us, host, op);
+                                ids.insert(local, id);
+                            } else if let Some(id) = ids.remove(&local) {
+                                op.op = id;
+                                self.recorder.ingest_op(event.at_us, host, op);
+                            }
+                        }
+                        kind => self.recorder.record_at(event.at_us, host, kind),
+                    }
+                }
+                "S" => {
+                    let reply = self.storage.handle(&format!("{rest}\n"), &self.recorder);
+                    write_line(stdin, &format!("S {}", reply.trim_end()));
+                }
+                "H" => {
+                    self.horizon_ms
+                        .fetch_max(rest.parse().unwrap_or(0), Ordering::Relaxed);
+                }
+                "P" => {
+                    let armed = {
+                        let mut clients = self.clients.lock().expect("clients");
+                        clients.get_mut(host).and_then(|c| c.armed.take().map(|a| (c.pid, a)))
+                    };
+                    if let Some((pid, (fault, ms))) = armed {
+                        self.pause(
+                            host,
+                            pid,
+                            fault,
+                            ms,
+                            format!("pause {host} for {ms} ms, just before its write"),
+                        );
+                    }
+                    write_line(stdin, "P");
+                }
+                _ => {}
+            }
+        }
+    }
+
+    /// Stops process `pid` (host `host`) for `ms`, recording the pause; overlapping
+    /// pauses of one host end when the last ends.
+    fn pause(self: &Arc<Self>, host: &str, pid: u32, fault: usize, ms: u64, detail: String) {
+        signal(pid, libc::SIGSTOP);
+        let start = self.now_us();
+        let until = start + ms * 1000;
+        {
+            let mut p = self.pause_until.lock().expect("pauses");
+            let e = p.entry(host.to_string()).or_insert(0);
+            *e = (*e).max(until);
+        }
+        self.fault(host, fault, FaultPhase::Start, detail);
+        let run = self.clone();
+        let host = host.to_string();
+        std::thread::spawn(move || {
+            std::thread::sleep(Duration::from_millis(ms));
+            let last = run
+                .pause_until
+                .lock()
+                .expect("pauses")
+                .get(&host)
+                .is_none_or(|u| *u <= run.now_us());
+            if last {
+                signal(pid, libc::SIGCONT);
+            }
+            run.fault(&host, fault, FaultPhase::End, format!("pause of {host} ends"));
+        });
+    }
+
+    /// The hosts `target` names now.
+    fn resolve(&self, target: &Target, rng: &mut ChaCha8Rng) -> Vec<String> {
+        let mut pick = |c: Vec<String>| {
+            if c.is_empty() {
+                Vec::new()
+            } else {
+                vec![c[rng.random_range(0..c.len())].clone()]
+            }
+        };
+        let servers = self.servers.lock().expect("servers");
+        match target {
+            Target::Host(h) => {
+                let known = self.clients.lock().expect("clients").contains_key(h)
+                    || servers.names().contains(h);
+                if known { vec![h.clone()] } else { Vec::new() }
+            }
+            Target::Holder => pick(self.recorder.holders()),
+            Target::Acquirer => pick(self.recorder.acquirers()),
+            Target::AllClients => self.clients.lock().expect("clients").keys().cloned().collect(),
+            Target::AllServers => servers.lock_servers.clone(),
+            Target::LockServer => servers.lock_server(&self.cfg.workload.key).into_iter().collect(),
+            Target::ZkLeader => servers.zk_leader().into_iter().collect(),
+            _ => Vec::new(),
+        }
+    }
+
+    /// Applies fault `index` now.
+    fn apply(self: &Arc<Self>, index: usize, kind: &FaultKind, rng: &mut ChaCha8Rng) {
+        match kind {
+            FaultKind::Pause {
+                target,
+                duration_ms,
+            } => {
+                for host in self.resolve(target, rng) {
+                    let pid = self.pid(&host);
+                    if let Some(pid) = pid {
+                        self.pause(
+                            &host,
+                            pid,
+                            index,
+                            *duration_ms,
+                            format!("pause {host} for {duration_ms} ms"),
+                        );
+                    }
+                }
+            }
+            FaultKind::Crash {
+                target,
+                restart_after_ms,
+            } => {
+                for host in self.resolve(target, rng) {
+                    self.crash(index, &host, *restart_after_ms);
+                }
+            }
+            FaultKind::PauseBeforeWrite {
+                target,
+                duration_ms,
+            } => {
+                for host in self.resolve(target, rng) {
+                    let mut clients = self.clients.lock().expect("clients");
+                    if let Some(c) = clients.get_mut(&host) {
+                        c.armed = Some((index, *duration_ms));
+                        write_line(&c.stdin, &format!("A {duration_ms}"));
+                    }
+                }
+            }
+            FaultKind::SlowWork { target, extra_ms } => {
+                for host in self.resolve(target, rng) {
+                    let clients = self.clients.lock().expect("clients");
+                    if let Some(c) = clients.get(&host) {
+                        write_line(&c.stdin, &format!("W {extra_ms}"));
+                        self.fault(
+                            &host,
+                            index,
+                            FaultPhase::Start,
+                            format!("{host}'s next critical section runs {extra_ms} ms longer"),
+                        );
+                    }
+                }
+            }
+            // Refused before the run started.
+            _ => {}
+        }
+    }
+
+    fn pid(&self, host: &str) -> Option<u32> {
+        if let Some(c) = self.clients.lock().expect("clients").get(host) {
+            return Some(c.pid);
+        }
+        self.servers.lock().expect("servers").pid(host)
+    }
+
+    fn crash(self: &Arc<Self>, index: usize, host: &str, restart_after_ms: Option<u64>) {
+        let client = self.clients.lock().expect("clients").remove(host);
+        if let Some(mut c) = client {
+            let _ = c.child.kill();
+            let _ = c.child.wait();
+            self.recorder.forget_host(host);
+            self.fault(host, index, FaultPhase::Start, format!("crash {host}"));
+            if let Some(ms) = restart_after_ms {
+                let (run, host) = (self.clone(), host.to_string());
+                let next = c.incarnation + 1;
+                std::thread::spawn(move || {
+                    std::thread::sleep(Duration::from_millis(ms));
+                    if run.over.load(Ordering::Relaxed) {
+                        return;
+                    }
+                    let client_index = client_index(&host);
+                    if run.spawn_client(&host, client_index, next).is_ok() {
+                        run.fault(&host, index, FaultPhase::End, format!("{host} restarts"));
+                    }
+                });
+            }
+            return;
+        }
+        self.servers.lock().expect("servers").kill(host);
+        self.fault(host, index, FaultPhase::Start, format!("crash {host}"));
+        if let Some(ms) = restart_after_ms {
+            let (run, host) = (self.clone(), host.to_string());
+            std::thread::spawn(move || {
+                std::thread::sleep(Duration::from_millis(ms));
+                if run.over.load(Ordering::Relaxed) {
+                    return;
+                }
+                let restarted = run.servers.lock().expect("servers").restart(&host);
+                let detail = match restarted {
+                    Ok(()) => format!("{host} restarts"),
+                    Err(e) => format!("{host} did not restart: {e}"),
+                };
+                run.fault(&host, index, FaultPhase::End, detail);
+            });
+        }
+    }
+}
+
+/// `client-N` → N − 1.
+fn client_index(host: &str) -> u64 {
+    host.strip_prefix("client-")
+        .and_then(|n| n.parse::<u64>().ok())
+        .map_or(0, |n| n.saturating_sub(1))
+}
+
+/// Runs `cfg` against real servers with client processes started from `exe` (this
+/// binary, in its `__client` role), and returns its history; `Err` if something the
+/// run needs could not be started (a missing package, a refused fault: the message
+/// says which).
+pub fn run_real(cfg: &RunConfig, exe: &Path) -> Result<History, String> {
+    let w = &cfg.workload;
+    let why = refusals(w, &cfg.plan);
+    if !why.is_empty() {
+        return Err(format!("cannot run this cell against real servers: {}", why.join("; ")));
+    }
+    let servers = Servers::start(w)?;
+    let epoch_ns = monotonic_ns();
+    start_real_time(epoch_ns);
+    let recorder = Recorder::new();
+    // Each Redis server's role at the start, as the simulator records it.
+    for s in &w.servers {
+        let role = match &s.replica_of {
+            Some(m) => format!("replica of {m}"),
+            None => "master".to_string(),
+        };
+        recorder.record_at(0, &s.name, EventKind::Server(ServerEvent::Role { role }));
+    }
+    let run = Arc::new(Run {
+        cfg: cfg.clone(),
+        exe: exe.to_path_buf(),
+        storage: sim::storage::Shared::new(w.initial_stock, w.fencing),
+        recorder,
+        epoch_ns,
+        addrs: servers.addrs.clone(),
+        mysql_login: servers.mysql_login.clone(),
+        clients: Mutex::new(BTreeMap::new()),
+        servers: Mutex::new(servers),
+        horizon_ms: AtomicU64::new(0),
+        pause_until: Mutex::new(BTreeMap::new()),
+        over: AtomicBool::new(false),
+        readers: Mutex::new(Vec::new()),
+    });
+    for i in 0..u64::from(w.clients) {
+        run.spawn_client(&format!("client-{}", i + 1), i, 0)?;
+    }
+    // The nemesis: each fault at its time, in time order (ties: plan order).
+    let mut order: Vec<usize> = (0..cfg.plan.faults.len()).collect();
+    order.sort_by_key(|&i| (cfg.plan.faults[i].at_ms, i));
+    let mut rng = ChaCha8Rng::seed_from_u64(sim::seed::sub_seed(cfg.seed, 0x7ea1));
+    let end = Duration::from_millis(w.duration_ms + w.drain_ms);
+    for i in order {
+        let at = Duration::from_millis(cfg.plan.faults[i].at_ms);
+        if at >= end {
+            break;
+        }
+        std::thread::sleep(at.saturating_sub(true_now()));
+        run.apply(i, &cfg.plan.faults[i].kind, &mut rng);
+    }
+    std::thread::sleep(end.saturating_sub(true_now()));
+    run.over.store(true, Ordering::Relaxed);
+    let end_us = run.now_us();
+    // The run is over: every client process goes (resumed first, so nothing lingers
+    // stopped), and its last lines are read.
+    let clients = std::mem::take(&mut *run.clients.lock().expect("clients"));
+    for (_, mut c) in clients {
+        signal(c.pid, libc::SIGCONT);
+        let _ = c.child.kill();
+        let _ = c.child.wait();
+    }
+    let readers = std::mem::take(&mut *run.readers.lock().expect("readers"));
+    for r in readers {
+        let _ = r.join();
+    }
+    for (segment, value) in run.storage.finals() {
+        run.recorder.record_at(
+            end_us,
+            "storage",
+            EventKind::Storage(StorageEvent::Final { value, segment }),
+        );
+    }
+    let horizon = run.horizon_ms.load(Ordering::Relaxed);
+    let params = RunParams {
+        key: w.key.clone(),
+        lease_ms: w.lease_ms,
+        liveness_bound_ms: w.lease_ms + w.liveness_slack_ms.max(horizon),
+        initial_stock: w.initial_stock,
+        clients: w.clients,
+        masters: (w.servers.iter().filter(|s| s.replica_of.is_none()).count() as u32).max(1),
+        segments: w.segments,
+        server_records: false,
+    };
+    let mut events = run.recorder.clone().into_events();
+    // Events after the end (a reader's last lines) are not part of the run.
+    events.retain(|e| e.at_us <= end_us);
+    Ok(History {
+        seed: cfg.seed,
+        design: cfg.design.clone(),
+        scenario: cfg.scenario.clone(),
+        params,
+        plan: cfg.plan.clone(),
+        events,
+        end_us,
+        stats: RunStats::default(),
+    })
+}
