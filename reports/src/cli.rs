@@ -107,6 +107,10 @@ enum Command {
     /// percentile plots, sweeps, and each failing cell's holder timeline and sequence
     /// diagram), summary.md, results.json and a PNG of every plot.
     Report(ReportCliArgs),
+    /// Run the headline cells against real servers and in the simulator and print
+    /// them side by side, flagging a cell where one side shows a safety class the
+    /// other never does or the unsafe rates' 95% intervals do not overlap.
+    Parity(ParityArgs),
     /// A client host of a real run (`locksim run --real`), started by the parent.
     #[command(name = "__client", hide = true)]
     Client,
@@ -287,6 +291,29 @@ struct RunArgs {
     real: bool,
     #[command(flatten)]
     shard: ShardArgs,
+}
+
+#[derive(Debug, Args)]
+struct ParityArgs {
+    /// Real runs per cell (seeds 0..N: the same fault plans the simulator draws).
+    #[arg(long, default_value_t = 20)]
+    runs: u64,
+    /// Simulator seeds per cell: A..B or N.
+    #[arg(long, default_value = "0..100", allow_hyphen_values = true)]
+    model_seeds: String,
+    /// A cell, DESIGN,SCENARIO (repeatable; default: the headline cells, see
+    /// `docs/parity.md`).
+    #[arg(long = "cell")]
+    cells: Vec<String>,
+    /// Worker threads for the simulator's side (default: all cores).
+    #[arg(long)]
+    threads: Option<usize>,
+    /// Also write the table (Markdown) to FILE (never over an existing file).
+    #[arg(long)]
+    markdown: Option<std::path::PathBuf>,
+    /// Print JSON.
+    #[arg(long)]
+    json: bool,
 }
 
 #[derive(Debug, Args)]
@@ -500,7 +527,7 @@ fn run(cli: Cli, extra: Vec<DesignSpec>) -> ExitCode {
             let seeds = input::parse_seeds(&a.seeds)?;
             let shard = a.shard.resolve()?;
             if a.real {
-                let why = reports_real_refusals(&d, &s, &seeds);
+                let why = crate::parity::real_refusals(&d, &s, seeds.clone());
                 if !why.is_empty() {
                     return Err(input::BadInput(format!(
                         "--real cannot run {} × {}: {}",
@@ -710,6 +737,49 @@ fn run(cli: Cli, extra: Vec<DesignSpec>) -> ExitCode {
         })(),
         Some(Command::Merge(a)) => commands::merge_files(&a.files, a.json, a.detail),
         Some(Command::Client) => return crate::real::child::main(),
+        Some(Command::Parity(a)) => (|| {
+            let cells: Vec<(String, String)> = if a.cells.is_empty() {
+                crate::parity::HEADLINE
+                    .iter()
+                    .map(|(d, s)| (d.to_string(), s.to_string()))
+                    .collect()
+            } else {
+                a.cells
+                    .iter()
+                    .map(|c| {
+                        c.split_once(',')
+                            .map(|(d, s)| (d.trim().to_string(), s.trim().to_string()))
+                            .ok_or_else(|| {
+                                input::BadInput(format!(
+                                    "invalid --cell '{c}': expected DESIGN,SCENARIO (e.g. set-nx-px-lua,gc-pause)"
+                                ))
+                            })
+                    })
+                    .collect::<Result<_, _>>()?
+            };
+            if a.runs == 0 {
+                return Err(input::BadInput(
+                    "invalid --runs 0: expected at least 1 real run per cell".into(),
+                ));
+            }
+            let seeds = input::parse_seeds(&a.model_seeds)?;
+            if let Some(path) = &a.markdown
+                && path.exists()
+            {
+                return Err(input::BadInput(format!(
+                    "--markdown {}: the file exists; name a new one",
+                    path.display()
+                )));
+            }
+            Ok(commands::parity(
+                &cells,
+                a.runs,
+                seeds,
+                threads(a.threads),
+                a.markdown.as_deref(),
+                a.json,
+            ))
+        })(),
         Some(Command::Gate(a)) => (|| {
             let seeds = a.seeds.as_deref().map(input::parse_seeds).transpose()?;
             crate::gate::gate(&crate::gate::GateArgs {
@@ -725,23 +795,4 @@ fn run(cli: Cli, extra: Vec<DesignSpec>) -> ExitCode {
         })(),
     };
     result.unwrap_or_else(bad_input)
-}
-
-/// Why `--real` cannot run `design × scenario` over `seeds` (the plans of every seed
-/// and the world; empty: it can).
-fn reports_real_refusals(
-    design: &DesignSpec,
-    scenario: &scenarios::catalog::Scenario,
-    seeds: &std::ops::Range<u64>,
-) -> Vec<String> {
-    let mut why = Vec::new();
-    for seed in seeds.clone() {
-        let cfg = scenarios::sweep::config(design, scenario, seed);
-        for r in crate::real::refusals(&cfg.workload, &cfg.plan) {
-            if !why.contains(&r) {
-                why.push(r);
-            }
-        }
-    }
-    why
 }

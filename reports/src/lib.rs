@@ -22,6 +22,7 @@ pub mod explore;
 pub mod gate;
 pub mod input;
 pub mod latency;
+pub mod parity;
 pub mod plot;
 pub mod real;
 pub mod report;

@@ -289,10 +289,11 @@ async fn deps(config: &ClientConfig, rec: Arc<Rec>) -> Result<Deps, String> {
         )
     } else if let Some(my) = &w.mysql {
         let a = addr(&my.name)?;
-        let (user, password, database) = config
-            .mysql_login
-            .clone()
-            .unwrap_or((my.user.clone(), my.password.clone(), my.database.clone()));
+        let (user, password, database) = config.mysql_login.clone().unwrap_or((
+            my.user.clone(),
+            my.password.clone(),
+            my.database.clone(),
+        ));
         lock_impl::mysql_deps(
             lock_impl::mysql::MySqlServer {
                 host: a.ip().to_string(),
@@ -334,7 +335,10 @@ async fn deps(config: &ClientConfig, rec: Arc<Rec>) -> Result<Deps, String> {
                     ));
                 lock_impl::Conn::new(connector, clock.clone(), policy)
             }
-            None => servers.first().cloned().ok_or("a Redis world without servers")?,
+            None => servers
+                .first()
+                .cloned()
+                .ok_or("a Redis world without servers")?,
         };
         let _ = conn.ensure_connected().await;
         let servers = if w.sentinel.is_some() {
@@ -503,10 +507,13 @@ impl Client {
             send("P");
             let _ = resume.recv().await;
         }
-        match self.storage(format!("W {name} {read} {} {tok}", read - 1)).await {
-            Ok(reply) if reply == "OK" => self.rec.complete(id, OpF::Write, Phase::Ok, |o| {
-                o.value = Some(read - 1)
-            }),
+        match self
+            .storage(format!("W {name} {read} {} {tok}", read - 1))
+            .await
+        {
+            Ok(reply) if reply == "OK" => self
+                .rec
+                .complete(id, OpF::Write, Phase::Ok, |o| o.value = Some(read - 1)),
             Ok(_) => self.rec.complete(id, OpF::Write, Phase::Fail, |o| {
                 o.detail = Some("rejected by fencing".into())
             }),

@@ -48,6 +48,7 @@ pub fn refusal(kind: &FaultKind) -> Option<String> {
         | Target::AllClients
         | Target::AllServers
         | Target::LockServer
+        | Target::LockOwner
         | Target::ZkLeader => None,
         other => Some(format!(
             "target {other:?} needs a server's internal record (which write is replicated, \
@@ -75,7 +76,9 @@ pub fn refusal(kind: &FaultKind) -> Option<String> {
         FaultKind::DropPushes { .. } => {
             Some("dropping pub/sub messages needs a proxy, not made real yet".into())
         }
-        FaultKind::ClockJump { .. } | FaultKind::ClockDrift { .. } | FaultKind::ClockSlew { .. } => {
+        FaultKind::ClockJump { .. }
+        | FaultKind::ClockDrift { .. }
+        | FaultKind::ClockSlew { .. } => {
             Some("clock faults need libfaketime's control file, not made real yet".into())
         }
         FaultKind::ResetConnections { .. } => {
@@ -101,6 +104,19 @@ pub fn refusals(w: &Workload, plan: &FaultPlan) -> Vec<String> {
         );
     }
     let mut seen = std::collections::BTreeSet::new();
+    let lock_owner = |t: &Target| matches!(t, Target::LockOwner);
+    if (w.zookeeper.is_some() || w.mysql.is_some())
+        && plan
+            .faults
+            .iter()
+            .any(|f| f.kind.targets().into_iter().any(lock_owner))
+    {
+        why.push(
+            "target LockOwner reads the lock's value off a Redis server; a ZooKeeper node or a \
+             MariaDB row is not mapped to its client yet"
+                .into(),
+        );
+    }
     for f in &plan.faults {
         if let Some(r) = refusal(&f.kind)
             && seen.insert(r.clone())
@@ -170,7 +186,12 @@ impl Run {
     }
 
     /// Starts (or restarts) client `name`'s process.
-    fn spawn_client(self: &Arc<Self>, name: &str, index: u64, incarnation: u64) -> Result<(), String> {
+    fn spawn_client(
+        self: &Arc<Self>,
+        name: &str,
+        index: u64,
+        incarnation: u64,
+    ) -> Result<(), String> {
         let config = child::ClientConfig {
             design: self.cfg.design.clone(),
             name: name.to_string(),
@@ -248,7 +269,7 @@ impl Run {
                     }
                 }
                 "S" => {
-                    let reply = self.storage.handle(&format!("{rest}\n"), &self.recorder);
+                    let reply = self.storage.handle(rest, &self.recorder);
                     write_line(stdin, &format!("S {}", reply.trim_end()));
                 }
                 "H" => {
@@ -258,7 +279,9 @@ impl Run {
                 "P" => {
                     let armed = {
                         let mut clients = self.clients.lock().expect("clients");
-                        clients.get_mut(host).and_then(|c| c.armed.take().map(|a| (c.pid, a)))
+                        clients
+                            .get_mut(host)
+                            .and_then(|c| c.armed.take().map(|a| (c.pid, a)))
                     };
                     if let Some((pid, (fault, ms))) = armed {
                         self.pause(
@@ -301,7 +324,12 @@ impl Run {
             if last {
                 signal(pid, libc::SIGCONT);
             }
-            run.fault(&host, fault, FaultPhase::End, format!("pause of {host} ends"));
+            run.fault(
+                &host,
+                fault,
+                FaultPhase::End,
+                format!("pause of {host} ends"),
+            );
         });
     }
 
@@ -323,9 +351,23 @@ impl Run {
             }
             Target::Holder => pick(self.recorder.holders()),
             Target::Acquirer => pick(self.recorder.acquirers()),
-            Target::AllClients => self.clients.lock().expect("clients").keys().cloned().collect(),
+            Target::AllClients => self
+                .clients
+                .lock()
+                .expect("clients")
+                .keys()
+                .cloned()
+                .collect(),
             Target::AllServers => servers.lock_servers.clone(),
-            Target::LockServer => servers.lock_server(&self.cfg.workload.key).into_iter().collect(),
+            Target::LockServer => servers
+                .lock_server(&self.cfg.workload.key)
+                .into_iter()
+                .collect(),
+            Target::LockOwner => servers
+                .lock_owner(&self.cfg.workload.key)
+                .filter(|c| self.clients.lock().expect("clients").contains_key(c))
+                .into_iter()
+                .collect(),
             Target::ZkLeader => servers.zk_leader().into_iter().collect(),
             _ => Vec::new(),
         }
@@ -455,7 +497,10 @@ pub fn run_real(cfg: &RunConfig, exe: &Path) -> Result<History, String> {
     let w = &cfg.workload;
     let why = refusals(w, &cfg.plan);
     if !why.is_empty() {
-        return Err(format!("cannot run this cell against real servers: {}", why.join("; ")));
+        return Err(format!(
+            "cannot run this cell against real servers: {}",
+            why.join("; ")
+        ));
     }
     let servers = Servers::start(w)?;
     let epoch_ns = monotonic_ns();

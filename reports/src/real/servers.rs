@@ -13,8 +13,8 @@ use std::time::{Duration, Instant};
 
 use lock_impl::testing::servers::{self as launch, free_ports, spawn_kept};
 use lock_impl::testing::{
-    MariaDbOptions, MariaDbServer, SentinelOptions, SentinelServer, ZkEnsembleServers,
-    ZkOptions, ZkServer,
+    MariaDbOptions, MariaDbServer, SentinelOptions, SentinelServer, ZkEnsembleServers, ZkOptions,
+    ZkServer,
 };
 use sim::redis::persistence::{Fsync, Persistence};
 use sim::world::{ServerSpec, Workload};
@@ -171,8 +171,8 @@ impl Servers {
                 s.addrs.insert(names[0].clone(), server.addr());
                 s.zk = Some((names[0].clone(), server));
             } else {
-                let mut ensemble = ZkEnsembleServers::start_with(names.len(), &opts)
-                    .map_err(|e| e.to_string())?;
+                let mut ensemble =
+                    ZkEnsembleServers::start_with(names.len(), &opts).map_err(|e| e.to_string())?;
                 ensemble
                     .wait_serving(Duration::from_secs(30))
                     .map_err(|e| e.to_string())?;
@@ -354,6 +354,18 @@ impl Servers {
         })
     }
 
+    /// The client whose owner value the lock key holds on the first Redis server (world
+    /// order) that has it: a string's value, or a hash's fields (Redisson's
+    /// `uuid:thread` holds), read for the `client-N` every owner value starts with.
+    pub fn lock_owner(&self, key: &str) -> Option<String> {
+        self.redis.iter().find_map(|(_, r)| {
+            let reply = resp(r.port, &["GET", key])
+                .filter(|x| !x.starts_with("-WRONGTYPE"))
+                .or_else(|| resp(r.port, &["HKEYS", key]))?;
+            client_in(&reply)
+        })
+    }
+
     /// A ZooKeeper ensemble's leader now.
     pub fn zk_leader(&self) -> Option<String> {
         let (names, e) = self.ensemble.as_ref()?;
@@ -385,4 +397,14 @@ impl Servers {
         }
         logs
     }
+}
+
+/// The first `client-N` in `text`.
+fn client_in(text: &str) -> Option<String> {
+    let at = text.find("client-")?;
+    let digits: String = text[at + 7..]
+        .chars()
+        .take_while(char::is_ascii_digit)
+        .collect();
+    (!digits.is_empty()).then(|| format!("client-{digits}"))
 }

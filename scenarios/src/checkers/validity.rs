@@ -110,6 +110,15 @@ fn holds_or_unknown(h: &History) -> Result<Vec<Hold>, Verdict> {
             reason: "no acquisition succeeded: no validity to judge".into(),
         });
     }
+    // A lock without expiry ends where its server ends it (a session expired, a
+    // connection closed): only the server's own record shows where.
+    if holds
+        .iter()
+        .any(|hold| model::believed_validity(h, hold).is_none())
+        && let Some(unknown) = model::needs_server_records(h)
+    {
+        return Err(unknown);
+    }
     Ok(holds)
 }
 
