@@ -77,7 +77,9 @@ pub fn run_real_cell(
 }
 
 /// [`run_real_cell`] with the client processes started from `exe` (a `locksim`
-/// binary: tests name the one cargo built).
+/// binary: tests name the one cargo built). The servers' logs of every run with a
+/// verdict that is not Valid are kept in
+/// `$TMPDIR/locksim-real-logs/<design>-<scenario>-seed-<N>/`.
 pub fn run_real_cell_with(
     design: &DesignSpec,
     scenario: &Scenario,
@@ -89,11 +91,21 @@ pub fn run_real_cell_with(
     let mut runs = Vec::new();
     for seed in seeds {
         let cfg = scenarios::sweep::config(design, scenario, seed);
-        let history = crate::real::run_real(&cfg, exe)?;
+        // Each server's log, kept only for a run with a verdict that is not Valid.
+        let logs = std::env::temp_dir().join("locksim-real-logs").join(format!(
+            "{}-{}-seed-{seed}",
+            design.name.replace('/', "_"),
+            scenario.name
+        ));
+        let history = crate::real::run_real(&cfg, exe, Some(&logs))?;
         if let Ok(l) = LatencySummary::from_history(&history) {
             latency.merge(&l);
         }
-        runs.push(scenarios::sweep::summarize(scenario, &history));
+        let summary = scenarios::sweep::summarize(scenario, &history);
+        if summary.verdicts.iter().all(|(_, v)| v.is_valid()) {
+            let _ = std::fs::remove_dir_all(&logs);
+        }
+        runs.push(summary);
         bar.inc(1);
     }
     let cell = cell_of(design, scenario, &runs, &latency);

@@ -493,7 +493,10 @@ fn client_index(host: &str) -> u64 {
 /// binary, in its `__client` role), and returns its history; `Err` if something the
 /// run needs could not be started (a missing package, a refused fault: the message
 /// says which).
-pub fn run_real(cfg: &RunConfig, exe: &Path) -> Result<History, String> {
+///
+/// Each server's log is copied into `logs` (as `<server>.log`) when the run ends, if
+/// given, so a run whose verdict needs them keeps them.
+pub fn run_real(cfg: &RunConfig, exe: &Path, logs: Option<&Path>) -> Result<History, String> {
     let w = &cfg.workload;
     let why = refusals(w, &cfg.plan);
     if !why.is_empty() {
@@ -566,6 +569,12 @@ pub fn run_real(cfg: &RunConfig, exe: &Path) -> Result<History, String> {
             "storage",
             EventKind::Storage(StorageEvent::Final { value, segment }),
         );
+    }
+    if let Some(dir) = logs {
+        let _ = std::fs::create_dir_all(dir);
+        for (name, path) in run.servers.lock().expect("servers").logs() {
+            let _ = std::fs::copy(&path, dir.join(format!("{name}.log")));
+        }
     }
     let horizon = run.horizon_ms.load(Ordering::Relaxed);
     let params = RunParams {

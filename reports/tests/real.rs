@@ -1,0 +1,219 @@
+//! The real-process runner (`locksim run --real`) and `locksim parity`: the same lock
+//! code, fault plan and checkers against real servers. These tests start real
+//! `redis-server`s and a real ZooKeeper (CI requires them; elsewhere a missing package
+//! prints one `SKIPPED:` line).
+
+use std::path::Path;
+use std::process::Command;
+use std::time::Duration;
+
+use indicatif::ProgressBar;
+use reports::cells::run_real_cell_with;
+use reports::input::{design, scenario};
+
+fn exe() -> &'static Path {
+    Path::new(env!("CARGO_BIN_EXE_locksim"))
+}
+
+/// Runs `d × s` against real servers for `seeds`.
+fn real(
+    d: &str,
+    s: &str,
+    seeds: std::ops::Range<u64>,
+) -> (
+    reports::table::CellResult,
+    Vec<scenarios::sweep::RunSummary>,
+) {
+    let (cell, runs, _) = run_real_cell_with(
+        &design(d).unwrap(),
+        &scenario(s).unwrap(),
+        seeds,
+        &ProgressBar::hidden(),
+        exe(),
+    )
+    .unwrap_or_else(|e| panic!("{d} × {s}: {e}"));
+    (cell, runs)
+}
+
+#[test]
+fn a_real_holder_paused_past_its_lease_gives_two_holders_as_in_the_simulator() {
+    if !lock_impl::testing::redis_server_available() {
+        return;
+    }
+    let (cell, _) = real("set-nx-px-lua", "gc-pause", 0..2);
+    assert_eq!(cell.runs, 2);
+    assert_eq!(
+        cell.fault_seen, 2,
+        "the SIGSTOP outlasted the lease in every run"
+    );
+    assert_eq!(cell.classes.get("unsafe").copied(), Some(2), "{cell:?}");
+    assert_eq!(cell.per_checker.get("mutual-exclusion").copied(), Some(2));
+    assert!(cell.latency.count > 0, "acquire latencies were measured");
+}
+
+#[test]
+fn a_real_fencing_storage_refuses_the_paused_holders_stale_writes() {
+    if !lock_impl::testing::redis_server_available() {
+        return;
+    }
+    let (cell, runs) = real("fenced", "gc-pause", 0..2);
+    assert_eq!(cell.fault_seen, 2);
+    assert_eq!(
+        cell.per_checker.get("lost-update").copied().unwrap_or(0),
+        0,
+        "no update lost behind a fencing storage: {cell:?}"
+    );
+    assert!(
+        runs.iter().any(|r| r.storage_refused),
+        "the storage turned a stale token away"
+    );
+    // Without the server's own record the run is not called safe or fenced.
+    assert_eq!(cell.classes.get("unknown").copied(), Some(2), "{cell:?}");
+}
+
+#[test]
+fn a_real_zookeeper_session_expires_under_a_paused_holder() {
+    if lock_impl::testing::real_zookeeper().is_none() {
+        return;
+    }
+    let (cell, _) = real("zk-curator", "gc-pause", 0..1);
+    assert_eq!(cell.fault_seen, 1);
+    assert_eq!(cell.classes.get("unsafe").copied(), Some(1), "{cell:?}");
+}
+
+#[test]
+fn faults_the_runner_cannot_make_real_are_refused_naming_why() {
+    let refused = |d: &str, s: &str| {
+        reports::parity::real_refusals(&design(d).unwrap(), &scenario(s).unwrap(), 0..3).join("; ")
+    };
+    let why = refused("set-nx-px-lua", "split-brain");
+    assert!(why.contains("nftables"), "{why}");
+    let why = refused("mongo-find-and-modify", "gc-pause");
+    assert!(why.contains("MongoDB has no Debian package"), "{why}");
+    assert!(refused("set-nx-px-lua", "gc-pause").is_empty());
+    // And the command says so before starting anything.
+    let out = Command::new(exe())
+        .args([
+            "run",
+            "--real",
+            "--design",
+            "set-nx-px-lua",
+            "--scenario",
+            "split-brain",
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("--real cannot run") && err.contains("nftables"),
+        "{err}"
+    );
+}
+
+/// The processes whose parent is `pid`.
+fn children_of(pid: u32) -> Vec<u32> {
+    let mut out = Vec::new();
+    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Ok(child) = entry.file_name().to_string_lossy().parse::<u32>() else {
+            continue;
+        };
+        let Ok(stat) = std::fs::read_to_string(format!("/proc/{child}/stat")) else {
+            continue;
+        };
+        // `pid (comm) state ppid …`: the fields after the last `)`.
+        let rest = &stat[stat.rfind(')').map_or(0, |i| i + 1)..];
+        let ppid = rest
+            .split_whitespace()
+            .nth(1)
+            .and_then(|p| p.parse::<u32>().ok());
+        if ppid == Some(pid) {
+            out.push(child);
+        }
+    }
+    out
+}
+
+fn alive(pid: u32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|s| {
+        !s[s.rfind(')').map_or(0, |i| i + 1)..]
+            .trim_start()
+            .starts_with('Z')
+    })
+}
+
+#[test]
+fn no_server_or_client_process_outlives_a_killed_parent() {
+    if !lock_impl::testing::redis_server_available() {
+        return;
+    }
+    let mut parent = Command::new(exe())
+        .args([
+            "run",
+            "--real",
+            "--design",
+            "set-nx-px-lua",
+            "--scenario",
+            "gc-pause",
+            "--seeds",
+            "0..5",
+        ])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    // Mid-run: the server and eight client processes are up.
+    let mut kids = Vec::new();
+    for _ in 0..100 {
+        std::thread::sleep(Duration::from_millis(50));
+        kids = children_of(parent.id());
+        if kids.len() >= 9 {
+            break;
+        }
+    }
+    assert!(kids.len() >= 9, "a server and 8 clients: {kids:?}");
+    parent.kill().unwrap();
+    parent.wait().unwrap();
+    let mut left = kids.clone();
+    for _ in 0..100 {
+        left.retain(|&p| alive(p));
+        if left.is_empty() {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    assert!(left.is_empty(), "processes left behind: {left:?}");
+}
+
+#[test]
+fn parity_flags_a_class_seen_on_one_side_only_and_intervals_apart() {
+    use reports::table::CellResult;
+    let cell = |unsafe_runs: usize, safe: usize| {
+        let mut c = CellResult::new("d", "s");
+        c.runs = (unsafe_runs + safe) as u64;
+        if unsafe_runs > 0 {
+            c.classes.insert("unsafe".into(), unsafe_runs);
+            c.per_checker.insert("mutual-exclusion".into(), unsafe_runs);
+        }
+        if safe > 0 {
+            c.classes.insert("safe".into(), safe);
+        }
+        c
+    };
+    assert!(reports::parity::flags(&cell(20, 0), &cell(20, 0)).is_empty());
+    let f = reports::parity::flags(&cell(20, 0), &cell(0, 20));
+    assert!(f.iter().any(|x| x == "unsafe only in the model"), "{f:?}");
+    assert!(
+        f.iter().any(|x| x == "safe only against real servers"),
+        "{f:?}"
+    );
+    assert!(
+        f.iter().any(|x| x.contains("intervals do not overlap")),
+        "{f:?}"
+    );
+    // A real side whose runs are unknown (no server record) hides a safe class.
+    let mut unknown = cell(0, 0);
+    unknown.runs = 20;
+    unknown.classes.insert("unknown".into(), 20);
+    assert!(reports::parity::flags(&cell(0, 20), &unknown).is_empty());
+}
