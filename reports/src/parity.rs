@@ -34,6 +34,12 @@ pub const HEADLINE: &[(&str, &str)] = &[
     ("zk-curator-fenced", "gc-pause"),
     ("mysql-get-lock", "gc-pause"),
     ("redis-py", "gc-pause"),
+    // Speed under contention, fault-free (the seeds' "Redis is much faster than
+    // ZooKeeper or MySQL"): one design per system the real runner reaches.
+    ("set-nx-px-lua", "no-faults"),
+    ("zk-curator", "no-faults"),
+    ("mysql-get-lock", "no-faults"),
+    ("mysql-unique-index", "no-faults"),
 ];
 
 /// One side of a cell.
@@ -42,6 +48,23 @@ pub struct Side {
     /// The cell as the table prints it (runs, classes, per-checker counts, latency).
     #[serde(serialize_with = "crate::table::serialize_cell")]
     pub cell: CellResult,
+    /// Acquisitions that succeeded per second of the workload's time (all clients).
+    pub acquisitions_per_s: f64,
+}
+
+impl Side {
+    fn of(cell: CellResult, runs: &[scenarios::sweep::RunSummary], duration_ms: u64) -> Self {
+        let acquired: u64 = runs.iter().map(|r| r.acquisitions).sum();
+        let seconds = runs.len() as f64 * duration_ms as f64 / 1000.0;
+        Side {
+            cell,
+            acquisitions_per_s: if seconds > 0.0 {
+                acquired as f64 / seconds
+            } else {
+                0.0
+            },
+        }
+    }
 }
 
 /// One cell, both sides.
@@ -119,7 +142,10 @@ pub fn run(
         crate::input::check_pair(&design, &scenario).map_err(|e| e.0)?;
         let bar = progress(model_seeds.end - model_seeds.start, show_progress);
         bar.set_message(format!("{d} × {s} (model)"));
-        let (model, _, _) =
+        let duration_ms = scenario
+            .workload_for(design.backend, design.masters)
+            .duration_ms;
+        let (model, model_runs, _) =
             run_cell_with_latency(&design, &scenario, model_seeds.clone(), threads, &bar)?;
         bar.finish_and_clear();
         let real = match real_refusals(&design, &scenario, 0..real_runs) {
@@ -129,7 +155,7 @@ pub fn run(
                 bar.set_message(format!("{d} × {s} (real)"));
                 let r = run_real_cell_with(&design, &scenario, 0..real_runs, &bar, exe);
                 bar.finish_and_clear();
-                r.map(|(cell, _, _)| Side { cell })
+                r.map(|(cell, runs, _)| Side::of(cell, &runs, duration_ms))
             }
         };
         let flags = match &real {
@@ -139,7 +165,7 @@ pub fn run(
         rows.push(Row {
             design: d.clone(),
             scenario: s.clone(),
-            model: Side { cell: model },
+            model: Side::of(model, &model_runs, duration_ms),
             real,
             flags,
         });
@@ -179,7 +205,8 @@ fn classes(c: &CellResult) -> String {
     }
 }
 
-fn side_cells(c: &CellResult) -> [String; 5] {
+fn side_cells(side: &Side) -> [String; 6] {
+    let c = &side.cell;
     [
         c.runs.to_string(),
         format!("{}/{}", c.fault_seen, c.runs),
@@ -190,33 +217,34 @@ fn side_cells(c: &CellResult) -> [String; 5] {
         } else {
             "-".into()
         },
+        format!("{:.0}", side.acquisitions_per_s),
     ]
 }
 
 /// The table, in Markdown: one row per cell and side.
 pub fn markdown(rows: &[Row]) -> String {
     let mut out = String::from(
-        "| cell | side | runs | fault seen | classes | unsafe (95% CI) | acquire p50 / p99 ms | flags |\n\
-         |---|---|---|---|---|---|---|---|\n",
+        "| cell | side | runs | fault seen | classes | unsafe (95% CI) | acquire p50 / p99 ms | acquired /s | flags |\n\
+         |---|---|---|---|---|---|---|---|---|\n",
     );
     for r in rows {
         let cell = format!("`{} × {}`", r.design, r.scenario);
-        let m = side_cells(&r.model.cell);
+        let m = side_cells(&r.model);
         out.push_str(&format!(
-            "| {cell} | model | {} | {} | {} | {} | {} | |\n",
-            m[0], m[1], m[2], m[3], m[4]
+            "| {cell} | model | {} | {} | {} | {} | {} | {} | |\n",
+            m[0], m[1], m[2], m[3], m[4], m[5]
         ));
         match &r.real {
             Ok(side) => {
-                let x = side_cells(&side.cell);
+                let x = side_cells(side);
                 let flags = if r.flags.is_empty() {
                     "agree".to_string()
                 } else {
                     format!("**{}**", r.flags.join("; "))
                 };
                 out.push_str(&format!(
-                    "| | real | {} | {} | {} | {} | {} | {flags} |\n",
-                    x[0], x[1], x[2], x[3], x[4]
+                    "| | real | {} | {} | {} | {} | {} | {} | {flags} |\n",
+                    x[0], x[1], x[2], x[3], x[4], x[5]
                 ));
             }
             Err(why) => out.push_str(&format!(
