@@ -34,22 +34,14 @@ pub struct ClockSpec {
     pub drift_ppm: i64,
 }
 
-/// True simulated time since the run started. Outside a simulation: the machine's
-/// monotonic time since [`start_real_time`]'s epoch in a process that runs real
-/// servers (`locksim run --real`), else zero.
+/// True simulated time since the run started (zero outside a simulation).
 pub fn true_now() -> Duration {
-    match turmoil::sim_elapsed() {
-        Some(t) => t,
-        None => real_elapsed(),
-    }
+    turmoil::sim_elapsed().unwrap_or_default()
 }
 
-/// The real run's epoch, as [`monotonic_ns`] read it (0: no real run in this process).
-static REAL_EPOCH_NS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
-
-/// The machine's monotonic clock (`CLOCK_MONOTONIC`), in nanoseconds: one time base
-/// for every process of a real run (the parent and each client process read the same
-/// clock), so their events make one timeline.
+/// The machine's monotonic clock (`CLOCK_MONOTONIC`), in nanoseconds: the one time
+/// base of a real run (`locksim run --real`), whose parent and client processes all
+/// read it, so that their events make one timeline.
 pub fn monotonic_ns() -> u64 {
     let mut ts = libc::timespec {
         tv_sec: 0,
@@ -60,18 +52,9 @@ pub fn monotonic_ns() -> u64 {
     (ts.tv_sec as u64) * 1_000_000_000 + ts.tv_nsec as u64
 }
 
-/// Makes [`true_now`] outside a simulation count from `epoch_ns` (a [`monotonic_ns`]
-/// reading): a real run's true time.
-pub fn start_real_time(epoch_ns: u64) {
-    REAL_EPOCH_NS.store(epoch_ns.max(1), std::sync::atomic::Ordering::Relaxed);
-}
-
-/// Monotonic time since the real run's epoch; zero if none was set.
-pub fn real_elapsed() -> Duration {
-    match REAL_EPOCH_NS.load(std::sync::atomic::Ordering::Relaxed) {
-        0 => Duration::ZERO,
-        epoch => Duration::from_nanos(monotonic_ns().saturating_sub(epoch)),
-    }
+/// Monotonic time since `epoch_ns` (a [`monotonic_ns`] reading): a real run's true time.
+pub fn real_since(epoch_ns: u64) -> Duration {
+    Duration::from_nanos(monotonic_ns().saturating_sub(epoch_ns))
 }
 
 impl ClockSpec {

@@ -65,10 +65,10 @@ impl Shared {
     }
 
     /// Serves one request line (see [`serve`]) and returns the reply line, recording
-    /// the read or write in `recorder`: the storage of a real run, whose client
+    /// the read or write in `recorder` at `at_us` (true µs): the storage of a real run, whose client
     /// processes send their requests to the parent.
-    pub fn handle(&self, line: &str, recorder: &Recorder) -> String {
-        handle(line, &self.0, recorder)
+    pub fn handle(&self, line: &str, recorder: &Recorder, at_us: u64) -> String {
+        handle(line, &self.0, recorder, at_us)
     }
 
     /// Every counter's current value with its segment (`None`: the one counter).
@@ -99,7 +99,8 @@ pub async fn serve(recorder: Recorder, shared: Shared) -> turmoil::Result {
             let (read, mut write) = stream.into_split();
             let mut lines = BufReader::new(read).lines();
             while let Ok(Some(line)) = lines.next_line().await {
-                let reply = handle(&line, &stock, &recorder);
+                let at_us = crate::clock::true_now().as_micros() as u64;
+                let reply = handle(&line, &stock, &recorder, at_us);
                 if write.write_all(reply.as_bytes()).await.is_err() {
                     break;
                 }
@@ -153,7 +154,7 @@ fn counter_of<'a>(
     }
 }
 
-fn handle(line: &str, stock: &Mutex<Stock>, recorder: &Recorder) -> String {
+fn handle(line: &str, stock: &Mutex<Stock>, recorder: &Recorder, at_us: u64) -> String {
     let parts: Vec<&str> = line.split(' ').collect();
     let mut stock = stock.lock().expect("stock poisoned");
     match parts.as_slice() {
@@ -165,7 +166,8 @@ fn handle(line: &str, stock: &Mutex<Stock>, recorder: &Recorder) -> String {
             };
             let token = token.parse::<u64>().ok();
             let accepted = admit(fencing, counter, token);
-            recorder.record(
+            recorder.record_at(
+                at_us,
                 "storage",
                 EventKind::Storage(StorageEvent::Read {
                     reader: reader.to_string(),
@@ -193,7 +195,8 @@ fn handle(line: &str, stock: &Mutex<Stock>, recorder: &Recorder) -> String {
             let token = token.parse::<u64>().ok();
             let current = counter.value;
             let accepted = admit(fencing, counter, token);
-            recorder.record(
+            recorder.record_at(
+                at_us,
                 "storage",
                 EventKind::Storage(StorageEvent::Write {
                     writer: writer.to_string(),

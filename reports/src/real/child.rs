@@ -24,7 +24,6 @@ use lock_impl::{Acquire, AcquireOptions, Deps, LockDesign, Release};
 use rand::{RngExt, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use serde::{Deserialize, Serialize};
-use sim::clock::true_now;
 use sim::history::{Event, EventKind, Op, OpF, Phase};
 use sim::world::Workload;
 use tokio::io::AsyncBufReadExt;
@@ -65,6 +64,14 @@ fn send(line: &str) {
     {
         std::process::exit(0);
     }
+}
+
+/// The run's epoch on the machine's monotonic clock (set once, from the configuration).
+static EPOCH_NS: std::sync::OnceLock<u64> = std::sync::OnceLock::new();
+
+/// True time of the real run: the monotonic clock since its epoch.
+fn true_now() -> Duration {
+    sim::clock::real_since(EPOCH_NS.get().copied().unwrap_or(0))
 }
 
 fn now_us() -> u64 {
@@ -201,7 +208,7 @@ async fn run() -> Result<(), String> {
         .ok_or("no configuration on stdin")?;
     let config: ClientConfig =
         serde_json::from_str(&first).map_err(|e| format!("bad configuration: {e}"))?;
-    sim::clock::start_real_time(config.epoch_ns);
+    let _ = EPOCH_NS.set(config.epoch_ns);
     let (storage_tx, storage_rx) = mpsc::unbounded_channel();
     let (resume_tx, resume_rx) = mpsc::unbounded_channel();
     let inbox = Arc::new(Inbox {

@@ -29,7 +29,7 @@ use std::time::Duration;
 
 use rand::{RngExt, SeedableRng};
 use rand_chacha::ChaCha8Rng;
-use sim::clock::{monotonic_ns, start_real_time, true_now};
+use sim::clock::{monotonic_ns, real_since};
 use sim::faults::{FaultKind, FaultPlan, Target};
 use sim::history::{
     Event, EventKind, FaultPhase, History, RunParams, RunStats, ServerEvent, StorageEvent,
@@ -169,7 +169,7 @@ fn write_line(stdin: &Mutex<ChildStdin>, line: &str) {
 
 impl Run {
     fn now_us(&self) -> u64 {
-        true_now().as_micros() as u64
+        real_since(self.epoch_ns).as_micros() as u64
     }
 
     fn fault(&self, host: &str, fault: usize, phase: FaultPhase, detail: String) {
@@ -269,7 +269,7 @@ impl Run {
                     }
                 }
                 "S" => {
-                    let reply = self.storage.handle(rest, &self.recorder);
+                    let reply = self.storage.handle(rest, &self.recorder, self.now_us());
                     write_line(stdin, &format!("S {}", reply.trim_end()));
                 }
                 "H" => {
@@ -507,7 +507,6 @@ pub fn run_real(cfg: &RunConfig, exe: &Path, logs: Option<&Path>) -> Result<Hist
     }
     let servers = Servers::start(w)?;
     let epoch_ns = monotonic_ns();
-    start_real_time(epoch_ns);
     let recorder = Recorder::new();
     // Each Redis server's role at the start, as the simulator records it.
     for s in &w.servers {
@@ -545,10 +544,10 @@ pub fn run_real(cfg: &RunConfig, exe: &Path, logs: Option<&Path>) -> Result<Hist
         if at >= end {
             break;
         }
-        std::thread::sleep(at.saturating_sub(true_now()));
+        std::thread::sleep(at.saturating_sub(real_since(epoch_ns)));
         run.apply(i, &cfg.plan.faults[i].kind, &mut rng);
     }
-    std::thread::sleep(end.saturating_sub(true_now()));
+    std::thread::sleep(end.saturating_sub(real_since(epoch_ns)));
     run.over.store(true, Ordering::Relaxed);
     let end_us = run.now_us();
     // The run is over: every client process goes (resumed first, so nothing lingers
