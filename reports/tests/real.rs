@@ -217,3 +217,34 @@ fn parity_flags_a_class_seen_on_one_side_only_and_intervals_apart() {
     unknown.classes.insert("unknown".into(), 20);
     assert!(reports::parity::flags(&cell(0, 20), &unknown).is_empty());
 }
+
+#[test]
+fn parity_runs_both_sides_of_a_real_cell_and_names_why_a_cell_stays_model_only() {
+    if !lock_impl::testing::redis_server_available() {
+        return;
+    }
+    let cells = vec![
+        ("set-nx-px-lua".to_string(), "gc-pause".to_string()),
+        ("set-nx-px-lua".to_string(), "split-brain".to_string()),
+    ];
+    let rows = reports::parity::run(&cells, 2, 0..4, 2, exe(), false).unwrap();
+    assert_eq!(rows.len(), 2);
+    let real = rows[0]
+        .real
+        .as_ref()
+        .expect("gc-pause runs against real servers");
+    assert_eq!(real.cell.runs, 2);
+    assert_eq!(rows[0].model.cell.runs, 4);
+    assert!(
+        rows[0].flags.is_empty(),
+        "both sides unsafe in every run: {:?}",
+        rows[0].flags
+    );
+    let why = rows[1]
+        .real
+        .as_ref()
+        .expect_err("split-brain stays model-only");
+    assert!(why.contains("nftables"), "{why}");
+    let table = reports::parity::markdown(&rows);
+    assert!(table.contains("model only: "), "{table}");
+}
