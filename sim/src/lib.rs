@@ -7,6 +7,7 @@ pub mod history;
 pub mod mongo;
 pub mod mysql;
 pub mod net;
+pub mod outcome;
 pub mod pause;
 pub mod recorder;
 pub mod redis;

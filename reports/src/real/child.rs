@@ -20,7 +20,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
-use lock_impl::{Acquire, AcquireOptions, Deps, LockDesign, Release};
+use lock_impl::{AcquireOptions, Deps, LockDesign};
 use rand::{RngExt, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use serde::{Deserialize, Serialize};
@@ -412,13 +412,7 @@ impl Client {
     ) -> Option<lock_impl::Guard> {
         let id = self.rec.invoke(OpF::Acquire, |o| o.key = Some(key.into()));
         let outcome = design.acquire(key, options).await;
-        let (phase, guard, detail) = match outcome {
-            Ok(Acquire::Acquired(g)) => (Phase::Ok, Some(g), None),
-            Ok(Acquire::NotAcquired) => (Phase::Fail, None, None),
-            Ok(Acquire::Unknown(why)) => (Phase::Info, None, Some(why)),
-            Err(e) if e.nothing_sent() => (Phase::Fail, None, Some(e.to_string())),
-            Err(e) => (Phase::Info, None, Some(e.to_string())),
-        };
+        let (phase, guard, detail) = sim::outcome::acquired(outcome);
         self.rec.complete(id, OpF::Acquire, phase, |o| {
             o.key = Some(key.into());
             o.detail = detail;
@@ -441,15 +435,7 @@ impl Client {
             o.owner = Some(guard.owner.clone());
             o.value = Some(1);
         });
-        let (phase, detail) = match design.release(guard).await {
-            Ok(Release::Removed) => (Phase::Ok, "removed".to_string()),
-            Ok(Release::NotFound) => (Phase::Fail, "not-found".into()),
-            Ok(Release::HeldByOther) => (Phase::Fail, "held-by-other".into()),
-            Ok(Release::NotRemoved) => (Phase::Fail, "not-removed".into()),
-            Ok(Release::StillHeld { count }) => (Phase::Ok, format!("still-held count={count}")),
-            Ok(Release::Unknown(why)) => (Phase::Info, why),
-            Err(e) => (Phase::Fail, e.to_string()),
-        };
+        let (phase, detail) = sim::outcome::released(design.release(guard).await);
         self.rec.complete(id, OpF::Release, phase, |o| {
             o.key = Some(key.into());
             o.owner = Some(guard.owner.clone());

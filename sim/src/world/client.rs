@@ -6,7 +6,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use std::time::Duration;
 
-use lock_impl::{Acquire, AcquireOptions, Deps, LockDesign, Release, SeededEntropy};
+use lock_impl::{AcquireOptions, Deps, LockDesign, SeededEntropy};
 use rand::{RngExt, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
@@ -482,15 +482,7 @@ impl Client {
             Some(LockMode::Read) => design.acquire_read(key, options).await,
             Some(LockMode::Write) | None => design.acquire(key, options).await,
         };
-        let (phase, guard, detail) = match outcome {
-            Ok(Acquire::Acquired(g)) => (Phase::Ok, Some(g), None),
-            Ok(Acquire::NotAcquired) => (Phase::Fail, None, None),
-            Ok(Acquire::Unknown(why)) => (Phase::Info, None, Some(why)),
-            // An error after a command may have taken the lock is an unknown outcome
-            // (Jepsen's info); only an error raised before anything was sent is a fail.
-            Err(e) if e.nothing_sent() => (Phase::Fail, None, Some(e.to_string())),
-            Err(e) => (Phase::Info, None, Some(e.to_string())),
-        };
+        let (phase, guard, detail) = crate::outcome::acquired(outcome);
         rec.complete(host, op, OpF::Acquire, phase, |o| {
             o.key = Some(key.into());
             o.detail = detail;
@@ -525,15 +517,7 @@ impl Client {
             o.value = Some(depth);
             o.mode = mode;
         });
-        let (phase, detail) = match design.release(guard).await {
-            Ok(Release::Removed) => (Phase::Ok, "removed".to_string()),
-            Ok(Release::NotFound) => (Phase::Fail, "not-found".into()),
-            Ok(Release::HeldByOther) => (Phase::Fail, "held-by-other".into()),
-            Ok(Release::NotRemoved) => (Phase::Fail, "not-removed".into()),
-            Ok(Release::StillHeld { count }) => (Phase::Ok, format!("still-held count={count}")),
-            Ok(Release::Unknown(why)) => (Phase::Info, why),
-            Err(e) => (Phase::Fail, e.to_string()),
-        };
+        let (phase, detail) = crate::outcome::released(design.release(guard).await);
         rec.complete(host, op, OpF::Release, phase, |o| {
             o.key = Some(key.into());
             o.owner = Some(guard.owner.clone());
