@@ -77,8 +77,8 @@ pub fn run_real_cell(
 }
 
 /// [`run_real_cell`] with the client processes started from `exe` (a `locksim`
-/// binary: tests name the one cargo built). The servers' logs of every run with a
-/// verdict that is not Valid are kept in
+/// binary: tests name the one cargo built). The servers' logs of every run with an
+/// Invalid verdict are kept in
 /// `$TMPDIR/locksim-real-logs/<design>-<scenario>-seed-<N>/`.
 pub fn run_real_cell_with(
     design: &DesignSpec,
@@ -91,7 +91,7 @@ pub fn run_real_cell_with(
     let mut runs = Vec::new();
     for seed in seeds {
         let cfg = scenarios::sweep::config(design, scenario, seed);
-        // Each server's log, kept only for a run with a verdict that is not Valid.
+        // Each server's log, kept only for a run with an Invalid verdict.
         let logs = std::env::temp_dir().join("locksim-real-logs").join(format!(
             "{}-{}-seed-{seed}",
             design.name.replace('/', "_"),
@@ -102,7 +102,7 @@ pub fn run_real_cell_with(
             latency.merge(&l);
         }
         let summary = scenarios::sweep::summarize(scenario, &history);
-        if summary.verdicts.iter().all(|(_, v)| v.is_valid()) {
+        if !summary.verdicts.iter().any(|(_, v)| v.is_invalid()) {
             let _ = std::fs::remove_dir_all(&logs);
         }
         runs.push(summary);
