@@ -13,7 +13,8 @@ use crate::{commands, exit, input};
 use clap::{Args, Parser, Subcommand};
 use scenarios::sweep::DesignSpec;
 
-/// Deterministic simulation of distributed Redis locks.
+/// Proves or breaks distributed locks (Redis, Redlock, Redisson, ZooKeeper, MySQL, MongoDB): real
+/// lock clients in a deterministic simulation under faults, or against real servers.
 ///
 /// With no subcommand, runs every design under every scenario and prints the verdict
 /// matrix (`--detail` for the full table with replay commands).
