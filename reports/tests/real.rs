@@ -202,9 +202,9 @@ fn parity_flags_a_class_seen_on_one_side_only_and_intervals_apart() {
     };
     assert!(reports::parity::flags(&cell(20, 0), &cell(20, 0)).is_empty());
     let f = reports::parity::flags(&cell(20, 0), &cell(0, 20));
-    assert!(f.iter().any(|x| x == "unsafe only in the model"), "{f:?}");
+    assert!(f.iter().any(|x| x == "unsafe only in the model (20/20)"), "{f:?}");
     assert!(
-        f.iter().any(|x| x == "safe only against real servers"),
+        f.iter().any(|x| x == "safe only against real servers (20/20)"),
         "{f:?}"
     );
     assert!(
@@ -216,6 +216,15 @@ fn parity_flags_a_class_seen_on_one_side_only_and_intervals_apart() {
     unknown.runs = 20;
     unknown.classes.insert("unknown".into(), 20);
     assert!(reports::parity::flags(&cell(0, 20), &unknown).is_empty());
+    // A class in 1 of 100 model runs and none of 20 real ones is a note, not a flag.
+    let (mut model, real) = (cell(99, 0), cell(20, 0));
+    model.runs = 100;
+    model.classes.insert("overlap".into(), 1);
+    assert!(reports::parity::flags(&model, &real).is_empty());
+    assert_eq!(
+        reports::parity::notes(&model, &real),
+        ["overlap only in the model (1/100)"]
+    );
 }
 
 #[test]
