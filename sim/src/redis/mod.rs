@@ -20,5 +20,6 @@ pub mod keyspace;
 pub mod link;
 pub mod lua;
 mod lua_libs;
+mod lua_shared;
 pub mod persistence;
 pub mod replication;
