@@ -5,7 +5,8 @@
 pub mod engine;
 pub mod reply;
 
-pub use engine::{Engine, KeyCause, KeyEvent, Session, SessionKind};
+pub use engine::{Engine, Session, SessionKind};
+pub use keyspace::{KeyCause, KeyEvent};
 pub use reply::Reply;
 pub mod resp;
 pub mod server;

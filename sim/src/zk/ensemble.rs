@@ -61,9 +61,9 @@ use lock_impl::zk::proto::{
 };
 use serde::{Deserialize, Serialize};
 
-use super::front::{Front, other_conns_of};
+use super::front::{ConnId, Front, Out, other_conns_of};
 use super::java::session_password;
-use super::server::{ConnId, Out, ServerEvent, ZkConfig, ZkNow, prep, prep_multi};
+use super::server::{ServerEvent, ZkConfig, ZkNow, prep, prep_multi};
 use super::tree::{DataTree, Trigger, Txn, TxnBody};
 
 mod broadcast;
