@@ -24,3 +24,4 @@ mod lua_libs;
 mod lua_shared;
 pub mod persistence;
 pub mod replication;
+mod shared;
