@@ -9,6 +9,7 @@ mod redis_py;
 mod redisson_redlock;
 mod redisson_retry;
 mod redisson_rw;
+mod redisson_rw_scripts;
 mod redlock;
 mod redsync;
 mod reentrant_watchdog;

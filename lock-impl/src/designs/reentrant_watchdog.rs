@@ -8,6 +8,7 @@ use futures_util::StreamExt;
 use tokio::sync::watch;
 
 use super::redisson_retry::{self, Version};
+use super::redisson_rw_scripts::{self, RW_NAME};
 use super::{check_guard, guard};
 use crate::lock::classify;
 use crate::{Acquire, AcquireOptions, Clock, Deps, Guard, LockDesign, LockError, Release, Wait};
@@ -254,7 +255,7 @@ impl ReentrantWatchdog {
         match self.flavor {
             Flavor::Lock => Self::NAME,
             Flavor::Fenced => Self::FENCED_NAME,
-            Flavor::ReadWrite => super::RedissonRw::NAME,
+            Flavor::ReadWrite => RW_NAME,
         }
     }
 
@@ -297,7 +298,7 @@ impl ReentrantWatchdog {
     /// The channel this instance's waiters listen on.
     fn channel_of(&self, key: &str) -> String {
         match self.flavor {
-            Flavor::ReadWrite => super::redisson_rw::channel(key),
+            Flavor::ReadWrite => redisson_rw_scripts::channel(key),
             Flavor::Lock | Flavor::Fenced => Self::channel(key),
         }
     }
@@ -530,10 +531,10 @@ impl ReentrantWatchdog {
                             .await
                     }
                     Side::Read => {
-                        super::redisson_rw::lock_read(&mut conn, key, owner, lease.ms()).await
+                        redisson_rw_scripts::lock_read(&mut conn, key, owner, lease.ms()).await
                     }
                     Side::Write => {
-                        super::redisson_rw::lock_write(&mut conn, key, owner, lease.ms()).await
+                        redisson_rw_scripts::lock_write(&mut conn, key, owner, lease.ms()).await
                     }
                 }
             },
@@ -729,7 +730,7 @@ async fn renew_loop(
                     // `renewReadLock`: `ReadLockTask`'s script, which re-arms the hash
                     // and every holder's timeout keys.
                     Side::Read => {
-                        super::redisson_rw::renew_read(&mut conn, key, owner, lease_ms).await
+                        redisson_rw_scripts::renew_read(&mut conn, key, owner, lease_ms).await
                     }
                     // A write lock renews as `RedissonLock` does, under its `:write`
                     // field.
@@ -804,7 +805,7 @@ impl LockDesign for ReentrantWatchdog {
             |mut conn| async move {
                 match flavor {
                     Flavor::ReadWrite => {
-                        super::redisson_rw::unlock(deps, &mut conn, key, owner, lease_ms.max(1))
+                        redisson_rw_scripts::unlock(deps, &mut conn, key, owner, lease_ms.max(1))
                             .await
                     }
                     Flavor::Lock | Flavor::Fenced => {
@@ -835,7 +836,7 @@ impl LockDesign for ReentrantWatchdog {
                 // while other holders keep the hash: its hold is over.
                 if count == 0
                     && self.flavor == Flavor::ReadWrite
-                    && !super::redisson_rw::is_write_owner(&guard.owner)
+                    && !redisson_rw_scripts::is_write_owner(&guard.owner)
                 {
                     return Ok(Release::Removed);
                 }

@@ -32,8 +32,8 @@ use std::collections::BTreeMap;
 use lock_impl::mysql::proto::{Column, EofPacket, ErrPacket, OkPacket, Reply, ResultSet};
 use lock_impl::mysql::proto::{column_type, status};
 
-use super::server::{ConnId, ServerEvent};
 use super::sql::{ColumnType, Cond, Op, SetExpr, Statement, Value, parse_error};
+use super::types::{ConnId, ServerEvent};
 
 /// A table: its columns (the first is the primary key) and rows by folded key.
 #[derive(Debug, Clone)]

@@ -11,7 +11,76 @@ use std::collections::BTreeMap;
 
 use indexmap::IndexMap;
 
-use super::engine::{KeyCause, KeyEvent};
+/// Why a key left the keyspace, or was written.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub enum KeyCause {
+    /// `DEL`, `UNLINK`, `GETDEL`, or a hash losing its last field, from a command or a
+    /// script.
+    Command,
+    /// Expired (lazily or by the active cycle).
+    Expired,
+    /// Replaced by a `SET` that overwrote it.
+    Overwritten,
+    /// `FLUSHALL` / `FLUSHDB`.
+    Flushed,
+    /// A replica's full sync replaced its dataset with its master's.
+    Resync,
+}
+
+/// The server's own record of what happened to keys: the ground truth a checker uses
+/// to tell whose lock a release really removed.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub enum KeyEvent {
+    /// A string key was written (by `SET`, `SETNX`, ...), or a hash field (by `HSET`,
+    /// `HINCRBY`; `value` is then the field's name).
+    Written {
+        /// Server clock, unix microseconds.
+        at_us: u64,
+        /// The session's peer.
+        by: String,
+        /// The key.
+        key: String,
+        /// The value written (lossy UTF-8).
+        value: String,
+    },
+    /// A command set a key's expiry (`EXPIRE`, `PEXPIRE`, `PEXPIREAT`; from a client or
+    /// a script): how a lease is armed or a watchdog renews it.
+    ExpireSet {
+        /// Server clock, unix microseconds.
+        at_us: u64,
+        /// The session's peer.
+        by: String,
+        /// The key.
+        key: String,
+        /// Time to live from now, in milliseconds.
+        ttl_ms: i64,
+    },
+    /// `HDEL` removed a field of a hash that still has others (a hash left empty is
+    /// removed instead: [`KeyEvent::Removed`]).
+    FieldRemoved {
+        /// Server clock, unix microseconds.
+        at_us: u64,
+        /// The session's peer.
+        by: String,
+        /// The key.
+        key: String,
+        /// The field removed (lossy UTF-8).
+        field: String,
+    },
+    /// A key was removed.
+    Removed {
+        /// Server clock, unix microseconds.
+        at_us: u64,
+        /// The session's peer, or `"expiry"` for expiry.
+        by: String,
+        /// The key.
+        key: String,
+        /// For a string: its value; for a hash: its field names joined with `,`.
+        value: String,
+        /// Why.
+        cause: KeyCause,
+    },
+}
 
 /// Number of logical databases, as Redis's default `databases 16`.
 pub const DATABASES: usize = 16;

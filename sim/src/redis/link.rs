@@ -15,7 +15,7 @@ use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use super::Engine;
 use super::replication::{LinkState, REPL_CRON_MS, REPL_TIMEOUT_S};
 use super::resp::{self, Parsed};
-use super::server::{CommandEngine, SharedEngine};
+use super::shared::{CommandEngine, SharedEngine};
 
 /// An engine that can follow a master (the model's [`Engine`], or a wrapper of it).
 pub trait Replicating: CommandEngine {

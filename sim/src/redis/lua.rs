@@ -7,6 +7,8 @@ use std::collections::BTreeMap;
 use mlua::{Function, Lua, LuaOptions, MultiValue, StdLib, Table, Value};
 
 use super::commands::{self, Core, Ctx, Lookup};
+use super::lua_shared::PENDING;
+pub use super::lua_shared::fmt_g;
 use super::reply::Reply;
 
 /// Redis's `redisLrand48` / `redisSrand48` (rand.c): the 48-bit LCG of `lrand48`.
@@ -27,40 +29,6 @@ impl Rand48 {
 /// C's `printf("%.17g")`, which Redis uses to turn a Lua number argument into a string.
 pub fn fmt_g17(v: f64) -> String {
     fmt_g(v, 17)
-}
-
-/// C's `printf("%.<prec>g")` (glibc's output for NaN and infinities); `prec` >= 1.
-pub fn fmt_g(v: f64, prec: usize) -> String {
-    let prec = prec.max(1) as i32;
-    if v.is_nan() {
-        return if v.is_sign_negative() { "-nan" } else { "nan" }.into();
-    }
-    if v.is_infinite() {
-        return if v < 0.0 { "-inf" } else { "inf" }.into();
-    }
-    if v == 0.0 {
-        return if v.is_sign_negative() { "-0" } else { "0" }.into();
-    }
-    fn strip(s: &str) -> String {
-        if s.contains('.') {
-            s.trim_end_matches('0').trim_end_matches('.').to_string()
-        } else {
-            s.to_string()
-        }
-    }
-    let sci = format!("{:.*e}", (prec - 1) as usize, v);
-    let (mant, exp) = sci.split_once('e').unwrap_or((&sci, "0"));
-    let exp: i32 = exp.parse().unwrap_or(0);
-    if !(-4..prec).contains(&exp) {
-        format!(
-            "{}e{}{:02}",
-            strip(mant),
-            if exp < 0 { '-' } else { '+' },
-            exp.abs()
-        )
-    } else {
-        strip(&format!("{:.*}", (prec - 1 - exp) as usize, v))
-    }
 }
 
 /// Lowercase hex SHA1, as `redis.sha1hex` and the script cache use.
@@ -221,9 +189,6 @@ end
 
 return compile, run
 "#;
-
-/// Registry slot for the error table `redis.call` raises.
-pub(super) const PENDING: &str = "locksim.redis.pending_error";
 
 /// The engine's Lua VM and script cache.
 pub struct LuaVm {

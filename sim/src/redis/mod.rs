@@ -5,7 +5,8 @@
 pub mod engine;
 pub mod reply;
 
-pub use engine::{Engine, KeyCause, KeyEvent, Session, SessionKind};
+pub use engine::{Engine, Session, SessionKind};
+pub use keyspace::{KeyCause, KeyEvent};
 pub use reply::Reply;
 pub mod resp;
 pub mod server;
@@ -20,5 +21,7 @@ pub mod keyspace;
 pub mod link;
 pub mod lua;
 mod lua_libs;
+mod lua_shared;
 pub mod persistence;
 pub mod replication;
+mod shared;

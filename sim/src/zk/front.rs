@@ -12,8 +12,19 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use lock_impl::zk::proto::{self, ErrorCode, ReplyHeader, Request, Response, WatcherEvent, state};
 
-use super::server::{ConnId, Out};
 use super::tree::{DataTree, Trigger, WatchTable};
+
+/// A connection's id, given by `ZkServer::connect` (or `Peer::connect` in an ensemble).
+pub type ConnId = u64;
+
+/// What a connection must do next.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Out {
+    /// Write this frame.
+    Frame(Vec<u8>),
+    /// Close the connection (after the frames before it).
+    Close,
+}
 
 /// The watch tables and the output queue of one server's client connections.
 #[derive(Debug, Default)]

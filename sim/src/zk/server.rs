@@ -37,12 +37,10 @@ use lock_impl::zk::proto::{
     Request, Response, create_mode, op,
 };
 
+pub use super::front::{ConnId, Out};
 use super::front::{Front, other_conns_of};
 use super::java::session_password;
 use super::tree::{DataTree, Trigger, Txn, TxnBody, parent_of, validate_path};
-
-/// A connection's id, given by [`ZkServer::connect`].
-pub type ConnId = u64;
 
 /// Server settings (`zoo.cfg`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -86,15 +84,6 @@ pub struct ZkNow {
     pub elapsed_ms: u64,
     /// Wall clock, unix ms (`Time.currentWallTime`): ctime and mtime.
     pub wall_ms: i64,
-}
-
-/// What a connection must do next.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Out {
-    /// Write this frame.
-    Frame(Vec<u8>),
-    /// Close the connection (after the frames before it).
-    Close,
 }
 
 #[derive(Debug, Clone)]
