@@ -255,7 +255,11 @@ fn side_cells(side: &Side) -> [String; 6] {
         } else {
             "-".into()
         },
-        format!("{:.0}", side.acquisitions_per_s),
+        if side.acquisitions_per_s < 10.0 {
+            format!("{:.1}", side.acquisitions_per_s)
+        } else {
+            format!("{:.0}", side.acquisitions_per_s)
+        },
     ]
 }
 

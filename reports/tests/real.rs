@@ -202,9 +202,13 @@ fn parity_flags_a_class_seen_on_one_side_only_and_intervals_apart() {
     };
     assert!(reports::parity::flags(&cell(20, 0), &cell(20, 0)).is_empty());
     let f = reports::parity::flags(&cell(20, 0), &cell(0, 20));
-    assert!(f.iter().any(|x| x == "unsafe only in the model (20/20)"), "{f:?}");
     assert!(
-        f.iter().any(|x| x == "safe only against real servers (20/20)"),
+        f.iter().any(|x| x == "unsafe only in the model (20/20)"),
+        "{f:?}"
+    );
+    assert!(
+        f.iter()
+            .any(|x| x == "safe only against real servers (20/20)"),
         "{f:?}"
     );
     assert!(
