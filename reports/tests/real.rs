@@ -261,3 +261,16 @@ fn parity_runs_both_sides_of_a_real_cell_and_names_why_a_cell_stays_model_only()
     let table = reports::parity::markdown(&rows);
     assert!(table.contains("model only: "), "{table}");
 }
+
+#[test]
+fn a_real_restart_without_persistence_loses_the_lock_by_the_servers_own_answers() {
+    if !lock_impl::testing::redis_server_available() {
+        return;
+    }
+    // The runner asks the server for the lock key just before SIGKILL and again after
+    // the restart: held, then absent, is the server's own record of the loss, which
+    // the scenario's probe reads.
+    let (cell, _) = real("set-nx-px-lua", "server-restart", 0..1);
+    assert_eq!(cell.fault_seen, 1, "{cell:?}");
+    assert_eq!(cell.classes.get("unsafe").copied(), Some(1), "{cell:?}");
+}

@@ -462,7 +462,15 @@ impl Run {
             }
             return;
         }
-        self.servers.lock().expect("servers").kill(host);
+        // What the server held under the lock key, by its own answer, just before it
+        // dies: if it comes back without it, the restart lost the lock.
+        let key = self.cfg.workload.key.clone();
+        let held = {
+            let mut servers = self.servers.lock().expect("servers");
+            let held = servers.value_of(host, &key);
+            servers.kill(host);
+            held
+        };
         self.fault(host, index, FaultPhase::Start, format!("crash {host}"));
         if let Some(ms) = restart_after_ms {
             let (run, host) = (self.clone(), host.to_string());
@@ -471,12 +479,29 @@ impl Run {
                 if run.over.load(Ordering::Relaxed) {
                     return;
                 }
-                let restarted = run.servers.lock().expect("servers").restart(&host);
+                let mut servers = run.servers.lock().expect("servers");
+                let restarted = servers.restart(&host);
+                let back = servers.value_of(&host, &key);
+                drop(servers);
                 let detail = match restarted {
                     Ok(()) => format!("{host} restarts"),
                     Err(e) => format!("{host} did not restart: {e}"),
                 };
                 run.fault(&host, index, FaultPhase::End, detail);
+                if let Some(value) = held.filter(|_| back.is_none()) {
+                    // The server's own answers: it held `value` before the crash and
+                    // holds nothing after the restart.
+                    run.recorder.record_at(
+                        run.now_us(),
+                        &host,
+                        EventKind::Server(ServerEvent::Removed {
+                            by: host.clone(),
+                            key: key.clone(),
+                            value,
+                            cause: "lost".into(),
+                        }),
+                    );
+                }
             });
         }
     }

@@ -366,6 +366,20 @@ impl Servers {
         })
     }
 
+    /// What Redis server `name` holds under `key` now, by its own answer: a string's
+    /// value, or a hash's fields joined by `,`; `None` if absent, or not a Redis server.
+    pub fn value_of(&self, name: &str, key: &str) -> Option<String> {
+        let r = self.redis.get(name)?;
+        let reply = resp(r.port, &["GET", key])
+            .filter(|x| !x.starts_with("-WRONGTYPE"))
+            .or_else(|| resp(r.port, &["HKEYS", key]))?;
+        let items: Vec<&str> = reply
+            .split("\r\n")
+            .filter(|l| !l.is_empty() && !l.starts_with('$') && !l.starts_with('*'))
+            .collect();
+        (!items.is_empty() && !reply.starts_with('-')).then(|| items.join(","))
+    }
+
     /// A ZooKeeper ensemble's leader now.
     pub fn zk_leader(&self) -> Option<String> {
         let (names, e) = self.ensemble.as_ref()?;
