@@ -214,7 +214,7 @@ fn the_readme_opens_with_the_fresh_machine_commands_and_stays_short() {
     assert!(heading("## Gate your lock in CI") < 150);
 }
 
-/// No file name in the repository records when it was written (`…-stop-31.md`).
+/// No doc is named by when it was written (a stop number), only by its subject.
 #[test]
 fn no_doc_is_named_by_when_it_was_written() {
     for file in markdown_files() {
