@@ -174,7 +174,7 @@ impl Backend {
     }
 
     /// What the system promises a lock, and what it does not, in a sentence (the
-    /// report's legend and the README's design table).
+    /// report's legend and docs/designs.md's design table).
     pub fn promise(self) -> &'static str {
         match self {
             Backend::Redis => {

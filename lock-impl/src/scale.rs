@@ -360,7 +360,7 @@ pub const REDISSON_REDLOCK_UNLOCK_POLL: Constant = Constant {
     scaling: Scaling::Scaled,
 };
 
-/// Every constant a built-in design reads through [`TimeScale::of`], for the README's
+/// Every constant a built-in design reads through [`TimeScale::of`], for docs/layout.md's
 /// table and `locksim list`.
 pub const CONSTANTS: &[&Constant] = &[
     &ZK_RECONNECT_JITTER,

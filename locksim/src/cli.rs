@@ -14,7 +14,7 @@
 //! (`run`, `shrink`, `explore`, `sweep`, `report`, `gate`, `list`, the matrix with no
 //! subcommand) takes `--design my-lock` too, and includes it by default where the
 //! plain command runs every built-in design. `cargo run --bin locksim -- --help` lists
-//! them; the workspace README describes each.
+//! them; docs/commands.md describes each.
 
 use std::process::ExitCode;
 

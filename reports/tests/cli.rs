@@ -375,7 +375,7 @@ fn the_gate_passes_an_unchanged_lock_and_fails_one_whose_release_went_blind() {
 
 #[test]
 fn a_users_own_binary_can_gate_its_own_design_through_the_library() {
-    // What the README's `lockgate` recipe does, with a design the caller supplies.
+    // What docs/testing-your-lock.md's `lockgate` recipe does, with a design the caller supplies.
     use reports::gate::{GateArgs, gate};
     let mut mine = scenarios::broken::find("check-then-set")
         .expect("catalog")

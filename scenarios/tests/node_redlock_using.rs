@@ -12,7 +12,7 @@ use sim::history::EventKind;
 /// back valid and the timer keeps it through ten leases. (With eight clients and
 /// 300 ms waits, a lock won after retrying past its duration comes back expired by its
 /// own account, node-redlock's `start` read once, and `using()` aborts its extension at
-/// once: `long-work` is unsafe in most runs there, as the README's row says.)
+/// once: `long-work` is unsafe in most runs there, as docs/designs.md's row says.)
 #[test]
 fn the_extension_timer_keeps_a_long_hold_where_node_redlock_loses_it() {
     use scenarios::params::Param;
