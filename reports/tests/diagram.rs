@@ -322,5 +322,12 @@ fn the_mongodb_rollback_diagram_has_no_two_labels_overlapping_and_draws_the_elec
         "{roles:?}"
     );
     assert_clean("mongo-failover", &d);
-    assert_clean("mongo-failover-full", &diagram::of_history(&h, true));
+    let full = diagram::of_history(&h, true);
+    assert!(
+        full.items.iter().any(
+            |i| matches!(i, diagram::Item::Note { text, .. } if text.starts_with("rolls back"))
+        ),
+        "the old primary's rollback is drawn"
+    );
+    assert_clean("mongo-failover-full", &full);
 }

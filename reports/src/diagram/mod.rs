@@ -1,7 +1,11 @@
-//! Sequence diagrams of a run: one lane per client, per Redis server and for the
+//! Sequence diagrams of a run: one lane per client, per server (Redis, ZooKeeper,
+//! MySQL, MongoDB), per Sentinel that led a failover in the window, and for the
 //! storage; requests and replies as arrows at their true times (a reply held by a
 //! delay or a pause slopes down from when the server sent it to when the client got
-//! it); the server's lease of each lock as a bar on its lane; faults as shaded boxes;
+//! it); the server's lease of each lock as a bar on its lane; its role changes (a
+//! promotion, a demotion, a leader elected), a ZooKeeper session's expiry, a MongoDB
+//! rollback and the Sentinel's failover steps as notes on their lanes; faults as shaded
+//! boxes over the lane of the host they hit (a delay as a strip along it);
 //! each client's belief that it holds the lock as a bar beside its lane; the violation
 //! as a red line across every lane.
 //!
@@ -10,9 +14,11 @@
 //! start of the holds and faults involved to the violation's last event. `full` draws
 //! every host over the whole run.
 //!
-//! Time runs down the page. The scale is true time, except that rows closer than a
-//! line of text are pushed apart (the order is always the true order); the time of
-//! every row is printed in the left margin.
+//! Time runs down the page. The scale is true time, except that rows whose text would
+//! touch other text or an arrowhead are pushed apart (the order is always the true
+//! order; text is measured with the plots' font); the time of every row is printed in
+//! the left margin. Labels too long for their room wrap, then are cut, with the whole
+//! text in a tooltip.
 //!
 //! Two renderings of one [`Diagram`]: SVG (self-contained, no scripts or fonts to
 //! fetch; `svg.rs`) and Mermaid `sequenceDiagram` text (for a pull request or a wiki,
@@ -137,7 +143,7 @@ pub enum Item {
 pub struct Diagram {
     /// One line naming the run.
     pub title: String,
-    /// Lane names, left to right: clients, Redis servers, storage.
+    /// Lane names, left to right: clients, servers, Sentinels, storage.
     pub lanes: Vec<String>,
     /// The drawn things, in time order of their start.
     pub items: Vec<Item>,
@@ -432,6 +438,7 @@ pub fn build(history: &History, verdicts: &[(String, Verdict)], full: bool) -> D
             });
         }
     };
+    let mut roled: BTreeSet<usize> = BTreeSet::new();
     for e in &history.events {
         let EventKind::Server(s) = &e.kind else {
             continue;
@@ -488,13 +495,24 @@ pub fn build(history: &History, verdicts: &[(String, Verdict)], full: bool) -> D
                     });
                 }
             }
-            ServerEvent::Role { role } if in_window(e.at_us) => {
-                items.push(Item::Note {
-                    lane: l,
-                    at_us: e.at_us,
-                    text: format!("becomes {role}"),
-                    style: Style::Role,
-                });
+            ServerEvent::Role { role } => {
+                // A server's first role is the one it starts in; each later one, a change.
+                let first = roled.insert(l);
+                if in_window(e.at_us) {
+                    let text = if role.starts_with("looking") {
+                        role.clone()
+                    } else if first {
+                        format!("starts as {role}")
+                    } else {
+                        format!("becomes {role}")
+                    };
+                    items.push(Item::Note {
+                        lane: l,
+                        at_us: e.at_us,
+                        text,
+                        style: Style::Role,
+                    });
+                }
             }
             ServerEvent::ZkSession {
                 session,
