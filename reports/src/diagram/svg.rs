@@ -254,6 +254,8 @@ pub fn svg(d: &Diagram) -> String {
         let mut row = Row::new(*t, 1, d.items.len());
         row.marks
             .push(TextBox::rect(width - 20.0 - w, -7.0, width - 10.0, 7.0));
+        // Its line runs across every lane: no text on it.
+        row.marks.push(TextBox::rect(LEFT, -1.5, width - 10.0, 1.5));
         time_label(&mut row, &mut timed);
         rows.push(row);
         (rows.len() - 1, text, w)
