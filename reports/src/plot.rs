@@ -29,6 +29,15 @@ const FONT_PATHS: [&str; 5] = [
     "/System/Library/Fonts/Supplemental/Arial.ttf",
 ];
 
+/// The bytes of the font [`init_font`] loaded (the diagram measures its text with it).
+static FONT_BYTES: std::sync::OnceLock<&'static [u8]> = std::sync::OnceLock::new();
+
+/// The font the plots draw with, once [`init_font`] found one.
+pub fn font_bytes() -> Option<&'static [u8]> {
+    init_font().ok()?;
+    FONT_BYTES.get().copied()
+}
+
 /// Loads the plots' font once (`LOCKSIM_FONT`, else the first of `FONT_PATHS` that
 /// exists); the error says what to install.
 pub fn init_font() -> Result<(), String> {
@@ -49,6 +58,7 @@ pub fn init_font() -> Result<(), String> {
             };
             // The font lives as long as the process: plotters keeps a reference.
             let bytes: &'static [u8] = Box::leak(bytes.into_boxed_slice());
+            let _ = FONT_BYTES.set(bytes);
             for style in [FontStyle::Normal, FontStyle::Bold] {
                 plotters::style::register_font("sans-serif", style, bytes)
                     .map_err(|_| format!("{} is not a TrueType font", path.display()))?;

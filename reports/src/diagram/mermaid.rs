@@ -73,7 +73,7 @@ pub fn mermaid(d: &Diagram) -> String {
                     rows.push((*to_us, n, format!("deactivate {}", id(*lane))));
                 }
                 _ => {
-                    let what = if *style == Style::Fault {
+                    let what = if matches!(style, Style::Fault | Style::Delay) {
                         "fault"
                     } else {
                         "lease"

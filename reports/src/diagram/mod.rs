@@ -1,7 +1,11 @@
-//! Sequence diagrams of a run: one lane per client, per Redis server and for the
+//! Sequence diagrams of a run: one lane per client, per server (Redis, ZooKeeper,
+//! MySQL, MongoDB), per Sentinel that led a failover in the window, and for the
 //! storage; requests and replies as arrows at their true times (a reply held by a
 //! delay or a pause slopes down from when the server sent it to when the client got
-//! it); the server's lease of each lock as a bar on its lane; faults as shaded boxes;
+//! it); the server's lease of each lock as a bar on its lane; its role changes (a
+//! promotion, a demotion, a leader elected), a ZooKeeper session's expiry, a MongoDB
+//! rollback and the Sentinel's failover steps as notes on their lanes; faults as shaded
+//! boxes over the lane of the host they hit (a delay as a strip along it);
 //! each client's belief that it holds the lock as a bar beside its lane; the violation
 //! as a red line across every lane.
 //!
@@ -10,14 +14,17 @@
 //! start of the holds and faults involved to the violation's last event. `full` draws
 //! every host over the whole run.
 //!
-//! Time runs down the page. The scale is true time, except that rows closer than a
-//! line of text are pushed apart (the order is always the true order); the time of
-//! every row is printed in the left margin.
+//! Time runs down the page. The scale is true time, except that rows whose text would
+//! touch other text or an arrowhead are pushed apart (the order is always the true
+//! order; text is measured with the plots' font); the time of every row is printed in
+//! the left margin. Labels too long for their room wrap, then are cut, with the whole
+//! text in a tooltip.
 //!
 //! Two renderings of one [`Diagram`]: SVG (self-contained, no scripts or fonts to
 //! fetch; `svg.rs`) and Mermaid `sequenceDiagram` text (for a pull request or a wiki,
 //! where Mermaid draws it; `mermaid.rs`). This file cuts the run down to what matters.
 
+pub mod measure;
 mod mermaid;
 mod svg;
 
@@ -28,6 +35,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write as _;
 
 use scenarios::checkers::{self, Evidence, Verdict, model};
+use sim::faults::FaultKind;
 use sim::history::{EventKind, History, OpF, Phase, ServerEvent, StorageEvent};
 
 /// What an item looks like; also its SVG class, so a test (or CSS) can find it.
@@ -55,8 +63,14 @@ pub enum Style {
     Belief,
     /// A fault's interval.
     Fault,
+    /// A delay's interval: the host still runs, what reaches it comes late (drawn as a
+    /// strip along its lane, not over the lane's width).
+    Delay,
     /// A connection dialled.
     Connect,
+    /// A server's role changed (a promotion, a demotion, a leader elected), a session
+    /// expired, a Sentinel decided: what a failover turns on.
+    Role,
 }
 
 impl Style {
@@ -73,7 +87,9 @@ impl Style {
             Style::Lease => "lease",
             Style::Belief => "belief",
             Style::Fault => "fault",
+            Style::Delay => "delay",
             Style::Connect => "connect",
+            Style::Role => "role",
         }
     }
 }
@@ -127,7 +143,7 @@ pub enum Item {
 pub struct Diagram {
     /// One line naming the run.
     pub title: String,
-    /// Lane names, left to right: clients, Redis servers, storage.
+    /// Lane names, left to right: clients, servers, Sentinels, storage.
     pub lanes: Vec<String>,
     /// The drawn things, in time order of their start.
     pub items: Vec<Item>,
@@ -138,6 +154,19 @@ pub struct Diagram {
     /// The violation drawn: when, the checker, its one sentence.
     pub violation: Option<(u64, String, String)>,
 }
+
+/// A Sentinel's log events that mean it is leading a failover.
+const LEADER_EVENTS: [&str; 3] = ["+elected-leader", "+selected-slave", "+promoted-slave"];
+
+/// A Sentinel's log events drawn on its lane: the steps of the failover it decides.
+const SENTINEL_EVENTS: [&str; 6] = [
+    "+odown",
+    "+elected-leader",
+    "+selected-slave",
+    "+promoted-slave",
+    "+switch-master",
+    "+failover-end",
+];
 
 fn short_owner(owner: &str) -> String {
     // `client-4-9-2f22e870` → `client-4-9`: enough to tell owners apart on a lane.
@@ -240,11 +269,33 @@ pub fn build(history: &History, verdicts: &[(String, Verdict)], full: bool) -> D
                 StorageEvent::Final { .. } => false,
             })
     });
+    // The Sentinels whose decisions fall in the window: the ones that led a failover
+    // (elected leader, promoted a replica), else the first to announce the new master.
+    let decisions: Vec<(&str, &str)> = history
+        .events
+        .iter()
+        .filter(|e| in_window(e.at_us))
+        .filter_map(|e| match &e.kind {
+            EventKind::Sentinel { event, .. } => Some((e.host.as_str(), event.as_str())),
+            _ => None,
+        })
+        .collect();
+    let mut sentinels: BTreeSet<&str> = decisions
+        .iter()
+        .filter(|(_, ev)| LEADER_EVENTS.contains(ev))
+        .map(|(h, _)| *h)
+        .collect();
+    if sentinels.is_empty()
+        && let Some((h, _)) = decisions.iter().find(|(_, ev)| *ev == "+switch-master")
+    {
+        sentinels.insert(h);
+    }
     let mut lanes: Vec<String> = clients.clone();
     lanes.extend(servers.iter().map(|s| s.to_string()));
     if servers.is_empty() {
         lanes.push("redis".to_string());
     }
+    lanes.extend(sentinels.iter().map(|s| s.to_string()));
     if uses_storage {
         lanes.push("storage".to_string());
     }
@@ -387,6 +438,7 @@ pub fn build(history: &History, verdicts: &[(String, Verdict)], full: bool) -> D
             });
         }
     };
+    let mut roled: BTreeSet<usize> = BTreeSet::new();
     for e in &history.events {
         let EventKind::Server(s) = &e.kind else {
             continue;
@@ -442,6 +494,58 @@ pub fn build(history: &History, verdicts: &[(String, Verdict)], full: bool) -> D
                         style: Style::Remove,
                     });
                 }
+            }
+            ServerEvent::Role { role } => {
+                // A server's first role is the one it starts in; each later one, a change.
+                let first = roled.insert(l);
+                if in_window(e.at_us) {
+                    let text = if role.starts_with("looking") {
+                        role.clone()
+                    } else if first {
+                        format!("starts as {role}")
+                    } else {
+                        format!("becomes {role}")
+                    };
+                    items.push(Item::Note {
+                        lane: l,
+                        at_us: e.at_us,
+                        text,
+                        style: Style::Role,
+                    });
+                }
+            }
+            ServerEvent::ZkSession {
+                session,
+                client,
+                event,
+                ephemerals,
+                ..
+            } if in_window(e.at_us) && event != "created" && (full || involved(client)) => {
+                let mut text = format!("session {session} of {client} {event}");
+                if !ephemerals.is_empty() {
+                    let _ = write!(text, ": deletes {}", ephemerals.join(", "));
+                }
+                items.push(Item::Note {
+                    lane: l,
+                    at_us: e.at_us,
+                    text,
+                    style: Style::Role,
+                });
+            }
+            ServerEvent::MongoRollback {
+                source,
+                common,
+                undone,
+                ..
+            } if in_window(e.at_us) => {
+                items.push(Item::Note {
+                    lane: l,
+                    at_us: e.at_us,
+                    text: format!(
+                        "rolls back {undone} write(s) to {common} (syncing from {source})"
+                    ),
+                    style: Style::Bad,
+                });
             }
             _ => {}
         }
@@ -501,6 +605,16 @@ pub fn build(history: &History, verdicts: &[(String, Verdict)], full: bool) -> D
                     style,
                 });
             }
+            EventKind::Sentinel { event, detail } if SENTINEL_EVENTS.contains(&event.as_str()) => {
+                if let Some(l) = lane(&e.host) {
+                    items.push(Item::Note {
+                        lane: l,
+                        at_us: e.at_us,
+                        text: format!("{event} {detail}"),
+                        style: Style::Role,
+                    });
+                }
+            }
             EventKind::Connect { server, ok, .. } if involved(&e.host) => {
                 if let Some(c) = lane(&e.host) {
                     items.push(Item::Note {
@@ -525,12 +639,16 @@ pub fn build(history: &History, verdicts: &[(String, Verdict)], full: bool) -> D
                 EventKind::Fault { detail, .. } => detail.clone(),
                 _ => String::new(),
             };
+            let style = match history.plan.faults.get(w.fault).map(|f| &f.kind) {
+                Some(FaultKind::Delay { .. }) => Style::Delay,
+                _ => Style::Fault,
+            };
             items.push(Item::Bar {
                 lane: l,
                 from_us: w.start_us.max(start_us),
                 to_us: w.end_us.min(end_us),
                 label: detail,
-                style: Style::Fault,
+                style,
             });
         }
     }

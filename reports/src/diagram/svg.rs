@@ -1,10 +1,19 @@
 //! The SVG rendering of a [`Diagram`].
+//!
+//! Layout: every thing drawn at a time (an arrow's start with its label, an arrow's
+//! head, a note, a fault's label, the violation's mark) is a row. Rows go down the page
+//! in true order, at true time where there is room; a row whose text (measured with the
+//! plots' font, `measure.rs`) would touch any text or arrowhead already placed is pushed
+//! down, with every row after it, until it touches none. Labels longer than the room
+//! beside their arrow or lane wrap to two lines, and are cut with `…` past that; a cut
+//! label carries its full text in a `<title>` (a browser's tooltip).
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeSet;
 use std::fmt::Write as _;
 
 use scenarios::checkers::fmt_s;
 
+use super::measure::{FONT_FAMILY, SIZE, TextBox, fit, line_height, width as text_width};
 use super::{Diagram, Item, Style};
 
 fn esc(s: &str) -> String {
@@ -14,100 +23,321 @@ fn esc(s: &str) -> String {
         .replace('"', "&quot;")
 }
 
-const LANE_W: u64 = 250;
-const LEFT: u64 = 90;
-const TOP: u64 = 70;
-const ROW: u64 = 16;
+const LANE_W: f64 = 250.0;
+const LEFT: f64 = 90.0;
+const TOP: f64 = 70.0;
+/// The least room between rows at different times.
+const GAP: f64 = 4.0;
+/// Lines a label may wrap to before it is cut.
+const LINES: usize = 2;
+/// Half the size of an arrowhead's box.
+const HEAD: f64 = 6.0;
 
-/// Maps times to page heights: true time, with rows at least a line apart.
+fn lane_x(l: usize) -> f64 {
+    LEFT + LANE_W / 2.0 + l as f64 * LANE_W
+}
+
+/// One line of text, placed relative to its row.
+struct Line {
+    x: f64,
+    dy: f64,
+    anchor: &'static str,
+    text: String,
+}
+
+/// A label: its lines, its class, and the full text when the lines are not all of it.
+struct Label {
+    class: &'static str,
+    lines: Vec<Line>,
+    title: Option<String>,
+}
+
+impl Label {
+    fn boxes(&self) -> impl Iterator<Item = TextBox> + '_ {
+        self.lines
+            .iter()
+            .map(|l| TextBox::of(l.x, l.dy, l.anchor, &l.text, SIZE, false))
+    }
+}
+
+/// A row: a time, its place among rows at that time, what is drawn on it.
+struct Row {
+    t: u64,
+    order: (u64, u8, usize),
+    labels: Vec<Label>,
+    /// Other things text must keep clear of (arrowheads), relative to the row.
+    marks: Vec<TextBox>,
+}
+
+impl Row {
+    fn new(t: u64, phase: u8, seq: usize) -> Row {
+        Row {
+            t,
+            order: (t, phase, seq),
+            labels: Vec::new(),
+            marks: Vec::new(),
+        }
+    }
+
+    fn boxes(&self) -> Vec<TextBox> {
+        self.labels
+            .iter()
+            .flat_map(Label::boxes)
+            .chain(self.marks.iter().copied())
+            .collect()
+    }
+}
+
+/// `text` fitted into `room` px starting at `x` with `anchor`, its first line's baseline
+/// at `dy` and the others under it (`up`: the last line's baseline at `dy`, the others
+/// above it).
+fn label(
+    class: &'static str,
+    text: &str,
+    room: f64,
+    x: f64,
+    anchor: &'static str,
+    dy: f64,
+    up: bool,
+) -> Label {
+    let (lines, cut) = fit(text, room, LINES, SIZE);
+    let lh = line_height(SIZE);
+    let n = lines.len();
+    let lines = lines
+        .into_iter()
+        .enumerate()
+        .map(|(j, text)| Line {
+            x,
+            dy: if up {
+                dy - lh * (n - 1 - j) as f64
+            } else {
+                dy + lh * j as f64
+            },
+            anchor,
+            text,
+        })
+        .collect();
+    Label {
+        class,
+        lines,
+        title: cut.then(|| text.to_string()),
+    }
+}
+
+/// Where each row went, and the page height of any time (rows at that time, or
+/// between the rows around it).
 struct Rows {
-    points: Vec<(u64, u64)>,
+    points: Vec<(u64, f64)>,
 }
 
 impl Rows {
-    fn new(d: &Diagram) -> Rows {
-        let mut times: BTreeSet<u64> = BTreeSet::new();
-        times.insert(d.start_us);
-        times.insert(d.end_us);
-        for i in &d.items {
-            match i {
-                Item::Arrow { from_us, to_us, .. } | Item::Bar { from_us, to_us, .. } => {
-                    times.insert(*from_us);
-                    times.insert(*to_us);
-                }
-                Item::Note { at_us, .. } => {
-                    times.insert(*at_us);
-                }
+    fn y(&self, t: u64) -> f64 {
+        let i = self.points.partition_point(|p| p.0 < t);
+        match (i.checked_sub(1).map(|j| self.points[j]), self.points.get(i)) {
+            (_, Some(&(t1, y1))) if t1 == t => y1,
+            (Some((t0, y0)), Some(&(t1, y1))) => {
+                y0 + (y1 - y0) * (t - t0) as f64 / (t1 - t0).max(1) as f64
             }
-        }
-        if let Some((t, _, _)) = &d.violation {
-            times.insert(*t);
-        }
-        let span_ms = ((d.end_us - d.start_us) / 1000).max(1);
-        // px per ms: a window of ~600 ms fills ~900 px; never below 0.2 px/ms.
-        let scale = (900.0 / span_ms as f64).clamp(0.2, 6.0);
-        let mut points = Vec::new();
-        let (mut y, mut last) = (TOP as f64, d.start_us);
-        for t in times {
-            let true_gap = (t - last) as f64 / 1000.0 * scale;
-            y += if points.is_empty() {
-                0.0
-            } else {
-                true_gap.max(ROW as f64)
-            };
-            points.push((t, y as u64));
-            last = t;
-        }
-        Rows { points }
-    }
-
-    fn y(&self, t: u64) -> u64 {
-        match self.points.binary_search_by_key(&t, |p| p.0) {
-            Ok(i) => self.points[i].1,
-            Err(0) => self.points.first().map_or(TOP, |p| p.1),
-            Err(i) if i >= self.points.len() => self.points.last().map_or(TOP, |p| p.1),
-            Err(i) => {
-                let (t0, y0) = self.points[i - 1];
-                let (t1, y1) = self.points[i];
-                y0 + (y1 - y0) * (t - t0) / (t1 - t0).max(1)
-            }
+            (Some((_, y0)), None) => y0,
+            (None, Some(&(_, y1))) => y1,
+            (None, None) => TOP,
         }
     }
 
-    fn bottom(&self) -> u64 {
-        self.points.last().map_or(TOP, |p| p.1)
+    fn bottom(&self) -> f64 {
+        self.points.iter().map(|p| p.1).fold(TOP, f64::max)
     }
-}
-
-fn lane_x(l: usize) -> u64 {
-    LEFT + LANE_W / 2 + l as u64 * LANE_W
 }
 
 /// The diagram as a self-contained SVG document.
 pub fn svg(d: &Diagram) -> String {
-    let rows = Rows::new(d);
-    // Room on the right for the notes of the last lane.
-    let width = LEFT + LANE_W * d.lanes.len() as u64 + 200;
-    let height = rows.bottom() + 110;
-    let width = width.max(1160);
+    let n_lanes = d.lanes.len();
+    let width = (LEFT + LANE_W * n_lanes as f64 + 200.0).max(1160.0);
+    let lh = line_height(SIZE);
+
+    // The rows.
+    let mut rows: Vec<Row> = vec![
+        Row::new(d.start_us, 0, 0),
+        Row::new(d.end_us.max(d.start_us), 3, 0),
+    ];
+    // Per item: its row, and its arrowhead's row.
+    let mut at: Vec<(usize, usize)> = vec![(usize::MAX, usize::MAX); d.items.len()];
+    let mut timed: BTreeSet<u64> = BTreeSet::new();
+    let time_label = |row: &mut Row, timed: &mut BTreeSet<u64>| {
+        if timed.insert(row.t) {
+            row.labels.push(Label {
+                class: "time",
+                lines: vec![Line {
+                    x: 6.0,
+                    dy: 4.0,
+                    anchor: "start",
+                    text: fmt_s(row.t),
+                }],
+                title: None,
+            });
+        }
+    };
+    for (i, item) in d.items.iter().enumerate() {
+        match item {
+            Item::Arrow {
+                from,
+                to,
+                from_us,
+                to_us,
+                label: text,
+                style,
+            } => {
+                let (x0, x1) = (lane_x(*from), lane_x(*to));
+                let room = ((x1 - x0).abs() - 16.0 - 2.0 * HEAD - 4.0).max(80.0);
+                let (tx, anchor) = if x1 >= x0 {
+                    (x0 + 16.0, "start")
+                } else {
+                    (x0 - 16.0, "end")
+                };
+                let mut start = Row::new(*from_us, 1, i);
+                start
+                    .labels
+                    .push(label(style.class(), text, room, tx, anchor, -3.0, true));
+                time_label(&mut start, &mut timed);
+                let mut end = Row::new((*to_us).max(*from_us), 2, i);
+                end.marks
+                    .push(TextBox::rect(x1 - HEAD, -HEAD, x1 + HEAD, HEAD));
+                at[i] = (rows.len(), rows.len() + 1);
+                rows.push(start);
+                rows.push(end);
+            }
+            Item::Note {
+                lane,
+                at_us,
+                text,
+                style,
+            } => {
+                let x = lane_x(*lane) + 18.0;
+                let room = if *lane + 1 == n_lanes {
+                    width - x - 10.0
+                } else {
+                    LANE_W - 30.0
+                };
+                let mut row = Row::new(*at_us, 1, i);
+                row.labels
+                    .push(label(style.class(), text, room, x, "start", 4.0, false));
+                time_label(&mut row, &mut timed);
+                at[i] = (rows.len(), usize::MAX);
+                rows.push(row);
+            }
+            Item::Bar {
+                from_us,
+                label: text,
+                style: style @ (Style::Fault | Style::Delay),
+                lane,
+                ..
+            } => {
+                // A fault's label inside its band's top; a delay's beside its strip.
+                let (x, room) = if *style == Style::Delay {
+                    (lane_x(*lane) + 12.0, LANE_W - 30.0)
+                } else {
+                    (lane_x(*lane) - LANE_W / 2.0 + 10.0, LANE_W - 20.0)
+                };
+                let mut row = Row::new(*from_us, 1, i);
+                row.labels
+                    .push(label("fault", text, room, x, "start", 11.0, false));
+                at[i] = (rows.len(), usize::MAX);
+                rows.push(row);
+            }
+            Item::Bar { .. } => {}
+        }
+    }
+    let mark = d.violation.as_ref().map(|(t, checker, _)| {
+        let text = format!("✗ {checker} violated (see below)");
+        let w = text_width(&text, SIZE, false);
+        // Its text (drawn at `width - 16`, baseline + 4) lies inside this box.
+        let mut row = Row::new(*t, 1, d.items.len());
+        row.marks
+            .push(TextBox::rect(width - 20.0 - w, -7.0, width - 10.0, 7.0));
+        // Its line runs across every lane: no text on it.
+        row.marks.push(TextBox::rect(LEFT, -1.5, width - 10.0, 1.5));
+        time_label(&mut row, &mut timed);
+        rows.push(row);
+        (rows.len() - 1, text, w)
+    });
+
+    // Place the rows: in order, each at its true distance below the last (at least
+    // `GAP` apart when their times differ), then pushed down past whatever it touches.
+    let mut order: Vec<usize> = (0..rows.len()).collect();
+    order.sort_by_key(|&r| rows[r].order);
+    let span_ms = ((d.end_us.saturating_sub(d.start_us)) / 1000).max(1);
+    // px per ms: a window of ~600 ms fills ~900 px; never below 0.2 px/ms.
+    let scale = (900.0 / span_ms as f64).clamp(0.2, 6.0);
+    let mut placed: Vec<TextBox> = vec![TextBox::rect(0.0, 0.0, width, 56.0)];
+    let mut ys = vec![TOP; rows.len()];
+    let mut prev: Option<(u64, f64)> = None;
+    for &r in &order {
+        let row = &rows[r];
+        let mut y = match prev {
+            None => TOP,
+            Some((t, py)) if t == row.t => py,
+            Some((t, py)) => py + ((row.t - t) as f64 / 1000.0 * scale).max(GAP),
+        }
+        .ceil();
+        let boxes = row.boxes();
+        loop {
+            let push = boxes
+                .iter()
+                .flat_map(|b| {
+                    let b = b.down(y);
+                    placed
+                        .iter()
+                        .filter(move |p| b.intersects(p))
+                        .map(move |p| p.y1 - b.y0)
+                })
+                .fold(0.0, f64::max);
+            if push <= 0.0 {
+                break;
+            }
+            y = (y + push + 0.5).ceil();
+        }
+        placed.extend(boxes.iter().map(|b| b.down(y)));
+        ys[r] = y;
+        prev = Some((row.t, y));
+    }
+    let points = Rows {
+        points: order.iter().map(|&r| (rows[r].t, ys[r])).collect(),
+    };
+    let bottom = placed.iter().map(|b| b.y1).fold(points.bottom(), f64::max);
+    let footer = bottom + 40.0;
+    let footer_lines: Vec<String> = d
+        .violation
+        .as_ref()
+        .map(|(_, checker, summary)| {
+            fit(&format!("✗ {checker}: {summary}"), width - 20.0, 3, SIZE).0
+        })
+        .unwrap_or_default();
+    let legend_y = footer + footer_lines.len() as f64 * lh + 20.0;
+    let height = legend_y + 20.0;
+
     let mut s = String::new();
     let _ = writeln!(
         s,
-        r##"<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" viewBox="0 0 {width} {height}" font-family="monospace" font-size="11">"##
+        r##"<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" viewBox="0 0 {width} {height}" font-family="{FONT_FAMILY}" font-size="{SIZE}">"##
     );
     s.push_str(
         r##"<style>
 .lane-line{stroke:#999;stroke-dasharray:4 3}
-.request{stroke:#333;fill:none}
-.reply-ok{stroke:#1a7f37;fill:none}
-.reply-fail{stroke:#888;fill:none}
-.reply-info{stroke:#b58900;fill:none;stroke-dasharray:5 3}
+line.request{stroke:#333}
+line.reply-ok{stroke:#1a7f37}
+line.reply-fail{stroke:#888}
+line.reply-info{stroke:#b58900;stroke-dasharray:5 3}
+text.reply-ok{fill:#1a7f37}
+text.reply-fail{fill:#777}
+text.reply-info{fill:#8a6a00}
 .lease{fill:#4c8bf5;fill-opacity:0.35;stroke:#4c8bf5}
 .belief{fill:#1a7f37;fill-opacity:0.35;stroke:#1a7f37}
-.fault{fill:#d73a49;fill-opacity:0.12;stroke:#d73a49;stroke-dasharray:3 2}
-.violation{stroke:#d73a49;stroke-width:2}
-text.bad,text.violation{fill:#d73a49}
+rect.fault{fill:#d73a49;fill-opacity:0.12;stroke:#d73a49;stroke-dasharray:3 2}
+rect.delay{fill:#f66a0a;fill-opacity:0.15;stroke:#f66a0a;stroke-dasharray:3 2}
+text.bad,text.violation,text.fault{fill:#d73a49}
+line.violation{stroke:#d73a49;stroke-width:2}
 text.time{fill:#666}
+text.role{fill:#6f42c1}
 </style>
 <defs><marker id="arrow" viewBox="0 0 10 10" refX="9" refY="5" markerWidth="7" markerHeight="7" orient="auto-start-reverse"><path d="M0,0 L10,5 L0,10 z" fill="#333"/></marker></defs>
 "##,
@@ -122,8 +352,8 @@ text.time{fill:#666}
         let _ = writeln!(
             s,
             r##"<g class="lane" data-lane="{n}"><rect x="{}" y="34" width="120" height="22" fill="#eef" stroke="#557"/><text x="{x}" y="49" text-anchor="middle" font-weight="bold">{n}</text><line class="lane-line" x1="{x}" y1="56" x2="{x}" y2="{}"/></g>"##,
-            x - 60,
-            rows.bottom() + 20,
+            x - 60.0,
+            bottom + 20.0,
             n = esc(name)
         );
     }
@@ -137,12 +367,14 @@ text.time{fill:#666}
             style,
         } = item
         {
-            let (y0, y1) = (rows.y(*from_us), rows.y(*to_us).max(rows.y(*from_us) + 2));
+            let y0 = points.y(*from_us);
+            let y1 = points.y(*to_us).max(y0 + 2.0);
             let x = lane_x(*lane);
             let (bx, bw) = match style {
-                Style::Fault => (x - LANE_W / 2 + 6, LANE_W - 12),
-                Style::Belief => (x - 14, 10),
-                _ => (x + 4, 10),
+                Style::Fault => (x - LANE_W / 2.0 + 6.0, LANE_W - 12.0),
+                Style::Delay => (x - 8.0, 16.0),
+                Style::Belief => (x - 14.0, 10.0),
+                _ => (x + 4.0, 10.0),
             };
             let _ = writeln!(
                 s,
@@ -151,132 +383,95 @@ text.time{fill:#666}
                 y1 - y0,
                 esc(label)
             );
-            if *style == Style::Fault {
-                let _ = writeln!(
-                    s,
-                    r##"<text class="fault" x="{}" y="{}" fill="#d73a49">{}</text>"##,
-                    bx + 4,
-                    y0 + 11,
-                    esc(&clip(label, 34))
-                );
-            }
         }
     }
-    let mut labelled: BTreeSet<u64> = BTreeSet::new();
-    // Notes on one lane at (nearly) the same time go one under the other.
-    let mut note_floor: BTreeMap<usize, u64> = BTreeMap::new();
-    for item in &d.items {
-        match item {
-            Item::Arrow {
-                from,
-                to,
-                from_us,
-                to_us,
-                label,
-                style,
-            } => {
-                let (x0, x1) = (lane_x(*from), lane_x(*to));
-                let (y0, y1) = (rows.y(*from_us), rows.y(*to_us));
-                let _ = writeln!(
-                    s,
-                    r##"<line class="{}" x1="{x0}" y1="{y0}" x2="{x1}" y2="{y1}" marker-end="url(#arrow)"><title>{}</title></line>"##,
-                    style.class(),
-                    esc(label)
-                );
-                let (tx, anchor) = if x1 >= x0 {
-                    (x0 + 16, "start")
-                } else {
-                    (x0 - 16, "end")
-                };
-                let _ = writeln!(
-                    s,
-                    r##"<text class="{}" x="{tx}" y="{}" text-anchor="{anchor}">{}</text>"##,
-                    style.class(),
-                    y0.saturating_sub(3),
-                    esc(&clip(label, 30))
-                );
-                if labelled.insert(*from_us) {
-                    time_label(&mut s, *from_us, y0);
-                }
-            }
-            Item::Note {
-                lane,
-                at_us,
-                text,
-                style,
-            } => {
-                let y = rows.y(*at_us);
-                let floor = note_floor.entry(*lane).or_insert(0);
-                let ty = (y + 4).max(*floor + ROW - 4);
-                *floor = ty;
-                let _ = writeln!(
-                    s,
-                    r##"<text class="{}" x="{}" y="{ty}">{}<title>{}</title></text>"##,
-                    style.class(),
-                    lane_x(*lane) + 18,
-                    esc(&clip(text, 32)),
-                    esc(text)
-                );
-                if labelled.insert(*at_us) {
-                    time_label(&mut s, *at_us, y);
-                }
-            }
-            Item::Bar { .. } => {}
-        }
-    }
-    let footer = rows.bottom() + 40;
-    if let Some((t, checker, summary)) = &d.violation {
-        let y = rows.y(*t);
-        let label = format!("✗ {checker} violated (see below)");
-        let _ = writeln!(
-            s,
-            r##"<g class="violation-mark"><line class="violation" x1="{LEFT}" y1="{y}" x2="{}" y2="{y}"/><rect x="{}" y="{}" width="{}" height="14" fill="white" stroke="#d73a49"/><text class="violation" x="{}" y="{}">{}</text><title>{}</title></g>"##,
-            width - 10,
-            width - 20 - 7 * label.chars().count() as u64,
-            y.saturating_sub(7),
-            7 * label.chars().count() as u64 + 8,
-            width - 16 - 7 * label.chars().count() as u64,
-            y + 4,
-            esc(&label),
-            esc(summary)
-        );
-        time_label(&mut s, *t, y);
-        let per_line = ((width - 20) / 7) as usize;
-        let text = format!("✗ {checker}: {summary}");
-        let chars: Vec<char> = text.chars().collect();
-        for (n, line) in chars.chunks(per_line.max(20)).take(3).enumerate() {
+    for (i, item) in d.items.iter().enumerate() {
+        if let Item::Arrow {
+            from,
+            to,
+            label,
+            style,
+            ..
+        } = item
+        {
+            let (x0, x1) = (lane_x(*from), lane_x(*to));
+            let (y0, y1) = (ys[at[i].0], ys[at[i].1]);
             let _ = writeln!(
                 s,
-                r##"<text class="violation" x="10" y="{}">{}</text>"##,
-                footer + n as u64 * 14,
-                esc(&line.iter().collect::<String>())
+                r##"<line class="{}" x1="{x0}" y1="{y0}" x2="{x1}" y2="{y1}" marker-end="url(#arrow)"><title>{}</title></line>"##,
+                style.class(),
+                esc(label)
             );
         }
     }
-    let _ = writeln!(
-        s,
-        r##"<g class="legend" transform="translate(10,{})"><rect class="belief" x="0" y="-9" width="10" height="10"/><text x="14" y="0">a client believes it holds the lock</text><rect class="lease" x="260" y="-9" width="10" height="10"/><text x="274" y="0">the server's lease (until its TTL runs out)</text><rect class="fault" x="600" y="-9" width="10" height="10"/><text x="614" y="0">a fault</text><text x="700" y="0">rows are true time, pushed apart where closer than a line</text></g>"##,
-        footer + 50
-    );
-    s.push_str("</svg>\n");
-    s
-}
-
-fn time_label(s: &mut String, t: u64, y: u64) {
-    let _ = writeln!(
-        s,
-        r##"<text class="time" x="6" y="{}">{}</text>"##,
-        y + 4,
-        fmt_s(t)
-    );
-}
-
-fn clip(s: &str, n: usize) -> String {
-    if s.chars().count() <= n {
-        s.to_string()
-    } else {
-        let mut out: String = s.chars().take(n.saturating_sub(1)).collect();
-        out.push('…');
-        out
+    for &r in &order {
+        let y = ys[r];
+        for l in &rows[r].labels {
+            s.push_str(r##"<g class="label">"##);
+            if let Some(t) = &l.title {
+                let _ = write!(s, "<title>{}</title>", esc(t));
+            }
+            for line in &l.lines {
+                let _ = write!(
+                    s,
+                    r##"<text class="{}" x="{}" y="{}" text-anchor="{}">{}</text>"##,
+                    l.class,
+                    line.x,
+                    y + line.dy,
+                    line.anchor,
+                    esc(&line.text)
+                );
+            }
+            s.push_str("</g>\n");
+        }
     }
+    if let (Some((_, _, summary)), Some((r, text, w))) = (&d.violation, mark) {
+        let y = ys[r];
+        let _ = writeln!(
+            s,
+            r##"<g class="violation-mark"><line class="violation" x1="{LEFT}" y1="{y}" x2="{}" y2="{y}"/><rect x="{}" y="{}" width="{}" height="14" fill="white" stroke="#d73a49"/><text class="violation" x="{}" y="{}" text-anchor="end">{}</text><title>{}</title></g>"##,
+            width - 10.0,
+            width - 20.0 - w,
+            y - 7.0,
+            w + 10.0,
+            width - 16.0,
+            y + 4.0,
+            esc(&text),
+            esc(summary)
+        );
+        for (n, line) in footer_lines.iter().enumerate() {
+            let _ = writeln!(
+                s,
+                r##"<text class="violation" x="10" y="{}">{}</text>"##,
+                footer + n as f64 * lh,
+                esc(line)
+            );
+        }
+    }
+    // The legend, each entry after the last.
+    let mut x = 10.0;
+    s.push_str(r##"<g class="legend">"##);
+    for (class, text) in [
+        (Some("belief"), "a client believes it holds the lock"),
+        (Some("lease"), "the server's lease (until its TTL runs out)"),
+        (Some("fault"), "a fault"),
+        (Some("delay"), "messages to it delayed"),
+        (
+            None,
+            "rows are true time, pushed apart where text would collide",
+        ),
+    ] {
+        if let Some(c) = class {
+            let _ = write!(
+                s,
+                r##"<rect class="{c}" x="{x}" y="{}" width="10" height="10"/>"##,
+                legend_y - 9.0
+            );
+            x += 14.0;
+        }
+        let _ = write!(s, r##"<text x="{x}" y="{legend_y}">{}</text>"##, esc(text));
+        x += text_width(text, SIZE, false) + 24.0;
+    }
+    s.push_str("</g>\n</svg>\n");
+    s
 }
