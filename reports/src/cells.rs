@@ -146,6 +146,11 @@ pub fn run_cells_adaptive(
         rule,
         threads,
         &|history, _| history.and_then(|h| LatencySummary::from_history(h).ok()),
+        &|acc: &mut LatencySummary, l| {
+            if let Some(l) = l {
+                acc.merge(&l);
+            }
+        },
         &|_, _| bar.inc(1),
     )
     .map_err(|(i, e)| format!("{} / {}: {e}", pairs[i].0.name, pairs[i].1.name))?;
@@ -153,14 +158,7 @@ pub fn run_cells_adaptive(
         .into_iter()
         .zip(pairs)
         .map(|(o, (design, scenario))| {
-            let mut latency = LatencySummary::default();
-            let mut runs = Vec::with_capacity(o.runs.len());
-            for (run, l) in o.runs {
-                if let Some(l) = l {
-                    latency.merge(&l);
-                }
-                runs.push(run);
-            }
+            let (runs, latency) = (o.runs, o.acc);
             let mut cell = cell_of(design, scenario, &runs, &latency);
             cell.settled = Some(o.settled);
             AdaptiveCell {

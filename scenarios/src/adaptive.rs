@@ -260,9 +260,11 @@ pub struct Job<'a> {
 
 /// What a cell came to under the rule.
 #[derive(Debug)]
-pub struct Outcome<T> {
-    /// The runs the rule read, in seed order, each with the caller's extract.
-    pub runs: Vec<(RunSummary, T)>,
+pub struct Outcome<A> {
+    /// The runs the rule read, in seed order.
+    pub runs: Vec<RunSummary>,
+    /// The caller's extracts of those runs, folded in seed order.
+    pub acc: A,
     /// How it stopped.
     pub settled: Settled,
     /// Host runs its kept runs spent (what the budget counts).
@@ -272,24 +274,25 @@ pub struct Outcome<T> {
     pub wall: Duration,
 }
 
-struct CellState<T> {
+struct CellState<T, A> {
     next: u64,
     in_flight: usize,
     pending: BTreeMap<u64, (RunSummary, T, u64)>,
-    kept: Vec<(RunSummary, T)>,
+    kept: Vec<RunSummary>,
+    acc: A,
     tracker: Tracker,
     wall: Duration,
     started: bool,
 }
 
-impl<T> CellState<T> {
+impl<T, A> CellState<T, A> {
     fn open(&self, rule: &Rule, start: u64) -> bool {
         self.tracker.settled().is_none() && self.next < start.saturating_add(rule.max_seeds())
     }
 }
 
-struct Sched<T> {
-    cells: Vec<CellState<T>>,
+struct Sched<T, A> {
+    cells: Vec<CellState<T, A>>,
     unstarted: usize,
     failure: Option<(usize, RunError)>,
 }
@@ -298,17 +301,20 @@ struct Sched<T> {
 /// cell's [`Outcome`], in the jobs' order. A thread keeps to one cell while it is open,
 /// takes the next unstarted cell when its own stops, and when none is left joins the
 /// open cell with the fewest runs in flight (running its next seed ahead; a result past
-/// the settling seed is dropped). `extract` sees each run's history (`None` for a run that did not finish),
-/// to keep what the caller needs of it, such as latency; `on_cell` is told when a cell stops (for a
+/// the settling seed is dropped). `extract` sees each run's history (`None` for a run
+/// that did not finish), to keep what the caller needs of it, such as latency, and
+/// `fold` adds each kept run's extract to its cell's accumulator, in seed order (so a
+/// cell holds one accumulator, not an extract per run); `on_cell` is told when a cell stops (for a
 /// progress bar). A bad configuration stops everything and is returned with its job's
 /// index.
-pub fn run_cells<T: Send>(
+pub fn run_cells<T: Send, A: Default + Send>(
     jobs: &[Job<'_>],
     rule: Rule,
     threads: usize,
     extract: &(dyn Fn(Option<&History>, &RunSummary) -> T + Sync),
+    fold: &(dyn Fn(&mut A, T) + Sync),
     on_cell: &(dyn Fn(usize, &Settled) + Sync),
-) -> Result<Vec<Outcome<T>>, (usize, RunError)> {
+) -> Result<Vec<Outcome<A>>, (usize, RunError)> {
     let sched = Mutex::new(Sched {
         cells: jobs
             .iter()
@@ -317,6 +323,7 @@ pub fn run_cells<T: Send>(
                 in_flight: 0,
                 pending: BTreeMap::new(),
                 kept: Vec::new(),
+                acc: A::default(),
                 tracker: Tracker::new(rule),
                 wall: Duration::ZERO,
                 started: false,
@@ -325,11 +332,11 @@ pub fn run_cells<T: Send>(
         unstarted: 0,
         failure: None,
     });
-    let pick = |s: &mut Sched<T>, mine: Option<usize>| -> Option<(usize, u64)> {
+    let pick = |s: &mut Sched<T, A>, mine: Option<usize>| -> Option<(usize, u64)> {
         if s.failure.is_some() {
             return None;
         }
-        let open = |s: &Sched<T>, i: usize| s.cells[i].open(&rule, jobs[i].start);
+        let open = |s: &Sched<T, A>, i: usize| s.cells[i].open(&rule, jobs[i].start);
         let chosen = match mine {
             Some(i) if open(s, i) => Some(i),
             _ => {
@@ -386,7 +393,8 @@ pub fn run_cells<T: Send>(
                                     break;
                                 };
                                 c.tracker.push(next, summary.safety(), cost);
-                                c.kept.push((summary, extra));
+                                fold(&mut c.acc, extra);
+                                c.kept.push(summary);
                             }
                             if let Some(settled) = c.tracker.settled() {
                                 c.pending.clear();
@@ -411,6 +419,7 @@ pub fn run_cells<T: Send>(
                 .cloned()
                 .expect("a cell is never left open: its seeds run until the rule stops it"),
             runs: c.kept,
+            acc: c.acc,
             cost: c.tracker.cost,
             wall: c.wall,
         })

@@ -112,14 +112,22 @@ fn an_unsafe_cell_stops_at_its_first_violation_even_with_runs_ahead_on_other_thr
         start: 0,
     }];
     for threads in [1, 3] {
-        let out = run_cells(&jobs, Rule::DEFAULT, threads, &|_, _| (), &|_, _| {}).expect("runs");
+        let out = run_cells(
+            &jobs,
+            Rule::DEFAULT,
+            threads,
+            &|_, _| (),
+            &|_: &mut (), _| {},
+            &|_, _| {},
+        )
+        .expect("runs");
         assert_eq!(out[0].settled, Settled::Violation { seed: 0 });
         assert_eq!(
             out[0].runs.len(),
             1,
             "{threads} threads: nothing kept past seed 0"
         );
-        assert_eq!(out[0].runs[0].0.safety(), Safety::Unsafe);
+        assert_eq!(out[0].runs[0].safety(), Safety::Unsafe);
     }
 }
 
@@ -132,8 +140,16 @@ fn a_safe_cell_runs_sixty_seeds_in_order() {
         scenario: &s,
         start: 0,
     }];
-    let out = run_cells(&jobs, Rule::DEFAULT, 2, &|_, _| (), &|_, _| {}).expect("runs");
-    let seeds: Vec<u64> = out[0].runs.iter().map(|(r, _)| r.seed).collect();
+    let out = run_cells(
+        &jobs,
+        Rule::DEFAULT,
+        2,
+        &|_, _| (),
+        &|_: &mut (), _| {},
+        &|_, _| {},
+    )
+    .expect("runs");
+    let seeds: Vec<u64> = out[0].runs.iter().map(|r| r.seed).collect();
     assert_eq!(seeds, (0..60).collect::<Vec<_>>());
     assert!(matches!(
         out[0].settled,
@@ -170,18 +186,26 @@ fn adaptive_cells_are_the_same_on_one_thread_or_two() {
         ..Rule::DEFAULT
     };
     let fingerprint = |threads| {
-        run_cells(&jobs, rule, threads, &|_, r| r.digest, &|_, _| {})
-            .expect("runs")
-            .into_iter()
-            .map(|o| {
-                let runs: Vec<(u64, u64, u64)> = o
-                    .runs
-                    .iter()
-                    .map(|(r, digest)| (r.seed, r.digest, *digest))
-                    .collect();
-                (runs, o.settled, o.cost)
-            })
-            .collect::<Vec<_>>()
+        run_cells(
+            &jobs,
+            rule,
+            threads,
+            &|_, r| r.digest,
+            &|acc: &mut Vec<u64>, d| acc.push(d),
+            &|_, _| {},
+        )
+        .expect("runs")
+        .into_iter()
+        .map(|o| {
+            let runs: Vec<(u64, u64)> = o.runs.iter().map(|r| (r.seed, r.digest)).collect();
+            assert_eq!(
+                o.acc,
+                runs.iter().map(|(_, d)| *d).collect::<Vec<_>>(),
+                "extracts folded in seed order, only the kept runs'"
+            );
+            (runs, o.settled, o.cost)
+        })
+        .collect::<Vec<_>>()
     };
     let one = fingerprint(1);
     assert_eq!(one, fingerprint(2));
