@@ -286,12 +286,19 @@ pub fn adaptive_footer(cells: &[CellResult]) -> String {
         scenarios::stats::Rate::of(0, clean).map_or_else(String::new, |r| r.interval()),
         weak.len()
     );
-    for c in weak {
+    let shown = 12;
+    let more = weak.len().saturating_sub(shown);
+    for c in weak.into_iter().take(shown) {
         out.push_str(&format!(
             "\n  ~ {} × {}: {}",
             c.design,
             c.scenario,
             c.settled.as_ref().map_or_else(String::new, Settled::text)
+        ));
+    }
+    if more > 0 {
+        out.push_str(&format!(
+            "\n  … and {more} more weak cells (`--detail`: every cell's stop)"
         ));
     }
     out

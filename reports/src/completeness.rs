@@ -165,7 +165,7 @@ fn deep_seeds(c: &AdaptiveCell, deep: &Range<u64>) -> Option<Range<u64>> {
 fn slowest(cells: &[AdaptiveCell], n: usize) -> String {
     let total: f64 = cells.iter().map(|c| c.wall.as_secs_f64()).sum();
     let mut order: Vec<&AdaptiveCell> = cells.iter().collect();
-    order.sort_by(|a, b| b.wall.cmp(&a.wall));
+    order.sort_by_key(|c| std::cmp::Reverse(c.wall));
     let mut out = format!(
         "cells by wall time (their runs' time on their threads, {total:.1} s in all; the {} slowest):\n",
         n.min(cells.len())
