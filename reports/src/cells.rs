@@ -155,3 +155,81 @@ pub fn shrink_command(design: &str, scenario: &Scenario, seed: u64) -> String {
         None => base,
     }
 }
+
+/// One cell as the main job's adaptive seeds left it: the table cell (with
+/// [`CellResult::settled`]), the runs the rule read, their merged latency, and the wall
+/// time its runs took (dropped runs ahead of a settling seed included).
+pub struct AdaptiveCell {
+    /// The table cell.
+    pub cell: CellResult,
+    /// The runs, in seed order.
+    pub runs: Vec<RunSummary>,
+    /// Their latency histograms, merged.
+    pub latency: LatencySummary,
+    /// Host runs its runs spent (what the adaptive budget counts).
+    pub cost: u64,
+    /// Wall time its runs took on their threads.
+    pub wall: std::time::Duration,
+}
+
+/// Every pair of `pairs` under `rule` ([`scenarios::adaptive`]), on `threads` threads
+/// across the cells; the bar counts cells. The cells do not depend on `threads`.
+pub fn run_cells_adaptive(
+    pairs: &[(&DesignSpec, &Scenario)],
+    rule: scenarios::adaptive::Rule,
+    start: u64,
+    threads: usize,
+    bar: &ProgressBar,
+) -> Result<Vec<AdaptiveCell>, String> {
+    use scenarios::adaptive::{Job, run_cells};
+    let jobs: Vec<Job> = pairs
+        .iter()
+        .map(|(design, scenario)| Job {
+            design,
+            scenario,
+            start,
+        })
+        .collect();
+    let outcomes = run_cells(
+        &jobs,
+        rule,
+        threads,
+        &|history, _| history.and_then(|h| LatencySummary::from_history(h).ok()),
+        &|acc: &mut LatencySummary, l| {
+            if let Some(l) = l {
+                acc.merge(&l);
+            }
+        },
+        &|_, _| bar.inc(1),
+    )
+    .map_err(|(i, e)| format!("{} / {}: {e}", pairs[i].0.name, pairs[i].1.name))?;
+    Ok(outcomes
+        .into_iter()
+        .zip(pairs)
+        .map(|(o, (design, scenario))| {
+            let (runs, latency) = (o.runs, o.acc);
+            let mut cell = cell_of(design, scenario, &runs, &latency);
+            cell.settled = Some(o.settled);
+            AdaptiveCell {
+                cell,
+                runs,
+                latency,
+                cost: o.cost,
+                wall: o.wall,
+            }
+        })
+        .collect())
+}
+
+/// A bar that counts `total` cells; hidden unless `show`.
+pub(crate) fn progress_cells(total: u64, show: bool) -> ProgressBar {
+    if !show {
+        return ProgressBar::hidden();
+    }
+    let bar = ProgressBar::new(total);
+    bar.set_style(
+        ProgressStyle::with_template("{bar:40} {pos}/{len} cells {elapsed} {msg}")
+            .expect("static template"),
+    );
+    bar
+}

@@ -127,20 +127,89 @@ pub fn matrix_footer(failing: usize, cells: usize) -> String {
     )
 }
 
+/// The seeds of the main job or of one cell: a fixed range (`--seeds A..B`: every seed
+/// runs, the rates mean what they say), or the adaptive default
+/// ([`scenarios::adaptive`]: each cell until its first unsafe run or its clean runs).
+#[derive(Debug, Clone)]
+pub enum Seeds {
+    /// Every seed of the range.
+    Fixed(Range<u64>),
+    /// Seeds from 0 until the rule stops the cell.
+    Adaptive(scenarios::adaptive::Rule),
+}
+
+impl Seeds {
+    /// The header's words: `seeds 0..10`, or the adaptive rule.
+    pub fn describe(&self) -> String {
+        match self {
+            Seeds::Fixed(r) => format!("seeds {}..{}", r.start, r.end),
+            Seeds::Adaptive(rule) => format!(
+                "adaptive seeds (each cell from seed 0 until its first unsafe run or {} clean runs)",
+                rule.clean
+            ),
+        }
+    }
+}
+
 /// `locksim` with no arguments: every design of `designs` × every scenario that fits it.
 pub fn catalog_table(
     designs: &[DesignSpec],
-    seeds: Range<u64>,
+    seeds: Seeds,
     threads: usize,
     json: bool,
     detail: bool,
     shard: Option<(crate::shard::Shard, std::path::PathBuf)>,
 ) -> ExitCode {
+    let scenarios = catalog::catalog();
+    let pairs: Vec<(&DesignSpec, &Scenario)> = designs
+        .iter()
+        .flat_map(|d| {
+            scenarios
+                .iter()
+                .filter(|s| s.applies_to(d.backend, d.masters))
+                .map(move |s| (d, s))
+        })
+        .collect();
+    let seeds = match seeds {
+        Seeds::Fixed(seeds) => seeds,
+        Seeds::Adaptive(rule) => {
+            if !json {
+                println!(
+                    "locksim: {} designs × {} scenarios, {}, {} threads",
+                    designs.len(),
+                    scenarios.len(),
+                    Seeds::Adaptive(rule).describe(),
+                    threads
+                );
+            }
+            let bar = crate::cells::progress_cells(pairs.len() as u64, !json);
+            let cells = match crate::cells::run_cells_adaptive(&pairs, rule, 0, threads, &bar) {
+                Ok(cells) => cells,
+                Err(e) => {
+                    bar.finish_and_clear();
+                    eprintln!("locksim: {e}");
+                    return ExitCode::from(EXIT_UNKNOWN);
+                }
+            };
+            bar.finish_and_clear();
+            let all_runs: Vec<_> = cells.iter().flat_map(|c| c.runs.iter().cloned()).collect();
+            let cells: Vec<CellResult> = cells.into_iter().map(|c| c.cell).collect();
+            print_cells(&cells, json, detail, "");
+            if !json {
+                println!("{}", adaptive_footer(&cells));
+                let by_system =
+                    crate::compare::for_terminal(&crate::compare::Comparison::of(&cells));
+                if !by_system.is_empty() {
+                    println!("\n{}", by_system.trim_end());
+                }
+            }
+            return ExitCode::from(exit_code(&all_runs));
+        }
+    };
     let whole = seeds.clone();
     let seeds = shard
         .as_ref()
         .map_or(seeds.clone(), |(s, _)| s.seeds_of(&seeds));
-    let scenarios = catalog::catalog();
     if !json {
         println!(
             "locksim: {} designs × {} scenarios, seeds {}..{}, {} threads",
@@ -151,40 +220,27 @@ pub fn catalog_table(
             threads
         );
     }
-    let pairs = designs
-        .iter()
-        .flat_map(|d| {
-            scenarios
-                .iter()
-                .filter(|s| s.applies_to(d.backend, d.masters))
-        })
-        .count();
-    let total = pairs as u64 * (seeds.end - seeds.start);
+    let total = pairs.len() as u64 * (seeds.end - seeds.start);
     let bar = progress(total, !json);
     let mut cells = Vec::new();
     let mut shard_cells = Vec::new();
     let mut all_runs = Vec::new();
-    for d in designs {
-        for s in scenarios
-            .iter()
-            .filter(|s| s.applies_to(d.backend, d.masters))
-        {
-            bar.set_message(format!("{} / {}", d.name, s.name));
-            match run_cell_with_latency(d, s, seeds.clone(), threads, &bar) {
-                Ok((cell, runs, latency)) => {
-                    shard_cells.push(crate::shard::ShardCell {
-                        cell: cell.clone(),
-                        latency,
-                    });
-                    cells.push(cell);
-                    // run_cell sweeps without keeping histories.
-                    all_runs.extend(runs);
-                }
-                Err(e) => {
-                    bar.finish_and_clear();
-                    eprintln!("locksim: {} / {}: {e}", d.name, s.name);
-                    return ExitCode::from(EXIT_UNKNOWN);
-                }
+    for (d, s) in pairs {
+        bar.set_message(format!("{} / {}", d.name, s.name));
+        match run_cell_with_latency(d, s, seeds.clone(), threads, &bar) {
+            Ok((cell, runs, latency)) => {
+                shard_cells.push(crate::shard::ShardCell {
+                    cell: cell.clone(),
+                    latency,
+                });
+                cells.push(cell);
+                // run_cell sweeps without keeping histories.
+                all_runs.extend(runs);
+            }
+            Err(e) => {
+                bar.finish_and_clear();
+                eprintln!("locksim: {} / {}: {e}", d.name, s.name);
+                return ExitCode::from(EXIT_UNKNOWN);
             }
         }
     }
@@ -204,6 +260,48 @@ pub fn catalog_table(
         }
     }
     ExitCode::from(exit_code(&all_runs))
+}
+
+/// What the main job's adaptive seeds came to, under the matrix: cells settled by a
+/// violation, cells bounded by the rule's clean runs, and the weak ones, named.
+pub fn adaptive_footer(cells: &[CellResult]) -> String {
+    use scenarios::adaptive::Settled;
+    let settled = cells
+        .iter()
+        .filter(|c| matches!(c.settled, Some(Settled::Violation { .. })))
+        .count();
+    let weak: Vec<&CellResult> = cells
+        .iter()
+        .filter(|c| c.settled.as_ref().is_some_and(Settled::is_weak))
+        .collect();
+    let bounded = cells
+        .iter()
+        .filter(|c| matches!(c.settled, Some(Settled::Bounded { .. })))
+        .count()
+        - weak.len();
+    let runs: u64 = cells.iter().map(|c| c.runs).sum();
+    let clean = scenarios::adaptive::Rule::DEFAULT.clean;
+    let mut out = format!(
+        "{settled} cells settled by an unsafe run, {bounded} bounded by {clean} clean runs (unsafe rate {} at 95%), {} with a weak bound; {runs} runs.",
+        scenarios::stats::Rate::of(0, clean).map_or_else(String::new, |r| r.interval()),
+        weak.len()
+    );
+    let shown = 12;
+    let more = weak.len().saturating_sub(shown);
+    for c in weak.into_iter().take(shown) {
+        out.push_str(&format!(
+            "\n  ~ {} × {}: {}",
+            c.design,
+            c.scenario,
+            c.settled.as_ref().map_or_else(String::new, Settled::text)
+        ));
+    }
+    if more > 0 {
+        out.push_str(&format!(
+            "\n  … and {more} more weak cells (`--detail`: every cell's stop)"
+        ));
+    }
+    out
 }
 
 #[derive(Serialize)]
@@ -230,56 +328,82 @@ struct RunEntry<'a> {
 pub fn run(
     design: &DesignSpec,
     scenario: &Scenario,
-    seeds: Range<u64>,
+    seeds: Seeds,
     threads: usize,
     json: bool,
     real: bool,
     shard: Option<(crate::shard::Shard, std::path::PathBuf)>,
 ) -> ExitCode {
-    let whole = seeds.clone();
-    let seeds = shard.as_ref().map_or(seeds, |(s, _)| s.seeds_of(&whole));
-    if !json {
-        println!(
-            "locksim run: design={} scenario={} seeds={}..{} {}",
-            design.name,
-            scenario.name,
-            seeds.start,
-            seeds.end,
-            if real {
-                "against real servers (one run at a time)".to_string()
-            } else {
-                format!("threads={threads}")
+    let (seeds, cell, runs) = match seeds {
+        Seeds::Adaptive(rule) => {
+            if !json {
+                println!(
+                    "locksim run: design={} scenario={} {} threads={threads}",
+                    design.name,
+                    scenario.name,
+                    Seeds::Adaptive(rule).describe()
+                );
             }
-        );
-    }
-    let bar = progress(seeds.end - seeds.start, !json);
-    let ran = if real {
-        crate::cells::run_real_cell(design, scenario, seeds.clone(), &bar)
-    } else {
-        run_cell_with_latency(design, scenario, seeds.clone(), threads, &bar)
-    };
-    let (cell, runs) = match ran {
-        Ok((cell, runs, latency)) => {
-            if let Some((s, path)) = &shard {
-                let part = crate::shard::ShardCell {
-                    cell: cell.clone(),
-                    latency,
-                };
-                if let Err(e) = crate::shard::write(path, &whole, *s, vec![part]) {
-                    bar.finish_and_clear();
-                    eprintln!("locksim run: {}", e.0);
-                    return ExitCode::from(EXIT_BAD_INPUT);
+            let bar = progress(rule.max_seeds(), false);
+            match crate::cells::run_cells_adaptive(&[(design, scenario)], rule, 0, threads, &bar) {
+                Ok(mut cells) => {
+                    let c = cells.remove(0);
+                    (0..c.cell.runs, c.cell, c.runs)
+                }
+                Err(e) => {
+                    eprintln!("locksim run: {e}");
+                    return ExitCode::from(EXIT_UNKNOWN);
                 }
             }
-            (cell, runs)
         }
-        Err(e) => {
+        Seeds::Fixed(seeds) => {
+            let whole = seeds.clone();
+            let seeds = shard.as_ref().map_or(seeds, |(s, _)| s.seeds_of(&whole));
+            if !json {
+                println!(
+                    "locksim run: design={} scenario={} seeds={}..{} {}",
+                    design.name,
+                    scenario.name,
+                    seeds.start,
+                    seeds.end,
+                    if real {
+                        "against real servers (one run at a time)".to_string()
+                    } else {
+                        format!("threads={threads}")
+                    }
+                );
+            }
+            let bar = progress(seeds.end - seeds.start, !json);
+            let ran = if real {
+                crate::cells::run_real_cell(design, scenario, seeds.clone(), &bar)
+            } else {
+                run_cell_with_latency(design, scenario, seeds.clone(), threads, &bar)
+            };
+            let (cell, runs) = match ran {
+                Ok((cell, runs, latency)) => {
+                    if let Some((s, path)) = &shard {
+                        let part = crate::shard::ShardCell {
+                            cell: cell.clone(),
+                            latency,
+                        };
+                        if let Err(e) = crate::shard::write(path, &whole, *s, vec![part]) {
+                            bar.finish_and_clear();
+                            eprintln!("locksim run: {}", e.0);
+                            return ExitCode::from(EXIT_BAD_INPUT);
+                        }
+                    }
+                    (cell, runs)
+                }
+                Err(e) => {
+                    bar.finish_and_clear();
+                    eprintln!("locksim run: {e}");
+                    return ExitCode::from(EXIT_UNKNOWN);
+                }
+            };
             bar.finish_and_clear();
-            eprintln!("locksim run: {e}");
-            return ExitCode::from(EXIT_UNKNOWN);
+            (seeds, cell, runs)
         }
     };
-    bar.finish_and_clear();
     let entries: Vec<RunEntry> = runs
         .iter()
         .filter(|r| r.verdicts.iter().any(|(_, v)| !v.is_valid()))
@@ -310,6 +434,9 @@ pub fn run(
             scenario.fault_about,
             runs.len()
         );
+        if let Some(settled) = &cell.settled {
+            println!("adaptive seeds stopped the cell: {}", settled.text());
+        }
         print!("{}", rate_lines(&cell));
         for e in entries.iter().take(10) {
             for (name, v) in e.verdicts {

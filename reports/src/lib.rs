@@ -16,6 +16,7 @@ pub mod cells;
 pub mod cli;
 pub mod commands;
 pub mod compare;
+pub mod completeness;
 pub mod diagram;
 pub mod exit;
 pub mod explore;

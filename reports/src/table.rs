@@ -7,6 +7,7 @@
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
+use scenarios::adaptive::Settled;
 use scenarios::checkers::{self, Safety, Verdict};
 use scenarios::stats::{self, Rate};
 use serde::{Deserialize, Serialize};
@@ -46,6 +47,12 @@ pub struct CellResult {
     /// marked in lower case in the matrix.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub before_fault: BTreeMap<String, usize>,
+    /// How the main job's adaptive seeds stopped the cell
+    /// ([`scenarios::adaptive`]): the seed of its first violation, or the clean runs
+    /// bounding its unsafe rate (and whether that bound is weak). Absent for a fixed
+    /// seed range (`--seeds A..B`), where every seed ran.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub settled: Option<Settled>,
 }
 
 impl CellResult {
@@ -63,6 +70,7 @@ impl CellResult {
             replay: None,
             latency: Quantiles::default(),
             before_fault: BTreeMap::new(),
+            settled: None,
         }
     }
 
@@ -275,7 +283,8 @@ pub fn checker_columns(cells: &[CellResult]) -> Vec<String> {
 
 /// The table as aligned text: design, scenario, runs, the runs per safety class (worst
 /// first, [`CellResult::class_text`]), the unsafe share with its 95 % interval
-/// ([`Rate::short`]: `3/30 2.1–27%`, `0/60 <4.9%`), one column per checker with its
+/// ([`Rate::short`]: `3/30 2.1–27%`, `0/60 <4.9%`), how the main job's adaptive seeds
+/// stopped the cell ([`Settled::text`]; only when some cell has it), one column per checker with its
 /// violation count, unknown verdicts, acquire p50/p99 in ms, the first invalid seed
 /// and the replay command (last, as it is long).
 pub fn render_text(cells: &[CellResult]) -> String {
@@ -288,6 +297,11 @@ pub fn render_text(cells: &[CellResult]) -> String {
         "class".into(),
         "unsafe, 95%".into(),
     ];
+    // Cells of the main job's adaptive seeds: how each stopped.
+    let adaptive = cells.iter().any(|c| c.settled.is_some());
+    if adaptive {
+        header.push("stopped".into());
+    }
     header.extend(cols.iter().cloned());
     header.extend(
         [
@@ -310,6 +324,9 @@ pub fn render_text(cells: &[CellResult]) -> String {
                 c.class_text(),
                 c.unsafe_rate().map_or_else(|| "-".into(), |r| r.short()),
             ];
+            if adaptive {
+                r.push(c.settled.as_ref().map_or_else(|| "-".into(), Settled::text));
+            }
             r.extend(
                 cols.iter()
                     .map(|k| c.per_checker.get(k).copied().unwrap_or(0).to_string()),
@@ -333,7 +350,8 @@ pub fn render_text(cells: &[CellResult]) -> String {
         .collect();
     // Text columns (design, scenario, class, the unsafe rate, replay) align left,
     // numbers right; the replay command is not padded.
-    let numeric = |i: usize| i == 2 || i == 3 || (i >= 6 && i < header.len() - 1);
+    let first_count = if adaptive { 7 } else { 6 };
+    let numeric = |i: usize| i == 2 || i == 3 || (i >= first_count && i < header.len() - 1);
     let fmt_row = |r: &[String]| {
         let mut line = String::new();
         for (i, cell) in r.iter().enumerate() {
@@ -395,8 +413,26 @@ pub fn cells_from_json(json: &str) -> Result<Vec<CellResult>, serde_json::Error>
 /// the fault never happened (no evidence), `-` no runs. `U`, `F`, `O` and `P` are in
 /// lower case (`u3`) when every run of that class broke before the scenario's fault
 /// began ([`CellResult::worst_before_fault`]): the world's doing, not the fault's.
+///
+/// A cell the main job's adaptive seeds ran ([`CellResult::settled`]) shows an unsafe
+/// mark with the seed of its first violation instead (`U0`, `u17`), and any other
+/// mark followed by `~` when its bound is weak (fewer clean runs than the rule wanted:
+/// `S~`, `F3~`).
 pub fn matrix_mark(c: &CellResult) -> (char, String) {
     let (mark, n) = worst_mark(c);
+    match &c.settled {
+        Some(Settled::Violation { seed }) => return (mark, format!("{mark}{seed}")),
+        Some(settled) if settled.is_weak() => {
+            let (_, text) = fixed_mark(c, mark, n);
+            return (mark, format!("{text}~"));
+        }
+        _ => {}
+    }
+    fixed_mark(c, mark, n)
+}
+
+/// [`matrix_mark`] of a cell over fixed seeds.
+fn fixed_mark(c: &CellResult, mark: char, n: usize) -> (char, String) {
     let text = if mark == '-' || n as u64 >= c.runs {
         mark.to_string()
     } else if n < 100 {
@@ -440,6 +476,16 @@ pub fn worst_mark(c: &CellResult) -> (char, usize) {
     (mark, n)
 }
 
+/// What the marks of the main job's adaptive seeds mean (under the matrix's legend).
+pub fn adaptive_legend(clean: u64) -> String {
+    let bound = Rate::of(0, clean).map_or_else(String::new, |r| r.interval());
+    format!(
+        "Adaptive seeds: each cell ran seeds 0, 1, 2, … until its first unsafe run (U7: at seed 7) or {clean} clean runs (no\n\
+         unsafe run: unsafe rate {bound} at 95%); after U the number is that seed, not a count. ~ a weak bound: the cell\n\
+         stopped with fewer clean runs (its budget spent, or too many unknown runs; `--detail` says which)."
+    )
+}
+
 /// The compact matrix the default `locksim` prints: designs as rows, scenarios as
 /// numbered columns (`designs` and `scenarios` give the order), one [`matrix_mark`]
 /// per cell (`.` where the scenario's world does not fit the design), then the legend
@@ -457,7 +503,9 @@ pub fn render_matrix(
         .max()
         .unwrap_or(6)
         .max(6);
-    let col_w = 3;
+    // Adaptive cells' marks run to three characters (`U59`, `F3~`): a column more.
+    let adaptive = cells.iter().any(|c| c.settled.is_some());
+    let col_w = if adaptive { 4 } else { 3 };
     let paint = |mark: char, text: &str| {
         if !color {
             return text.to_string();
@@ -507,6 +555,13 @@ pub fn render_matrix(
         out,
         "\nU unsafe  F fenced (the storage refused the stale holder)  O overlap in belief only (the stale holder never wrote\nafter the newer grant)  P a promise broken without harm (a token reissued)  ? unknown  L safe, but a lock got stuck or\na waiter stranded  S safe  n nothing broke, but the fault never happened (no evidence)  . world does not fit the design\nu f o p: every such run broke before the fault began (the world's doing)  A number after a mark: runs in that class."
     );
+    if adaptive {
+        let _ = writeln!(
+            out,
+            "{}",
+            adaptive_legend(scenarios::adaptive::Rule::DEFAULT.clean)
+        );
+    }
     // Scenario numbers, packed into lines of at most 120 columns.
     let mut line = String::new();
     for (i, s) in scenarios.iter().enumerate() {

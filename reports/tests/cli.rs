@@ -822,3 +822,79 @@ fn sweep_shards_merge_into_the_unsharded_sweep() {
     assert_eq!(merged, whole);
     let _ = std::fs::remove_dir_all(&base);
 }
+
+#[test]
+fn a_run_without_seeds_stops_an_unsafe_cell_at_its_first_violation() {
+    let (code, out, err) = locksim(&[
+        "run",
+        "--design",
+        "set-nx-px-lua",
+        "--scenario",
+        "gc-pause",
+        "--json",
+    ]);
+    assert_eq!(code, 1, "{err}");
+    let report: serde_json::Value = serde_json::from_str(&out).expect("JSON output");
+    let cell = &report["cell"];
+    assert_eq!(cell["settled"]["by"], "violation", "{cell}");
+    assert_eq!(cell["settled"]["seed"], 0, "{cell}");
+    assert_eq!(cell["runs"], 1, "nothing after the first violation: {cell}");
+    assert_eq!(report["seeds"], "0..1");
+}
+
+#[test]
+fn a_run_without_seeds_bounds_a_safe_cell_with_sixty_clean_runs() {
+    let (code, out, err) = locksim(&[
+        "run",
+        "--design",
+        "set-nx-px-lua",
+        "--scenario",
+        "client-crash",
+    ]);
+    assert!(code == 0 || code == 1, "{out}{err}");
+    assert!(
+        out.contains("adaptive seeds stopped the cell: 60 clean runs: unsafe rate < 4.9% at 95%"),
+        "{out}"
+    );
+    assert!(
+        out.lines()
+            .any(|l| l.trim_start().starts_with("unsafe ")
+                && l.ends_with(" 0/60: rate < 4.9% at 95%")),
+        "{out}"
+    );
+}
+
+#[test]
+fn adaptive_seeds_cannot_be_sharded_and_say_to_give_a_range() {
+    let (code, _, err) = locksim(&["--shard", "1/2", "--out", "/nonexistent/x.json"]);
+    assert_eq!(code, 2, "{err}");
+    assert!(
+        err.contains("--shard") && err.contains("--seeds A..B"),
+        "{err}"
+    );
+}
+
+#[test]
+fn completeness_names_no_miss_on_a_cell_the_default_settles_and_refuses_a_bad_budget() {
+    let (code, out, err) = locksim(&[
+        "completeness",
+        "--design",
+        "set-nx-px-lua",
+        "--scenario",
+        "gc-pause",
+        "--deep",
+        "0..5",
+    ]);
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(
+        out.contains("completeness: 1 cells; 0 classed differently by the default than by seeds 0..5: 0 misses"),
+        "{out}"
+    );
+    assert!(
+        out.contains("set-nx-px-lua × gc-pause: unsafe at seed 0"),
+        "{out}"
+    );
+    let (code, _, err) = locksim(&["completeness", "--budget", "lots"]);
+    assert_eq!(code, 2);
+    assert!(err.contains("--budget lots"), "{err}");
+}

@@ -480,3 +480,91 @@ fn a_sweeps_plot_draws_each_points_interval_as_a_band_and_its_table_prints_it() 
     let u = &json["lines"][0]["points"][1]["cell"]["rates"]["unsafe"];
     assert_eq!(u["count"], 3);
 }
+
+/// The main job's adaptive cells: an unsafe one shows the seed of its first violation,
+/// a bounded one its mark, a weak bound a `~`; the matrix stays within 120 columns and
+/// says what the marks mean, and the detail table says how each cell stopped.
+#[test]
+fn adaptive_cells_show_their_first_violation_seed_and_mark_a_weak_bound() {
+    use scenarios::adaptive::{Settled, Weak};
+    let designs: Vec<&str> = lock_impl::DESIGNS.iter().map(|d| d.name).collect();
+    let catalog = scenarios::catalog::catalog();
+    let names: Vec<&str> = catalog.iter().map(|s| s.name).collect();
+    let mut unsafe_at_17 = counted(18, 1);
+    unsafe_at_17.design = "setnx-del".into();
+    unsafe_at_17.scenario = names[0].into();
+    unsafe_at_17.settled = Some(Settled::Violation { seed: 17 });
+    let mut safe = counted(60, 0);
+    safe.design = "setnx-del".into();
+    safe.scenario = names[1].into();
+    safe.settled = Some(Settled::Bounded {
+        clean: 60,
+        wanted: 60,
+        upper: Some(0.0487),
+        weak: None,
+    });
+    let mut weak = counted(23, 0);
+    weak.design = "setnx-del".into();
+    weak.scenario = names[2].into();
+    weak.settled = Some(Settled::Bounded {
+        clean: 23,
+        wanted: 60,
+        upper: Some(0.122),
+        weak: Some(Weak::Budget),
+    });
+    assert_eq!(table::matrix_mark(&unsafe_at_17).1, "U17");
+    assert_eq!(table::matrix_mark(&safe).1, "S");
+    assert_eq!(table::matrix_mark(&weak).1, "S~");
+    let cells = vec![unsafe_at_17, safe, weak];
+    let text = table::render_matrix(&cells, &designs, &names, false);
+    for line in text.lines() {
+        assert!(line.chars().count() <= 120, "{line}");
+    }
+    let row: Vec<&str> = text
+        .lines()
+        .find(|l| l.split_whitespace().next() == Some("setnx-del"))
+        .expect("a row")
+        .split_whitespace()
+        .skip(1)
+        .collect();
+    assert_eq!(row[..4], ["U17", "S", "S~", "."]);
+    assert!(
+        text.contains("first unsafe run (U7: at seed 7) or 60 clean runs"),
+        "{text}"
+    );
+    assert!(text.contains("<4.9% at 95%"), "{text}");
+    let detail = table::render_text(&cells);
+    assert!(detail.contains("stopped"), "{detail}");
+    assert!(detail.contains("unsafe at seed 17"), "{detail}");
+    assert!(
+        detail.contains("60 clean runs: unsafe rate < 4.9% at 95%"),
+        "{detail}"
+    );
+    assert!(
+        detail.contains("23 of 60 clean runs (budget spent): unsafe rate < 13% at 95%"),
+        "{detail}"
+    );
+    // And the JSON says which, as data, and reads back.
+    let json: serde_json::Value = serde_json::from_str(&table::render_json(&cells)).expect("json");
+    assert_eq!(json["cells"][0]["settled"]["by"], "violation");
+    assert_eq!(json["cells"][0]["settled"]["seed"], 17);
+    assert_eq!(json["cells"][2]["settled"]["by"], "bounded");
+    assert_eq!(json["cells"][2]["settled"]["clean"], 23);
+    assert_eq!(json["cells"][2]["settled"]["weak"], "budget");
+    let back = table::cells_from_json(&table::render_json(&cells)).expect("reads back");
+    assert_eq!(back, cells);
+    let footer = reports::commands::adaptive_footer(&cells);
+    assert!(
+        footer.starts_with("1 cells settled by an unsafe run, 1 bounded by 60 clean runs"),
+        "{footer}"
+    );
+    assert!(footer.contains("~ setnx-del × "), "{footer}");
+}
+
+/// A table over fixed seeds (`--seeds A..B`) prints as it did: no `stopped` column.
+#[test]
+fn a_fixed_seed_table_has_no_stopped_column() {
+    let detail = table::render_text(&[counted(10, 2)]);
+    assert!(!detail.contains("stopped"), "{detail}");
+    assert_eq!(table::matrix_mark(&counted(10, 2)).1, "U2");
+}

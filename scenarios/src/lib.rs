@@ -1,6 +1,7 @@
 //! Workloads, the scenario catalog, checkers, and the `cargo test` suites that assert
 //! what theory predicts for each design under each fault.
 
+pub mod adaptive;
 pub mod broken;
 pub mod catalog;
 pub mod checkers;
