@@ -134,7 +134,7 @@ fn an_unsafe_cell_stops_at_its_first_violation_even_with_runs_ahead_on_other_thr
 #[test]
 fn a_safe_cell_runs_sixty_seeds_in_order() {
     let d = common::design("set-nx-px-lua");
-    let s = common::scenario("client-crash");
+    let s = common::scenario("no-faults");
     let jobs = [Job {
         design: &d,
         scenario: &s,
