@@ -670,8 +670,9 @@ pub async fn connect(
         .map_err(connect_err)
 }
 
-/// Subscriber connections to the server a [`Connector`] reaches.
-struct ConnectorPubSub(Arc<dyn Connector>);
+/// Subscriber connections to the server a [`Connector`] reaches: the
+/// [`Deps::pubsub`] of a world whose lock connection is that connector's.
+pub struct ConnectorPubSub(pub Arc<dyn Connector>);
 
 impl PubSubConnector for ConnectorPubSub {
     fn connect(

@@ -354,7 +354,9 @@ async fn deps(config: &ClientConfig, rec: Arc<Rec>) -> Result<Deps, String> {
             servers
         };
         Deps {
-            pubsub: Some(Arc::new(ConnPubSub(conn.connector().clone()))),
+            pubsub: Some(Arc::new(lock_impl::ConnectorPubSub(
+                conn.connector().clone(),
+            ))),
             conn,
             servers,
             clock: clock.clone(),
@@ -370,19 +372,6 @@ async fn deps(config: &ClientConfig, rec: Arc<Rec>) -> Result<Deps, String> {
     deps.observer = Some(observer);
     deps.scale = scale;
     Ok(deps)
-}
-
-/// Subscriber connections to the server a connector reaches.
-struct ConnPubSub(Arc<dyn lock_impl::Connector>);
-
-impl lock_impl::PubSubConnector for ConnPubSub {
-    fn connect(
-        &self,
-    ) -> std::pin::Pin<
-        Box<dyn std::future::Future<Output = redis::RedisResult<redis::aio::PubSub>> + Send + '_>,
-    > {
-        self.0.pubsub()
-    }
 }
 
 /// One client's rounds.

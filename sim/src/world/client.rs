@@ -231,19 +231,6 @@ impl lock_impl::Connector for TurmoilConnector {
     }
 }
 
-/// Subscriber connections through a connector.
-struct ConnectorPubSub(Arc<dyn lock_impl::Connector>);
-
-impl lock_impl::PubSubConnector for ConnectorPubSub {
-    fn connect(
-        &self,
-    ) -> std::pin::Pin<
-        Box<dyn std::future::Future<Output = redis::RedisResult<redis::aio::PubSub>> + Send + '_>,
-    > {
-        self.0.pubsub()
-    }
-}
-
 /// Connection settings shared by every server (host and port travel in the stream; a
 /// static because the connection driver borrows it for the connection's life).
 static REDIS_INFO: std::sync::LazyLock<redis::RedisConnectionInfo> =
@@ -377,7 +364,9 @@ impl Client {
             servers
         };
         let deps = Deps {
-            pubsub: Some(Arc::new(ConnectorPubSub(conn.connector().clone()))),
+            pubsub: Some(Arc::new(lock_impl::ConnectorPubSub(
+                conn.connector().clone(),
+            ))),
             conn,
             servers,
             clock,
