@@ -202,9 +202,14 @@ publish = false
 [dependencies]
 locksim = {{ path = "{locksim}" }}
 
-# The simulator and checkers, optimised: runs take milliseconds, not seconds.
+# The simulator and checkers, optimised: runs take milliseconds, not seconds. (The
+# workspace's own debug settings too, so its compiled dependencies are reused.)
+[profile.dev]
+debug = "line-tables-only"
+
 [profile.dev.package."*"]
 opt-level = 2
+debug = false
 
 [workspace]
 "#,
