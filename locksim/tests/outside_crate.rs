@@ -210,6 +210,8 @@ debug = "line-tables-only"
 [profile.dev.package."*"]
 opt-level = 2
 debug = false
+debug-assertions = false
+overflow-checks = false
 
 [workspace]
 "#,

@@ -189,7 +189,7 @@ fn the_readme_opens_with_the_fresh_machine_commands_and_stays_short() {
             .unwrap_or_else(|| panic!("README.md lacks the line `{needle}`"))
     };
     let main_job = first("cargo run --release --bin locksim");
-    let tests = first("cargo test --workspace");
+    let tests = first("cargo nextest run --workspace && cargo test --workspace --doc");
     assert!(main_job < tests && tests < 40, "{main_job}, {tests}");
     for package in [
         "redis-server",

@@ -270,7 +270,13 @@ fn a_real_restart_without_persistence_loses_the_lock_by_the_servers_own_answers(
     // The runner asks the server for the lock key just before SIGKILL and again after
     // the restart: held, then absent, is the server's own record of the loss, which
     // the scenario's probe reads.
-    let (cell, _) = real("set-nx-px-lua", "server-restart", 0..1);
-    assert_eq!(cell.fault_seen, 1, "{cell:?}");
-    assert_eq!(cell.classes.get("unsafe").copied(), Some(1), "{cell:?}");
+    // A real run is not a replay: in about one run in twenty the key is free at the
+    // very moment of the kill (released, not yet taken again), and there is no loss to
+    // record. Three seeds, so the check does not hang on that chance (1 in 8,000).
+    let (cell, _) = real("set-nx-px-lua", "server-restart", 0..3);
+    assert!(cell.fault_seen >= 1, "{cell:?}");
+    assert!(
+        cell.classes.get("unsafe").copied().unwrap_or(0) >= 1,
+        "{cell:?}"
+    );
 }
