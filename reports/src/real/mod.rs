@@ -4,17 +4,21 @@
 //! The parent starts the servers the world names ([`servers`]) and one client process
 //! per client host ([`child`]: this binary in its client role), keeps the protected
 //! storage, plays the fault plan with real signals (`SIGSTOP`/`SIGCONT` for a pause,
-//! `SIGKILL` and a restart in place for a crash), and assembles one history on the
+//! `SIGKILL` and a restart in place for a crash) and a fault proxy in front of every
+//! server ([`net`]: partitions, delays, connection resets), waits for a target's
+//! moment by the servers' own answers (an unreplicated or fresh lock write, a client's
+//! lock on a server, a ZooKeeper leader's commit), and assembles one history on the
 //! machine's monotonic clock, which the simulator's checkers judge as they judge a
 //! simulated run. A real run cannot be replayed byte for byte; it keeps the plan it
 //! applied (the seed's), so `locksim run` without `--real` runs the same plan in the
 //! simulator beside it.
 //!
 //! What is not made real yet is refused before anything starts, with one line naming
-//! why ([`refusals`]): partitions, delays and lost messages (they need `nftables` or a
-//! proxy on each link), clock faults (`libfaketime`), a machine crash (no FIN, no RST),
-//! connection resets, dropped pub/sub messages, and targets that need a server's
-//! internal record (an unreplicated write, a lock owner seen by the server).
+//! why ([`refusals`]): clock faults (`libfaketime`), a machine crash (no FIN, no RST),
+//! dropped pub/sub messages, partitions between ZooKeeper servers (the ensemble's own
+//! links are not behind the proxy), and targets that need a server's internal record
+//! (a follower's sessions, an acquisition granted in flight, a `GET_LOCK`'s or a
+//! ZooKeeper node's owner).
 
 pub mod child;
 pub mod net;

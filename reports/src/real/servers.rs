@@ -259,6 +259,18 @@ fn resp_bulk(port: u16, argv: &[&str]) -> Option<String> {
     }
 }
 
+/// Polls `ready` every 20 ms until it holds, for up to `limit`.
+fn wait_until(limit: Duration, mut ready: impl FnMut() -> bool) -> Result<(), ()> {
+    let start = Instant::now();
+    while start.elapsed() < limit {
+        if ready() {
+            return Ok(());
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    Err(())
+}
+
 /// `field:value` of an `INFO` reply.
 fn info_field<'a>(info: &'a str, field: &str) -> Option<&'a str> {
     info.lines()
@@ -427,6 +439,22 @@ impl Servers {
             s.redis.insert(spec.name.clone(), proc);
         }
         s.lock_servers = w.servers.iter().map(|x| x.name.clone()).collect();
+        // The simulated world starts with its replicas in sync; a real replica's first
+        // full sync waits `repl-diskless-sync-delay` (5 s by default in Redis 7.0), so
+        // the run starts once every replica says its link is up.
+        for spec in w.servers.iter().filter(|x| x.replica_of.is_some()) {
+            let port = port_of[spec.name.as_str()];
+            wait_until(Duration::from_secs(20), || {
+                resp_bulk(port, &["INFO", "replication"])
+                    .is_some_and(|i| info_field(&i, "master_link_status") == Some("up"))
+            })
+            .map_err(|()| {
+                format!(
+                    "{}: its first sync with its master did not complete in 20 s",
+                    spec.name
+                )
+            })?;
+        }
         if let Some(spec) = &w.sentinel {
             let monitored = spec
                 .monitor
@@ -453,8 +481,42 @@ impl Servers {
                     s.sentinels.insert(name, sentinel);
                 }
             }
+            // ... and every Sentinel knows the replicas and the other Sentinels (as the
+            // simulated Sentinels do from the start; a real one learns them from the
+            // master's INFO and the others' hellos, every 2 s).
+            let replicas = w.servers.iter().filter(|x| x.replica_of.is_some()).count();
+            let count = |port: u16, what: &str| -> Option<usize> {
+                let r = resp(port, &["SENTINEL", what, &spec.master_name])?;
+                r.strip_prefix('*')?.split("\r\n").next()?.parse().ok()
+            };
+            let sentinel_ports: Vec<(String, u16)> = s.sentinel_ports().into_iter().collect();
+            let others = sentinel_ports.len().saturating_sub(1);
+            for (name, port) in &sentinel_ports {
+                wait_until(Duration::from_secs(20), || {
+                    count(*port, "REPLICAS") == Some(replicas)
+                        && count(*port, "SENTINELS") == Some(others)
+                })
+                .map_err(|()| {
+                    format!("{name}: did not learn the replicas and the other Sentinels in 20 s")
+                })?;
+            }
         }
         Ok(s)
+    }
+
+    /// Each Sentinel's real port.
+    fn sentinel_ports(&self) -> BTreeMap<String, u16> {
+        let mut ports: BTreeMap<String, u16> = self
+            .sentinels
+            .iter()
+            .map(|(n, x)| (n.clone(), x.port()))
+            .collect();
+        ports.extend(
+            self.proxied_sentinels
+                .iter()
+                .map(|(n, r)| (n.clone(), r.port)),
+        );
+        ports
     }
 
     /// Every server's name: lock servers, then Sentinels.
