@@ -96,9 +96,12 @@ pub fn refusal(kind: &FaultKind) -> Option<String> {
         ),
         FaultKind::ClockJump { .. }
         | FaultKind::ClockDrift { .. }
-        | FaultKind::ClockSlew { .. } => {
-            Some("clock faults need libfaketime's control file, not made real yet".into())
-        }
+        | FaultKind::ClockSlew { .. } => Some(
+            "clock faults: libfaketime cannot be preloaded into Debian's redis-server, \
+                 which is built with jemalloc (it dies at start on recursive clock_gettime \
+                 calls, libfaketime issue #130), and client clocks are not offset yet"
+                .into(),
+        ),
     }
 }
 
