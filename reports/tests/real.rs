@@ -467,3 +467,27 @@ fn a_real_one_sided_partition_leaves_client_1_a_bare_majority_and_a_node_of_it_r
         "{starts:?}"
     );
 }
+
+#[test]
+fn a_real_replica_cut_off_from_the_start_never_syncs_and_is_promoted_after_the_grant() {
+    if !lock_impl::testing::redis_server_available() {
+        return;
+    }
+    // redis-3 is cut off from its master before the servers start (the plan's
+    // partition at 0 ms), so the master's `ROLE` never lists it and `WAIT 1` grants;
+    // the Sentinels know it from their config and promote it once the master and
+    // redis-2 are cut off after a fresh grant.
+    let (h, _) = real_history("wait-synced", "failover-wait", 0);
+    let starts = fault_starts(&h);
+    let fresh = h
+        .events
+        .iter()
+        .find(|e| matches!(&e.kind, sim::history::EventKind::Fault { detail, .. } if detail.contains("a fresh grant to")))
+        .unwrap_or_else(|| panic!("no fresh grant was cut off: {starts:?}"));
+    assert!(
+        h.events.iter().any(|e| e.host == "redis-3"
+            && e.at_us > fresh.at_us
+            && matches!(&e.kind, sim::history::EventKind::Server(sim::history::ServerEvent::Role { role }) if role == "master")),
+        "redis-3 was promoted"
+    );
+}

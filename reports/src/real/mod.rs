@@ -936,6 +936,15 @@ impl Run {
     }
 }
 
+/// Ends the partitions cut before the servers started (idempotent).
+fn heal_precuts(run: &Run, ids: &[u64]) {
+    if let Some(net) = &run.net {
+        for id in ids {
+            net.heal(*id);
+        }
+    }
+}
+
 /// `client-N` → N − 1.
 fn client_index(host: &str) -> u64 {
     host.strip_prefix("client-")
@@ -962,7 +971,30 @@ pub fn run_real(cfg: &RunConfig, exe: &Path, logs: Option<&Path>) -> Result<Hist
     let client_names: Vec<String> = (0..w.clients)
         .map(|i| format!("client-{}", i + 1))
         .collect();
-    let mut servers = Servers::start(w, needs_net(&cfg.plan), &client_names)?;
+    // Partitions between named hosts at 0 ms are in force from the start: cut before
+    // the servers start, as the simulated world starts with them.
+    let precuts: Vec<servers::Precut> = cfg
+        .plan
+        .faults
+        .iter()
+        .filter(|f| f.at_ms == 0)
+        .filter_map(|f| match &f.kind {
+            FaultKind::Partition { a, b, one_way, .. } => {
+                let hosts = |side: &[Target]| -> Option<std::collections::BTreeSet<String>> {
+                    side.iter()
+                        .map(|t| match t {
+                            Target::Host(h) => Some(h.clone()),
+                            _ => None,
+                        })
+                        .collect()
+                };
+                Some((hosts(a)?, hosts(b)?, *one_way))
+            }
+            _ => None,
+        })
+        .collect();
+    let mut servers = Servers::start(w, needs_net(&cfg.plan), &client_names, &precuts)?;
+    let precut_ids = std::mem::take(&mut servers.precut_ids);
     let net = servers.net.take().map(Arc::new);
     let epoch_ns = monotonic_ns();
     let recorder = Recorder::new();
@@ -1006,10 +1038,16 @@ pub fn run_real(cfg: &RunConfig, exe: &Path, logs: Option<&Path>) -> Result<Hist
     order.sort_by_key(|&i| (cfg.plan.faults[i].at_ms, i));
     let mut rng = ChaCha8Rng::seed_from_u64(sim::seed::sub_seed(cfg.seed, 0x7ea1));
     let end = Duration::from_millis(w.duration_ms + w.drain_ms);
+    let mut precuts_healed = false;
     for i in order {
         let at = Duration::from_millis(cfg.plan.faults[i].at_ms);
         if at >= end {
             break;
+        }
+        if !precuts_healed && at > Duration::ZERO {
+            // The plan's own partitions at 0 ms now hold what the precuts held.
+            heal_precuts(&run, &precut_ids);
+            precuts_healed = true;
         }
         std::thread::sleep(at.saturating_sub(real_since(epoch_ns)));
         let kind = cfg.plan.faults[i].kind.clone();
@@ -1030,6 +1068,7 @@ pub fn run_real(cfg: &RunConfig, exe: &Path, logs: Option<&Path>) -> Result<Hist
             run.apply(i, &kind, &mut rng);
         }
     }
+    heal_precuts(&run, &precut_ids);
     std::thread::sleep(end.saturating_sub(real_since(epoch_ns)));
     run.over.store(true, Ordering::Relaxed);
     if let Some(w) = roles {

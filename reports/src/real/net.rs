@@ -224,6 +224,11 @@ impl Net {
         id
     }
 
+    /// Whether `from` → `to` is cut now.
+    pub fn blocked(&self, from: &str, to: &str) -> bool {
+        self.shared.blocked(from, to)
+    }
+
     /// Ends cut or delay `id`.
     pub fn heal(&self, id: u64) {
         let mut s = self.shared.state.lock().expect("net state");

@@ -127,6 +127,7 @@ impl RedisProc {
         port: u16,
         master_addr: SocketAddr,
         public: Public,
+        replicas: &[SocketAddr],
     ) -> Result<Self, String> {
         let dir = launch::server_dir("real-sentinel");
         let conf = dir.join("sentinel.conf");
@@ -154,6 +155,16 @@ impl RedisProc {
             ),
         )
         .map_err(|e| format!("cannot write {}: {e}", conf.display()))?;
+        // The replicas the world names, known from the start (as the simulated
+        // Sentinels know them, and as a real Sentinel's rewritten config remembers
+        // them: `sentinel known-replica`), even one that never reached its master.
+        let known: String = replicas
+            .iter()
+            .map(|r| format!("sentinel known-replica {name} {} {}\n", r.ip(), r.port()))
+            .collect();
+        let mut text = std::fs::read_to_string(&conf).unwrap_or_default();
+        text.push_str(&known);
+        std::fs::write(&conf, text).map_err(|e| format!("cannot write {}: {e}", conf.display()))?;
         let args = vec![conf.display().to_string()];
         let child = Self::spawn("redis-sentinel", &args)?;
         let mut p = Self {
@@ -278,6 +289,13 @@ fn info_field<'a>(info: &'a str, field: &str) -> Option<&'a str> {
         .map(str::trim)
 }
 
+/// A partition in force from the start: side `a`, side `b`, one way.
+pub(crate) type Precut = (
+    std::collections::BTreeSet<String>,
+    std::collections::BTreeSet<String>,
+    bool,
+);
+
 /// Every real server of one world.
 #[derive(Default)]
 pub(crate) struct Servers {
@@ -289,6 +307,8 @@ pub(crate) struct Servers {
     proxied_sentinels: BTreeMap<String, RedisProc>,
     /// The fault proxy in front of every server, when the plan needs one.
     pub net: Option<Net>,
+    /// The partitions cut before the servers started.
+    pub precut_ids: Vec<u64>,
     zk: Option<(String, ZkServer)>,
     ensemble: Option<(Vec<String>, ZkEnsembleServers)>,
     mysql: Option<(String, MariaDbServer)>,
@@ -301,8 +321,18 @@ pub(crate) struct Servers {
 impl Servers {
     /// Starts the servers `w` names, masters first, then replicas and Sentinels; with
     /// `net`, behind a fault proxy (for the clients `clients`).
-    pub fn start(w: &Workload, net: bool, clients: &[String]) -> Result<Self, String> {
-        let mut s = Self::start_servers(w, net, clients)?;
+    ///
+    /// `precuts` are partitions in force from the run's start (a plan's partitions
+    /// between named hosts at 0 ms): cut before the servers start, so a replica cut off
+    /// from its master never reaches it, as in the simulated world; their ids are in
+    /// `precut_ids` (the runner heals them once the plan's own faults at 0 ms hold).
+    pub fn start(
+        w: &Workload,
+        net: bool,
+        clients: &[String],
+        precuts: &[Precut],
+    ) -> Result<Self, String> {
+        let mut s = Self::start_servers(w, net, clients, precuts)?;
         if net && s.net.is_none() {
             // ZooKeeper and MariaDB: only the clients' links go through the proxy.
             let servers: BTreeMap<String, (std::net::Ipv4Addr, SocketAddr)> = s
@@ -316,7 +346,12 @@ impl Servers {
         Ok(s)
     }
 
-    fn start_servers(w: &Workload, net: bool, clients: &[String]) -> Result<Self, String> {
+    fn start_servers(
+        w: &Workload,
+        net: bool,
+        clients: &[String],
+        precuts: &[Precut],
+    ) -> Result<Self, String> {
         let mut s = Self::default();
         if let Some(spec) = &w.zookeeper {
             let opts = ZkOptions {
@@ -399,6 +434,9 @@ impl Servers {
                 })
                 .collect();
             let proxy = Net::start(&servers, clients)?;
+            for (a, b, one_way) in precuts {
+                s.precut_ids.push(proxy.cut(a.clone(), b.clone(), *one_way));
+            }
             for (n, (ip, _)) in &servers {
                 public.insert(
                     n.clone(),
@@ -443,6 +481,13 @@ impl Servers {
         // full sync waits `repl-diskless-sync-delay` (5 s by default in Redis 7.0), so
         // the run starts once every replica says its link is up.
         for spec in w.servers.iter().filter(|x| x.replica_of.is_some()) {
+            let master = spec.replica_of.as_deref().unwrap_or_default();
+            if s.net
+                .as_ref()
+                .is_some_and(|n| n.blocked(&spec.name, master))
+            {
+                continue;
+            }
             let port = port_of[spec.name.as_str()];
             wait_until(Duration::from_secs(20), || {
                 resp_bulk(port, &["INFO", "replication"])
@@ -470,7 +515,14 @@ impl Servers {
             for name in sentinel_names.clone() {
                 if let Some(p) = public.get(&name).copied() {
                     let master = reach(&monitored).ok_or("no monitored master")?;
-                    let sentinel = RedisProc::sentinel(spec, port_of[name.as_str()], master, p)?;
+                    let replicas: Vec<SocketAddr> = w
+                        .servers
+                        .iter()
+                        .filter(|x| x.replica_of.is_some())
+                        .filter_map(|x| public.get(&x.name).map(|p| p.addr))
+                        .collect();
+                    let sentinel =
+                        RedisProc::sentinel(spec, port_of[name.as_str()], master, p, &replicas)?;
                     s.addrs
                         .insert(name.clone(), ([127, 0, 0, 1], sentinel.port).into());
                     s.proxied_sentinels.insert(name, sentinel);
