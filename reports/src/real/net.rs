@@ -5,7 +5,7 @@
 //! Every link goes through the proxy, and the proxy knows both ends of each:
 //!
 //! - a **client** process reaches server `X` through a listener of its own
-//!   (`127.0.0.1:<port>`, one per client and server), so the listener names the
+//!   (`127.0.2.1:<port>`, one per client and server), so the listener names the
 //!   source; the addresses the Sentinels hand out (a server's public address, below)
 //!   are rewritten by the client process to its own listener for that server
 //!   ([`ClientNet::rewrite`]);
@@ -51,6 +51,9 @@ use tokio::time::Instant;
 pub fn server_ip(n: usize) -> Ipv4Addr {
     Ipv4Addr::new(127, 0, 1, (n + 1).min(254) as u8)
 }
+
+/// Where the clients' own listeners are.
+const CLIENT_SIDE_IP: Ipv4Addr = Ipv4Addr::new(127, 0, 2, 1);
 
 /// What a client process needs to reach the servers through the proxy.
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
@@ -174,7 +177,9 @@ impl Net {
                 public.insert(name.clone(), l.local_addr().map_err(|e| e.to_string())?);
                 tokio::spawn(serve(l, None, name.clone(), *real, shared.clone()));
                 for c in clients {
-                    let l = TcpListener::bind((Ipv4Addr::LOCALHOST, 0))
+                    // On 127.0.2.1, so that the kernel's choice of port never takes
+                    // one picked for a server on 127.0.0.1 that has not bound it yet.
+                    let l = TcpListener::bind((CLIENT_SIDE_IP, 0))
                         .await
                         .map_err(|e| format!("the fault proxy cannot listen: {e}"))?;
                     client_addrs
