@@ -220,7 +220,7 @@ pub fn real_refusals(
     let mut why = Vec::new();
     for seed in seeds {
         let cfg = scenarios::sweep::config(design, scenario, seed);
-        for r in crate::real::refusals(&cfg.workload, &cfg.plan) {
+        for r in crate::real::refusals(&cfg.design, &cfg.workload, &cfg.plan) {
             if !why.contains(&r) {
                 why.push(r);
             }

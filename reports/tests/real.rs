@@ -86,8 +86,10 @@ fn faults_the_runner_cannot_make_real_are_refused_naming_why() {
     let refused = |d: &str, s: &str| {
         reports::parity::real_refusals(&design(d).unwrap(), &scenario(s).unwrap(), 0..3).join("; ")
     };
-    let why = refused("set-nx-px-lua", "split-brain");
-    assert!(why.contains("nftables"), "{why}");
+    let why = refused("redlock", "redlock-clock-jump");
+    assert!(why.contains("libfaketime"), "{why}");
+    let why = refused("zk-curator", "zk-follower-stale");
+    assert!(why.contains("ZooKeeper servers"), "{why}");
     let why = refused("mongo-find-and-modify", "gc-pause");
     assert!(why.contains("MongoDB has no Debian package"), "{why}");
     assert!(refused("set-nx-px-lua", "gc-pause").is_empty());
@@ -97,16 +99,16 @@ fn faults_the_runner_cannot_make_real_are_refused_naming_why() {
             "run",
             "--real",
             "--design",
-            "set-nx-px-lua",
+            "redlock",
             "--scenario",
-            "split-brain",
+            "redlock-clock-jump",
         ])
         .output()
         .unwrap();
     assert_eq!(out.status.code(), Some(2));
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(
-        err.contains("--real cannot run") && err.contains("nftables"),
+        err.contains("--real cannot run") && err.contains("libfaketime"),
         "{err}"
     );
 }
@@ -238,7 +240,7 @@ fn parity_runs_both_sides_of_a_real_cell_and_names_why_a_cell_stays_model_only()
     }
     let cells = vec![
         ("set-nx-px-lua".to_string(), "gc-pause".to_string()),
-        ("set-nx-px-lua".to_string(), "split-brain".to_string()),
+        ("redlock".to_string(), "redlock-clock-jump".to_string()),
     ];
     let rows = reports::parity::run(&cells, 2, 0..4, 2, exe(), false).unwrap();
     assert_eq!(rows.len(), 2);
@@ -256,8 +258,8 @@ fn parity_runs_both_sides_of_a_real_cell_and_names_why_a_cell_stays_model_only()
     let why = rows[1]
         .real
         .as_ref()
-        .expect_err("split-brain stays model-only");
-    assert!(why.contains("nftables"), "{why}");
+        .expect_err("a clock jump stays model-only");
+    assert!(why.contains("libfaketime"), "{why}");
     let table = reports::parity::markdown(&rows);
     assert!(table.contains("model only: "), "{table}");
 }
@@ -278,5 +280,220 @@ fn a_real_restart_without_persistence_loses_the_lock_by_the_servers_own_answers(
     assert!(
         cell.classes.get("unsafe").copied().unwrap_or(0) >= 1,
         "{cell:?}"
+    );
+}
+
+/// The real run of `d × s` for `seed`: its history and the checkers' verdicts.
+fn real_history(
+    d: &str,
+    s: &str,
+    seed: u64,
+) -> (sim::history::History, scenarios::sweep::RunSummary) {
+    let sc = scenario(s).unwrap();
+    let cfg = scenarios::sweep::config(&design(d).unwrap(), &sc, seed);
+    let h = reports::real::run_real(&cfg, exe(), None).unwrap_or_else(|e| panic!("{e}"));
+    let summary = scenarios::sweep::summarize(&sc, &h);
+    (h, summary)
+}
+
+/// Each fault start in `h`: (host, detail, peers).
+fn fault_starts(h: &sim::history::History) -> Vec<(String, String, Vec<String>)> {
+    h.events
+        .iter()
+        .filter_map(|e| match &e.kind {
+            sim::history::EventKind::Fault {
+                phase: sim::history::FaultPhase::Start,
+                detail,
+                peers,
+                ..
+            } => Some((e.host.clone(), detail.clone(), peers.clone())),
+            _ => None,
+        })
+        .collect()
+}
+
+fn invalid(r: &scenarios::sweep::RunSummary, checker: &str) -> bool {
+    r.verdicts
+        .iter()
+        .any(|(name, v)| name.as_str() == checker && v.is_invalid())
+}
+
+#[test]
+fn a_real_partition_cuts_the_master_and_holder_off_so_sentinel_promotes_and_two_clients_hold() {
+    if !lock_impl::testing::redis_server_available() {
+        return;
+    }
+    let mut two_holders = 0;
+    for seed in 0..3 {
+        let (h, r) = real_history("set-nx-px-lua", "split-brain", seed);
+        let starts = fault_starts(&h);
+        let cut = starts
+            .iter()
+            .find(|(host, d, _)| host == "redis" && d.starts_with("partition"))
+            .unwrap_or_else(|| panic!("seed {seed}: no partition of redis: {starts:?}"));
+        assert!(
+            cut.2.iter().any(|p| p == "sentinel-1") && cut.2.iter().any(|p| p == "redis-2"),
+            "the Sentinels and the replica are on the other side: {cut:?}"
+        );
+        let cut_at = h
+            .events
+            .iter()
+            .find(|e| e.host == "redis" && matches!(e.kind, sim::history::EventKind::Fault { .. }))
+            .map(|e| e.at_us)
+            .unwrap();
+        // The Sentinels lost the master through the proxy and promoted the replica,
+        // by the replica's own answer to the runner.
+        assert!(
+            h.events.iter().any(|e| e.host == "redis-2"
+                && e.at_us > cut_at
+                && matches!(&e.kind, sim::history::EventKind::Server(sim::history::ServerEvent::Role { role }) if role == "master")),
+            "seed {seed}: redis-2 was never promoted"
+        );
+        if invalid(&r, "mutual-exclusion") {
+            two_holders += 1;
+        }
+    }
+    assert!(two_holders >= 1, "both sides granted the lock in a run");
+}
+
+#[test]
+fn a_real_connection_reset_ends_the_holders_get_lock_and_another_client_takes_it() {
+    if lock_impl::testing::real_mysql().is_none() {
+        return;
+    }
+    let mut unsafe_runs = 0;
+    for seed in 0..2 {
+        let (h, r) = real_history("mysql-get-lock", "mysql-connection-drop", seed);
+        let resets: Vec<_> = fault_starts(&h)
+            .into_iter()
+            .filter(|(_, d, _)| d.contains("reset ("))
+            .collect();
+        assert!(
+            resets.iter().any(|(_, d, _)| !d.contains("reset (0 ")),
+            "seed {seed}: a reset closed a live connection: {resets:?}"
+        );
+        if invalid(&r, "mutual-exclusion") {
+            unsafe_runs += 1;
+        }
+    }
+    assert!(
+        unsafe_runs >= 1,
+        "MariaDB released the reset holder's GET_LOCK"
+    );
+}
+
+#[test]
+fn a_real_delayed_replica_lets_the_runner_crash_the_master_on_a_write_the_replica_lacks() {
+    if !lock_impl::testing::redis_server_available() {
+        return;
+    }
+    let (h, _) = real_history("set-nx-px-lua", "failover", 0);
+    let starts = fault_starts(&h);
+    assert!(
+        starts
+            .iter()
+            .any(|(host, d, _)| host == "redis-2" && d.starts_with("delay messages")),
+        "{starts:?}"
+    );
+    // The replica lags by the proxy's delay, so the master is caught holding a lock
+    // write its replica has not applied, and crashed then.
+    assert!(
+        starts
+            .iter()
+            .any(|(host, d, _)| host == "redis" && d.contains("lock write at offset")),
+        "{starts:?}"
+    );
+}
+
+#[test]
+fn a_real_zookeeper_leader_is_crashed_right_after_it_commits_a_lock_create() {
+    if lock_impl::testing::real_zookeeper().is_none() {
+        return;
+    }
+    let (h, _) = real_history("zk-curator", "zk-leader-crash", 0);
+    let starts = fault_starts(&h);
+    assert!(
+        starts
+            .iter()
+            .any(|(_, d, _)| d.starts_with("crash zk-") && d.contains("create committed at zxid")),
+        "{starts:?}"
+    );
+}
+
+#[test]
+fn a_real_mariadb_lock_row_names_its_owner_for_a_client_crash() {
+    if lock_impl::testing::real_mysql().is_none() {
+        return;
+    }
+    // Seeds whose plan aims crashes at the lock's owner (the row's owner value).
+    let (h, _) = real_history("mysql-unique-index", "client-crash", 1);
+    let owner_crashes = h
+        .plan
+        .faults
+        .iter()
+        .filter(|f| {
+            matches!(
+                &f.kind,
+                sim::faults::FaultKind::Crash {
+                    target: sim::faults::Target::LockOwner,
+                    ..
+                }
+            )
+        })
+        .count();
+    assert!(owner_crashes > 0);
+    let crashed = fault_starts(&h)
+        .iter()
+        .filter(|(_, d, _)| d.starts_with("crash client-"))
+        .count();
+    assert!(
+        crashed > h.plan.faults.len() - owner_crashes,
+        "some crash aimed at the row's owner hit a client: {crashed} crashes"
+    );
+}
+
+#[test]
+fn a_real_one_sided_partition_leaves_client_1_a_bare_majority_and_a_node_of_it_restarts() {
+    if !lock_impl::testing::redis_server_available() {
+        return;
+    }
+    let (h, _) = real_history("redlock", "redlock-restart", 0);
+    let starts = fault_starts(&h);
+    assert!(
+        starts.iter().any(|(host, d, peers)| host == "client-1"
+            && d.starts_with("partition")
+            && peers == &["redis-4".to_string(), "redis-5".to_string()]),
+        "{starts:?}"
+    );
+    // The crash waited for client-1 to hold the lock and hit a node holding its value.
+    assert!(
+        starts.iter().any(|(host, d, _)| host.starts_with("redis-")
+            && d.starts_with("crash")
+            && d.contains("client-1 holds the lock")),
+        "{starts:?}"
+    );
+}
+
+#[test]
+fn a_real_replica_cut_off_from_the_start_never_syncs_and_is_promoted_after_the_grant() {
+    if !lock_impl::testing::redis_server_available() {
+        return;
+    }
+    // redis-3 is cut off from its master before the servers start (the plan's
+    // partition at 0 ms), so the master's `ROLE` never lists it and `WAIT 1` grants;
+    // the Sentinels know it from their config and promote it once the master and
+    // redis-2 are cut off after a fresh grant.
+    let (h, _) = real_history("wait-synced", "failover-wait", 0);
+    let starts = fault_starts(&h);
+    let fresh = h
+        .events
+        .iter()
+        .find(|e| matches!(&e.kind, sim::history::EventKind::Fault { detail, .. } if detail.contains("a fresh grant to")))
+        .unwrap_or_else(|| panic!("no fresh grant was cut off: {starts:?}"));
+    assert!(
+        h.events.iter().any(|e| e.host == "redis-3"
+            && e.at_us > fresh.at_us
+            && matches!(&e.kind, sim::history::EventKind::Server(sim::history::ServerEvent::Role { role }) if role == "master")),
+        "redis-3 was promoted"
     );
 }

@@ -53,6 +53,33 @@ pub struct ClientConfig {
     /// MariaDB's credentials (the launcher's), when the world has one.
     #[serde(default)]
     pub mysql_login: Option<(String, String, String)>,
+    /// Behind the fault proxy: how this client reaches an address a Sentinel gives
+    /// (`addrs` are then this client's own listeners).
+    #[serde(default)]
+    pub net: Option<super::net::ClientNet>,
+}
+
+/// Dials what a Sentinel names through this client's own listener for that server
+/// (the proxy knows the link by the listener), else as given.
+struct Rewriting {
+    net: super::net::ClientNet,
+    inner: lock_impl::ClientAddrConnector,
+}
+
+impl lock_impl::AddrConnector for Rewriting {
+    fn connect_to(
+        &self,
+        host: &str,
+        port: u16,
+    ) -> lock_impl::Dial<'_, redis::aio::MultiplexedConnection> {
+        let (host, port) = self.net.rewrite(host, port);
+        Box::pin(async move { self.inner.connect_to(&host, port).await })
+    }
+
+    fn pubsub_to(&self, host: &str, port: u16) -> lock_impl::Dial<'_, redis::aio::PubSub> {
+        let (host, port) = self.net.rewrite(host, port);
+        Box::pin(async move { self.inner.pubsub_to(&host, port).await })
+    }
 }
 
 /// One line to the parent; a broken pipe means the parent is gone, and so are we.
@@ -332,11 +359,19 @@ async fn deps(config: &ClientConfig, rec: Arc<Rec>) -> Result<Deps, String> {
                     .iter()
                     .map(|n| addr(n).map(|a| (a.ip().to_string(), a.port())))
                     .collect::<Result<Vec<_>, _>>()?;
+                let inner = lock_impl::ClientAddrConnector::new(response_timeout);
+                let transport: Arc<dyn lock_impl::AddrConnector> = match &config.net {
+                    Some(net) => Arc::new(Rewriting {
+                        net: net.clone(),
+                        inner,
+                    }),
+                    None => Arc::new(inner),
+                };
                 let connector: Arc<dyn lock_impl::Connector> =
                     Arc::new(lock_impl::SentinelConnector::new(
                         spec.master_name.clone(),
                         sentinels,
-                        Arc::new(lock_impl::ClientAddrConnector::new(response_timeout)),
+                        transport,
                         clock.clone(),
                         Duration::from_millis(250),
                     ));

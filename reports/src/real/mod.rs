@@ -4,19 +4,24 @@
 //! The parent starts the servers the world names ([`servers`]) and one client process
 //! per client host ([`child`]: this binary in its client role), keeps the protected
 //! storage, plays the fault plan with real signals (`SIGSTOP`/`SIGCONT` for a pause,
-//! `SIGKILL` and a restart in place for a crash), and assembles one history on the
+//! `SIGKILL` and a restart in place for a crash) and a fault proxy in front of every
+//! server ([`net`]: partitions, delays, connection resets), waits for a target's
+//! moment by the servers' own answers (an unreplicated or fresh lock write, a client's
+//! lock on a server, a ZooKeeper leader's commit), and assembles one history on the
 //! machine's monotonic clock, which the simulator's checkers judge as they judge a
 //! simulated run. A real run cannot be replayed byte for byte; it keeps the plan it
 //! applied (the seed's), so `locksim run` without `--real` runs the same plan in the
 //! simulator beside it.
 //!
 //! What is not made real yet is refused before anything starts, with one line naming
-//! why ([`refusals`]): partitions, delays and lost messages (they need `nftables` or a
-//! proxy on each link), clock faults (`libfaketime`), a machine crash (no FIN, no RST),
-//! connection resets, dropped pub/sub messages, and targets that need a server's
-//! internal record (an unreplicated write, a lock owner seen by the server).
+//! why ([`refusals`]): clock faults (`libfaketime`), a machine crash (no FIN, no RST),
+//! dropped pub/sub messages, partitions between ZooKeeper servers (the ensemble's own
+//! links are not behind the proxy), and targets that need a server's internal record
+//! (a follower's sessions, an acquisition granted in flight, a `GET_LOCK`'s or a
+//! ZooKeeper node's owner).
 
 pub mod child;
+pub mod net;
 mod servers;
 
 use std::collections::{BTreeMap, HashMap};
@@ -37,7 +42,16 @@ use sim::history::{
 use sim::recorder::Recorder;
 use sim::world::{RunConfig, Workload};
 
+use net::Net;
 use servers::Servers;
+
+/// The moment a fault that waits for one came: the host its target names then, and
+/// why (appended to its start record, as the simulator's).
+#[derive(Default)]
+struct Moment {
+    host: Option<String>,
+    detail: String,
+}
 
 /// Why the real runner cannot make `kind` real on this machine, if it cannot.
 pub fn refusal(kind: &FaultKind) -> Option<String> {
@@ -47,48 +61,65 @@ pub fn refusal(kind: &FaultKind) -> Option<String> {
         | Target::Acquirer
         | Target::AllClients
         | Target::AllServers
+        | Target::Rest
         | Target::LockServer
         | Target::LockOwner
-        | Target::ZkLeader => None,
+        | Target::ZkLeader
+        | Target::UnreplicatedLockMaster { .. }
+        | Target::FreshLockMaster { .. }
+        | Target::LockServerOf { .. }
+        | Target::ZkLeaderAfterLockCreate { .. } => None,
         other => Some(format!(
-            "target {other:?} needs a server's internal record (which write is replicated, \
-             whose value a key holds), which a real server does not show the runner"
+            "target {other:?} needs a server's internal record (which session a follower \
+             serves, which acquisition a server granted in flight), which a real server does \
+             not show the runner"
         )),
     };
+    let all_ok = |ts: Vec<&Target>| ts.into_iter().find_map(target_ok);
     match kind {
-        FaultKind::Pause { target, .. }
-        | FaultKind::Crash { target, .. }
-        | FaultKind::PauseBeforeWrite { target, .. }
-        | FaultKind::SlowWork { target, .. } => target_ok(target),
+        FaultKind::Pause { .. }
+        | FaultKind::Crash { .. }
+        | FaultKind::PauseBeforeWrite { .. }
+        | FaultKind::SlowWork { .. }
+        | FaultKind::Partition { .. }
+        | FaultKind::Delay { .. }
+        | FaultKind::ResetConnections { .. } => all_ok(kind.targets()),
         FaultKind::MachineCrash { .. } => Some(
-            "a machine crash (no FIN, no RST, dials hang) needs packet drops on loopback \
-             (nftables), not made real yet"
+            "a machine crash (no FIN, no RST, dials hang) needs the kernel to drop a dead \
+             host's packets (nftables), not made real yet"
                 .into(),
         ),
-        FaultKind::Delay { .. } => {
-            Some("delay needs a fault proxy on each link, not made real yet".into())
-        }
-        FaultKind::Partition { .. } => Some(
-            "a partition needs packet drops between loopback addresses (nftables), not \
-             made real yet"
-                .into(),
+        FaultKind::DropPushes { .. } => Some(
+            "dropping pub/sub messages needs a proxy that parses RESP pushes, not made real \
+             yet"
+            .into(),
         ),
-        FaultKind::DropPushes { .. } => {
-            Some("dropping pub/sub messages needs a proxy, not made real yet".into())
-        }
         FaultKind::ClockJump { .. }
         | FaultKind::ClockDrift { .. }
-        | FaultKind::ClockSlew { .. } => {
-            Some("clock faults need libfaketime's control file, not made real yet".into())
-        }
-        FaultKind::ResetConnections { .. } => {
-            Some("resetting connections needs a proxy or nftables, not made real yet".into())
-        }
+        | FaultKind::ClockSlew { .. } => Some(
+            "clock faults: libfaketime cannot be preloaded into Debian's redis-server, \
+                 which is built with jemalloc (it dies at start on recursive clock_gettime \
+                 calls, libfaketime issue #130), and client clocks are not offset yet"
+                .into(),
+        ),
     }
 }
 
-/// Every reason a run of `w` under `plan` cannot be made real (empty: it can).
-pub fn refusals(w: &Workload, plan: &FaultPlan) -> Vec<String> {
+/// Whether a run of `plan` needs the fault proxy (partitions, delays, resets).
+pub fn needs_net(plan: &FaultPlan) -> bool {
+    plan.faults.iter().any(|f| {
+        matches!(
+            f.kind,
+            FaultKind::Partition { .. }
+                | FaultKind::Delay { .. }
+                | FaultKind::ResetConnections { .. }
+        )
+    })
+}
+
+/// Every reason a run of `design` in `w` under `plan` cannot be made real (empty: it
+/// can).
+pub fn refusals(design: &str, w: &Workload, plan: &FaultPlan) -> Vec<String> {
     let mut why = Vec::new();
     if w.mongo.is_some() {
         why.push("MongoDB has no Debian package: the mongo-* designs stay model-only".into());
@@ -105,17 +136,48 @@ pub fn refusals(w: &Workload, plan: &FaultPlan) -> Vec<String> {
     }
     let mut seen = std::collections::BTreeSet::new();
     let lock_owner = |t: &Target| matches!(t, Target::LockOwner);
-    if (w.zookeeper.is_some() || w.mysql.is_some())
-        && plan
-            .faults
-            .iter()
-            .any(|f| f.kind.targets().into_iter().any(lock_owner))
-    {
+    let owner_faults = plan
+        .faults
+        .iter()
+        .any(|f| f.kind.targets().into_iter().any(lock_owner));
+    if owner_faults && w.zookeeper.is_some() {
         why.push(
-            "target LockOwner reads the lock's value off a Redis server; a ZooKeeper node or a \
-             MariaDB row is not mapped to its client yet"
+            "target LockOwner reads the lock's value off a Redis server or a MariaDB row; a \
+             ZooKeeper node is not mapped to its client yet"
                 .into(),
         );
+    }
+    if owner_faults && w.mysql.is_some() && !design.starts_with("mysql-unique-index") {
+        why.push(
+            "target LockOwner on MariaDB reads a unique-index row's owner; a GET_LOCK's owner \
+             (IS_USED_LOCK's connection id) is not mapped to its client yet"
+                .into(),
+        );
+    }
+    // The proxy carries the clients' links and the Redis servers' links to each other;
+    // a ZooKeeper ensemble's own links (quorum and election ports) do not go through
+    // it.
+    if w.zookeeper.as_ref().is_some_and(|z| z.names().len() > 1) {
+        let zk = |t: &Target| match t {
+            Target::Host(h) => h.starts_with("zk"),
+            Target::ZkLeader
+            | Target::ZkBusiestFollower
+            | Target::ZkLeaderAfterLockCreate { .. }
+            | Target::AllServers
+            | Target::LockServer
+            | Target::Rest => true,
+            _ => false,
+        };
+        if plan.faults.iter().any(|f| {
+            matches!(&f.kind, FaultKind::Partition { a, b, .. }
+                if a.iter().any(zk) && b.iter().any(zk))
+        }) {
+            why.push(
+                "a partition between ZooKeeper servers needs the ensemble's own links behind \
+                 the proxy (quorum and election ports), not made real yet"
+                    .into(),
+            );
+        }
     }
     for f in &plan.faults {
         if let Some(r) = refusal(&f.kind)
@@ -147,6 +209,11 @@ struct Run {
     clients: Mutex<BTreeMap<String, ClientProc>>,
     servers: Mutex<Servers>,
     addrs: BTreeMap<String, std::net::SocketAddr>,
+    /// The fault proxy, when the plan needs one.
+    net: Option<Arc<Net>>,
+    /// Acquires invoked and granted so far (a waiting fault's moment).
+    acquires: AtomicU64,
+    grants: AtomicU64,
     mysql_login: Option<(String, String, String)>,
     horizon_ms: AtomicU64,
     /// Per host, when its last pause ends (µs of true time).
@@ -173,6 +240,17 @@ impl Run {
     }
 
     fn fault(&self, host: &str, fault: usize, phase: FaultPhase, detail: String) {
+        self.fault_peers(host, fault, phase, detail, Vec::new());
+    }
+
+    fn fault_peers(
+        &self,
+        host: &str,
+        fault: usize,
+        phase: FaultPhase,
+        detail: String,
+        peers: Vec<String>,
+    ) {
         self.recorder.record_at(
             self.now_us(),
             host,
@@ -180,9 +258,117 @@ impl Run {
                 fault,
                 phase,
                 detail,
-                peers: Vec::new(),
+                peers,
             },
         );
+    }
+
+    /// Sleeps `ms`, in steps, unless the run ends first; true if it slept it all.
+    fn sleep_unless_over(&self, ms: u64) -> bool {
+        let until = self.now_us() + ms * 1000;
+        loop {
+            if self.over.load(Ordering::Relaxed) {
+                return false;
+            }
+            let now = self.now_us();
+            if now >= until {
+                return true;
+            }
+            std::thread::sleep(Duration::from_micros((until - now).min(20_000)));
+        }
+    }
+
+    /// Waits for the moment `kind`'s target waits for, if any (`None`: its wait ran
+    /// out, the fault is a no-op), by the servers' own answers and the history, polled
+    /// every millisecond.
+    fn moment(&self, kind: &FaultKind) -> Option<Moment> {
+        let waiting = kind.targets().into_iter().find_map(|t| match t {
+            Target::UnreplicatedLockMaster { within_ms }
+            | Target::FreshLockMaster { within_ms }
+            | Target::LockServerOf { within_ms, .. }
+            | Target::ZkLeaderAfterLockCreate { within_ms } => Some((t.clone(), *within_ms)),
+            _ => None,
+        });
+        let Some((target, within_ms)) = waiting else {
+            return Some(Moment::default());
+        };
+        let key = self.cfg.workload.key.clone();
+        let deadline = self.now_us() + within_ms * 1000;
+        let (grants0, acquires0) = (
+            self.grants.load(Ordering::Relaxed),
+            self.acquires.load(Ordering::Relaxed),
+        );
+        let mut zxid0: Option<(String, u64)> = None;
+        while self.now_us() <= deadline && !self.over.load(Ordering::Relaxed) {
+            let found = match &target {
+                Target::UnreplicatedLockMaster { .. } => self
+                    .servers
+                    .lock()
+                    .expect("servers")
+                    .unreplicated_lock_master(&key)
+                    .map(|(host, detail)| Moment {
+                        host: Some(host),
+                        detail,
+                    }),
+                Target::FreshLockMaster { .. } if self.grants.load(Ordering::Relaxed) > grants0 => {
+                    let servers = self.servers.lock().expect("servers");
+                    self.recorder.holders().into_iter().find_map(|c| {
+                        let owner = self.recorder.holder_owner(&c)?;
+                        let m = servers.lock_master(&key)?;
+                        servers
+                            .server_holding(&key, &owner)
+                            .filter(|s| *s == m)
+                            .map(|m| Moment {
+                                host: Some(m),
+                                detail: format!("a fresh grant to {c}, owner={owner}"),
+                            })
+                    })
+                }
+                Target::LockServerOf { client, .. } => {
+                    self.recorder.holder_owner(client).and_then(|owner| {
+                        let server = self
+                            .servers
+                            .lock()
+                            .expect("servers")
+                            .server_holding(&key, &owner)?;
+                        Some(Moment {
+                            host: Some(server),
+                            detail: format!("{client} holds the lock, owner={owner}"),
+                        })
+                    })
+                }
+                Target::ZkLeaderAfterLockCreate { .. }
+                    if self.acquires.load(Ordering::Relaxed) > acquires0 =>
+                {
+                    // The leader's last zxid moves past its value at the acquire: the
+                    // lock node's create (the acquire's first write) is committed.
+                    let servers = self.servers.lock().expect("servers");
+                    servers.zk_leader().and_then(|leader| {
+                        let z = servers.zk_zxid(&leader)?;
+                        match &zxid0 {
+                            None => {
+                                zxid0 = Some((leader, z));
+                                None
+                            }
+                            Some((l, z0)) if *l == leader && z > *z0 => Some(Moment {
+                                detail: format!("a lock node's create committed at zxid 0x{z:x}"),
+                                host: Some(leader),
+                            }),
+                            Some(_) => None,
+                        }
+                    })
+                }
+                _ => None,
+            };
+            if let Some(m) = found {
+                return Some(Moment {
+                    detail: format!(" ({})", m.detail),
+                    ..m
+                });
+            }
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        None
     }
 
     /// Starts (or restarts) client `name`'s process.
@@ -200,7 +386,12 @@ impl Run {
             seed: self.cfg.seed,
             workload: self.cfg.workload.clone(),
             epoch_ns: self.epoch_ns,
-            addrs: self.addrs.clone(),
+            addrs: self
+                .net
+                .as_ref()
+                .and_then(|n| n.client_addrs.get(name).cloned())
+                .unwrap_or_else(|| self.addrs.clone()),
+            net: self.net.as_ref().map(|n| n.client_net(name)),
             mysql_login: self.mysql_login.clone(),
         };
         let mut cmd = Command::new(&self.exe);
@@ -256,6 +447,17 @@ impl Run {
                     };
                     match event.kind {
                         EventKind::Op(mut op) => {
+                            if op.f == sim::history::OpF::Acquire {
+                                match op.phase {
+                                    sim::history::Phase::Invoke => {
+                                        self.acquires.fetch_add(1, Ordering::Relaxed);
+                                    }
+                                    sim::history::Phase::Ok => {
+                                        self.grants.fetch_add(1, Ordering::Relaxed);
+                                    }
+                                    _ => {}
+                                }
+                            }
                             let local = op.op;
                             if op.phase == sim::history::Phase::Invoke {
                                 let id = self.recorder.ingest_op(event.at_us, host, op);
@@ -334,7 +536,7 @@ impl Run {
     }
 
     /// The hosts `target` names now.
-    fn resolve(&self, target: &Target, rng: &mut ChaCha8Rng) -> Vec<String> {
+    fn resolve(&self, target: &Target, rng: &mut ChaCha8Rng, moment: &Moment) -> Vec<String> {
         let mut pick = |c: Vec<String>| {
             if c.is_empty() {
                 Vec::new()
@@ -369,18 +571,50 @@ impl Run {
                 .into_iter()
                 .collect(),
             Target::ZkLeader => servers.zk_leader().into_iter().collect(),
+            Target::UnreplicatedLockMaster { .. }
+            | Target::FreshLockMaster { .. }
+            | Target::LockServerOf { .. }
+            | Target::ZkLeaderAfterLockCreate { .. } => moment.host.iter().cloned().collect(),
+            Target::Rest => {
+                // The clients, the lock servers, then the helpers (Sentinels).
+                let mut all: Vec<String> = self
+                    .clients
+                    .lock()
+                    .expect("clients")
+                    .keys()
+                    .cloned()
+                    .collect();
+                all.extend(servers.names());
+                all
+            }
             _ => Vec::new(),
         }
     }
 
-    /// Applies fault `index` now.
+    /// One side of a partition: the hosts its targets name, sorted, once each.
+    fn side(&self, targets: &[Target], rng: &mut ChaCha8Rng, moment: &Moment) -> Vec<String> {
+        let mut hosts: Vec<String> = targets
+            .iter()
+            .flat_map(|t| self.resolve(t, rng, moment))
+            .collect();
+        hosts.sort();
+        hosts.dedup();
+        hosts
+    }
+
+    /// Applies fault `index` now, once its target's moment (if it waits for one) has
+    /// come.
     fn apply(self: &Arc<Self>, index: usize, kind: &FaultKind, rng: &mut ChaCha8Rng) {
+        let Some(moment) = self.moment(kind) else {
+            return;
+        };
+        let m = &moment;
         match kind {
             FaultKind::Pause {
                 target,
                 duration_ms,
             } => {
-                for host in self.resolve(target, rng) {
+                for host in self.resolve(target, rng, m) {
                     let pid = self.pid(&host);
                     if let Some(pid) = pid {
                         self.pause(
@@ -397,15 +631,15 @@ impl Run {
                 target,
                 restart_after_ms,
             } => {
-                for host in self.resolve(target, rng) {
-                    self.crash(index, &host, *restart_after_ms);
+                for host in self.resolve(target, rng, m) {
+                    self.crash(index, &host, *restart_after_ms, &m.detail);
                 }
             }
             FaultKind::PauseBeforeWrite {
                 target,
                 duration_ms,
             } => {
-                for host in self.resolve(target, rng) {
+                for host in self.resolve(target, rng, m) {
                     let mut clients = self.clients.lock().expect("clients");
                     if let Some(c) = clients.get_mut(&host) {
                         c.armed = Some((index, *duration_ms));
@@ -414,7 +648,7 @@ impl Run {
                 }
             }
             FaultKind::SlowWork { target, extra_ms } => {
-                for host in self.resolve(target, rng) {
+                for host in self.resolve(target, rng, m) {
                     let clients = self.clients.lock().expect("clients");
                     if let Some(c) = clients.get(&host) {
                         write_line(&c.stdin, &format!("W {extra_ms}"));
@@ -427,9 +661,133 @@ impl Run {
                     }
                 }
             }
+            FaultKind::Partition {
+                a,
+                b,
+                one_way,
+                duration_ms,
+            } => self.partition(index, a, b, *one_way, *duration_ms, rng, m),
+            FaultKind::Delay {
+                target,
+                latency_ms,
+                duration_ms,
+            } => {
+                let Some(net) = self.net.clone() else { return };
+                for host in self.resolve(target, rng, m) {
+                    let id = net.delay(&host, Duration::from_millis(*latency_ms));
+                    let source = if self.clients.lock().expect("clients").contains_key(&host) {
+                        self.servers
+                            .lock()
+                            .expect("servers")
+                            .lock_servers
+                            .join(", ")
+                    } else {
+                        "every host".to_string()
+                    };
+                    self.fault(
+                        &host,
+                        index,
+                        FaultPhase::Start,
+                        format!(
+                            "delay messages from {source} to {host} by {latency_ms} ms for \
+                             {duration_ms} ms{}",
+                            m.detail
+                        ),
+                    );
+                    let (run, net, duration) = (self.clone(), net.clone(), *duration_ms);
+                    std::thread::spawn(move || {
+                        let full = run.sleep_unless_over(duration);
+                        net.heal(id);
+                        if full {
+                            run.fault(
+                                &host,
+                                index,
+                                FaultPhase::End,
+                                format!("messages to {host} on time again"),
+                            );
+                        }
+                    });
+                }
+            }
+            FaultKind::ResetConnections { target } => {
+                let Some(net) = self.net.clone() else { return };
+                let servers = self.servers.lock().expect("servers").lock_servers.clone();
+                for host in self.resolve(target, rng, m) {
+                    let n = net.reset(&host, &servers);
+                    self.fault(
+                        &host,
+                        index,
+                        FaultPhase::Start,
+                        format!(
+                            "{host}'s connections to {} reset ({n} connections, RST on both \
+                             ends){}",
+                            servers.join(", "),
+                            m.detail
+                        ),
+                    );
+                }
+            }
             // Refused before the run started.
             _ => {}
         }
+    }
+
+    /// Cuts the hosts `a` names off from those `b` names (`Rest`: every host not on the
+    /// other side) for `duration_ms`, in the proxy; a no-op if either side is empty.
+    #[allow(clippy::too_many_arguments)]
+    fn partition(
+        self: &Arc<Self>,
+        index: usize,
+        a: &[Target],
+        b: &[Target],
+        one_way: bool,
+        duration_ms: u64,
+        rng: &mut ChaCha8Rng,
+        m: &Moment,
+    ) {
+        let Some(net) = self.net.clone() else { return };
+        let mut side_a = self.side(a, rng, m);
+        let mut side_b = self.side(b, rng, m);
+        // As the simulator's: a host is on one side only.
+        if a.contains(&Target::Rest) {
+            side_a.retain(|h| !side_b.contains(h));
+        } else {
+            side_b.retain(|h| !side_a.contains(h));
+        }
+        if side_a.is_empty() || side_b.is_empty() {
+            return;
+        }
+        let id = net.cut(
+            side_a.iter().cloned().collect(),
+            side_b.iter().cloned().collect(),
+            one_way,
+        );
+        let arrow = if one_way { "->" } else { "<->" };
+        let detail = format!("[{}] {arrow} [{}]", side_a.join(", "), side_b.join(", "));
+        for host in &side_a {
+            self.fault_peers(
+                host,
+                index,
+                FaultPhase::Start,
+                format!("partition {detail} for {duration_ms} ms{}", m.detail),
+                side_b.clone(),
+            );
+        }
+        let run = self.clone();
+        std::thread::spawn(move || {
+            let full = run.sleep_unless_over(duration_ms);
+            net.heal(id);
+            if full {
+                for host in &side_a {
+                    run.fault(
+                        host,
+                        index,
+                        FaultPhase::End,
+                        format!("partition heals: {detail}"),
+                    );
+                }
+            }
+        });
     }
 
     fn pid(&self, host: &str) -> Option<u32> {
@@ -439,13 +797,24 @@ impl Run {
         self.servers.lock().expect("servers").pid(host)
     }
 
-    fn crash(self: &Arc<Self>, index: usize, host: &str, restart_after_ms: Option<u64>) {
+    fn crash(
+        self: &Arc<Self>,
+        index: usize,
+        host: &str,
+        restart_after_ms: Option<u64>,
+        moment: &str,
+    ) {
         let client = self.clients.lock().expect("clients").remove(host);
         if let Some(mut c) = client {
             let _ = c.child.kill();
             let _ = c.child.wait();
             self.recorder.forget_host(host);
-            self.fault(host, index, FaultPhase::Start, format!("crash {host}"));
+            self.fault(
+                host,
+                index,
+                FaultPhase::Start,
+                format!("crash {host}{moment}"),
+            );
             if let Some(ms) = restart_after_ms {
                 let (run, host) = (self.clone(), host.to_string());
                 let next = c.incarnation + 1;
@@ -471,7 +840,12 @@ impl Run {
             servers.kill(host);
             held
         };
-        self.fault(host, index, FaultPhase::Start, format!("crash {host}"));
+        self.fault(
+            host,
+            index,
+            FaultPhase::Start,
+            format!("crash {host}{moment}"),
+        );
         if let Some(ms) = restart_after_ms {
             let (run, host) = (self.clone(), host.to_string());
             std::thread::spawn(move || {
@@ -507,6 +881,70 @@ impl Run {
     }
 }
 
+impl Run {
+    /// Records each Redis server's role when it changes, by its own answer, until the
+    /// run is over.
+    fn watch_roles(&self) {
+        // A replica names its master by address (real, or public behind the proxy).
+        let mut by_addr: BTreeMap<String, String> = self
+            .addrs
+            .iter()
+            .map(|(n, a)| (a.to_string(), n.clone()))
+            .collect();
+        if let Some(net) = &self.net {
+            by_addr.extend(net.public.iter().map(|(n, a)| (a.to_string(), n.clone())));
+        }
+        let mut last: BTreeMap<String, String> = self
+            .cfg
+            .workload
+            .servers
+            .iter()
+            .map(|s| {
+                let role = match &s.replica_of {
+                    Some(m) => format!("replica of {m}"),
+                    None => "master".to_string(),
+                };
+                (s.name.clone(), role)
+            })
+            .collect();
+        while !self.over.load(Ordering::Relaxed) {
+            let names = self.servers.lock().expect("servers").redis_names();
+            for n in names {
+                let role = self.servers.lock().expect("servers").role(&n);
+                let Some(role) = role else { continue };
+                let role = match role.strip_prefix("replica of ") {
+                    Some(addr) => format!(
+                        "replica of {}",
+                        by_addr
+                            .get(addr)
+                            .cloned()
+                            .unwrap_or_else(|| addr.to_string())
+                    ),
+                    None => role,
+                };
+                if last.get(&n) != Some(&role) {
+                    self.recorder.record_at(
+                        self.now_us(),
+                        &n,
+                        EventKind::Server(ServerEvent::Role { role: role.clone() }),
+                    );
+                    last.insert(n, role);
+                }
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+}
+
+/// Ends the partitions cut before the servers started (idempotent).
+fn heal_precuts(run: &Run, ids: &[u64]) {
+    if let Some(net) = &run.net {
+        for id in ids {
+            net.heal(*id);
+        }
+    }
+}
+
 /// `client-N` → N − 1.
 fn client_index(host: &str) -> u64 {
     host.strip_prefix("client-")
@@ -523,14 +961,41 @@ fn client_index(host: &str) -> u64 {
 /// given, so a run whose verdict needs them keeps them.
 pub fn run_real(cfg: &RunConfig, exe: &Path, logs: Option<&Path>) -> Result<History, String> {
     let w = &cfg.workload;
-    let why = refusals(w, &cfg.plan);
+    let why = refusals(&cfg.design, w, &cfg.plan);
     if !why.is_empty() {
         return Err(format!(
             "cannot run this cell against real servers: {}",
             why.join("; ")
         ));
     }
-    let servers = Servers::start(w)?;
+    let client_names: Vec<String> = (0..w.clients)
+        .map(|i| format!("client-{}", i + 1))
+        .collect();
+    // Partitions between named hosts at 0 ms are in force from the start: cut before
+    // the servers start, as the simulated world starts with them.
+    let precuts: Vec<servers::Precut> = cfg
+        .plan
+        .faults
+        .iter()
+        .filter(|f| f.at_ms == 0)
+        .filter_map(|f| match &f.kind {
+            FaultKind::Partition { a, b, one_way, .. } => {
+                let hosts = |side: &[Target]| -> Option<std::collections::BTreeSet<String>> {
+                    side.iter()
+                        .map(|t| match t {
+                            Target::Host(h) => Some(h.clone()),
+                            _ => None,
+                        })
+                        .collect()
+                };
+                Some((hosts(a)?, hosts(b)?, *one_way))
+            }
+            _ => None,
+        })
+        .collect();
+    let mut servers = Servers::start(w, needs_net(&cfg.plan), &client_names, &precuts)?;
+    let precut_ids = std::mem::take(&mut servers.precut_ids);
+    let net = servers.net.take().map(Arc::new);
     let epoch_ns = monotonic_ns();
     let recorder = Recorder::new();
     // Each Redis server's role at the start, as the simulator records it.
@@ -548,6 +1013,9 @@ pub fn run_real(cfg: &RunConfig, exe: &Path, logs: Option<&Path>) -> Result<Hist
         recorder,
         epoch_ns,
         addrs: servers.addrs.clone(),
+        net,
+        acquires: AtomicU64::new(0),
+        grants: AtomicU64::new(0),
         mysql_login: servers.mysql_login.clone(),
         clients: Mutex::new(BTreeMap::new()),
         servers: Mutex::new(servers),
@@ -559,21 +1027,53 @@ pub fn run_real(cfg: &RunConfig, exe: &Path, logs: Option<&Path>) -> Result<Hist
     for i in 0..u64::from(w.clients) {
         run.spawn_client(&format!("client-{}", i + 1), i, 0)?;
     }
+    // With Sentinels, each Redis server's role as it answers it (a promotion, a
+    // demotion), polled every 20 ms.
+    let roles = w.sentinel.is_some().then(|| {
+        let run = run.clone();
+        std::thread::spawn(move || run.watch_roles())
+    });
     // The nemesis: each fault at its time, in time order (ties: plan order).
     let mut order: Vec<usize> = (0..cfg.plan.faults.len()).collect();
     order.sort_by_key(|&i| (cfg.plan.faults[i].at_ms, i));
     let mut rng = ChaCha8Rng::seed_from_u64(sim::seed::sub_seed(cfg.seed, 0x7ea1));
     let end = Duration::from_millis(w.duration_ms + w.drain_ms);
+    let mut precuts_healed = false;
     for i in order {
         let at = Duration::from_millis(cfg.plan.faults[i].at_ms);
         if at >= end {
             break;
         }
+        if !precuts_healed && at > Duration::ZERO {
+            // The plan's own partitions at 0 ms now hold what the precuts held.
+            heal_precuts(&run, &precut_ids);
+            precuts_healed = true;
+        }
         std::thread::sleep(at.saturating_sub(real_since(epoch_ns)));
-        run.apply(i, &cfg.plan.faults[i].kind, &mut rng);
+        let kind = cfg.plan.faults[i].kind.clone();
+        let waits = kind.targets().into_iter().any(|t| {
+            matches!(
+                t,
+                Target::UnreplicatedLockMaster { .. }
+                    | Target::FreshLockMaster { .. }
+                    | Target::LockServerOf { .. }
+                    | Target::ZkLeaderAfterLockCreate { .. }
+            )
+        });
+        if waits {
+            // It waits for its moment on its own thread; the plan goes on.
+            let (run, mut rng) = (run.clone(), ChaCha8Rng::seed_from_u64(rng.random()));
+            std::thread::spawn(move || run.apply(i, &kind, &mut rng));
+        } else {
+            run.apply(i, &kind, &mut rng);
+        }
     }
+    heal_precuts(&run, &precut_ids);
     std::thread::sleep(end.saturating_sub(real_since(epoch_ns)));
     run.over.store(true, Ordering::Relaxed);
+    if let Some(w) = roles {
+        let _ = w.join();
+    }
     let end_us = run.now_us();
     // The run is over: every client process goes (resumed first, so nothing lingers
     // stopped), and its last lines are read.
@@ -586,6 +1086,9 @@ pub fn run_real(cfg: &RunConfig, exe: &Path, logs: Option<&Path>) -> Result<Hist
     let readers = std::mem::take(&mut *run.readers.lock().expect("readers"));
     for r in readers {
         let _ = r.join();
+    }
+    if let Some(net) = &run.net {
+        net.shutdown();
     }
     for (segment, value) in run.storage.finals() {
         run.recorder.record_at(

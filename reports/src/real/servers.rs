@@ -19,16 +19,35 @@ use lock_impl::testing::{
 use sim::redis::persistence::{Fsync, Persistence};
 use sim::world::{ServerSpec, Workload};
 
+use super::net::{Net, server_ip};
+
 /// One `redis-server` with a fixed port and directory (its AOF survives a restart).
 struct RedisProc {
     child: Child,
     port: u16,
+    program: &'static str,
     args: Vec<String>,
     dir: PathBuf,
+    log: PathBuf,
+}
+
+/// Where a server is reached through the fault proxy: its own loopback address (its
+/// outgoing connections' source) and its public address (the proxy's listener).
+#[derive(Clone, Copy)]
+pub(crate) struct Public {
+    ip: std::net::Ipv4Addr,
+    addr: SocketAddr,
 }
 
 impl RedisProc {
-    fn start(spec: &ServerSpec, port: u16, master: Option<u16>) -> Result<Self, String> {
+    /// A `redis-server` for `spec` on `port`, replicating `master` (its address: the
+    /// real one, or its public one behind the proxy), announcing `public` if given.
+    fn start(
+        spec: &ServerSpec,
+        port: u16,
+        master: Option<SocketAddr>,
+        public: Option<Public>,
+    ) -> Result<Self, String> {
         let dir = launch::server_dir("real-redis");
         let mut args: Vec<String> = vec![
             "--port".into(),
@@ -66,25 +85,105 @@ impl RedisProc {
                 ]);
             }
         }
-        if let Some(m) = master {
-            args.extend(["--replicaof".into(), "127.0.0.1".into(), m.to_string()]);
+        if let Some(p) = public {
+            // Replication leaves from the server's own address, and the master tells
+            // the Sentinels the replica's public address (Redis 7.0's
+            // `bind-source-addr`, `replica-announce-ip`, `replica-announce-port`).
+            args.extend([
+                "--bind-source-addr".into(),
+                p.ip.to_string(),
+                "--replica-announce-ip".into(),
+                p.addr.ip().to_string(),
+                "--replica-announce-port".into(),
+                p.addr.port().to_string(),
+            ]);
         }
-        let child = Self::spawn(&args)?;
+        if let Some(m) = master {
+            args.extend([
+                "--replicaof".into(),
+                m.ip().to_string(),
+                m.port().to_string(),
+            ]);
+        }
+        let log = dir.join("redis.log");
+        let child = Self::spawn("redis-server", &args)?;
         let mut p = Self {
             child,
             port,
+            program: "redis-server",
             args,
             dir,
+            log,
         };
         p.wait_serving(&spec.name)?;
         Ok(p)
     }
 
-    fn spawn(args: &[String]) -> Result<Child, String> {
-        let mut cmd = Command::new("redis-server");
+    /// A `redis-sentinel` on `port` monitoring `master` at `master_addr`, its outgoing
+    /// connections leaving from `public.ip` and announcing `public.addr` (behind the
+    /// fault proxy; `sentinel announce-ip/port`, `bind-source-addr`, Redis 7.0).
+    fn sentinel(
+        spec: &sim::world::SentinelSpec,
+        port: u16,
+        master_addr: SocketAddr,
+        public: Public,
+        replicas: &[SocketAddr],
+    ) -> Result<Self, String> {
+        let dir = launch::server_dir("real-sentinel");
+        let conf = dir.join("sentinel.conf");
+        let log = dir.join("sentinel.log");
+        let name = &spec.master_name;
+        std::fs::write(
+            &conf,
+            format!(
+                "port {port}\nbind 127.0.0.1\nprotected-mode no\ndaemonize no\ndir {}\n\
+                 logfile {}\nbind-source-addr {}\n\
+                 sentinel announce-ip {}\nsentinel announce-port {}\n\
+                 sentinel monitor {name} {} {} {}\n\
+                 sentinel down-after-milliseconds {name} {}\n\
+                 sentinel failover-timeout {name} {}\n",
+                dir.display(),
+                log.display(),
+                public.ip,
+                public.addr.ip(),
+                public.addr.port(),
+                master_addr.ip(),
+                master_addr.port(),
+                spec.quorum,
+                spec.down_after_ms,
+                spec.failover_timeout_ms,
+            ),
+        )
+        .map_err(|e| format!("cannot write {}: {e}", conf.display()))?;
+        // The replicas the world names, known from the start (as the simulated
+        // Sentinels know them, and as a real Sentinel's rewritten config remembers
+        // them: `sentinel known-replica`), even one that never reached its master.
+        let known: String = replicas
+            .iter()
+            .map(|r| format!("sentinel known-replica {name} {} {}\n", r.ip(), r.port()))
+            .collect();
+        let mut text = std::fs::read_to_string(&conf).unwrap_or_default();
+        text.push_str(&known);
+        std::fs::write(&conf, text).map_err(|e| format!("cannot write {}: {e}", conf.display()))?;
+        let args = vec![conf.display().to_string()];
+        let child = Self::spawn("redis-sentinel", &args)?;
+        let mut p = Self {
+            child,
+            port,
+            program: "redis-sentinel",
+            args,
+            dir,
+            log,
+        };
+        p.wait_serving("sentinel")?;
+        Ok(p)
+    }
+
+    fn spawn(program: &str, args: &[String]) -> Result<Child, String> {
+        let mut cmd = Command::new(program);
         cmd.args(args).stdout(Stdio::null()).stderr(Stdio::null());
         spawn_kept(cmd).map_err(|e| {
-            format!("redis-server did not start ({e}); install it with `apt-get install -y redis-server`")
+            format!("{program} did not start ({e}); install it with `apt-get install -y {program}`")
         })
     }
 
@@ -96,13 +195,17 @@ impl RedisProc {
             }
             if let Ok(Some(status)) = self.child.try_wait() {
                 return Err(format!(
-                    "{name}: redis-server exited ({status}); its log: {}",
-                    self.dir.join("redis.log").display()
+                    "{name}: {} exited ({status}); its log: {}",
+                    self.program,
+                    self.log.display()
                 ));
             }
             std::thread::sleep(Duration::from_millis(5));
         }
-        Err(format!("{name}: redis-server did not answer PING in 10 s"))
+        Err(format!(
+            "{name}: {} did not answer PING in 10 s",
+            self.program
+        ))
     }
 
     fn kill(&mut self) {
@@ -112,7 +215,7 @@ impl RedisProc {
 
     fn restart(&mut self, name: &str) -> Result<(), String> {
         self.kill();
-        self.child = Self::spawn(&self.args)?;
+        self.child = Self::spawn(self.program, &self.args)?;
         self.wait_serving(name)
     }
 }
@@ -140,6 +243,59 @@ fn resp(port: u16, argv: &[&str]) -> Option<String> {
     Some(String::from_utf8_lossy(&buf[..n]).into_owned())
 }
 
+/// One RESP request to `port` whose reply is a bulk string (`INFO`): the whole string.
+fn resp_bulk(port: u16, argv: &[&str]) -> Option<String> {
+    let addr: SocketAddr = ([127, 0, 0, 1], port).into();
+    let mut s = TcpStream::connect_timeout(&addr, Duration::from_millis(100)).ok()?;
+    s.set_read_timeout(Some(Duration::from_millis(100))).ok()?;
+    let mut req = format!("*{}\r\n", argv.len());
+    for a in argv {
+        req.push_str(&format!("${}\r\n{a}\r\n", a.len()));
+    }
+    s.write_all(req.as_bytes()).ok()?;
+    let mut got = Vec::new();
+    let mut buf = [0u8; 4096];
+    loop {
+        let n = s.read(&mut buf).ok()?;
+        if n == 0 {
+            return None;
+        }
+        got.extend_from_slice(&buf[..n]);
+        let text = String::from_utf8_lossy(&got);
+        let (head, body) = text.split_once("\r\n")?;
+        let len: usize = head.strip_prefix('$')?.parse().ok()?;
+        if body.len() >= len {
+            return Some(body[..len].to_string());
+        }
+    }
+}
+
+/// Polls `ready` every 20 ms until it holds, for up to `limit`.
+fn wait_until(limit: Duration, mut ready: impl FnMut() -> bool) -> Result<(), ()> {
+    let start = Instant::now();
+    while start.elapsed() < limit {
+        if ready() {
+            return Ok(());
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    Err(())
+}
+
+/// `field:value` of an `INFO` reply.
+fn info_field<'a>(info: &'a str, field: &str) -> Option<&'a str> {
+    info.lines()
+        .find_map(|l| l.strip_prefix(field)?.strip_prefix(':'))
+        .map(str::trim)
+}
+
+/// A partition in force from the start: side `a`, side `b`, one way.
+pub(crate) type Precut = (
+    std::collections::BTreeSet<String>,
+    std::collections::BTreeSet<String>,
+    bool,
+);
+
 /// Every real server of one world.
 #[derive(Default)]
 pub(crate) struct Servers {
@@ -147,6 +303,12 @@ pub(crate) struct Servers {
     pub addrs: BTreeMap<String, SocketAddr>,
     redis: BTreeMap<String, RedisProc>,
     sentinels: BTreeMap<String, SentinelServer>,
+    /// The Sentinels behind the fault proxy (their own config: announced addresses).
+    proxied_sentinels: BTreeMap<String, RedisProc>,
+    /// The fault proxy in front of every server, when the plan needs one.
+    pub net: Option<Net>,
+    /// The partitions cut before the servers started.
+    pub precut_ids: Vec<u64>,
     zk: Option<(String, ZkServer)>,
     ensemble: Option<(Vec<String>, ZkEnsembleServers)>,
     mysql: Option<(String, MariaDbServer)>,
@@ -157,8 +319,39 @@ pub(crate) struct Servers {
 }
 
 impl Servers {
-    /// Starts the servers `w` names, masters first, then replicas and Sentinels.
-    pub fn start(w: &Workload) -> Result<Self, String> {
+    /// Starts the servers `w` names, masters first, then replicas and Sentinels; with
+    /// `net`, behind a fault proxy (for the clients `clients`).
+    ///
+    /// `precuts` are partitions in force from the run's start (a plan's partitions
+    /// between named hosts at 0 ms): cut before the servers start, so a replica cut off
+    /// from its master never reaches it, as in the simulated world; their ids are in
+    /// `precut_ids` (the runner heals them once the plan's own faults at 0 ms hold).
+    pub fn start(
+        w: &Workload,
+        net: bool,
+        clients: &[String],
+        precuts: &[Precut],
+    ) -> Result<Self, String> {
+        let mut s = Self::start_servers(w, net, clients, precuts)?;
+        if net && s.net.is_none() {
+            // ZooKeeper and MariaDB: only the clients' links go through the proxy.
+            let servers: BTreeMap<String, (std::net::Ipv4Addr, SocketAddr)> = s
+                .addrs
+                .iter()
+                .enumerate()
+                .map(|(i, (n, a))| (n.clone(), (server_ip(i), *a)))
+                .collect();
+            s.net = Some(Net::start(&servers, clients)?);
+        }
+        Ok(s)
+    }
+
+    fn start_servers(
+        w: &Workload,
+        net: bool,
+        clients: &[String],
+        precuts: &[Precut],
+    ) -> Result<Self, String> {
         let mut s = Self::default();
         if let Some(spec) = &w.zookeeper {
             let opts = ZkOptions {
@@ -213,13 +406,57 @@ impl Servers {
                 "MongoDB has no Debian package: the mongo-* designs stay model-only".into(),
             );
         }
-        let ports = free_ports(w.servers.len());
+        let sentinel_names = if w.sentinel.is_some() {
+            w.sentinel_names()
+        } else {
+            Vec::new()
+        };
+        let ports = free_ports(w.servers.len() + sentinel_names.len());
         let port_of: BTreeMap<&str, u16> = w
             .servers
             .iter()
+            .map(|x| x.name.as_str())
+            .chain(sentinel_names.iter().map(String::as_str))
             .zip(&ports)
-            .map(|(spec, p)| (spec.name.as_str(), *p))
+            .map(|(name, p)| (name, *p))
             .collect();
+        // Behind the proxy: each server's own loopback address and public address.
+        let mut public: BTreeMap<String, Public> = BTreeMap::new();
+        if net {
+            let servers: BTreeMap<String, (std::net::Ipv4Addr, SocketAddr)> = port_of
+                .iter()
+                .enumerate()
+                .map(|(i, (n, p))| {
+                    (
+                        n.to_string(),
+                        (server_ip(i), SocketAddr::from(([127, 0, 0, 1], *p))),
+                    )
+                })
+                .collect();
+            let proxy = Net::start(&servers, clients)?;
+            for (a, b, one_way) in precuts {
+                s.precut_ids.push(proxy.cut(a.clone(), b.clone(), *one_way));
+            }
+            for (n, (ip, _)) in &servers {
+                public.insert(
+                    n.clone(),
+                    Public {
+                        ip: *ip,
+                        addr: proxy.public[n],
+                    },
+                );
+            }
+            s.net = Some(proxy);
+        }
+        // How a server reaches server `name`: its public address behind the proxy.
+        let reach = |name: &str| -> Option<SocketAddr> {
+            match public.get(name) {
+                Some(p) => Some(p.addr),
+                None => port_of
+                    .get(name)
+                    .map(|p| SocketAddr::from(([127, 0, 0, 1], *p))),
+            }
+        };
         let ordered = w
             .servers
             .iter()
@@ -228,51 +465,127 @@ impl Servers {
         for spec in ordered {
             let master = match &spec.replica_of {
                 Some(m) => Some(
-                    *port_of
-                        .get(m.as_str())
+                    reach(m)
                         .ok_or_else(|| format!("{} replicates unknown server {m}", spec.name))?,
                 ),
                 None => None,
             };
             let port = port_of[spec.name.as_str()];
-            let proc = RedisProc::start(spec, port, master)?;
+            let proc = RedisProc::start(spec, port, master, public.get(&spec.name).copied())?;
             s.addrs
                 .insert(spec.name.clone(), ([127, 0, 0, 1], port).into());
             s.redis.insert(spec.name.clone(), proc);
         }
         s.lock_servers = w.servers.iter().map(|x| x.name.clone()).collect();
+        // The simulated world starts with its replicas in sync; a real replica's first
+        // full sync waits `repl-diskless-sync-delay` (5 s by default in Redis 7.0), so
+        // the run starts once every replica says its link is up.
+        for spec in w.servers.iter().filter(|x| x.replica_of.is_some()) {
+            let master = spec.replica_of.as_deref().unwrap_or_default();
+            if s.net
+                .as_ref()
+                .is_some_and(|n| n.blocked(&spec.name, master))
+            {
+                continue;
+            }
+            let port = port_of[spec.name.as_str()];
+            wait_until(Duration::from_secs(20), || {
+                resp_bulk(port, &["INFO", "replication"])
+                    .is_some_and(|i| info_field(&i, "master_link_status") == Some("up"))
+            })
+            .map_err(|()| {
+                format!(
+                    "{}: its first sync with its master did not complete in 20 s",
+                    spec.name
+                )
+            })?;
+        }
         if let Some(spec) = &w.sentinel {
             let monitored = spec
                 .monitor
                 .clone()
                 .or_else(|| w.servers.first().map(|x| x.name.clone()))
                 .ok_or("Sentinels without a server to monitor")?;
-            let master = s.addrs[&monitored];
             let opts = SentinelOptions {
                 master_name: spec.master_name.clone(),
                 quorum: spec.quorum,
                 down_after_ms: spec.down_after_ms,
                 failover_timeout_ms: spec.failover_timeout_ms,
             };
-            for name in w.sentinel_names() {
-                let sentinel = SentinelServer::start(master, &opts).map_err(|e| e.to_string())?;
-                s.addrs.insert(name.clone(), sentinel.addr());
-                s.sentinels.insert(name, sentinel);
+            for name in sentinel_names.clone() {
+                if let Some(p) = public.get(&name).copied() {
+                    let master = reach(&monitored).ok_or("no monitored master")?;
+                    let replicas: Vec<SocketAddr> = w
+                        .servers
+                        .iter()
+                        .filter(|x| x.replica_of.is_some())
+                        .filter_map(|x| public.get(&x.name).map(|p| p.addr))
+                        .collect();
+                    let sentinel =
+                        RedisProc::sentinel(spec, port_of[name.as_str()], master, p, &replicas)?;
+                    s.addrs
+                        .insert(name.clone(), ([127, 0, 0, 1], sentinel.port).into());
+                    s.proxied_sentinels.insert(name, sentinel);
+                } else {
+                    let sentinel = SentinelServer::start(s.addrs[&monitored], &opts)
+                        .map_err(|e| e.to_string())?;
+                    s.addrs.insert(name.clone(), sentinel.addr());
+                    s.sentinels.insert(name, sentinel);
+                }
+            }
+            // ... and every Sentinel knows the replicas and the other Sentinels (as the
+            // simulated Sentinels do from the start; a real one learns them from the
+            // master's INFO and the others' hellos, every 2 s).
+            let replicas = w.servers.iter().filter(|x| x.replica_of.is_some()).count();
+            let count = |port: u16, what: &str| -> Option<usize> {
+                let r = resp(port, &["SENTINEL", what, &spec.master_name])?;
+                r.strip_prefix('*')?.split("\r\n").next()?.parse().ok()
+            };
+            let sentinel_ports: Vec<(String, u16)> = s.sentinel_ports().into_iter().collect();
+            let others = sentinel_ports.len().saturating_sub(1);
+            for (name, port) in &sentinel_ports {
+                wait_until(Duration::from_secs(20), || {
+                    count(*port, "REPLICAS") == Some(replicas)
+                        && count(*port, "SENTINELS") == Some(others)
+                })
+                .map_err(|()| {
+                    format!("{name}: did not learn the replicas and the other Sentinels in 20 s")
+                })?;
             }
         }
         Ok(s)
+    }
+
+    /// Each Sentinel's real port.
+    fn sentinel_ports(&self) -> BTreeMap<String, u16> {
+        let mut ports: BTreeMap<String, u16> = self
+            .sentinels
+            .iter()
+            .map(|(n, x)| (n.clone(), x.port()))
+            .collect();
+        ports.extend(
+            self.proxied_sentinels
+                .iter()
+                .map(|(n, r)| (n.clone(), r.port)),
+        );
+        ports
     }
 
     /// Every server's name: lock servers, then Sentinels.
     pub fn names(&self) -> Vec<String> {
         let mut names = self.lock_servers.clone();
         names.extend(self.sentinels.keys().cloned());
+        names.extend(self.proxied_sentinels.keys().cloned());
         names
     }
 
     /// The process id of server `name`.
     pub fn pid(&self, name: &str) -> Option<u32> {
-        if let Some(r) = self.redis.get(name) {
+        if let Some(r) = self
+            .redis
+            .get(name)
+            .or_else(|| self.proxied_sentinels.get(name))
+        {
             return Some(r.child.id());
         }
         if let Some(x) = self.sentinels.get(name) {
@@ -297,7 +610,11 @@ impl Servers {
 
     /// Kills server `name` (`SIGKILL`).
     pub fn kill(&mut self, name: &str) {
-        if let Some(r) = self.redis.get_mut(name) {
+        if let Some(r) = self
+            .redis
+            .get_mut(name)
+            .or_else(|| self.proxied_sentinels.get_mut(name))
+        {
             r.kill();
         } else if let Some(x) = self.sentinels.get_mut(name) {
             x.kill();
@@ -314,7 +631,11 @@ impl Servers {
 
     /// Restarts server `name` on its port, from what its directory kept.
     pub fn restart(&mut self, name: &str) -> Result<(), String> {
-        if let Some(r) = self.redis.get_mut(name) {
+        if let Some(r) = self
+            .redis
+            .get_mut(name)
+            .or_else(|| self.proxied_sentinels.get_mut(name))
+        {
             return r.restart(name);
         }
         let result = if let Some(x) = self.sentinels.get_mut(name) {
@@ -358,6 +679,36 @@ impl Servers {
     /// order) that has it: a string's value, or a hash's fields (Redisson's
     /// `uuid:thread` holds), read for the `client-N` every owner value starts with.
     pub fn lock_owner(&self, key: &str) -> Option<String> {
+        if let Some((name, _)) = &self.mysql {
+            // A unique-index row holds its owner value (`locks (name, owner)`).
+            let (user, password, database) = self.mysql_login.clone()?;
+            let addr = self.addrs.get(name)?;
+            let out = Command::new("mariadb")
+                .args([
+                    "--protocol=tcp",
+                    "-h",
+                    &addr.ip().to_string(),
+                    "-P",
+                    &addr.port().to_string(),
+                    "-u",
+                    &user,
+                    &format!("-p{password}"),
+                    "-D",
+                    &database,
+                    "-N",
+                    "-B",
+                    "-e",
+                    &format!(
+                        "SELECT owner FROM locks WHERE name = '{}'",
+                        key.replace('\'', "''")
+                    ),
+                ])
+                .stdin(Stdio::null())
+                .stderr(Stdio::null())
+                .output()
+                .ok()?;
+            return client_in(&String::from_utf8_lossy(&out.stdout));
+        }
         self.redis.iter().find_map(|(_, r)| {
             let reply = resp(r.port, &["GET", key])
                 .filter(|x| !x.starts_with("-WRONGTYPE"))
@@ -380,6 +731,109 @@ impl Servers {
         (!items.is_empty() && !reply.starts_with('-')).then(|| items.join(","))
     }
 
+    /// Redis server `name`'s role by its own answer (`ROLE`): `master`, or
+    /// `replica of <ip:port>`; `None` if it does not answer.
+    pub fn role(&self, name: &str) -> Option<String> {
+        let r = self.redis.get(name)?;
+        let info = resp_bulk(r.port, &["INFO", "replication"])?;
+        match info_field(&info, "role")? {
+            "master" => Some("master".into()),
+            _ => Some(format!(
+                "replica of {}:{}",
+                info_field(&info, "master_host")?,
+                info_field(&info, "master_port")?
+            )),
+        }
+    }
+
+    /// The Redis server names, in world order.
+    pub fn redis_names(&self) -> Vec<String> {
+        self.lock_servers
+            .iter()
+            .filter(|n| self.redis.contains_key(*n))
+            .cloned()
+            .collect()
+    }
+
+    /// A master holding `key` now (by `INFO replication` and `EXISTS`), first in
+    /// world order.
+    pub fn lock_master(&self, key: &str) -> Option<String> {
+        self.redis_names()
+            .into_iter()
+            .find(|n| self.role(n).as_deref() == Some("master") && self.value_of(n, key).is_some())
+    }
+
+    /// The master holding `key` by a write none of its replicas has: its replication
+    /// offset is past every replica's own (`master_repl_offset` on each side of the
+    /// link), and no replica holds `key` at all. With the detail the start record
+    /// gives (`lock write at offset …`, as the simulator's).
+    pub fn unreplicated_lock_master(&self, key: &str) -> Option<(String, String)> {
+        let names = self.redis_names();
+        for m in &names {
+            let r = &self.redis[m];
+            let info = resp_bulk(r.port, &["INFO", "replication"])?;
+            if info_field(&info, "role") != Some("master") || self.value_of(m, key).is_none() {
+                continue;
+            }
+            let written: u64 = info_field(&info, "master_repl_offset")?.parse().ok()?;
+            let acks: Vec<String> = info
+                .lines()
+                .filter(|l| l.starts_with("slave"))
+                .filter_map(|l| {
+                    l.split(',')
+                        .find_map(|kv| kv.strip_prefix("offset="))
+                        .map(str::to_string)
+                })
+                .collect();
+            // Its replicas: the other servers replicating anyone (one master per world
+            // with replicas).
+            let mut applied = Vec::new();
+            for n in names.iter().filter(|n| *n != m) {
+                let rinfo = resp_bulk(self.redis[n].port, &["INFO", "replication"])?;
+                if info_field(&rinfo, "role") == Some("master") {
+                    continue;
+                }
+                let o: u64 = info_field(&rinfo, "master_repl_offset")?.parse().ok()?;
+                if o >= written || self.value_of(n, key).is_some() {
+                    return None;
+                }
+                applied.push(format!("{n}={o}"));
+            }
+            if applied.is_empty() {
+                return None;
+            }
+            return Some((
+                m.clone(),
+                format!(
+                    "lock write at offset {written}; acknowledged: {}; applied: {}",
+                    acks.join(" "),
+                    applied.join(" ")
+                ),
+            ));
+        }
+        None
+    }
+
+    /// The first Redis server (world order) whose lock key holds `owner`.
+    pub fn server_holding(&self, key: &str, owner: &str) -> Option<String> {
+        self.redis_names().into_iter().find(|n| {
+            self.value_of(n, key)
+                .is_some_and(|v| v.contains(owner) || (!v.is_empty() && owner.contains(&v)))
+        })
+    }
+
+    /// A ZooKeeper server's last zxid by its own `srvr` answer.
+    pub fn zk_zxid(&self, name: &str) -> Option<u64> {
+        let addr = *self.addrs.get(name)?;
+        let reply = launch::four_letter_word(addr, "srvr")?;
+        let z = reply
+            .lines()
+            .find_map(|l| l.strip_prefix("Zxid:"))?
+            .trim()
+            .trim_start_matches("0x");
+        u64::from_str_radix(z, 16).ok()
+    }
+
     /// A ZooKeeper ensemble's leader now.
     pub fn zk_leader(&self) -> Option<String> {
         let (names, e) = self.ensemble.as_ref()?;
@@ -391,7 +845,8 @@ impl Servers {
         let mut logs: Vec<(String, PathBuf)> = self
             .redis
             .iter()
-            .map(|(n, r)| (n.clone(), r.dir.join("redis.log")))
+            .chain(&self.proxied_sentinels)
+            .map(|(n, r)| (n.clone(), r.log.clone()))
             .collect();
         logs.extend(
             self.sentinels
