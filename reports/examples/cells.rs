@@ -26,6 +26,8 @@ struct Row {
     ran_ms: f64,
     judged_ms: f64,
     stats: sim::history::RunStats,
+    /// Whether this seed's run was unsafe (it would settle its cell in the main job).
+    unsafe_run: bool,
 }
 
 fn main() {
@@ -46,7 +48,7 @@ fn main() {
             let start = cpu_now();
             let h = sim::world::run(&config(&design, &s, seed)).expect("run");
             let ran = cpu_now();
-            let _ = summarize(&s, &h);
+            let summary = summarize(&s, &h);
             let judged = cpu_now();
             rows.push(Row {
                 design: d.name,
@@ -54,6 +56,7 @@ fn main() {
                 ran_ms: (ran - start) * 1e3,
                 judged_ms: (judged - ran) * 1e3,
                 stats: h.stats.clone(),
+                unsafe_run: summary.safety() == scenarios::checkers::Safety::Unsafe,
             });
         }
     }
@@ -66,6 +69,20 @@ fn main() {
         total / 1e3,
         judged / 1e3,
         (total - judged) * 1e3 / host_runs.max(1) as f64
+    );
+    // What the main job's adaptive rule would cost if this seed's cost were every
+    // seed's: a cell unsafe here stops after it, any other runs 60 (a rough upper
+    // bound: a cell unsafe at a later seed stops earlier).
+    let clean = scenarios::adaptive::CLEAN_RUNS as f64;
+    let settled = rows.iter().filter(|r| r.unsafe_run).count();
+    let estimate: f64 = rows
+        .iter()
+        .map(|r| (r.ran_ms + r.judged_ms) * if r.unsafe_run { 1.0 } else { clean })
+        .sum();
+    println!(
+        "adaptive main job, estimated from this seed: {settled} cells unsafe here (one run), {} at up to {clean} runs: {:.0} s CPU",
+        rows.len() - settled,
+        estimate / 1e3
     );
     for (what, key) in [
         (
@@ -89,9 +106,10 @@ fn main() {
     println!("\ncells:");
     for r in &rows {
         println!(
-            "{:9.1} ms (judging {:5.1})  {} × {}  {:?}",
+            "{:9.1} ms (judging {:5.1}) {} {} × {}  {:?}",
             r.ran_ms + r.judged_ms,
             r.judged_ms,
+            if r.unsafe_run { "U" } else { "-" },
             r.design,
             r.scenario,
             r.stats

@@ -6,8 +6,14 @@
 //!    to a bare turmoil baseline with the same hosts exchanging the same requests (to
 //!    Redis and to the storage, as the reference's median run did) on a fixed schedule
 //!    over the same simulated time.
-//! 2. Wall time to the first Invalid run of every (design, scenario, checker) cell that
-//!    has one, searching sequentially from seed 0.
+//!    Each world's host runs (a host's runtime run once by turmoil, the unit a run's
+//!    cost is made of) and wall time per host run: the floor a world is near.
+//! 2. The main job on a sample of the cells (every `sample`-th cell in catalog order,
+//!    under the main job's adaptive rule, on every core): its wall and CPU time, host
+//!    runs, and the whole job's CPU time extrapolated from it; each sampled cell's
+//!    first violation (the seed that settled it and the wall time its runs took up to
+//!    it), the slowest named. Every cell of the catalog (`sample` 1) took 15 minutes
+//!    as a sequential 30-seed search per cell, most of the bench's time.
 //! 3. Peak resident memory of a 1,000-seed sweep on every core, measured on its own
 //!    (the process's high-water mark is reset before it).
 //!
@@ -16,7 +22,7 @@
 use std::time::{Duration, Instant};
 
 use scenarios::catalog::{self, Scenario};
-use scenarios::sweep::{DesignSpec, config, run_seed, sweep};
+use scenarios::sweep::{DesignSpec, config, sweep};
 use sim::world::{RunConfig, Stepping, Workload, run};
 
 fn median(mut xs: Vec<Duration>) -> Duration {
@@ -37,6 +43,8 @@ pub struct Throughput {
     pub storage_requests: u64,
     /// Client operations completed per run.
     pub ops: u64,
+    /// Host runs per run (`RunStats::host_runs`).
+    pub host_runs: u64,
 }
 
 fn reference_config(seed: u64, replicas: usize, sentinels: u32, design: &str) -> RunConfig {
@@ -152,6 +160,7 @@ pub fn throughput(repeats: u64, config: impl Fn(u64) -> RunConfig) -> Throughput
                 .ops()
                 .filter(|(_, o)| o.phase != sim::history::Phase::Invoke)
                 .count() as u64,
+            host_runs: h.stats.host_runs,
         });
     }
     runs.sort_by_key(|t| t.wall);
@@ -236,50 +245,53 @@ pub fn baseline(reference: &Throughput, repeats: u64) -> (Duration, Duration) {
     (median(walls), took)
 }
 
-/// For one cell, runs seeds `0..bound` in order and returns, per checker, the first
-/// Invalid seed and the wall time from the start of the search to the end of that run.
-pub fn time_to_first_invalid(
-    design: &DesignSpec,
-    scenario: &Scenario,
-    bound: u64,
-) -> Vec<(String, u64, Duration)> {
-    let start = Instant::now();
-    let mut found: Vec<(String, u64, Duration)> = Vec::new();
-    for seed in 0..bound {
-        let s = run_seed(design, scenario, seed, false).expect("run");
-        for (name, v) in &s.verdicts {
-            if v.is_invalid() && !found.iter().any(|(n, _, _)| n == name) {
-                found.push((name.clone(), seed, start.elapsed()));
-            }
-        }
-    }
-    found
+/// This process's CPU time (user and system, every thread), for the sample's figures
+/// on a machine shared with other work.
+fn cpu_now() -> Duration {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: `ts` is a valid, writable timespec.
+    unsafe { libc::clock_gettime(libc::CLOCK_PROCESS_CPUTIME_ID, &mut ts) };
+    Duration::new(ts.tv_sec as u64, ts.tv_nsec as u32)
 }
 
-/// [`time_to_first_invalid`] for every cell, the cells shared among `threads` workers
-/// (each cell searched by one worker, so its time is its own); in cell order.
-pub fn first_invalid_per_cell(
-    cells: &[(DesignSpec, Scenario)],
-    bound: u64,
-    threads: usize,
-) -> Vec<Vec<(String, u64, Duration)>> {
-    let next = std::sync::atomic::AtomicUsize::new(0);
-    let results = std::sync::Mutex::new(vec![Vec::new(); cells.len()]);
-    std::thread::scope(|scope| {
-        for _ in 0..threads.max(1) {
-            scope.spawn(|| {
-                loop {
-                    let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-                    let Some((design, scenario)) = cells.get(i) else {
-                        break;
-                    };
-                    let found = time_to_first_invalid(design, scenario, bound);
-                    results.lock().expect("bench results")[i] = found;
-                }
-            });
-        }
-    });
-    results.into_inner().expect("bench results")
+/// Every `k`-th cell of `cells` (the first, then every `k`-th after it): a sample spread
+/// over every design and scenario, the same on every machine.
+pub fn sample<T: Clone>(cells: &[T], k: usize) -> Vec<T> {
+    cells.iter().step_by(k.max(1)).cloned().collect()
+}
+
+/// The main job's adaptive pass over `cells`: what it cost and how each cell settled.
+pub struct SamplePass {
+    /// Each cell, in order.
+    pub cells: Vec<crate::cells::AdaptiveCell>,
+    /// Wall time of the pass.
+    pub wall: Duration,
+    /// CPU time of the pass (the process's, every thread).
+    pub cpu: Duration,
+}
+
+/// Runs `cells` under the main job's rule on `threads` threads.
+pub fn main_job_pass(cells: &[(DesignSpec, Scenario)], threads: usize) -> SamplePass {
+    let pairs: Vec<(&DesignSpec, &Scenario)> = cells.iter().map(|(d, s)| (d, s)).collect();
+    let bar = crate::cells::progress_cells(pairs.len() as u64, true);
+    let (wall0, cpu0) = (Instant::now(), cpu_now());
+    let out = crate::cells::run_cells_adaptive(
+        &pairs,
+        scenarios::adaptive::Rule::DEFAULT,
+        0,
+        threads,
+        &bar,
+    )
+    .expect("a catalog cell's configuration is valid");
+    bar.finish_and_clear();
+    SamplePass {
+        cells: out,
+        wall: wall0.elapsed(),
+        cpu: cpu_now().saturating_sub(cpu0),
+    }
 }
 
 fn peak_rss_kib() -> Option<u64> {
@@ -294,7 +306,7 @@ fn peak_rss_kib() -> Option<u64> {
 }
 
 /// Runs every benchmark and prints the figures.
-pub fn run_all(repeats: u64, memory_seeds: u64, threads: usize, search_bound: u64) {
+pub fn run_all(repeats: u64, memory_seeds: u64, threads: usize, sample_every: usize) {
     println!("locksim bench: repeats={repeats} memory_seeds={memory_seeds} threads={threads}");
     // Each world on both steppings, in this one process: jumping (what every command
     // runs) against tick-by-tick stepping (turmoil's own, what ran before; the same
@@ -340,13 +352,13 @@ pub fn run_all(repeats: u64, memory_seeds: u64, threads: usize, search_bound: u6
         "\n   simulated s per wall s, median of {repeats}: jumping to the next event (the default) against tick-by-tick stepping, in this run:"
     );
     println!(
-        "   {:<56} {:>6} {:>9} {:>9} {:>9} {:>6} {:>7}",
-        "world", "sim s", "jump ms", "jump x", "tick x", "ratio", "target"
+        "   {:<56} {:>6} {:>9} {:>9} {:>9} {:>6} {:>7} {:>10} {:>8}",
+        "world", "sim s", "jump ms", "jump x", "tick x", "ratio", "target", "host runs", "µs/run"
     );
     for (w, jump, tick) in &worlds {
         let rate = |t: &Throughput| t.simulated.as_secs_f64() / t.wall.as_secs_f64();
         println!(
-            "   {:<56} {:>6.0} {:>9.1} {:>9.0} {:>9.0} {:>6.2} {:>7}",
+            "   {:<56} {:>6.0} {:>9.1} {:>9.0} {:>9.0} {:>6.2} {:>7} {:>10} {:>8.2}",
             w.describe(),
             jump.simulated.as_secs_f64(),
             jump.wall.as_secs_f64() * 1e3,
@@ -357,13 +369,12 @@ pub fn run_all(repeats: u64, memory_seeds: u64, threads: usize, search_bound: u6
                 "{}{:.0}",
                 if rate(jump) >= w.target() { "ok " } else { "<" },
                 w.target()
-            )
+            ),
+            jump.host_runs,
+            jump.wall.as_secs_f64() * 1e6 / jump.host_runs.max(1) as f64
         );
     }
 
-    println!(
-        "\n2. wall time to the first Invalid run of each checker, searching seeds 0..{search_bound} in order (cells on {threads} threads, each searched by one):"
-    );
     let cells: Vec<(DesignSpec, Scenario)> = lock_impl::DESIGNS
         .iter()
         .flat_map(|d| {
@@ -373,27 +384,77 @@ pub fn run_all(repeats: u64, memory_seeds: u64, threads: usize, search_bound: u6
                 .map(move |s| (DesignSpec::from_info(d), s))
         })
         .collect();
-    let found = first_invalid_per_cell(&cells, search_bound, threads);
-    let mut slowest: Option<(String, Duration)> = None;
-    for ((design, scenario), found) in cells.iter().zip(&found) {
-        for (c, seed, wall) in found {
-            println!(
-                "   {:<20} {:<22} {:<17} seed {:>3}  {:>7.1} ms",
-                design.name,
-                scenario.name,
-                c,
-                seed,
-                wall.as_secs_f64() * 1e3
-            );
-            if slowest.as_ref().is_none_or(|(_, w)| wall > w) {
-                slowest = Some((format!("{} × {} ({c})", design.name, scenario.name), *wall));
-            }
-        }
-    }
-    if let Some((cell, wall)) = slowest {
+    let picked = sample(&cells, sample_every);
+    println!(
+        "\n2. the main job (adaptive seeds, its budget) on one cell in {} in catalog order: {} of {} cells, {threads} threads:",
+        sample_every.max(1),
+        picked.len(),
+        cells.len()
+    );
+    let pass = main_job_pass(&picked, threads);
+    let runs: u64 = pass.cells.iter().map(|c| c.cell.runs).sum();
+    let host_runs: u64 = pass.cells.iter().map(|c| c.cost).sum();
+    let settled = pass
+        .cells
+        .iter()
+        .filter(|c| {
+            c.cell
+                .settled
+                .as_ref()
+                .is_some_and(|s| s.violation().is_some())
+        })
+        .count();
+    let weak = pass
+        .cells
+        .iter()
+        .filter(|c| c.cell.settled.as_ref().is_some_and(|s| s.is_weak()))
+        .count();
+    let scale = cells.len() as f64 / picked.len().max(1) as f64;
+    println!(
+        "   {:.1} s wall, {:.1} s CPU; {runs} runs, {host_runs} host runs ({:.2} µs of CPU each); {settled} cells unsafe (settled), {} bounded, {weak} of them weak",
+        pass.wall.as_secs_f64(),
+        pass.cpu.as_secs_f64(),
+        pass.cpu.as_secs_f64() * 1e6 / host_runs.max(1) as f64,
+        pass.cells.len() - settled
+    );
+    println!(
+        "   the whole main job, extrapolated (× {scale:.1}): about {:.0} s of CPU, {:.0} s wall on {threads} threads",
+        pass.cpu.as_secs_f64() * scale,
+        pass.wall.as_secs_f64() * scale
+    );
+    println!(
+        "   first violations (the seed that settled the cell; its runs\' wall time up to it, runs ahead on other threads included), slowest first:"
+    );
+    let mut firsts: Vec<&crate::cells::AdaptiveCell> = pass
+        .cells
+        .iter()
+        .filter(|c| {
+            c.cell
+                .settled
+                .as_ref()
+                .is_some_and(|s| s.violation().is_some())
+        })
+        .collect();
+    firsts.sort_by_key(|c| std::cmp::Reverse(c.wall));
+    for c in &firsts {
         println!(
-            "   slowest first violation: {cell}, {:.1} ms (target < 1000 ms)",
-            wall.as_secs_f64() * 1e3
+            "   {:<26} {:<24} seed {:>3}  {:>8.1} ms",
+            c.cell.design,
+            c.cell.scenario,
+            c.cell
+                .settled
+                .as_ref()
+                .and_then(|s| s.violation())
+                .unwrap_or_default(),
+            c.wall.as_secs_f64() * 1e3
+        );
+    }
+    if let Some(c) = firsts.first() {
+        println!(
+            "   slowest first violation in the sample: {} × {}, {:.1} ms (target < 1000 ms)",
+            c.cell.design,
+            c.cell.scenario,
+            c.wall.as_secs_f64() * 1e3
         );
     }
 

@@ -210,6 +210,7 @@ pub fn run_cells_adaptive(
             let (runs, latency) = (o.runs, o.acc);
             let mut cell = cell_of(design, scenario, &runs, &latency);
             cell.settled = Some(o.settled);
+            cell.host_runs = Some(o.cost);
             AdaptiveCell {
                 cell,
                 runs,

@@ -252,6 +252,10 @@ struct CompletenessArgs {
     /// How many of the default pass's slowest cells to list.
     #[arg(long, default_value_t = 25)]
     slowest: usize,
+    /// Only every Kth cell (in catalog order, after --design/--scenario): a sample for
+    /// a deep run that would take hours over every cell.
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u64).range(1..))]
+    sample: u64,
     /// Worker threads (default: all cores).
     #[arg(long)]
     threads: Option<usize>,
@@ -436,9 +440,10 @@ struct BenchArgs {
     /// Seeds in the memory sweep.
     #[arg(long, default_value_t = 1000)]
     memory_seeds: u64,
-    /// Seeds searched per cell for the first violation.
-    #[arg(long, default_value_t = 30)]
-    search_bound: u64,
+    /// The main job's pass runs every Kth cell of the catalog (1: every cell, about
+    /// the main job's own time).
+    #[arg(long, default_value_t = 4, value_parser = clap::value_parser!(u64).range(1..))]
+    sample: u64,
     /// Worker threads for the sweep (default: all cores).
     #[arg(long)]
     threads: Option<usize>,
@@ -665,7 +670,7 @@ fn run(cli: Cli, extra: Vec<DesignSpec>) -> ExitCode {
                 a.repeats.max(1),
                 a.memory_seeds,
                 threads(a.threads),
-                a.search_bound,
+                a.sample as usize,
             );
             Ok(ExitCode::SUCCESS)
         }
@@ -816,6 +821,8 @@ fn run(cli: Cli, extra: Vec<DesignSpec>) -> ExitCode {
                     "--design/--scenario: no scenario of those fits any of those designs".into(),
                 ));
             }
+            let of = pairs.len();
+            let pairs = crate::bench::sample(&pairs, a.sample as usize);
             let mut rule = scenarios::adaptive::Rule::DEFAULT;
             if let Some(b) = &a.budget {
                 rule.budget = match b.as_str() {
@@ -835,6 +842,8 @@ fn run(cli: Cli, extra: Vec<DesignSpec>) -> ExitCode {
             };
             Ok(crate::completeness::run(&crate::completeness::Args {
                 pairs,
+                of,
+                sample: a.sample,
                 rule,
                 deep,
                 threads: threads(a.threads),

@@ -33,6 +33,10 @@ use crate::table::{CellResult, matrix_mark};
 pub struct Args {
     /// The cells.
     pub pairs: Vec<(DesignSpec, Scenario)>,
+    /// How many cells there were before sampling.
+    pub of: usize,
+    /// The sample: every `sample`-th cell of the `of` (1: all of them).
+    pub sample: u64,
     /// The default pass's rule.
     pub rule: Rule,
     /// The deep run's seeds (empty: no deep run, the costs only).
@@ -54,6 +58,14 @@ struct Compared {
 /// `locksim completeness`.
 pub fn run(args: &Args) -> ExitCode {
     let pairs: Vec<(&DesignSpec, &Scenario)> = args.pairs.iter().map(|(d, s)| (d, s)).collect();
+    if args.sample > 1 {
+        println!(
+            "locksim completeness: a sample, one cell in {} in catalog order: {} of {} cells",
+            args.sample,
+            pairs.len(),
+            args.of
+        );
+    }
     println!(
         "locksim completeness: {} cells, default: adaptive seeds ({} clean runs, {} unknown, budget {}); deep: seeds {}..{}; {} threads",
         pairs.len(),

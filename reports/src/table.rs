@@ -53,6 +53,12 @@ pub struct CellResult {
     /// seed range (`--seeds A..B`), where every seed ran.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub settled: Option<Settled>,
+    /// What the cell's kept runs cost under the adaptive seeds: their host runs
+    /// (`RunStats::host_runs`, a host's runtime run once by the simulator; the unit the
+    /// adaptive budget counts, the same on every machine and thread count). Absent for
+    /// a fixed seed range.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub host_runs: Option<u64>,
 }
 
 impl CellResult {
@@ -71,6 +77,7 @@ impl CellResult {
             latency: Quantiles::default(),
             before_fault: BTreeMap::new(),
             settled: None,
+            host_runs: None,
         }
     }
 

@@ -900,3 +900,59 @@ fn completeness_names_no_miss_on_a_cell_the_default_settles_and_refuses_a_bad_bu
     assert_eq!(code, 2);
     assert!(err.contains("--budget lots"), "{err}");
 }
+
+#[test]
+fn an_adaptive_run_says_what_its_cell_cost_in_host_runs_and_a_fixed_range_does_not() {
+    let adaptive = |extra: &[&str]| {
+        let mut args = vec![
+            "run",
+            "--design",
+            "set-nx-px-lua",
+            "--scenario",
+            "gc-pause",
+            "--json",
+        ];
+        args.extend_from_slice(extra);
+        let (code, out, err) = locksim(&args);
+        assert_eq!(code, 1, "{err}");
+        let report: serde_json::Value = serde_json::from_str(&out).expect("JSON output");
+        report["cell"].clone()
+    };
+    let cell = adaptive(&[]);
+    let host_runs = cell["host_runs"].as_u64().expect("host runs: {cell}");
+    assert!(host_runs > 1_000, "a whole world's host runs: {cell}");
+    // The same on every thread count: it counts the kept runs' host runs.
+    assert_eq!(
+        adaptive(&["--threads", "1"])["host_runs"],
+        cell["host_runs"]
+    );
+    assert!(adaptive(&["--seeds", "0..1"]).get("host_runs").is_none());
+}
+
+#[test]
+fn completeness_on_a_sample_runs_every_kth_cell_and_refuses_a_zero_sample() {
+    let (code, out, err) = locksim(&[
+        "completeness",
+        "--design",
+        "set-nx-px-lua",
+        "--scenario",
+        "gc-pause",
+        "--scenario",
+        "read-write",
+        "--scenario",
+        "clock-jump",
+        "--sample",
+        "2",
+        "--deep",
+        "0..3",
+    ]);
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(
+        out.contains("a sample, one cell in 2 in catalog order: 2 of 3 cells"),
+        "{out}"
+    );
+    assert!(out.contains("completeness: 2 cells;"), "{out}");
+    let (code, _, err) = locksim(&["completeness", "--sample", "0"]);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("--sample"), "{err}");
+}

@@ -307,6 +307,26 @@ pub fn adaptive_footer(cells: &[CellResult]) -> String {
             "\n  … and {more} more weak cells (`--detail`: every cell's stop)"
         ));
     }
+    // Where the job's time went: host runs are its unit of cost (the same on every
+    // machine; `--json` has every cell's).
+    let total: u64 = cells.iter().filter_map(|c| c.host_runs).sum();
+    if total > 0 {
+        let mut costly: Vec<&CellResult> = cells.iter().filter(|c| c.host_runs.is_some()).collect();
+        costly.sort_by_key(|c| std::cmp::Reverse(c.host_runs));
+        out.push_str(&format!(
+            "\n{total} host runs in all; the costliest cells (host runs, share, runs):"
+        ));
+        for c in costly.into_iter().take(5) {
+            let h = c.host_runs.unwrap_or_default();
+            out.push_str(&format!(
+                "\n  {} × {}: {h}, {:.1}%, {} runs",
+                c.design,
+                c.scenario,
+                100.0 * h as f64 / total as f64,
+                c.runs
+            ));
+        }
+    }
     out
 }
 

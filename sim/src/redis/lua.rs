@@ -200,6 +200,9 @@ pub struct LuaVm {
     json_config: std::sync::Arc<std::sync::Mutex<super::lua_libs::JsonConfig>>,
     /// Set when the running script spent its instruction budget.
     budget_spent: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    /// Instructions the running script has run, as the budget hook counts them
+    /// (reset at each run's start).
+    counted: std::sync::Arc<std::sync::atomic::AtomicU64>,
     /// The raw `redis.call` and `redis.pcall` the prelude installs for each run,
     /// made once: they reach the running script's server through `running`.
     call: Function,
@@ -388,13 +391,45 @@ impl LuaVm {
                 })
             })?
         };
+        // The budget hook, installed once for the VM's life: installing it for each
+        // run (mlua's `set_hook`: a boxed callback and a registry entry) cost a sixth
+        // of an `EVAL` that does little, in a five-master Redlock world. Each run
+        // resets the count; Lua's own countdown to the next check runs on across runs,
+        // so a script is stopped within one check (10,000 instructions) of the budget,
+        // where a hook installed per run stopped it at the budget itself.
+        let budget_spent: std::sync::Arc<std::sync::atomic::AtomicBool> = Default::default();
+        let counted: std::sync::Arc<std::sync::atomic::AtomicU64> = Default::default();
+        {
+            let (spent, counted, running) =
+                (budget_spent.clone(), counted.clone(), running.clone());
+            lua.set_hook(
+                mlua::HookTriggers::new().every_nth_instruction(BUDGET_CHECK_EVERY),
+                move |lua, _| {
+                    use std::sync::atomic::Ordering::Relaxed;
+                    // Only a script's run is budgeted (not a `SCRIPT LOAD`'s compile).
+                    if running.load(std::sync::atomic::Ordering::Acquire).is_null() {
+                        return Ok(mlua::VmState::Continue);
+                    }
+                    let n = counted.fetch_add(u64::from(BUDGET_CHECK_EVERY), Relaxed);
+                    if n + u64::from(BUDGET_CHECK_EVERY) > SCRIPT_BUDGET_INSTRUCTIONS {
+                        // Past the budget the script is stopped as SCRIPT KILL stops it,
+                        // on every check, so a `pcall` in the script cannot swallow it
+                        // for long.
+                        spent.store(true, Relaxed);
+                        return raise(lua, SCRIPT_KILLED);
+                    }
+                    Ok(mlua::VmState::Continue)
+                },
+            )?;
+        }
         Ok(Self {
             lua,
             compile,
             run,
             scripts: BTreeMap::new(),
             json_config: libs.json,
-            budget_spent: Default::default(),
+            budget_spent,
+            counted,
             call,
             pcall,
             running,
@@ -447,22 +482,7 @@ impl LuaVm {
         };
         self.budget_spent
             .store(false, std::sync::atomic::Ordering::Relaxed);
-        let spent = self.budget_spent.clone();
-        let counted = std::sync::atomic::AtomicU64::new(0);
-        let _ = self.lua.set_hook(
-            mlua::HookTriggers::new().every_nth_instruction(BUDGET_CHECK_EVERY),
-            move |lua, _| {
-                use std::sync::atomic::Ordering::Relaxed;
-                let n = counted.fetch_add(u64::from(BUDGET_CHECK_EVERY), Relaxed);
-                if n + u64::from(BUDGET_CHECK_EVERY) > SCRIPT_BUDGET_INSTRUCTIONS {
-                    // Past the budget the script is stopped as SCRIPT KILL stops it, on
-                    // every check, so a `pcall` in the script cannot swallow it for long.
-                    spent.store(true, Relaxed);
-                    return raise(lua, SCRIPT_KILLED);
-                }
-                Ok(mlua::VmState::Continue)
-            },
-        );
+        self.counted.store(0, std::sync::atomic::Ordering::Relaxed);
         let state: RunState<'_> = std::cell::RefCell::new((core, ctx));
         self.running.store(
             &state as *const RunState<'_> as *mut (),
@@ -490,7 +510,6 @@ impl LuaVm {
             })
         })();
         drop(clear);
-        self.lua.remove_hook();
         result.unwrap_or_else(|e| {
             Reply::err(commands::no_newlines(&format!(
                 "Error running script {sha}, {e}"
