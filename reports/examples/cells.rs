@@ -6,6 +6,10 @@
 //! CPU time, not wall time, so the figures hold on a machine shared with builds.
 use std::collections::BTreeMap;
 
+/// The `locksim` binary's allocator, so the figures are the main job's.
+#[global_allocator]
+static ALLOC: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 use scenarios::catalog;
 use scenarios::sweep::{DesignSpec, config, summarize};
 

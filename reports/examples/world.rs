@@ -3,6 +3,10 @@
 use reports::bench::World;
 use sim::world::Stepping;
 
+/// The `locksim` binary's allocator, so the figures are the main job's.
+#[global_allocator]
+static ALLOC: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 fn main() {
     let args: Vec<String> = std::env::args().collect();
     let world = match args.get(1).map(String::as_str) {
