@@ -262,3 +262,16 @@ impl FaultKind {
         }
     }
 }
+
+/// A partition's sides, made disjoint: a host is on one side only. `Rest` on side `a`
+/// is every host not on side `b`, so `a` gives way; otherwise a side named by a wider
+/// target (`all-servers`) leaves out the hosts side `a` took (a lock server cut off
+/// from the rest of its system). The simulator's nemesis and the real runner's proxy
+/// both cut by this rule.
+pub fn disjoint_sides(a: &[Target], side_a: &mut Vec<String>, side_b: &mut Vec<String>) {
+    if a.contains(&Target::Rest) {
+        side_a.retain(|h| !side_b.contains(h));
+    } else {
+        side_b.retain(|h| !side_a.contains(h));
+    }
+}

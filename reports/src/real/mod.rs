@@ -749,11 +749,7 @@ impl Run {
         let mut side_a = self.side(a, rng, m);
         let mut side_b = self.side(b, rng, m);
         // As the simulator's: a host is on one side only.
-        if a.contains(&Target::Rest) {
-            side_a.retain(|h| !side_b.contains(h));
-        } else {
-            side_b.retain(|h| !side_a.contains(h));
-        }
+        sim::faults::disjoint_sides(a, &mut side_a, &mut side_b);
         if side_a.is_empty() || side_b.is_empty() {
             return;
         }

@@ -227,9 +227,9 @@ impl Drop for RedisProc {
     }
 }
 
-/// One RESP request over a fresh connection (a short timeout: a paused server is
-/// simply not asked); the first reply line.
-fn resp(port: u16, argv: &[&str]) -> Option<String> {
+/// A fresh connection to `port` with one RESP request sent (short timeouts: a paused
+/// server is simply not asked).
+fn resp_send(port: u16, argv: &[&str]) -> Option<TcpStream> {
     let addr: SocketAddr = ([127, 0, 0, 1], port).into();
     let mut s = TcpStream::connect_timeout(&addr, Duration::from_millis(100)).ok()?;
     s.set_read_timeout(Some(Duration::from_millis(100))).ok()?;
@@ -238,6 +238,12 @@ fn resp(port: u16, argv: &[&str]) -> Option<String> {
         req.push_str(&format!("${}\r\n{a}\r\n", a.len()));
     }
     s.write_all(req.as_bytes()).ok()?;
+    Some(s)
+}
+
+/// One RESP request over a fresh connection; the first reply line.
+fn resp(port: u16, argv: &[&str]) -> Option<String> {
+    let mut s = resp_send(port, argv)?;
     let mut buf = [0u8; 512];
     let n = s.read(&mut buf).ok()?;
     Some(String::from_utf8_lossy(&buf[..n]).into_owned())
@@ -245,14 +251,7 @@ fn resp(port: u16, argv: &[&str]) -> Option<String> {
 
 /// One RESP request to `port` whose reply is a bulk string (`INFO`): the whole string.
 fn resp_bulk(port: u16, argv: &[&str]) -> Option<String> {
-    let addr: SocketAddr = ([127, 0, 0, 1], port).into();
-    let mut s = TcpStream::connect_timeout(&addr, Duration::from_millis(100)).ok()?;
-    s.set_read_timeout(Some(Duration::from_millis(100))).ok()?;
-    let mut req = format!("*{}\r\n", argv.len());
-    for a in argv {
-        req.push_str(&format!("${}\r\n{a}\r\n", a.len()));
-    }
-    s.write_all(req.as_bytes()).ok()?;
+    let mut s = resp_send(port, argv)?;
     let mut got = Vec::new();
     let mut buf = [0u8; 4096];
     loop {

@@ -17,14 +17,7 @@ pub(super) fn start(cx: &mut Cx, a: &[Target], b: &[Target], one_way: bool, dura
     };
     let mut side_a = side(cx, a);
     let mut side_b = side(cx, b);
-    // A host is on one side only: `Rest` is every host not on the other side, and a
-    // side named by a wider target (`all-servers`) leaves out the hosts the other side
-    // took (a lock server cut off from the rest of its system).
-    if a.contains(&Target::Rest) {
-        side_a.retain(|h| !side_b.contains(h));
-    } else {
-        side_b.retain(|h| !side_a.contains(h));
-    }
+    crate::faults::disjoint_sides(a, &mut side_a, &mut side_b);
     if side_a.is_empty() || side_b.is_empty() {
         return;
     }
