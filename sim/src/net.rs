@@ -17,8 +17,11 @@
 //! - **delay** `to` (optionally only from some hosts): bytes are handed to the reader
 //!   `latency` after they arrived. Delays of several faults do not add up: the largest
 //!   one in force applies.
-//! - **reset** a host (its *process* crashed): every connection to or from it fails at
-//!   once with `ConnectionReset`, as the peer's kernel answers RST.
+//! - **process crash** of a host (`kill -9`): its kernel closes its sockets, so each
+//!   peer still gets what the host had sent (in flight, delayed or held), then the end
+//!   of the stream (see [`NetFaults::process_died`]).
+//! - **reset** a host's connections (a rebooted machine, a middlebox): every connection
+//!   to or from it fails at once with `ConnectionReset`, queued bytes lost.
 //! - **black hole** a host (its *machine* crashed or lost power): nothing it sent is
 //!   delivered any more and no FIN or RST comes; peers find out by timeout. When the
 //!   machine comes back, its kernel has forgotten every connection, so the old ones are
@@ -149,7 +152,39 @@ impl NetFaults {
         wake_all(&mut st, |_| true);
     }
 
-    /// `host`'s process died: its connections fail at once on both ends.
+    /// `host`'s process died (`kill -9`), called once its software is gone: as a real
+    /// kernel closes a dead process's sockets, each peer still reads what `host` had
+    /// sent (bytes in flight, bytes held by a delay or a partition), then the end of
+    /// the stream, which turmoil sends with the dropped socket (a `FIN`, or an `RST`
+    /// when the socket had unread bytes; RFC 9293 §3.10.4). Nothing is cut here.
+    ///
+    /// An end of `host`'s that is still registered outlived its software (a stream
+    /// kept outside the host's tasks), so no `FIN` will come for it: that connection
+    /// fails at once on both ends, as before this rule. The number of such ends (0 in
+    /// every locksim world; a test checks it).
+    pub fn process_died(&self, host: &str) -> usize {
+        let mut st = self.lock();
+        let mut outlived = Vec::new();
+        for conn in st.conns.values_mut() {
+            if conn.local == host && !conn.reset {
+                conn.reset = true;
+                outlived.push(conn.peer.clone());
+            }
+        }
+        let n = outlived.len();
+        for conn in st.conns.values_mut() {
+            if conn.peer == host && outlived.contains(&conn.local) {
+                conn.reset = true;
+            }
+        }
+        if n > 0 {
+            wake_all(&mut st, |c| c.local == host || c.peer == host);
+        }
+        n
+    }
+
+    /// Every connection to or from `host` fails at once on both ends (a rebooted
+    /// machine's kernel answers the old connections with `RST`).
     pub fn reset_host(&self, host: &str) {
         let mut st = self.lock();
         for conn in st.conns.values_mut() {

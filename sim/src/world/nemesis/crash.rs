@@ -1,5 +1,6 @@
-//! Crashes: a host's process (`kill -9`: its connections reset at once) or its machine
-//! (a black hole until it is back), optionally restarted later. A server's last record
+//! Crashes: a host's process (`kill -9`: its peers read what it had sent, then the end
+//! of the stream) or its machine (a black hole until it is back, then its old
+//! connections reset), optionally restarted later. A server's last record
 //! is taken first; without persistence its memory is lost with it.
 
 use crate::faults::Target;
@@ -20,7 +21,8 @@ pub(super) fn start(cx: &mut Cx, target: &Target, restart_after_ms: Option<u64>,
         if machine {
             cx.world.net.black_hole(&host);
         } else {
-            cx.world.net.reset_host(&host);
+            let outlived = cx.world.net.process_died(&host);
+            debug_assert_eq!(outlived, 0, "{host}'s streams outlived its crash");
         }
         cx.world.recorder.forget_host(&host);
         let what = if machine { "machine crash" } else { "crash" };
