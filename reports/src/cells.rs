@@ -77,8 +77,9 @@ pub fn run_real_cell(
 }
 
 /// [`run_real_cell`] with the client processes started from `exe` (a `locksim`
-/// binary: tests name the one cargo built). The servers' logs of every run with an
-/// Invalid verdict are kept in
+/// binary: tests name the one cargo built). The servers' logs and the history
+/// (`history.json`) of every run with an Invalid verdict (of every run, with
+/// `LOCKSIM_KEEP_REAL_LOGS` set) are kept in
 /// `$TMPDIR/locksim-real-logs/<design>-<scenario>-seed-<N>/`.
 pub fn run_real_cell_with(
     design: &DesignSpec,
@@ -102,7 +103,13 @@ pub fn run_real_cell_with(
             latency.merge(&l);
         }
         let summary = scenarios::sweep::summarize(scenario, &history);
-        if !summary.verdicts.iter().any(|(_, v)| v.is_invalid()) {
+        // The history beside the logs, for a timeline of what the servers did.
+        if let Ok(json) = serde_json::to_string(&history) {
+            let _ = std::fs::write(logs.join("history.json"), json);
+        }
+        let keep = summary.verdicts.iter().any(|(_, v)| v.is_invalid())
+            || std::env::var_os("LOCKSIM_KEEP_REAL_LOGS").is_some();
+        if !keep {
             let _ = std::fs::remove_dir_all(&logs);
         }
         runs.push(summary);

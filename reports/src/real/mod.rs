@@ -14,8 +14,8 @@
 //! simulator beside it.
 //!
 //! What is not made real yet is refused before anything starts, with one line naming
-//! why ([`refusals`]): clock faults (`libfaketime`), a machine crash (no FIN, no RST),
-//! dropped pub/sub messages, partitions between ZooKeeper servers (the ensemble's own
+//! why ([`refusals`]): clock faults (`libfaketime`), dropped pub/sub messages,
+//! partitions between ZooKeeper servers or a machine crash of one (the ensemble's own
 //! links are not behind the proxy), and targets that need a server's internal record
 //! (a follower's sessions, an acquisition granted in flight, a `GET_LOCK`'s or a
 //! ZooKeeper node's owner).
@@ -83,12 +83,8 @@ pub fn refusal(kind: &FaultKind) -> Option<String> {
         | FaultKind::SlowWork { .. }
         | FaultKind::Partition { .. }
         | FaultKind::Delay { .. }
-        | FaultKind::ResetConnections { .. } => all_ok(kind.targets()),
-        FaultKind::MachineCrash { .. } => Some(
-            "a machine crash (no FIN, no RST, dials hang) needs the kernel to drop a dead \
-             host's packets (nftables), not made real yet"
-                .into(),
-        ),
+        | FaultKind::ResetConnections { .. }
+        | FaultKind::MachineCrash { .. } => all_ok(kind.targets()),
         FaultKind::DropPushes { .. } => Some(
             "dropping pub/sub messages needs a proxy that parses RESP pushes, not made real \
              yet"
@@ -113,6 +109,7 @@ pub fn needs_net(plan: &FaultPlan) -> bool {
             FaultKind::Partition { .. }
                 | FaultKind::Delay { .. }
                 | FaultKind::ResetConnections { .. }
+                | FaultKind::MachineCrash { .. }
         )
     })
 }
@@ -168,13 +165,16 @@ pub fn refusals(design: &str, w: &Workload, plan: &FaultPlan) -> Vec<String> {
             | Target::Rest => true,
             _ => false,
         };
-        if plan.faults.iter().any(|f| {
-            matches!(&f.kind, FaultKind::Partition { a, b, .. }
-                if a.iter().any(zk) && b.iter().any(zk))
+        if plan.faults.iter().any(|f| match &f.kind {
+            FaultKind::Partition { a, b, .. } => a.iter().any(zk) && b.iter().any(zk),
+            // A dead machine must drop its links to the other servers too.
+            FaultKind::MachineCrash { target, .. } => zk(target),
+            _ => false,
         }) {
             why.push(
-                "a partition between ZooKeeper servers needs the ensemble's own links behind \
-                 the proxy (quorum and election ports), not made real yet"
+                "a partition between ZooKeeper servers, or a machine crash of one, needs the \
+                 ensemble's own links behind the proxy (quorum and election ports), not made \
+                 real yet"
                     .into(),
             );
         }
@@ -632,7 +632,15 @@ impl Run {
                 restart_after_ms,
             } => {
                 for host in self.resolve(target, rng, m) {
-                    self.crash(index, &host, *restart_after_ms, &m.detail);
+                    self.crash(index, &host, *restart_after_ms, &m.detail, false);
+                }
+            }
+            FaultKind::MachineCrash {
+                target,
+                restart_after_ms,
+            } => {
+                for host in self.resolve(target, rng, m) {
+                    self.crash(index, &host, *restart_after_ms, &m.detail, true);
                 }
             }
             FaultKind::PauseBeforeWrite {
@@ -793,13 +801,32 @@ impl Run {
         self.servers.lock().expect("servers").pid(host)
     }
 
+    /// Kills `host`'s process (`SIGKILL`), and with `machine` its machine: first cut
+    /// off from every host in the proxy, so nothing it had not delivered (nor its
+    /// kernel's `FIN`s) gets through; when it is back, its old connections are reset.
+    /// Restarted `restart_after_ms` later, if given.
     fn crash(
         self: &Arc<Self>,
         index: usize,
         host: &str,
         restart_after_ms: Option<u64>,
         moment: &str,
+        machine: bool,
     ) {
+        let black_hole = match (&self.net, machine) {
+            (Some(net), true) => Some((net.clone(), net.black_hole(host))),
+            _ => None,
+        };
+        let what = if machine { "machine crash" } else { "crash" };
+        // The machine is back: its old connections are reset before it serves again.
+        let back = {
+            let host = host.to_string();
+            move || {
+                if let Some((net, id)) = &black_hole {
+                    net.machine_back(&host, *id);
+                }
+            }
+        };
         let client = self.clients.lock().expect("clients").remove(host);
         if let Some(mut c) = client {
             let _ = c.child.kill();
@@ -809,7 +836,7 @@ impl Run {
                 host,
                 index,
                 FaultPhase::Start,
-                format!("crash {host}{moment}"),
+                format!("{what} {host}{moment}"),
             );
             if let Some(ms) = restart_after_ms {
                 let (run, host) = (self.clone(), host.to_string());
@@ -819,6 +846,7 @@ impl Run {
                     if run.over.load(Ordering::Relaxed) {
                         return;
                     }
+                    back();
                     let client_index = client_index(&host);
                     if run.spawn_client(&host, client_index, next).is_ok() {
                         run.fault(&host, index, FaultPhase::End, format!("{host} restarts"));
@@ -840,7 +868,7 @@ impl Run {
             host,
             index,
             FaultPhase::Start,
-            format!("crash {host}{moment}"),
+            format!("{what} {host}{moment}"),
         );
         if let Some(ms) = restart_after_ms {
             let (run, host) = (self.clone(), host.to_string());
@@ -849,6 +877,7 @@ impl Run {
                 if run.over.load(Ordering::Relaxed) {
                     return;
                 }
+                back();
                 let mut servers = run.servers.lock().expect("servers");
                 let restarted = servers.restart(&host);
                 let back = servers.value_of(&host, &key);

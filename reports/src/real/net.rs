@@ -30,7 +30,10 @@
 //! - **delay**: bytes arriving at the target are delivered `latency` after the proxy
 //!   read them, in order;
 //! - **reset**: every connection between the target and the servers is closed with a
-//!   `RST` on both ends (`SO_LINGER` 0) at once; new dials work at once.
+//!   `RST` on both ends (`SO_LINGER` 0) at once; new dials work at once;
+//! - **machine crash**: the dead host is cut off from every host (its processes are
+//!   killed behind the cut, so their `FIN`s are held with everything else), and when
+//!   it is back every old connection of it is reset, what was held lost.
 //!
 //! The runner's own probes (which server holds the key, a replica's offsets) go to the
 //! servers' real ports, past the proxy: they are the runner's eyes, not a host.
@@ -271,6 +274,33 @@ impl Net {
             }
         }
         n
+    }
+
+    /// Every host the proxy knows: the servers and the clients.
+    fn hosts(&self) -> BTreeSet<String> {
+        self.shared
+            .ip_host
+            .values()
+            .chain(self.client_addrs.keys())
+            .cloned()
+            .collect()
+    }
+
+    /// `host`'s machine is dead: nothing it sent and nothing sent to it moves on any
+    /// link, and dials to it hang, until [`Net::machine_back`] with the id. (Its
+    /// kernel's `FIN`s and `RST`s, when the runner kills its processes, are held too.)
+    pub fn black_hole(&self, host: &str) -> u64 {
+        let mut others = self.hosts();
+        others.remove(host);
+        self.cut(BTreeSet::from([host.to_string()]), others, false)
+    }
+
+    /// `host`'s machine is back with no memory of its connections: every old one is
+    /// reset on both ends (what the black hole held is lost), then links work again.
+    pub fn machine_back(&self, host: &str, black_hole: u64) {
+        let others: Vec<String> = self.hosts().into_iter().filter(|h| h != host).collect();
+        self.reset(host, &others);
+        self.heal(black_hole);
     }
 
     /// Stops every listener and connection.
