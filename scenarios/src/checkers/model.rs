@@ -505,18 +505,23 @@ pub fn is_drop_pushes(h: &History, fault: usize) -> bool {
     )
 }
 
-/// Each host's incarnation as a walk over the history reaches it: the crashes recorded
-/// on it so far. A restarted client has the same name but is a new life, and owns
-/// nothing its previous life wrote.
+/// Each host's incarnation as a walk over the history reaches it: the restarts after a
+/// crash recorded on it so far. A restarted client has the same name but is a new
+/// life, and owns nothing its previous life wrote.
+///
+/// A life begins at the restart, not at the crash: between the two the host runs
+/// nothing, so a command of its that reaches a server then was sent by the life that
+/// died (a dead process's kernel still delivers what its sockets held, as a release
+/// sent just before a `kill -9` does), and is that life's.
 #[derive(Debug, Default)]
 pub struct Lives(BTreeMap<String, usize>);
 
 impl Lives {
-    /// Counts `e` if it is the start of a crash.
+    /// Counts `e` if it is the restart that ends a crash.
     pub fn observe(&mut self, h: &History, e: &Event) {
         if let EventKind::Fault {
             fault,
-            phase: FaultPhase::Start,
+            phase: FaultPhase::End,
             ..
         } = e.kind
             && is_crash(h, fault)
@@ -525,7 +530,7 @@ impl Lives {
         }
     }
 
-    /// `host`'s incarnation so far (0 before its first crash).
+    /// `host`'s incarnation so far (0 before its first restart).
     pub fn of(&self, host: &str) -> usize {
         self.0.get(host).copied().unwrap_or(0)
     }
