@@ -227,6 +227,15 @@ impl B {
         self.fault(kind, host, ms, None)
     }
 
+    /// A crash at `ms` and the restart at `back_ms` that begins the host's next life.
+    fn crash_and_restart(&mut self, host: &str, ms: u64, back_ms: u64) -> &mut Self {
+        let kind = FaultKind::Crash {
+            target: Target::Holder,
+            restart_after_ms: Some(back_ms - ms),
+        };
+        self.fault(kind, host, ms, Some(back_ms))
+    }
+
     fn pause(&mut self, host: &str, start_ms: u64, end_ms: u64) -> &mut Self {
         let kind = FaultKind::Pause {
             target: Target::Host(host.into()),
@@ -490,6 +499,23 @@ fn releasing_another_clients_lock_is_invalid() {
     assert_eq!(e.hosts, ["client-2", "client-5"]);
     assert_eq!(e.owners, ["o5"]);
     assert_eq!(h.events[e.first_event].at_us, 1_500 * MS);
+}
+
+/// A release sent just before a `kill -9` still reaches the server (the dead process's
+/// kernel sends what its socket held): it is the dying life's own, not the next life's.
+/// After the restart, the same removal is the new life taking its old life's lock.
+#[test]
+fn a_release_delivered_after_its_clients_crash_is_the_old_lifes_own() {
+    let h = |removed_ms| {
+        B::new()
+            .acquire("client-1", 100, 110, "o1")
+            .crash_and_restart("client-1", 500, 1_500)
+            .removed(removed_ms, "client-1", "o1", "command")
+            .build()
+    };
+    assert_eq!(Ownership.check(&h(501)), Verdict::Valid);
+    let e = invalid(Ownership.check(&h(1_600)));
+    assert!(e.summary.contains("previous life"), "{}", e.summary);
 }
 
 #[test]
@@ -884,7 +910,7 @@ fn a_backed_acquisition_is_valid_and_no_acquisition_is_unknown() {
 fn a_restarted_client_is_not_backed_by_its_previous_lifes_write() {
     let h = B::new()
         .acquire("client-1", 100, 110, "same")
-        .crash("client-1", 200)
+        .crash_and_restart("client-1", 200, 1_200)
         .believed("client-1", 1_300, 1_310, "same", None, None)
         .build();
     invalid(Belief.check(&h));
