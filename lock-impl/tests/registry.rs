@@ -5,8 +5,8 @@ use std::collections::BTreeSet;
 use std::sync::Arc;
 
 use lock_impl::{
-    Backend, Clock, Conn, Connector, DESIGNS, Deps, Dial, OsEntropy, ReconnectPolicy, TimeScale,
-    TokioClock, TokioSpawner,
+    Backend, Clock, Conn, Connector, DESIGNS, Deps, Dial, OsEntropy, ReconnectPolicy, TokioClock,
+    TokioSpawner,
 };
 
 /// A connector that reaches nothing: building a design dials nothing, so the registry
@@ -40,19 +40,13 @@ impl Connector for Nowhere {
 fn deps() -> Deps {
     let clock: Arc<dyn Clock> = Arc::new(TokioClock::new());
     let conn = Conn::new(Arc::new(Nowhere), clock.clone(), ReconnectPolicy::default());
-    Deps {
-        servers: vec![conn.clone(); lock_impl::REDLOCK_MASTERS],
-        conn,
+    Deps::new(
+        conn.clone(),
+        vec![conn; lock_impl::REDLOCK_MASTERS],
         clock,
-        entropy: Arc::new(OsEntropy),
-        spawner: Arc::new(TokioSpawner),
-        pubsub: None,
-        observer: None,
-        zookeeper: None,
-        mysql: None,
-        mongo: None,
-        scale: TimeScale::REAL,
-    }
+        Arc::new(OsEntropy),
+        Arc::new(TokioSpawner),
+    )
 }
 
 #[tokio::test]
