@@ -462,6 +462,17 @@ impl Workload {
         self
     }
 
+    /// The lock-server systems this workload names, in world order (the order the world
+    /// builds them): Redis if it names Redis servers or Sentinels, then each other
+    /// system whose field it sets.
+    pub fn systems(&self) -> Vec<lock_impl::Backend> {
+        super::system::SYSTEMS
+            .iter()
+            .filter(|s| (s.spec)(self).is_some())
+            .map(|s| s.backend)
+            .collect()
+    }
+
     /// Checks the knobs, naming the field and what is allowed.
     pub fn validate(&self) -> Result<(), RunError> {
         let bad = |msg: String| Err(RunError::Config(msg));

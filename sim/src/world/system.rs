@@ -206,10 +206,10 @@ pub(crate) fn systems_of(w: &Workload) -> Vec<Box<dyn SystemSpec + '_>> {
 /// The systems other than Redis this workload names, by name (a Redis-only world:
 /// none).
 pub(crate) fn other_systems(w: &Workload) -> Vec<&'static str> {
-    SYSTEMS
-        .iter()
-        .filter(|s| s.backend != Backend::Redis && (s.spec)(w).is_some())
-        .map(|s| s.backend.name())
+    w.systems()
+        .into_iter()
+        .filter(|b| *b != Backend::Redis)
+        .map(|b| b.name())
         .collect()
 }
 
