@@ -271,9 +271,11 @@ fn every_system_lock_impl_lists_has_a_simulator_record_and_a_world_of_its_own() 
             .unwrap_or_else(|e| panic!("{}: {e}", backend.name()));
     }
     // A workload that names several systems builds them in the table's order.
-    let mut w = Workload::default();
-    w.mongo = Some(MongoSpec::default());
-    w.mysql = Some(MySqlSpec::default());
+    let w = Workload {
+        mongo: Some(MongoSpec::default()),
+        mysql: Some(MySqlSpec::default()),
+        ..Workload::default()
+    };
     let order: Vec<Backend> = Backend::ALL
         .iter()
         .copied()
