@@ -188,7 +188,7 @@ macro_rules! backends {
         #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
         pub enum Backend {
             $(
-                #[doc = concat!("The system whose record is [`", stringify!($info), "`].")]
+                #[doc = concat!("The system whose record is `", stringify!($info), "`.")]
                 $variant,
             )*
         }
