@@ -148,61 +148,82 @@ pub struct DesignInfo {
     pub backend: Backend,
 }
 
-/// The system a design's lock lives on: it picks the world a design runs in and the
-/// scenarios whose faults make sense for it (`Scenario::applies_to`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub enum Backend {
-    /// Redis masters ([`Deps::conn`], [`Deps::servers`]).
-    Redis,
-    /// The world's ZooKeeper server ([`Deps::zookeeper`]).
-    ZooKeeper,
-    /// The world's MySQL / MariaDB server ([`Deps::mysql`]).
-    MySql,
-    /// The world's MongoDB replica set ([`Deps::mongo`]).
-    MongoDb,
+/// What a lock-server system says of itself, once: its name and its promise. Each
+/// system's module holds its record (`zk::SYSTEM`, `mysql::SYSTEM`, `mongo::SYSTEM`;
+/// Redis's is here), and [`Backend`] reads it; a new system is its modules plus its one
+/// row in the `backends!` table below.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct BackendInfo {
+    /// Its name in reports and messages.
+    pub name: &'static str,
+    /// What the system promises a lock, and what it does not, in a sentence (the
+    /// report's legend and docs/designs.md's design table).
+    pub promise: &'static str,
+    /// The design seed 002's comparison of lock services names for it (its table
+    /// "常见分布式锁方案对比"; a comparison row of `scenarios::family`).
+    pub seed_design: &'static str,
+}
+
+/// Redis's record ([`Backend::Redis`]).
+const REDIS: BackendInfo = BackendInfo {
+    name: "Redis",
+    promise: "Redis: a key with a TTL on one master, so a lock holds only while that \
+              master lives, its clock keeps time and the holder finishes within the \
+              lease; replication is asynchronous, so a failover can promote a replica \
+              that never had the lock, and Redlock's majority of independent masters \
+              still leans on their clocks and persistence",
+    // The row "基于redis Lua脚本能力" (`SET lock_name random_value EX seconds NX`,
+    // release by the Lua compare-and-delete): see `scenarios::family`.
+    seed_design: designs::SetNxPxLua::NAME,
+};
+
+/// The systems table: one row per system, `Variant => its record`, in the order
+/// reports list systems (and worlds build them). It defines [`Backend`], its
+/// [`Backend::ALL`] and [`Backend::info`].
+macro_rules! backends {
+    ($($variant:ident => $info:path,)*) => {
+        /// The system a design's lock lives on: it picks the world a design runs in and
+        /// the scenarios whose faults make sense for it (`Scenario::applies_to`). What
+        /// each says of itself is its [`BackendInfo`] ([`Backend::info`]).
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+        pub enum Backend {
+            $(
+                #[doc = concat!("The system whose record is `", stringify!($info), "`.")]
+                $variant,
+            )*
+        }
+
+        impl Backend {
+            /// Every system, in the table's order.
+            pub const ALL: &'static [Backend] = &[$(Backend::$variant,)*];
+
+            /// What the system says of itself.
+            pub fn info(self) -> &'static BackendInfo {
+                match self {
+                    $(Backend::$variant => &$info,)*
+                }
+            }
+        }
+    };
+}
+
+backends! {
+    Redis => REDIS,
+    ZooKeeper => zk::SYSTEM,
+    MySql => mysql::SYSTEM,
+    MongoDb => mongo::SYSTEM,
 }
 
 impl Backend {
     /// Its name in reports and messages.
     pub fn name(self) -> &'static str {
-        match self {
-            Backend::Redis => "Redis",
-            Backend::ZooKeeper => "ZooKeeper",
-            Backend::MySql => "MySQL",
-            Backend::MongoDb => "MongoDB",
-        }
+        self.info().name
     }
 
     /// What the system promises a lock, and what it does not, in a sentence (the
     /// report's legend and docs/designs.md's design table).
     pub fn promise(self) -> &'static str {
-        match self {
-            Backend::Redis => {
-                "Redis: a key with a TTL on one master, so a lock holds only while that \
-                 master lives, its clock keeps time and the holder finishes within the \
-                 lease; replication is asynchronous, so a failover can promote a replica \
-                 that never had the lock, and Redlock's majority of independent masters \
-                 still leans on their clocks and persistence"
-            }
-            Backend::ZooKeeper => {
-                "ZooKeeper: a lock node is committed by a quorum (Zab) before anyone sees \
-                 it and carries a czxid no failover reissues, but it is ephemeral: it lives \
-                 as long as its holder's session, which the leader expires when the holder \
-                 is silent past the session timeout, a paused holder included"
-            }
-            Backend::MySql => {
-                "MySQL: a row under a unique key is durable and never expires (a dead \
-                 holder's row stays until someone deletes it), and a GET_LOCK belongs to \
-                 its connection: the server releases it the moment the connection drops, \
-                 whatever the client still believes"
-            }
-            Backend::MongoDb => {
-                "MongoDB: a lock document acknowledged with w:\"majority\" survives any \
-                 failover, one acknowledged with w:1 is only on the primary and is rolled \
-                 back if a member elected without it takes over; the lease is a date the \
-                 clients write and compare with their own clocks"
-            }
-        }
+        self.info().promise
     }
 }
 
@@ -591,16 +612,6 @@ pub static DESIGNS: &[DesignInfo] = &[
 ];
 
 impl DesignInfo {
-    /// Whether it locks on the world's ZooKeeper server instead of Redis masters.
-    pub fn on_zookeeper(&self) -> bool {
-        self.backend == Backend::ZooKeeper
-    }
-
-    /// Whether it locks on the world's MySQL server.
-    pub fn on_mysql(&self) -> bool {
-        self.backend == Backend::MySql
-    }
-
     /// Whether it locks on Redis.
     pub fn on_redis(&self) -> bool {
         self.backend == Backend::Redis
@@ -715,16 +726,13 @@ pub async fn production_deps_multi(
     };
     Ok(Deps {
         pubsub: Some(Arc::new(ConnectorPubSub(first.connector().clone()))),
-        conn: first,
-        servers,
-        clock,
-        entropy: Arc::new(OsEntropy),
-        spawner: Arc::new(TokioSpawner),
-        observer: None,
-        zookeeper: None,
-        mysql: None,
-        mongo: None,
-        scale: TimeScale::REAL,
+        ..Deps::new(
+            first,
+            servers,
+            clock,
+            Arc::new(OsEntropy),
+            Arc::new(TokioSpawner),
+        )
     })
 }
 
@@ -768,19 +776,7 @@ fn without_redis(
     spawner: Arc<dyn Spawner>,
 ) -> Deps {
     let conn = Conn::new(Arc::new(NoRedis), clock.clone(), ReconnectPolicy::default());
-    Deps {
-        servers: vec![conn.clone()],
-        conn,
-        clock,
-        entropy,
-        spawner,
-        pubsub: None,
-        observer: None,
-        zookeeper: None,
-        mysql: None,
-        mongo: None,
-        scale: TimeScale::REAL,
-    }
+    Deps::new(conn.clone(), vec![conn], clock, entropy, spawner)
 }
 
 /// Dependencies for the ZooKeeper designs: the ensemble, and `clock`, `entropy` and

@@ -91,6 +91,36 @@ pub trait Observer: Send + Sync {
     fn renewed(&self, key: &str, owner: &str, valid_until: Duration);
 }
 
+impl Deps {
+    /// Dependencies over Redis connections (`conn`, and `servers` for the designs that
+    /// lock on several masters) with `clock`, `entropy` and `spawner`, and nothing
+    /// else: no subscriber connections, no observer, no server of another system, at
+    /// real time. The one place that lists every field: set the others with struct
+    /// update syntax (`Deps { zookeeper: Some(..), ..Deps::new(..) }`), so a new
+    /// system's field is added here once.
+    pub fn new(
+        conn: Conn,
+        servers: Vec<Conn>,
+        clock: Arc<dyn Clock>,
+        entropy: Arc<dyn Entropy>,
+        spawner: Arc<dyn Spawner>,
+    ) -> Deps {
+        Deps {
+            conn,
+            servers,
+            clock,
+            entropy,
+            spawner,
+            pubsub: None,
+            observer: None,
+            zookeeper: None,
+            mysql: None,
+            mongo: None,
+            scale: crate::TimeScale::REAL,
+        }
+    }
+}
+
 impl std::fmt::Debug for Deps {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Deps").finish_non_exhaustive()

@@ -5,8 +5,8 @@ use std::collections::BTreeSet;
 use std::sync::Arc;
 
 use lock_impl::{
-    Backend, Clock, Conn, Connector, DESIGNS, Deps, Dial, OsEntropy, ReconnectPolicy, TimeScale,
-    TokioClock, TokioSpawner,
+    Backend, Clock, Conn, Connector, DESIGNS, Deps, Dial, OsEntropy, ReconnectPolicy, TokioClock,
+    TokioSpawner,
 };
 
 /// A connector that reaches nothing: building a design dials nothing, so the registry
@@ -40,19 +40,13 @@ impl Connector for Nowhere {
 fn deps() -> Deps {
     let clock: Arc<dyn Clock> = Arc::new(TokioClock::new());
     let conn = Conn::new(Arc::new(Nowhere), clock.clone(), ReconnectPolicy::default());
-    Deps {
-        servers: vec![conn.clone(); lock_impl::REDLOCK_MASTERS],
-        conn,
+    Deps::new(
+        conn.clone(),
+        vec![conn; lock_impl::REDLOCK_MASTERS],
         clock,
-        entropy: Arc::new(OsEntropy),
-        spawner: Arc::new(TokioSpawner),
-        pubsub: None,
-        observer: None,
-        zookeeper: None,
-        mysql: None,
-        mongo: None,
-        scale: TimeScale::REAL,
-    }
+        Arc::new(OsEntropy),
+        Arc::new(TokioSpawner),
+    )
 }
 
 #[tokio::test]
@@ -105,14 +99,8 @@ async fn an_unknown_name_is_refused_naming_every_registered_design() {
 
 #[test]
 fn the_designs_on_each_system_are_the_records_of_that_system_in_registry_order() {
-    let systems = [
-        Backend::Redis,
-        Backend::ZooKeeper,
-        Backend::MySql,
-        Backend::MongoDb,
-    ];
     let mut total = 0;
-    for system in systems {
+    for &system in Backend::ALL {
         let on: Vec<&str> = lock_impl::designs_on(system).map(|d| d.name).collect();
         let expected: Vec<&str> = DESIGNS
             .iter()
@@ -139,4 +127,93 @@ fn a_design_on_another_system_locks_on_no_redis_master() {
             info.backend.name()
         );
     }
+}
+
+#[test]
+fn every_system_in_the_table_says_its_name_and_promise_and_seeds_one_of_its_own_designs() {
+    assert_eq!(Backend::ALL.first(), Some(&Backend::Redis));
+    for (i, &system) in Backend::ALL.iter().enumerate() {
+        let info = system.info();
+        assert!(!info.name.is_empty());
+        assert!(
+            info.promise.starts_with(&format!("{}: ", info.name)),
+            "{}'s promise names it first: {}",
+            info.name,
+            info.promise
+        );
+        let seed = lock_impl::design(info.seed_design).expect("a built-in design");
+        assert_eq!(seed.backend, system, "{}'s seed design", info.name);
+        assert!(
+            Backend::ALL[..i].iter().all(|b| b.name() != info.name),
+            "{} twice",
+            info.name
+        );
+    }
+}
+
+/// Where a system other than Redis may be named by its `Backend` variant: its own
+/// modules (by these path stems, in every crate), a design's record (`backend:` in
+/// `DESIGNS`) and tests. Anywhere else a match arm or a list over systems by hand is
+/// a place a new system must be added to; those read the systems table
+/// (`Backend::ALL`, `Backend::info`) and sim's registry instead.
+const OWN_MODULES: &[(&str, &[&str])] = &[
+    ("ZooKeeper", &["zk", "zookeeper"]),
+    ("MySql", &["mysql"]),
+    ("MongoDb", &["mongo"]),
+];
+
+#[test]
+fn no_source_outside_a_systems_own_modules_names_it_by_hand() {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    let mut files = Vec::new();
+    for krate in ["lock-impl", "sim", "scenarios", "reports", "locksim"] {
+        let mut dirs = vec![root.join(krate).join("src")];
+        while let Some(dir) = dirs.pop() {
+            let Ok(entries) = std::fs::read_dir(&dir) else {
+                continue;
+            };
+            for e in entries.flatten() {
+                let path = e.path();
+                if path.is_dir() {
+                    dirs.push(path);
+                } else if path.extension().is_some_and(|x| x == "rs") {
+                    files.push(path);
+                }
+            }
+        }
+    }
+    files.sort();
+    assert!(files.len() > 50, "found the sources: {}", files.len());
+    assert_eq!(
+        OWN_MODULES.len() + 1,
+        Backend::ALL.len(),
+        "a stem per system"
+    );
+    let mut strays = Vec::new();
+    for path in &files {
+        let rel = path
+            .strip_prefix(&root)
+            .unwrap()
+            .to_string_lossy()
+            .replace('\\', "/");
+        let stems: Vec<&str> = rel.split(['/', '.', '_', '-']).collect();
+        let text = std::fs::read_to_string(path).unwrap();
+        for (variant, own) in OWN_MODULES {
+            if own.iter().any(|o| stems.contains(o)) {
+                continue;
+            }
+            let needle = format!("Backend::{variant}");
+            for (n, line) in text.lines().enumerate() {
+                let t = line.trim_start();
+                if t.contains(&needle) && !t.starts_with("backend: ") && !t.starts_with("//") {
+                    strays.push(format!("{rel}:{}: {t}", n + 1));
+                }
+            }
+        }
+    }
+    assert!(
+        strays.is_empty(),
+        "a system named by hand outside its own modules:\n{}",
+        strays.join("\n")
+    );
 }

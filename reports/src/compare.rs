@@ -110,7 +110,7 @@ pub struct Row {
     pub tallies: Vec<Option<Tally>>,
 }
 
-/// The comparison: its columns and its rows, families in [`Family::ALL`]'s order.
+/// The comparison: its columns and its rows, families in [`Family::all`]'s order.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Comparison {
     /// The fault classes that have a cell, in [`FaultClass::ALL`]'s order.
@@ -246,7 +246,7 @@ impl Comparison {
                     .collect(),
             };
         let mut rows = Vec::new();
-        for family in Family::ALL {
+        for family in Family::all() {
             let designs: Vec<&DesignCells> = by_design
                 .range((family, 0)..=(family, usize::MAX))
                 .map(|(_, v)| v)
@@ -293,7 +293,7 @@ impl Comparison {
         Comparison { classes, rows }
     }
 
-    /// The systems its rows stand on, once each, in [`Family::ALL`]'s order.
+    /// The systems its rows stand on, once each, in [`Family::all`]'s order.
     pub fn backends(&self) -> Vec<Backend> {
         let mut out: Vec<Backend> = Vec::new();
         for r in &self.rows {

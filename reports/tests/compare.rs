@@ -181,7 +181,7 @@ fn each_cell_is_the_worst_class_over_a_designs_runs_and_the_best_row_has_the_few
     let zk_rows: Vec<_> = c
         .rows
         .iter()
-        .filter(|r| r.family == Family::ZooKeeper)
+        .filter(|r| r.family == Family::System(Backend::ZooKeeper))
         .collect();
     assert_eq!(zk_rows.len(), 1);
     assert_eq!(
@@ -193,14 +193,18 @@ fn each_cell_is_the_worst_class_over_a_designs_runs_and_the_best_row_has_the_few
     let mysql_rows: Vec<_> = c
         .rows
         .iter()
-        .filter(|r| r.family == Family::MySql)
+        .filter(|r| r.family == Family::System(Backend::MySql))
         .collect();
     assert_eq!(mysql_rows.len(), 1);
     assert_eq!(
         (mysql_rows[0].role, mysql_rows[0].design.as_str()),
         (Role::SeedAndBest, "mysql-unique-index")
     );
-    assert!(!c.rows.iter().any(|r| r.family == Family::MongoDb));
+    assert!(
+        !c.rows
+            .iter()
+            .any(|r| r.family == Family::System(Backend::MongoDb))
+    );
     assert!(!c.rows.iter().any(|r| r.design == "my-own-lock"));
 
     // The Markdown: full class names, `U 2/6` cells, `·` where nothing ran, every
@@ -241,7 +245,7 @@ fn the_comparison_after_the_main_jobs_matrix_fits_120_columns() {
             line.chars().count()
         );
     }
-    for f in Family::ALL {
+    for f in Family::all() {
         assert!(
             text.lines().any(|l| l.starts_with(f.name())),
             "a row for {}: {text}",

@@ -23,24 +23,22 @@ pub enum Family {
     RedisSentinel,
     /// A Redis design that locks on several independent masters (`masters > 1`).
     Redlock,
-    /// A design on ZooKeeper.
-    ZooKeeper,
-    /// A design on MySQL / MariaDB.
-    MySql,
-    /// A design on a MongoDB replica set.
-    MongoDb,
+    /// A design on another system than Redis (ZooKeeper, MySQL / MariaDB, a MongoDB
+    /// replica set...): one family per system, named after it. Never Redis.
+    System(Backend),
 }
 
 impl Family {
-    /// Every family, in the comparison's row order.
-    pub const ALL: [Family; 6] = [
-        Family::RedisSingle,
-        Family::RedisSentinel,
-        Family::Redlock,
-        Family::ZooKeeper,
-        Family::MySql,
-        Family::MongoDb,
-    ];
+    /// Every family, in the comparison's row order: Redis's three, then one per other
+    /// system in [`Backend::ALL`]'s order.
+    pub fn all() -> Vec<Family> {
+        let redis = [Family::RedisSingle, Family::RedisSentinel, Family::Redlock];
+        let others = Backend::ALL
+            .iter()
+            .filter(|b| **b != Backend::Redis)
+            .map(|b| Family::System(*b));
+        redis.into_iter().chain(others).collect()
+    }
 
     /// Its row heading.
     pub fn name(self) -> &'static str {
@@ -48,9 +46,7 @@ impl Family {
             Family::RedisSingle => "Redis single",
             Family::RedisSentinel => "Redis + Sentinel",
             Family::Redlock => "Redlock",
-            Family::ZooKeeper => "ZooKeeper",
-            Family::MySql => "MySQL",
-            Family::MongoDb => "MongoDB",
+            Family::System(backend) => backend.name(),
         }
     }
 
@@ -58,14 +54,12 @@ impl Family {
     pub fn backend(self) -> Backend {
         match self {
             Family::RedisSingle | Family::RedisSentinel | Family::Redlock => Backend::Redis,
-            Family::ZooKeeper => Backend::ZooKeeper,
-            Family::MySql => Backend::MySql,
-            Family::MongoDb => Backend::MongoDb,
+            Family::System(backend) => backend,
         }
     }
 
     /// The family of a design on `backend` that locks on `masters` independent masters,
-    /// run in a world of `topology`; `None` for a system no family stands for.
+    /// run in a world of `topology`.
     pub fn of(backend: Backend, masters: usize, topology: Topology) -> Option<Family> {
         if backend == Backend::Redis {
             return Some(if masters > 1 {
@@ -76,9 +70,7 @@ impl Family {
                 Family::RedisSingle
             });
         }
-        Family::ALL
-            .into_iter()
-            .find(|f| f.backend() == backend && f.backend() != Backend::Redis)
+        Some(Family::System(backend))
     }
 
     /// The family of the built-in design `design` in `scenario`'s world; `None` for a
@@ -100,20 +92,14 @@ impl Family {
     ///   table, is a library, not a row of the comparison.
     /// - Redlock: seed 002 names none; `redlock`, the algorithm as seeds 000 and 003
     ///   state it (N = 5 masters, majority, validity = lease − elapsed).
-    /// - ZooKeeper: `zk-curator`, the row "基于ZooKeeper": ephemeral sequential nodes
-    ///   under `/lock`, the lowest holds, the others watch their predecessor, through
-    ///   Curator (which the row names).
-    /// - MySQL: `mysql-unique-index`, the row "基于mysql 表唯一索引": INSERT to lock (a
-    ///   duplicate key error means held), DELETE to unlock, no expiry.
-    /// - MongoDB: `mongo-find-and-modify`, the row "基于MongoDB findAndModify原子操作",
-    ///   at the driver's default write concern (w:1).
+    /// - Another system: its record's [`lock_impl::BackendInfo::seed_design`], which
+    ///   quotes the table's row for it (ZooKeeper: `zk-curator`; MySQL:
+    ///   `mysql-unique-index`; MongoDB: `mongo-find-and-modify`).
     pub fn seed_design(self) -> &'static str {
         match self {
             Family::RedisSingle | Family::RedisSentinel => designs::SetNxPxLua::NAME,
             Family::Redlock => designs::Redlock::NAME,
-            Family::ZooKeeper => designs::ZkCurator::NAME,
-            Family::MySql => designs::MySqlUniqueIndex::NAME,
-            Family::MongoDb => designs::MongoFindAndModify::NAME,
+            Family::System(backend) => backend.info().seed_design,
         }
     }
 }

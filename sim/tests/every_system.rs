@@ -251,3 +251,55 @@ fn the_election_after_a_mongodb_primary_stops_waits_on_the_secondaries_clocks() 
          {waited_steady} µs on true clocks"
     );
 }
+
+/// Every system `lock_impl` lists has its record in the simulator: capabilities, and a
+/// world of its own that `Workload::on_system` builds from the catalog's Redis world
+/// (that system alone, valid as it is). A system added to `lock_impl`'s table without
+/// its line in the simulator's registry fails here.
+#[test]
+fn every_system_lock_impl_lists_has_a_simulator_record_and_a_world_of_its_own() {
+    use lock_impl::Backend;
+    for &backend in Backend::ALL {
+        assert!(
+            !sim::world::capabilities(backend).is_empty(),
+            "{} has no record in sim's registry",
+            backend.name()
+        );
+        let w = Workload::default().on_system(backend);
+        assert_eq!(w.systems(), vec![backend], "{}", backend.name());
+        w.validate()
+            .unwrap_or_else(|e| panic!("{}: {e}", backend.name()));
+    }
+    // A workload that names several systems builds them in the table's order.
+    let w = Workload {
+        mongo: Some(MongoSpec::default()),
+        mysql: Some(MySqlSpec::default()),
+        ..Workload::default()
+    };
+    let order: Vec<Backend> = Backend::ALL
+        .iter()
+        .copied()
+        .filter(|b| [Backend::Redis, Backend::MySql, Backend::MongoDb].contains(b))
+        .collect();
+    assert_eq!(w.systems(), order);
+}
+
+/// A world keeps one system: a segmented stock needs Redis, and the error names the
+/// system that is there instead.
+#[test]
+fn a_segmented_stock_on_another_system_is_refused_naming_that_system() {
+    for &backend in lock_impl::Backend::ALL {
+        if backend == lock_impl::Backend::Redis {
+            continue;
+        }
+        let w = Workload {
+            segments: Some(4),
+            ..Workload::default().on_system(backend)
+        };
+        let err = w.validate().expect_err("segments need Redis").to_string();
+        assert!(
+            err.contains("workload.segments") && err.contains(backend.name()),
+            "{err}"
+        );
+    }
+}

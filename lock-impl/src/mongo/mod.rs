@@ -36,3 +36,15 @@ pub use client::{
     write_concern_error,
 };
 pub use wire::{Message, WireError};
+
+/// MongoDB's record ([`crate::Backend::MongoDb`]).
+pub const SYSTEM: crate::BackendInfo = crate::BackendInfo {
+    name: "MongoDB",
+    promise: "MongoDB: a lock document acknowledged with w:\"majority\" survives any \
+              failover, one acknowledged with w:1 is only on the primary and is rolled \
+              back if a member elected without it takes over; the lease is a date the \
+              clients write and compare with their own clocks",
+    // The row "基于MongoDB findAndModify原子操作", at the driver's default write
+    // concern (w:1).
+    seed_design: crate::designs::MongoFindAndModify::NAME,
+};

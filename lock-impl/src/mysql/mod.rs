@@ -27,3 +27,15 @@ pub mod proto;
 
 pub use client::{MySqlConn, MySqlError, MySqlServer, describe, quote, scalar};
 pub use proto::{Column, EofPacket, ErrPacket, OkPacket, Reply, ResultSet};
+
+/// MySQL's record ([`crate::Backend::MySql`]).
+pub const SYSTEM: crate::BackendInfo = crate::BackendInfo {
+    name: "MySQL",
+    promise: "MySQL: a row under a unique key is durable and never expires (a dead \
+              holder's row stays until someone deletes it), and a GET_LOCK belongs to \
+              its connection: the server releases it the moment the connection drops, \
+              whatever the client still believes",
+    // The row "基于mysql 表唯一索引": INSERT to lock (a duplicate key error means
+    // held), DELETE to unlock, no expiry.
+    seed_design: crate::designs::MySqlUniqueIndex::NAME,
+};

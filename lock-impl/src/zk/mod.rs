@@ -12,3 +12,15 @@ pub use client::{
     SessionState, StreamDial, StreamDialer, TokioDialer, Watch, WatchedEvent, ZkClient, ZkEnsemble,
     ZkError, ZkIo, ZkStream, ping_after_ms,
 };
+
+/// ZooKeeper's record ([`crate::Backend::ZooKeeper`]).
+pub const SYSTEM: crate::BackendInfo = crate::BackendInfo {
+    name: "ZooKeeper",
+    promise: "ZooKeeper: a lock node is committed by a quorum (Zab) before anyone sees \
+              it and carries a czxid no failover reissues, but it is ephemeral: it lives \
+              as long as its holder's session, which the leader expires when the holder \
+              is silent past the session timeout, a paused holder included",
+    // The row "基于ZooKeeper": ephemeral sequential nodes under `/lock`, the lowest
+    // holds, the others watch their predecessor, through Curator (which the row names).
+    seed_design: crate::designs::ZkCurator::NAME,
+};

@@ -367,23 +367,22 @@ impl Client {
             pubsub: Some(Arc::new(lock_impl::ConnectorPubSub(
                 conn.connector().clone(),
             ))),
-            conn,
-            servers,
-            clock,
-            entropy: Arc::new(SeededEntropy::new(
-                sub_seed(self.seed, 2 + 2 * stream_id),
-                self.name.clone(),
-            )),
-            spawner: Arc::new(HostSpawner(self.gate.clone())),
             observer: Some(Arc::new(RenewalRecorder {
                 recorder: self.recorder.clone(),
                 host: self.name.clone(),
                 clock: self.clock.clone(),
             })),
-            zookeeper: None,
-            mongo: None,
-            mysql: None,
             scale: lock_impl::TimeScale::for_lease(w.lease_ms),
+            ..Deps::new(
+                conn,
+                servers,
+                clock,
+                Arc::new(SeededEntropy::new(
+                    sub_seed(self.seed, 2 + 2 * stream_id),
+                    self.name.clone(),
+                )),
+                Arc::new(HostSpawner(self.gate.clone())),
+            )
         };
         // Each system's part of the design's dependencies: how to reach its servers.
         let reach = SystemReach {

@@ -448,23 +448,29 @@ impl Workload {
     /// `all-servers`...) then reach that system instead of the one Redis master. A
     /// Redis workload is returned as it is.
     pub fn on_system(mut self, backend: lock_impl::Backend) -> Workload {
-        let (zk, mysql, mongo) = (self.zookeeper.take(), self.mysql.take(), self.mongo.take());
-        match backend {
-            lock_impl::Backend::Redis => {
-                (self.zookeeper, self.mysql, self.mongo) = (zk, mysql, mongo);
-                return self;
-            }
-            lock_impl::Backend::ZooKeeper => {
-                self.zookeeper = zk.or_else(|| Some(ZkSpec::ensemble_for_lease(self.lease_ms)));
-            }
-            lock_impl::Backend::MySql => self.mysql = mysql.or_else(|| Some(MySqlSpec::default())),
-            lock_impl::Backend::MongoDb => {
-                self.mongo = mongo.or_else(|| Some(MongoSpec::default()))
+        if backend == lock_impl::Backend::Redis {
+            return self;
+        }
+        for other in super::system::SYSTEMS {
+            if other.backend != backend {
+                (other.remove)(&mut self);
             }
         }
-        self.servers.clear();
-        self.sentinel = None;
+        if let Some(system) = super::system::info(backend) {
+            (system.install)(&mut self);
+        }
         self
+    }
+
+    /// The lock-server systems this workload names, in world order (the order the world
+    /// builds them): Redis if it names Redis servers or Sentinels, then each other
+    /// system whose field it sets.
+    pub fn systems(&self) -> Vec<lock_impl::Backend> {
+        super::system::SYSTEMS
+            .iter()
+            .filter(|s| (s.spec)(self).is_some())
+            .map(|s| s.backend)
+            .collect()
     }
 
     /// Checks the knobs, naming the field and what is allowed.
@@ -514,55 +520,21 @@ impl Workload {
                         .into(),
                 );
             }
-            if self.zookeeper.is_some() || self.mysql.is_some() || self.mongo.is_some() {
-                return bad(
-                    "workload.segments needs Redis servers: the ZooKeeper, MySQL and MongoDB \
-                     worlds follow one lock key"
-                        .into(),
-                );
+            let others = super::system::other_systems(self);
+            if !others.is_empty() {
+                return bad(format!(
+                    "workload.segments needs Redis servers: the {} world follows one lock key",
+                    others.join(" and ")
+                ));
             }
         }
         if self.latency_ms_min > self.latency_ms_max {
             return bad("workload.latency_ms_min must not exceed latency_ms_max".into());
         }
-        if let Some(zk) = &self.zookeeper
-            && ![1, 3, 5].contains(&zk.servers)
-        {
-            return bad(format!(
-                "workload.zookeeper.servers={} must be 1 (standalone), 3 or 5 (an ensemble)",
-                zk.servers
-            ));
+        for system in super::system::SYSTEMS {
+            (system.validate)(self).map_err(RunError::Config)?;
         }
-        if let Some(m) = &self.mysql
-            && !crate::mysql::server::FLUSH_LOG_AT_TRX_COMMIT
-                .contains(&m.innodb_flush_log_at_trx_commit)
-        {
-            return bad(format!(
-                "workload.mysql.innodb_flush_log_at_trx_commit={} is not one of MariaDB's \
-                 values: 0 (write and flush once a second), 1 (the default: flush at every \
-                 commit), 2 (write at commit, flush once a second) or 3 (flush at prepare \
-                 and commit)",
-                m.innodb_flush_log_at_trx_commit
-            ));
-        }
-        if let Some(m) = &self.mongo {
-            if m.members.is_empty() || m.members.len() > 7 {
-                return bad(format!(
-                    "workload.mongo.members has {} members: a replica set here has 1 to 7",
-                    m.members.len()
-                ));
-            }
-            if m.heartbeat_ms == 0 || m.election_timeout_ms == 0 {
-                return bad(
-                    "workload.mongo heartbeat_ms and election_timeout_ms must be positive".into(),
-                );
-            }
-        }
-        if self.servers.is_empty()
-            && self.zookeeper.is_none()
-            && self.mysql.is_none()
-            && self.mongo.is_none()
-        {
+        if self.servers.is_empty() && super::system::other_systems(self).is_empty() {
             return bad("workload.servers must name at least one Redis server".into());
         }
         for (i, s) in self.servers.iter().enumerate() {

@@ -24,11 +24,7 @@ mod servers;
 mod system;
 mod zookeeper;
 
-pub use mongo::MONGO_CAPABILITIES;
-pub use mysql::MYSQL_CAPABILITIES;
-pub use servers::REDIS_CAPABILITIES;
-pub use system::{capabilities, missing};
-pub use zookeeper::ZOOKEEPER_CAPABILITIES;
+pub use system::{SystemInfo, capabilities, missing};
 
 use std::collections::BTreeMap;
 use std::sync::Arc;

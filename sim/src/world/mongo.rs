@@ -37,7 +37,7 @@ use crate::net::{NetFaults, until_reachable};
 use crate::recorder::Recorder;
 
 use super::config::{MongoSpec, sub_seed};
-use super::system::{Build, LockSystem, LockWrite, SystemSpec, WriteMoment};
+use super::system::{Build, LockSystem, LockWrite, SystemInfo, SystemSpec, WriteMoment};
 use crate::clock::SimClock;
 use crate::pause::PauseGate;
 
@@ -470,3 +470,35 @@ impl LockSystem for MongoCtl {
         MongoCtl::drain(self, recorder, now);
     }
 }
+
+/// MongoDB's record: `Workload::mongo`, by default [`MongoSpec::default`].
+pub(crate) static SYSTEM: SystemInfo = SystemInfo {
+    backend: lock_impl::Backend::MongoDb,
+    capabilities: MONGO_CAPABILITIES,
+    spec: |w| {
+        w.mongo
+            .as_ref()
+            .map(|s| Box::new(s.clone()) as Box<dyn SystemSpec>)
+    },
+    install: |w| {
+        if w.mongo.is_none() {
+            w.mongo = Some(MongoSpec::default());
+        }
+    },
+    remove: |w| w.mongo = None,
+    validate: |w| {
+        let Some(m) = &w.mongo else { return Ok(()) };
+        if m.members.is_empty() || m.members.len() > 7 {
+            return Err(format!(
+                "workload.mongo.members has {} members: a replica set here has 1 to 7",
+                m.members.len()
+            ));
+        }
+        if m.heartbeat_ms == 0 || m.election_timeout_ms == 0 {
+            return Err(
+                "workload.mongo heartbeat_ms and election_timeout_ms must be positive".into(),
+            );
+        }
+        Ok(())
+    },
+};

@@ -45,7 +45,9 @@ use crate::net::NetFaults;
 use crate::recorder::Recorder;
 
 use super::config::{MySqlReplicaSpec, MySqlSpec, sub_seed};
-use super::system::{Build, ClientHooks, LockSystem, LockWrite, SystemSpec, WriteMoment};
+use super::system::{
+    Build, ClientHooks, LockSystem, LockWrite, SystemInfo, SystemSpec, WriteMoment,
+};
 use crate::clock::{HostClock, SimClock};
 use crate::pause::PauseGate;
 
@@ -821,3 +823,35 @@ impl LockSystem for MySqlCtl {
         }
     }
 }
+
+/// MySQL's record: `Workload::mysql`, by default [`MySqlSpec::default`].
+pub(crate) static SYSTEM: SystemInfo = SystemInfo {
+    backend: lock_impl::Backend::MySql,
+    capabilities: MYSQL_CAPABILITIES,
+    spec: |w| {
+        w.mysql
+            .as_ref()
+            .map(|s| Box::new(s.clone()) as Box<dyn SystemSpec>)
+    },
+    install: |w| {
+        if w.mysql.is_none() {
+            w.mysql = Some(MySqlSpec::default());
+        }
+    },
+    remove: |w| w.mysql = None,
+    validate: |w| match &w.mysql {
+        Some(m)
+            if !crate::mysql::server::FLUSH_LOG_AT_TRX_COMMIT
+                .contains(&m.innodb_flush_log_at_trx_commit) =>
+        {
+            Err(format!(
+                "workload.mysql.innodb_flush_log_at_trx_commit={} is not one of MariaDB's \
+                 values: 0 (write and flush once a second), 1 (the default: flush at every \
+                 commit), 2 (write at commit, flush once a second) or 3 (flush at prepare \
+                 and commit)",
+                m.innodb_flush_log_at_trx_commit
+            ))
+        }
+        _ => Ok(()),
+    },
+};

@@ -10,7 +10,7 @@ use super::config::Workload;
 use super::observe::Observer;
 use super::sentinels::SentinelCtl;
 use super::servers::ServerCtl;
-use super::system::{Build, LockSystem, LockWrite, SystemSpec, WriteMoment};
+use super::system::{Build, LockSystem, LockWrite, SystemInfo, SystemSpec, WriteMoment};
 use crate::pause::PauseGate;
 
 /// A world's Redis servers and Sentinels.
@@ -244,4 +244,25 @@ impl LockSystem for RedisSystem {
                 .map(|e| e.with_engine(|e| e.engine.commands_processed()))
                 .sum::<u64>()
     }
+}
+
+/// Redis's record: its servers and Sentinels, if the workload names any (a catalog
+/// world's default; `on_system` takes them out for another system).
+pub(crate) static SYSTEM: SystemInfo = SystemInfo {
+    backend: lock_impl::Backend::Redis,
+    capabilities: super::servers::REDIS_CAPABILITIES,
+    spec: redis_spec,
+    install: |_| {},
+    remove: |w| {
+        w.servers.clear();
+        w.sentinel = None;
+    },
+    validate: |_| Ok(()),
+};
+
+fn redis_spec(w: &Workload) -> Option<Box<dyn SystemSpec + '_>> {
+    if w.servers.is_empty() && w.sentinel.is_none() {
+        return None;
+    }
+    Some(Box::new(RedisSpec(w)))
 }

@@ -13,9 +13,9 @@
 //! ([`crate::system`]).
 //!
 //! Adding a system: its model, its world module with a `LockSystem`, a [`SystemSpec`]
-//! (its hosts, and its part of each client's `Deps`) and its capability list; then its
-//! push in [`systems_of`], its arm in [`capabilities`], its `Workload` field with its
-//! arm in `Workload::on_system`, and its `lock_impl::Backend` variant.
+//! (its hosts, and its part of each client's `Deps`) and its record ([`SystemInfo`]:
+//! backend, capabilities, how a workload names it); then its line in [`SYSTEMS`], its
+//! `Workload` field, and its row in `lock_impl`'s systems table.
 
 use std::time::Duration;
 
@@ -162,24 +162,55 @@ pub(crate) trait SystemSpec {
     fn client_deps(&self, _deps: &mut lock_impl::Deps, _reach: &super::client::SystemReach) {}
 }
 
-/// The lock-server systems this workload names, in world order: Redis (its servers
-/// and Sentinels, if any), ZooKeeper, MySQL, MongoDB. The one place a world learns
-/// which systems it has.
+/// A lock-server system's one record in the simulator: what it has, and how a
+/// workload names it. Each system's world module holds its record (`SYSTEM`), and
+/// [`SYSTEMS`] lists them; the world's build ([`systems_of`]), the scenarios' fit
+/// ([`capabilities`]), `Workload::on_system` and `Workload::validate` read them, so a
+/// new system is its modules plus its line in [`SYSTEMS`] (and its `Workload` field).
+pub struct SystemInfo {
+    /// The system, as designs name theirs ([`lock_impl::DesignInfo::backend`]).
+    pub backend: Backend,
+    /// What it offers scenarios ([`crate::system`]).
+    pub capabilities: &'static [Capability],
+    /// Its spec in a workload, as the world builds it, if the workload names it.
+    pub(crate) spec: fn(&Workload) -> Option<Box<dyn SystemSpec + '_>>,
+    /// Puts its default for the workload's lease in the workload, unless the workload
+    /// names its own (`Workload::on_system`).
+    pub(crate) install: fn(&mut Workload),
+    /// Takes it out of the workload.
+    pub(crate) remove: fn(&mut Workload),
+    /// Checks its part of the workload: the error names the field and what is allowed.
+    pub(crate) validate: fn(&Workload) -> Result<(), String>,
+}
+
+/// Every system the simulator models, one line each, in world order (the order a
+/// world builds them and `Backend::ALL`'s).
+pub(crate) static SYSTEMS: &[&SystemInfo] = &[
+    &super::redis::SYSTEM,
+    &super::zookeeper::SYSTEM,
+    &super::mysql::SYSTEM,
+    &super::mongo::SYSTEM,
+];
+
+/// The record of the system behind `backend`, if the simulator models it.
+pub(crate) fn info(backend: Backend) -> Option<&'static SystemInfo> {
+    SYSTEMS.iter().copied().find(|s| s.backend == backend)
+}
+
+/// The lock-server systems this workload names, in world order ([`SYSTEMS`]). The
+/// one place a world learns which systems it has.
 pub(crate) fn systems_of(w: &Workload) -> Vec<Box<dyn SystemSpec + '_>> {
-    let mut systems: Vec<Box<dyn SystemSpec + '_>> = Vec::new();
-    if !w.servers.is_empty() || w.sentinel.is_some() {
-        systems.push(Box::new(super::redis::RedisSpec(w)));
-    }
-    if let Some(zk) = &w.zookeeper {
-        systems.push(Box::new(zk.clone()));
-    }
-    if let Some(mysql) = &w.mysql {
-        systems.push(Box::new(mysql.clone()));
-    }
-    if let Some(mongo) = &w.mongo {
-        systems.push(Box::new(mongo.clone()));
-    }
-    systems
+    SYSTEMS.iter().filter_map(|s| (s.spec)(w)).collect()
+}
+
+/// The systems other than Redis this workload names, by name (a Redis-only world:
+/// none).
+pub(crate) fn other_systems(w: &Workload) -> Vec<&'static str> {
+    w.systems()
+        .into_iter()
+        .filter(|b| *b != Backend::Redis)
+        .map(|b| b.name())
+        .collect()
 }
 
 /// The systems of a running world, in world order (Redis, ZooKeeper, MySQL, MongoDB).
@@ -222,14 +253,10 @@ impl Systems {
     }
 }
 
-/// What the system behind `backend` has.
+/// What the system behind `backend` has (nothing, for a system the simulator does
+/// not model).
 pub fn capabilities(backend: Backend) -> &'static [Capability] {
-    match backend {
-        Backend::Redis => super::REDIS_CAPABILITIES,
-        Backend::ZooKeeper => super::ZOOKEEPER_CAPABILITIES,
-        Backend::MySql => super::MYSQL_CAPABILITIES,
-        Backend::MongoDb => super::MONGO_CAPABILITIES,
-    }
+    info(backend).map_or(&[], |s| s.capabilities)
 }
 
 /// The first of `needs` that the system behind `backend` lacks.

@@ -41,7 +41,7 @@ use crate::zk::tree::{Txn, TxnBody};
 use crate::zk::{SharedZk, ZK_PORT, ZkConfig, serve_connection, session_tracker};
 
 use super::config::ZkSpec;
-use super::system::{Build, ClientHooks, LockSystem, SystemSpec};
+use super::system::{Build, ClientHooks, LockSystem, SystemInfo, SystemSpec};
 
 /// What a ZooKeeper world has (see [`crate::system`]): servers that pause, crash and
 /// recover from their txn log, sessions whose expiry deletes their ephemeral lock
@@ -710,3 +710,28 @@ impl LockSystem for ZkCtl {
         }
     }
 }
+
+/// ZooKeeper's record: `Workload::zookeeper`, by default an ensemble of three at the
+/// lease's `tickTime` ([`ZkSpec::ensemble_for_lease`]).
+pub(crate) static SYSTEM: SystemInfo = SystemInfo {
+    backend: lock_impl::Backend::ZooKeeper,
+    capabilities: ZOOKEEPER_CAPABILITIES,
+    spec: |w| {
+        w.zookeeper
+            .as_ref()
+            .map(|s| Box::new(s.clone()) as Box<dyn SystemSpec>)
+    },
+    install: |w| {
+        if w.zookeeper.is_none() {
+            w.zookeeper = Some(ZkSpec::ensemble_for_lease(w.lease_ms));
+        }
+    },
+    remove: |w| w.zookeeper = None,
+    validate: |w| match &w.zookeeper {
+        Some(zk) if ![1, 3, 5].contains(&zk.servers) => Err(format!(
+            "workload.zookeeper.servers={} must be 1 (standalone), 3 or 5 (an ensemble)",
+            zk.servers
+        )),
+        _ => Ok(()),
+    },
+};
