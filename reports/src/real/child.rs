@@ -392,16 +392,8 @@ async fn deps(config: &ClientConfig, rec: Arc<Rec>) -> Result<Deps, String> {
             pubsub: Some(Arc::new(lock_impl::ConnectorPubSub(
                 conn.connector().clone(),
             ))),
-            conn,
-            servers,
-            clock: clock.clone(),
-            entropy,
-            spawner,
-            observer: None,
-            zookeeper: None,
-            mysql: None,
-            mongo: None,
             scale,
+            ..Deps::new(conn, servers, clock.clone(), entropy, spawner)
         }
     };
     deps.observer = Some(observer);

@@ -32,6 +32,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use lock_impl::Backend;
 use rand::{RngExt, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use sim::clock::{monotonic_ns, real_since};
@@ -118,8 +119,18 @@ pub fn needs_net(plan: &FaultPlan) -> bool {
 /// can).
 pub fn refusals(design: &str, w: &Workload, plan: &FaultPlan) -> Vec<String> {
     let mut why = Vec::new();
-    if w.mongo.is_some() {
-        why.push("MongoDB has no Debian package: the mongo-* designs stay model-only".into());
+    // The systems the runner has real servers for; any other is refused by name.
+    for system in w.systems() {
+        match system {
+            Backend::Redis | Backend::ZooKeeper | Backend::MySql => {}
+            Backend::MongoDb => why
+                .push("MongoDB has no Debian package: the mongo-* designs stay model-only".into()),
+            #[allow(unreachable_patterns)]
+            other => why.push(format!(
+                "the real runner starts no {} servers yet",
+                other.name()
+            )),
+        }
     }
     if w.mysql.as_ref().is_some_and(|m| m.replica.is_some()) {
         why.push("a MariaDB replica is not started by the real runner yet".into());
