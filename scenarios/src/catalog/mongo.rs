@@ -13,8 +13,8 @@ use sim::system::Capability;
 
 pub(super) static MONGO_FAILOVER: Def = Def {
     name: "mongo-failover",
-    description: "a three-member replica set whose secondaries (mongo-2, mongo-3) receive everything 5-20 ms late; the primary (mongo-1) crashes right after applying a lock write no secondary has yet; a secondary is elected (election timeout 1 s; 10 s under --profile mongodb), and the old primary, restarted 3-4 election timeouts later, rejoins and rolls the write back",
-    fault_about: "the primary crashed holding a lock write no other member had, another member was elected without it, and the old primary rolled it back when it rejoined",
+    description: "a three-member replica set whose secondaries (mongo-2, mongo-3) receive everything 5-20 ms late; the primary's (mongo-1's) machine dies right after it applied a lock write no secondary has yet, taking the unsent oplog entries with it; a secondary is elected (election timeout 1 s; 10 s under --profile mongodb), and the old primary, restarted 3-4 election timeouts later, rejoins and rolls the write back",
+    fault_about: "the primary's machine died holding a lock write no other member had, another member was elected without it, and the old primary rolled it back when it rejoined",
     class: FaultClass::Failover,
     needs: &[Capability::ElectionRollback],
     world: mongo_world,
@@ -86,6 +86,11 @@ fn stretch(lease_ms: u64, ms: u64) -> u64 {
 /// and hits the first lock write the primary has applied and answered but no
 /// secondary has; the old primary restarts after the election: 3-4 election timeouts
 /// after the crash (3-4 s in the catalog's world).
+///
+/// A machine crash, not a process crash: a `kill -9`ed `mongod`'s kernel still sends
+/// the oplog batch it had written to a secondary's socket, so the write would reach
+/// the secondaries 5-20 ms late and nothing would roll back (as Redis's `failover`
+/// explains).
 fn failover(d: &mut Draw) -> Vec<Fault> {
     let w = d.workload;
     let at = |ms: u64| stretch(w.lease_ms, ms);
@@ -106,7 +111,7 @@ fn failover(d: &mut Draw) -> Vec<Fault> {
         .collect();
     faults.push(Fault {
         at_ms: d.rng.random_range(at(1_500)..=at(2_500)),
-        kind: FaultKind::Crash {
+        kind: FaultKind::MachineCrash {
             target: Target::UnreplicatedLockMaster {
                 within_ms: at(5_000),
             },

@@ -143,8 +143,8 @@ fn mysql_replicated_world(base: &Workload) -> Workload {
 
 pub(super) static MYSQL_FAILOVER: Def = Def {
     name: "mysql-failover",
-    description: "a primary with an asynchronous replica 10 ms behind; the primary crashes right after committing a lock write the replica has not received, and the orchestrator promotes the replica and re-points the clients after 1 s",
-    fault_about: "the primary crashed holding a lock its replica did not have (a row write not yet received, or a connection's GET_LOCK or row lock, which is never replicated), and the replica was promoted without it",
+    description: "a primary with an asynchronous replica 10 ms behind; the primary's machine dies right after committing a lock write the replica has not received, taking the unsent binlog events with it, and the orchestrator promotes the replica and re-points the clients after 1 s",
+    fault_about: "the primary's machine died holding a lock its replica did not have (a row write not yet received, or a connection's GET_LOCK or row lock, which is never replicated), and the replica was promoted without it",
     class: FaultClass::Failover,
     needs: &[Capability::AsyncReplicaPromotion],
     world: mysql_replicated_world,
@@ -154,11 +154,13 @@ pub(super) static MYSQL_FAILOVER: Def = Def {
 };
 
 /// The crash is armed early and hits the first grant the primary committed and the
-/// replica has not yet received; the primary stays down.
+/// replica has not yet received; the primary stays down. A machine crash: a `kill -9`ed
+/// server's kernel would still send the binlog events its dump thread had written, and
+/// the replica would get the grant 10 ms late (see Redis's `failover`).
 fn primary_crash(d: &mut Draw) -> Vec<Fault> {
     vec![Fault {
         at_ms: d.rng.random_range(300..=2_000),
-        kind: FaultKind::Crash {
+        kind: FaultKind::MachineCrash {
             target: Target::UnreplicatedLockMaster { within_ms: 6_000 },
             restart_after_ms: None,
         },

@@ -534,11 +534,12 @@ pub fn mysql_failover_lost_the_lock(h: &History) -> Option<String> {
             EventKind::Server(ServerEvent::Removed { key: k, .. }) if k == key => {
                 held.remove(e.host.as_str());
             }
+            // A crash of the process or of its machine, by the plan's own kind.
             EventKind::Fault {
+                fault,
                 phase: FaultPhase::Start,
-                detail,
                 ..
-            } if detail.starts_with("crash") => {
+            } if super::model::is_crash(h, *fault) => {
                 crashed.insert(e.host.as_str(), e.at_us);
             }
             EventKind::Server(ServerEvent::Role { role }) if role == "master" => {
