@@ -498,3 +498,69 @@ fn rst_on_close(s: &TcpStream) {
         );
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io::{ErrorKind, Read, Write};
+
+    /// An echo server on a kernel-chosen port of 127.0.0.1.
+    fn echo() -> SocketAddr {
+        let up = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = up.local_addr().unwrap();
+        std::thread::spawn(move || {
+            for s in up.incoming() {
+                let Ok(mut s) = s else { return };
+                std::thread::spawn(move || {
+                    let mut b = [0u8; 64];
+                    while let Ok(n) = s.read(&mut b) {
+                        if n == 0 || s.write_all(&b[..n]).is_err() {
+                            return;
+                        }
+                    }
+                });
+            }
+        });
+        addr
+    }
+
+    fn round_trip(c: &mut std::net::TcpStream, what: &[u8]) -> std::io::Result<Vec<u8>> {
+        c.write_all(what)?;
+        let mut got = vec![0u8; what.len()];
+        c.read_exact(&mut got)?;
+        Ok(got)
+    }
+
+    /// A dead machine's links carry nothing either way; when it is back, its old
+    /// connections are reset (what was held is lost) and new ones work.
+    #[test]
+    fn a_machine_crash_holds_every_byte_and_its_return_resets_the_old_connections() {
+        let servers = BTreeMap::from([("redis".to_string(), (server_ip(150), echo()))]);
+        let net = Net::start(&servers, &["client-1".to_string()]).unwrap();
+        let via = net.client_addrs["client-1"]["redis"];
+        let mut c = std::net::TcpStream::connect(via).unwrap();
+        c.set_read_timeout(Some(Duration::from_millis(300)))
+            .unwrap();
+        assert_eq!(round_trip(&mut c, b"ping").unwrap(), b"ping");
+
+        let id = net.black_hole("redis");
+        let err = round_trip(&mut c, b"lost").unwrap_err();
+        assert!(
+            matches!(err.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut),
+            "a dead machine answered: {err}"
+        );
+
+        net.machine_back("redis", id);
+        let mut b = [0u8; 8];
+        let after = c.read(&mut b);
+        assert!(
+            matches!(&after, Err(e) if e.kind() == ErrorKind::ConnectionReset),
+            "the old connection was not reset: {after:?}"
+        );
+        let mut c2 = std::net::TcpStream::connect(via).unwrap();
+        c2.set_read_timeout(Some(Duration::from_millis(1_000)))
+            .unwrap();
+        assert_eq!(round_trip(&mut c2, b"back").unwrap(), b"back");
+        net.shutdown();
+    }
+}
