@@ -113,9 +113,7 @@ impl Deps {
             scale: crate::TimeScale::REAL,
         }
     }
-}
 
-impl Deps {
     /// These dependencies with `handle` in its system's slot (replacing any handle of
     /// that system already there).
     pub fn with_system<T: SystemHandle>(mut self, handle: T) -> Deps {

@@ -471,7 +471,8 @@ impl LockSystem for MongoCtl {
     }
 }
 
-/// MongoDB's record: `Workload::mongo`, by default [`MongoSpec::default`].
+/// MongoDB's record: `SystemSpecs::mongo` (the workload's `mongo`), by default
+/// [`MongoSpec::default`].
 pub(crate) static SYSTEM: SystemInfo = SystemInfo {
     backend: lock_impl::Backend::MongoDb,
     capabilities: MONGO_CAPABILITIES,

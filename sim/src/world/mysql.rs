@@ -824,7 +824,8 @@ impl LockSystem for MySqlCtl {
     }
 }
 
-/// MySQL's record: `Workload::mysql`, by default [`MySqlSpec::default`].
+/// MySQL's record: `SystemSpecs::mysql` (the workload's `mysql`), by default
+/// [`MySqlSpec::default`].
 pub(crate) static SYSTEM: SystemInfo = SystemInfo {
     backend: lock_impl::Backend::MySql,
     capabilities: MYSQL_CAPABILITIES,

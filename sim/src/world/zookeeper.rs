@@ -711,8 +711,9 @@ impl LockSystem for ZkCtl {
     }
 }
 
-/// ZooKeeper's record: `Workload::zookeeper`, by default an ensemble of three at the
-/// lease's `tickTime` ([`ZkSpec::ensemble_for_lease`]).
+/// ZooKeeper's record: `SystemSpecs::zookeeper` (the workload's `zookeeper`), by
+/// default an ensemble of three at the lease's `tickTime`
+/// ([`ZkSpec::ensemble_for_lease`]).
 pub(crate) static SYSTEM: SystemInfo = SystemInfo {
     backend: lock_impl::Backend::ZooKeeper,
     capabilities: ZOOKEEPER_CAPABILITIES,
