@@ -79,7 +79,7 @@ pub enum LockError {
         owner: String,
     },
     /// A ZooKeeper design was built over dependencies without an ensemble.
-    #[error("design {design} needs a ZooKeeper ensemble (Deps::zookeeper is None)")]
+    #[error("design {design} needs a ZooKeeper ensemble (no ZkEnsemble in Deps::systems)")]
     NoZooKeeper {
         /// The design.
         design: &'static str,
@@ -99,12 +99,12 @@ pub enum LockError {
         source: crate::zk::ZkError,
     },
     /// A MySQL design was built over dependencies without a server.
-    #[error("design {design} needs a MySQL server (Deps::mysql is None)")]
+    #[error("design {design} needs a MySQL server (no MySqlServer in Deps::systems)")]
     NoMySql {
         /// The design.
         design: &'static str,
     },
-    /// A MongoDB design was given no replica set ([`crate::Deps::mongo`] is `None`).
+    /// A MongoDB design was given no replica set (no [`crate::mongo::MongoServer`] in [`crate::Deps::systems`]).
     #[error("design {design} locks on MongoDB, but this world has no MongoDB replica set")]
     NoMongo {
         /// The design.

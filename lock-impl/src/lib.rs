@@ -114,7 +114,7 @@ pub use entropy::{Entropy, OsEntropy, SeededEntropy};
 pub use error::LockError;
 pub use lock::{
     Acquire, AcquireOptions, Attempt, Deps, Guard, LockDesign, Observer, PubSubConnector, Release,
-    Spawner, Task, TokioSpawner, Wait, retry_acquire,
+    Spawner, SystemHandle, SystemHandles, Task, TokioSpawner, Wait, retry_acquire,
 };
 pub use scale::TimeScale;
 pub use sentinel::{AddrConnector, ClientAddrConnector, SentinelConnector};
@@ -787,25 +787,19 @@ pub fn zookeeper_deps(
     entropy: Arc<dyn Entropy>,
     spawner: Arc<dyn Spawner>,
 ) -> Deps {
-    Deps {
-        zookeeper: Some(ensemble),
-        ..without_redis(clock, entropy, spawner)
-    }
+    without_redis(clock, entropy, spawner).with_system(ensemble)
 }
 
 /// Dependencies for the MySQL designs: the server, and `clock`, `entropy` and
-/// `spawner` as given; [`Deps::conn`] reaches no Redis and [`Deps::zookeeper`] is
-/// `None`.
+/// `spawner` as given; [`Deps::conn`] reaches no Redis and no other system's
+/// handle is set.
 pub fn mysql_deps(
     server: mysql::MySqlServer,
     clock: Arc<dyn Clock>,
     entropy: Arc<dyn Entropy>,
     spawner: Arc<dyn Spawner>,
 ) -> Deps {
-    Deps {
-        mysql: Some(server),
-        ..without_redis(clock, entropy, spawner)
-    }
+    without_redis(clock, entropy, spawner).with_system(server)
 }
 
 /// Dependencies for the MongoDB designs: the replica set's members, and `clock`,
@@ -816,10 +810,7 @@ pub fn mongo_deps(
     entropy: Arc<dyn Entropy>,
     spawner: Arc<dyn Spawner>,
 ) -> Deps {
-    Deps {
-        mongo: Some(server),
-        ..without_redis(clock, entropy, spawner)
-    }
+    without_redis(clock, entropy, spawner).with_system(server)
 }
 
 /// Production dependencies for the MongoDB designs: `server` (over tokio TCP) with

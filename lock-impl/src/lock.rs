@@ -63,17 +63,13 @@ pub struct Deps {
     /// Told what a design does on its own between the calls it answers (a watchdog's
     /// renewals); `None`: nobody listens.
     pub observer: Option<Arc<dyn Observer>>,
-    /// The ZooKeeper ensemble, for the ZooKeeper designs (`zk-curator`); `None` in a
-    /// Redis-only world, where those designs refuse to run
-    /// ([`LockError::NoZooKeeper`]).
-    pub zookeeper: Option<crate::zk::ZkEnsemble>,
-    /// The MySQL / MariaDB server, for the MySQL designs (`mysql-unique-index`,
-    /// `mysql-get-lock`); `None` elsewhere, where those designs refuse to run
-    /// ([`LockError::NoMySql`]).
-    pub mysql: Option<crate::mysql::MySqlServer>,
-    /// The MongoDB replica set, for the MongoDB designs (`mongo-find-and-modify`, …);
-    /// `None` elsewhere, where those designs refuse to run ([`LockError::NoMongo`]).
-    pub mongo: Option<crate::mongo::MongoServer>,
+    /// Each other system's client-side handle, for the designs on that system (the
+    /// ZooKeeper ensemble for `zk-curator`, the MySQL server for `mysql-unique-index`,
+    /// the MongoDB replica set for `mongo-find-and-modify`, …), one slot per system:
+    /// read with [`Deps::system`], set with [`Deps::with_system`]. A design whose
+    /// system's handle is missing refuses to run with the error naming its system
+    /// ([`LockError::NoZooKeeper`], [`LockError::NoMySql`], [`LockError::NoMongo`]).
+    pub systems: SystemHandles,
     /// The world's clock scale ([`crate::scale`]): every client-library constant that
     /// competes with the lease (reconnect sleeps, retry pauses, resend intervals) is
     /// read through it, so a world that shrinks the lease shrinks them alike.
@@ -96,8 +92,8 @@ impl Deps {
     /// lock on several masters) with `clock`, `entropy` and `spawner`, and nothing
     /// else: no subscriber connections, no observer, no server of another system, at
     /// real time. The one place that lists every field: set the others with struct
-    /// update syntax (`Deps { zookeeper: Some(..), ..Deps::new(..) }`), so a new
-    /// system's field is added here once.
+    /// update syntax (`Deps { observer: Some(..), ..Deps::new(..) }`), and a system's
+    /// handle with [`Deps::with_system`].
     pub fn new(
         conn: Conn,
         servers: Vec<Conn>,
@@ -113,11 +109,69 @@ impl Deps {
             spawner,
             pubsub: None,
             observer: None,
-            zookeeper: None,
-            mysql: None,
-            mongo: None,
+            systems: SystemHandles::default(),
             scale: crate::TimeScale::REAL,
         }
+    }
+
+    /// These dependencies with `handle` in its system's slot (replacing any handle of
+    /// that system already there).
+    pub fn with_system<T: SystemHandle>(mut self, handle: T) -> Deps {
+        self.systems.insert(handle);
+        self
+    }
+
+    /// The handle of `T`'s system, if the world gave one.
+    pub fn system<T: SystemHandle>(&self) -> Option<&T> {
+        self.systems.get::<T>()
+    }
+}
+
+/// A system's client-side handle in [`Deps`]: what a design on that system needs to
+/// reach its servers (addresses, dialer, timeouts). Each system's module implements it
+/// for its one handle type, naming its [`crate::Backend`].
+pub trait SystemHandle: std::any::Any + Clone + Send + Sync {
+    /// The system whose slot the handle fills.
+    const BACKEND: crate::Backend;
+}
+
+/// One slot per lock-server system other than Redis (whose connections are
+/// [`Deps::conn`] and [`Deps::servers`]): the handle a world or a service gives its
+/// clients for that system, typed by [`SystemHandle`], so adding a system adds no
+/// field here.
+#[derive(Clone, Default)]
+pub struct SystemHandles {
+    slots: std::collections::BTreeMap<crate::Backend, Arc<dyn std::any::Any + Send + Sync>>,
+}
+
+impl SystemHandles {
+    /// The handle of `T`'s system, if one was given.
+    pub fn get<T: SystemHandle>(&self) -> Option<&T> {
+        self.slots.get(&T::BACKEND)?.downcast_ref::<T>()
+    }
+
+    /// Puts `handle` in its system's slot (replacing any handle of that system).
+    pub fn insert<T: SystemHandle>(&mut self, handle: T) {
+        self.slots.insert(T::BACKEND, Arc::new(handle));
+    }
+
+    /// Empties `T`'s system's slot, returning its handle if there was one.
+    pub fn remove<T: SystemHandle>(&mut self) -> Option<T> {
+        let any = self.slots.remove(&T::BACKEND)?;
+        any.downcast_ref::<T>().cloned()
+    }
+
+    /// The systems with a handle, in the systems table's order.
+    pub fn backends(&self) -> impl Iterator<Item = crate::Backend> + '_ {
+        self.slots.keys().copied()
+    }
+}
+
+impl std::fmt::Debug for SystemHandles {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_set()
+            .entries(self.backends().map(crate::Backend::name))
+            .finish()
     }
 }
 

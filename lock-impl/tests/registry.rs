@@ -151,6 +151,61 @@ fn every_system_in_the_table_says_its_name_and_promise_and_seeds_one_of_its_own_
     }
 }
 
+/// A system's handle in `Deps` is one slot keyed by its type's system: read back by its
+/// type, invisible as another system's, replaced by a second of its kind.
+#[test]
+fn a_systems_handle_is_read_back_by_its_type_from_its_one_slot_in_deps() {
+    let server = |host: &str| lock_impl::mysql::MySqlServer {
+        host: host.into(),
+        port: 3306,
+        user: "u".into(),
+        password: "p".into(),
+        database: "d".into(),
+        dialer: Arc::new(lock_impl::zk::TokioDialer),
+        timeout_ms: 1_000,
+    };
+    let plain = deps();
+    assert!(plain.system::<lock_impl::mysql::MySqlServer>().is_none());
+    assert_eq!(plain.systems.backends().count(), 0);
+    let deps = deps().with_system(server("a")).with_system(server("b"));
+    let got = deps
+        .system::<lock_impl::mysql::MySqlServer>()
+        .expect("the MySQL slot");
+    assert_eq!(
+        got.host, "b",
+        "a second handle of a system replaces the first"
+    );
+    assert!(deps.system::<lock_impl::zk::ZkEnsemble>().is_none());
+    assert!(deps.system::<lock_impl::mongo::MongoServer>().is_none());
+    assert_eq!(
+        deps.systems.backends().collect::<Vec<_>>(),
+        vec![Backend::MySql]
+    );
+    assert_eq!(format!("{:?}", deps.systems), r#"{"MySQL"}"#);
+}
+
+/// A design on another system, built over `Deps` without its system's handle, refuses
+/// to run with an error naming that system, as before the handles shared one slot.
+#[tokio::test]
+async fn a_design_without_its_systems_handle_refuses_naming_the_system() {
+    let options = lock_impl::AcquireOptions::new(100, 0).unwrap();
+    for info in DESIGNS.iter().filter(|d| d.backend != Backend::Redis) {
+        let design = (info.build)(deps());
+        let outcome = tokio::time::timeout(
+            std::time::Duration::from_secs(5),
+            design.acquire("k", options),
+        )
+        .await
+        .unwrap_or_else(|_| panic!("{} waited for a server it was never given", info.name));
+        let err = outcome.expect_err(info.name).to_string();
+        assert!(
+            err.contains(info.backend.name()) && err.contains(info.name),
+            "{}: {err}",
+            info.name
+        );
+    }
+}
+
 /// Where a system other than Redis may be named by its `Backend` variant: its own
 /// modules (by these path stems, in every crate), a design's record (`backend:` in
 /// `DESIGNS`) and tests. Anywhere else a match arm or a list over systems by hand is

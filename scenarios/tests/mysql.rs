@@ -460,7 +460,7 @@ fn mysql_get_lock_is_unsafe_when_the_server_restarts_under_its_holder() {
 fn an_innodb_flush_log_at_trx_commit_outside_mariadbs_values_is_refused_naming_them() {
     let mut w = common::scenario("mysql-restart-flush-2").workload.clone();
     let set = |w: &mut sim::world::Workload, v: u8| {
-        if let Some(m) = &mut w.mysql {
+        if let Some(m) = &mut w.systems.mysql {
             m.innodb_flush_log_at_trx_commit = v;
         }
     };

@@ -73,7 +73,7 @@ fn the_mongo_worlds_run_at_mongodbs_own_election_timeout_under_the_mongodb_profi
     for name in ["mongo-failover", "mongo-partition"] {
         let catalog_s = catalog::find(name).expect("scenario");
         let c = &catalog_s.workload;
-        let cm = c.mongo.as_ref().expect("a replica set");
+        let cm = c.systems.mongo.as_ref().expect("a replica set");
         assert_eq!(
             (
                 c.lease_ms,
@@ -88,7 +88,7 @@ fn the_mongo_worlds_run_at_mongodbs_own_election_timeout_under_the_mongodb_profi
             .with_profile(Profile::MongoDb)
             .expect("rebuilt");
         let w = &s.workload;
-        let m = w.mongo.as_ref().expect("a replica set");
+        let m = w.systems.mongo.as_ref().expect("a replica set");
         assert_eq!((m.election_timeout_ms, m.heartbeat_ms), (10_000, 2_000));
         assert_eq!((w.lease_ms, w.work_ms), (30_000, 11_250));
         assert_eq!(s.param_flags(), " --profile mongodb");

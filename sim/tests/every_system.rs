@@ -7,7 +7,7 @@
 use sim::clock::ClockSpec;
 use sim::faults::{Fault, FaultKind, FaultPlan, Target};
 use sim::history::{EventKind, FaultPhase, History, Phase, ServerEvent};
-use sim::world::{MongoSpec, MySqlSpec, RunConfig, Workload, builtin_factory, run};
+use sim::world::{MongoSpec, MySqlSpec, RunConfig, SystemSpecs, Workload, builtin_factory, run};
 
 fn config(design: &str, workload: Workload, faults: Vec<Fault>) -> RunConfig {
     RunConfig {
@@ -31,7 +31,10 @@ fn mysql_world(spec: MySqlSpec) -> Workload {
         drain_ms: 1_000,
         response_timeout_ms: 5_000,
         servers: Vec::new(),
-        mysql: Some(spec),
+        systems: SystemSpecs {
+            mysql: Some(spec),
+            ..Default::default()
+        },
         ..Workload::default()
     }
 }
@@ -44,7 +47,10 @@ fn mongo_world() -> Workload {
         drain_ms: 1_000,
         response_timeout_ms: 5_000,
         servers: Vec::new(),
-        mongo: Some(MongoSpec::default()),
+        systems: SystemSpecs {
+            mongo: Some(MongoSpec::default()),
+            ..Default::default()
+        },
         ..Workload::default()
     }
 }
@@ -272,8 +278,11 @@ fn every_system_lock_impl_lists_has_a_simulator_record_and_a_world_of_its_own() 
     }
     // A workload that names several systems builds them in the table's order.
     let w = Workload {
-        mongo: Some(MongoSpec::default()),
-        mysql: Some(MySqlSpec::default()),
+        systems: SystemSpecs {
+            mongo: Some(MongoSpec::default()),
+            mysql: Some(MySqlSpec::default()),
+            ..Default::default()
+        },
         ..Workload::default()
     };
     let order: Vec<Backend> = Backend::ALL
@@ -302,4 +311,94 @@ fn a_segmented_stock_on_another_system_is_refused_naming_that_system() {
             "{err}"
         );
     }
+}
+
+/// The other systems' specs are one flattened field of `Workload` (`SystemSpecs`), so a
+/// system's spec is a top-level key of the workload's JSON, where it always was (after
+/// `trace_commands`, before `read_share`), and a history written before reads the same.
+#[test]
+fn each_systems_spec_is_a_top_level_key_of_the_workload_json_in_its_old_place() {
+    for backend in lock_impl::Backend::ALL.iter().copied() {
+        let w = Workload {
+            read_share: Some(10),
+            trace_commands: true,
+            ..Workload::default().on_system(backend)
+        };
+        let text = serde_json::to_string(&w).expect("serializable");
+        let value: serde_json::Value = serde_json::from_str(&text).unwrap();
+        let count = value.as_object().expect("an object").len();
+        // The top-level keys in the order they are written (the first occurrence of
+        // each: every nested key here comes after its top-level namesake).
+        let mut keys: Vec<&str> = value
+            .as_object()
+            .unwrap()
+            .keys()
+            .map(String::as_str)
+            .collect();
+        keys.sort_by_key(|k| text.find(&format!("\"{k}\":")).expect("written"));
+        let expected: Vec<&str> = [
+            "clients",
+            "key",
+            "lease_ms",
+            "wait_ms",
+            "work_ms",
+            "think_ms_max",
+            "duration_ms",
+            "drain_ms",
+            "response_timeout_ms",
+            "initial_stock",
+            "fencing",
+            "reentrant_depth",
+            "liveness_slack_ms",
+            "latency_ms_min",
+            "latency_ms_max",
+            "servers",
+            "connect_timeout_ms",
+            "trace_commands",
+        ]
+        .into_iter()
+        .chain(w.systems().iter().filter_map(|b| match b.name() {
+            "Redis" => None,
+            "ZooKeeper" => Some("zookeeper"),
+            "MySQL" => Some("mysql"),
+            "MongoDB" => Some("mongo"),
+            other => panic!("a system this test does not know: {other}"),
+        }))
+        .chain(["read_share"])
+        .collect();
+        assert_eq!(keys, expected, "{}", backend.name());
+        assert_eq!(count, expected.len(), "{}", backend.name());
+        let back: Workload = serde_json::from_str(&text).expect("reads back");
+        assert_eq!(back, w, "{}", backend.name());
+        assert_eq!(serde_json::to_string(&back).unwrap(), text);
+    }
+}
+
+/// A misspelt field inside a system's spec is still refused, naming it, through the
+/// flattened `SystemSpecs`; and a system's spec of the wrong shape names its field.
+#[test]
+fn a_misspelt_field_in_a_systems_spec_is_refused_naming_it() {
+    let mut value = serde_json::to_value(Workload::default().on_system(
+        lock_impl::Backend::ALL[1], // the first system after Redis
+    ))
+    .unwrap();
+    let obj = value.as_object_mut().unwrap();
+    let (name, spec) = obj
+        .iter_mut()
+        .find(|(_, v)| v.is_object())
+        .map(|(k, v)| (k.clone(), v))
+        .expect("the system's spec");
+    spec.as_object_mut()
+        .unwrap()
+        .insert("nmae".into(), serde_json::json!("x"));
+    let err = serde_json::from_value::<Workload>(value.clone())
+        .expect_err("a misspelt field")
+        .to_string();
+    assert!(err.contains("nmae"), "{name}: {err}");
+    let obj = value.as_object_mut().unwrap();
+    obj.insert(name.clone(), serde_json::json!(3));
+    let err = serde_json::from_value::<Workload>(value)
+        .expect_err("a number is no spec")
+        .to_string();
+    assert!(err.contains("invalid type"), "{name}: {err}");
 }

@@ -97,7 +97,7 @@ fn mongo_error(command: &str, e: MongoError) -> LockError {
 impl Session {
     fn new(deps: Deps) -> Self {
         Session {
-            server: deps.mongo.clone(),
+            server: deps.system::<MongoServer>().cloned(),
             deps,
             conn: tokio::sync::Mutex::new(None),
         }
@@ -218,7 +218,7 @@ impl MongoFindAndModify {
     /// `w: "majority"` with the document's `version` as fencing token.
     pub const FENCED_NAME: &'static str = "mongo-find-and-modify-fenced";
 
-    /// `mongo-find-and-modify`, over `deps.mongo`.
+    /// `mongo-find-and-modify`, over the world's replica set (`deps.system::<MongoServer>()`).
     pub fn new(deps: Deps) -> Self {
         Self::build(Self::NAME, Concern::One, false, deps)
     }

@@ -143,7 +143,7 @@ enum Outcome {
 impl Session {
     fn new(deps: Deps, setup: &'static [&'static str]) -> Self {
         Session {
-            server: deps.mysql.clone(),
+            server: deps.system::<MySqlServer>().cloned(),
             deps,
             setup,
             conn: tokio::sync::Mutex::new(None),
@@ -293,7 +293,7 @@ impl MySqlUniqueIndex {
     /// The design's name.
     pub const NAME: &'static str = "mysql-unique-index";
 
-    /// Over `deps.mysql`.
+    /// Over the world's MySQL server (`deps.system::<MySqlServer>()`).
     pub fn new(deps: Deps) -> Self {
         MySqlUniqueIndex {
             session: Session::new(deps, &[MYSQL_LOCKS_TABLE]),
@@ -370,7 +370,7 @@ impl MySqlGetLock {
     /// The design's name.
     pub const NAME: &'static str = "mysql-get-lock";
 
-    /// Over `deps.mysql`.
+    /// Over the world's MySQL server (`deps.system::<MySqlServer>()`).
     pub fn new(deps: Deps) -> Self {
         MySqlGetLock {
             session: Session::new(deps, &[]),
@@ -457,7 +457,7 @@ impl MySqlForUpdate {
     /// The design's name.
     pub const NAME: &'static str = "mysql-for-update";
 
-    /// Over `deps.mysql`.
+    /// Over the world's MySQL server (`deps.system::<MySqlServer>()`).
     pub fn new(deps: Deps) -> Self {
         MySqlForUpdate {
             session: Session::new(deps, &[MYSQL_LOCK_ROWS_TABLE]),
@@ -608,7 +608,7 @@ impl MySqlExpiry {
     /// The fenced variant's name.
     pub const FENCED_NAME: &'static str = "mysql-unique-index-fenced";
 
-    /// Over `deps.mysql`.
+    /// Over the world's MySQL server (`deps.system::<MySqlServer>()`).
     pub fn new(deps: Deps) -> Self {
         MySqlExpiry {
             session: Session::new(deps, &[MYSQL_LEASES_TABLE]),
@@ -616,7 +616,7 @@ impl MySqlExpiry {
         }
     }
 
-    /// The fenced variant, over `deps.mysql`.
+    /// The fenced variant, over the world's MySQL server.
     pub fn fenced(deps: Deps) -> Self {
         MySqlExpiry {
             session: Session::new(deps, &[MYSQL_FENCES_TABLE]),

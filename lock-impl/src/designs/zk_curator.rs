@@ -195,7 +195,7 @@ impl ZkCurator {
     /// The fenced variant's name.
     pub const FENCED_NAME: &'static str = "zk-curator-fenced";
 
-    /// `zk-curator` over `deps` (which must carry [`Deps::zookeeper`]).
+    /// `zk-curator` over `deps` (which must carry a [`ZkEnsemble`]: [`Deps::with_system`]).
     pub fn new(deps: Deps) -> Self {
         Self::build(deps, Self::NAME, false)
     }
@@ -208,7 +208,7 @@ impl ZkCurator {
     fn build(deps: Deps, name: &'static str, fenced: bool) -> Self {
         let handles = Arc::new(Handles {
             // The ZooKeeper client's own sleeps follow the design's scale.
-            ensemble: deps.zookeeper.as_ref().map(|e| ZkEnsemble {
+            ensemble: deps.system::<ZkEnsemble>().map(|e| ZkEnsemble {
                 scale: deps.scale,
                 ..e.clone()
             }),
@@ -236,8 +236,7 @@ impl ZkCurator {
 
     fn ensemble(&self) -> Result<&ZkEnsemble, LockError> {
         self.deps
-            .zookeeper
-            .as_ref()
+            .system::<ZkEnsemble>()
             .ok_or(LockError::NoZooKeeper { design: self.name })
     }
 

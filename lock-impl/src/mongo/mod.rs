@@ -37,6 +37,11 @@ pub use client::{
 };
 pub use wire::{Message, WireError};
 
+/// A MongoDB design's handle in [`crate::Deps`]: the replica set's members.
+impl crate::SystemHandle for MongoServer {
+    const BACKEND: crate::Backend = crate::Backend::MongoDb;
+}
+
 /// MongoDB's record ([`crate::Backend::MongoDb`]).
 pub const SYSTEM: crate::BackendInfo = crate::BackendInfo {
     name: "MongoDB",

@@ -28,6 +28,11 @@ pub mod proto;
 pub use client::{MySqlConn, MySqlError, MySqlServer, describe, quote, scalar};
 pub use proto::{Column, EofPacket, ErrPacket, OkPacket, Reply, ResultSet};
 
+/// A MySQL design's handle in [`crate::Deps`]: the server.
+impl crate::SystemHandle for MySqlServer {
+    const BACKEND: crate::Backend = crate::Backend::MySql;
+}
+
 /// MySQL's record ([`crate::Backend::MySql`]).
 pub const SYSTEM: crate::BackendInfo = crate::BackendInfo {
     name: "MySQL",

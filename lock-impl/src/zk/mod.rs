@@ -13,6 +13,11 @@ pub use client::{
     ZkError, ZkIo, ZkStream, ping_after_ms,
 };
 
+/// A ZooKeeper design's handle in [`crate::Deps`]: the ensemble.
+impl crate::SystemHandle for ZkEnsemble {
+    const BACKEND: crate::Backend = crate::Backend::ZooKeeper;
+}
+
 /// ZooKeeper's record ([`crate::Backend::ZooKeeper`]).
 pub const SYSTEM: crate::BackendInfo = crate::BackendInfo {
     name: "ZooKeeper",

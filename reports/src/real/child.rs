@@ -304,7 +304,7 @@ async fn deps(config: &ClientConfig, rec: Arc<Rec>) -> Result<Deps, String> {
         rec,
         clock: clock.clone(),
     });
-    let mut deps = if let Some(zk) = &w.zookeeper {
+    let mut deps = if let Some(zk) = &w.systems.zookeeper {
         let servers = zk
             .names()
             .iter()
@@ -321,7 +321,7 @@ async fn deps(config: &ClientConfig, rec: Arc<Rec>) -> Result<Deps, String> {
             entropy,
             spawner,
         )
-    } else if let Some(my) = &w.mysql {
+    } else if let Some(my) = &w.systems.mysql {
         let a = addr(&my.name)?;
         let (user, password, database) = config.mysql_login.clone().unwrap_or((
             my.user.clone(),

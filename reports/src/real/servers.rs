@@ -352,7 +352,7 @@ impl Servers {
         precuts: &[Precut],
     ) -> Result<Self, String> {
         let mut s = Self::default();
-        if let Some(spec) = &w.zookeeper {
+        if let Some(spec) = &w.systems.zookeeper {
             let opts = ZkOptions {
                 tick_time_ms: spec.tick_time_ms,
                 extra_config: Vec::new(),
@@ -376,7 +376,7 @@ impl Servers {
             s.lock_servers = names;
             return Ok(s);
         }
-        if let Some(spec) = &w.mysql {
+        if let Some(spec) = &w.systems.mysql {
             if spec.replica.is_some() {
                 return Err(
                     "a MariaDB replica is not started by the real runner yet (mysql-failover \
@@ -400,7 +400,7 @@ impl Servers {
             s.mysql = Some((spec.name.clone(), server));
             return Ok(s);
         }
-        if w.mongo.is_some() {
+        if w.systems.mongo.is_some() {
             return Err(
                 "MongoDB has no Debian package: the mongo-* designs stay model-only".into(),
             );

@@ -4,7 +4,7 @@
 
 use rand::RngExt;
 use sim::faults::{Fault, FaultKind, Target};
-use sim::world::{MongoSpec, Workload};
+use sim::world::{MongoSpec, SystemSpecs, Workload};
 
 use super::{Def, Draw, FaultClass};
 use crate::checkers::mongo_probes;
@@ -44,7 +44,7 @@ pub(super) static MONGO_PARTITION: Def = Def {
 /// election timeout, a 30 s lease) runs the same world at its lease, every time of the
 /// world stretched by its lease over 8 s.
 fn mongo_world(base: &Workload) -> Workload {
-    let (lease_ms, spec) = match &base.mongo {
+    let (lease_ms, spec) = match &base.systems.mongo {
         Some(spec) => (base.lease_ms, spec.clone()),
         None => (CATALOG_LEASE_MS, MongoSpec::default()),
     };
@@ -52,7 +52,7 @@ fn mongo_world(base: &Workload) -> Workload {
     // The old primary returns 3-4 election timeouts after its crash (see `failover`):
     // at MongoDB's own 10 s that is past the stretched run, so a profile's drain
     // covers it too.
-    let drain_ms = match &base.mongo {
+    let drain_ms = match &base.systems.mongo {
         Some(_) => at(2_000) + spec.election_timeout_ms * 4,
         None => 2_000,
     };
@@ -67,7 +67,10 @@ fn mongo_world(base: &Workload) -> Workload {
         drain_ms,
         response_timeout_ms: at(2_000),
         liveness_slack_ms: at(base.liveness_slack_ms),
-        mongo: Some(spec),
+        systems: SystemSpecs {
+            mongo: Some(spec),
+            ..base.systems.clone()
+        },
         ..base.clone()
     }
 }
@@ -94,9 +97,14 @@ fn stretch(lease_ms: u64, ms: u64) -> u64 {
 fn failover(d: &mut Draw) -> Vec<Fault> {
     let w = d.workload;
     let at = |ms: u64| stretch(w.lease_ms, ms);
-    let election_ms = w.mongo.as_ref().map_or(1_000, |m| m.election_timeout_ms);
+    let election_ms = w
+        .systems
+        .mongo
+        .as_ref()
+        .map_or(1_000, |m| m.election_timeout_ms);
     let lag = d.quantity(Param::LagMs, 5..=20);
     let mut faults: Vec<Fault> = w
+        .systems
         .mongo
         .iter()
         .flat_map(|m| m.members.iter().skip(1).cloned().collect::<Vec<_>>())
@@ -128,6 +136,7 @@ fn partition(d: &mut Draw) -> Vec<Fault> {
     let (lease_ms, election_ms) = (
         d.workload.lease_ms,
         d.workload
+            .systems
             .mongo
             .as_ref()
             .map_or(1_000, |m| m.election_timeout_ms),

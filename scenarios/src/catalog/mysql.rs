@@ -7,7 +7,7 @@
 use crate::params::Param;
 use rand::RngExt;
 use sim::faults::{Fault, FaultKind, Target};
-use sim::world::{MySqlReplicaSpec, MySqlSpec, Workload};
+use sim::world::{MySqlReplicaSpec, MySqlSpec, SystemSpecs, Workload};
 
 use super::{Def, Draw, FaultClass};
 use crate::checkers::probes;
@@ -30,7 +30,10 @@ fn mysql_world(base: &Workload) -> Workload {
         duration_ms: 10_000,
         drain_ms: 2_000,
         response_timeout_ms: 2_000,
-        mysql: Some(MySqlSpec::default()),
+        systems: SystemSpecs {
+            mysql: Some(MySqlSpec::default()),
+            ..base.systems.clone()
+        },
         ..base.clone()
     }
 }
@@ -82,7 +85,7 @@ fn mysql_wait_timeout_world(base: &Workload) -> Workload {
         duration_ms: 20_000,
         ..mysql_world(base)
     };
-    if let Some(m) = &mut w.mysql {
+    if let Some(m) = &mut w.systems.mysql {
         m.wait_timeout_s = WAIT_TIMEOUT_S;
     }
     w
@@ -133,10 +136,13 @@ fn mysql_replicated_world(base: &Workload) -> Workload {
         duration_ms: 8_000,
         drain_ms: 2_000,
         response_timeout_ms: 2_000,
-        mysql: Some(MySqlSpec {
-            replica: Some(MySqlReplicaSpec::default()),
-            ..MySqlSpec::default()
-        }),
+        systems: SystemSpecs {
+            mysql: Some(MySqlSpec {
+                replica: Some(MySqlReplicaSpec::default()),
+                ..MySqlSpec::default()
+            }),
+            ..base.systems.clone()
+        },
         ..base.clone()
     }
 }
@@ -179,7 +185,7 @@ fn mysql_restart_world(base: &Workload, setting: u8) -> Workload {
         think_ms_max: 1_500,
         ..mysql_world(base)
     };
-    if let Some(m) = &mut w.mysql {
+    if let Some(m) = &mut w.systems.mysql {
         m.innodb_flush_log_at_trx_commit = setting;
     }
     w

@@ -6,7 +6,7 @@
 
 use rand::RngExt;
 use sim::faults::{Fault, FaultKind, Target};
-use sim::world::Workload;
+use sim::world::{SystemSpecs, Workload};
 
 use super::{Def, Draw, FaultClass};
 use crate::checkers::probes;
@@ -86,11 +86,14 @@ impl Profile {
             },
             Profile::MongoDb => Workload {
                 lease_ms: 30_000,
-                mongo: Some(sim::world::MongoSpec {
-                    heartbeat_ms: MONGODB_HEARTBEAT_MS,
-                    election_timeout_ms: MONGODB_ELECTION_TIMEOUT_MS,
-                    ..sim::world::MongoSpec::default()
-                }),
+                systems: SystemSpecs {
+                    mongo: Some(sim::world::MongoSpec {
+                        heartbeat_ms: MONGODB_HEARTBEAT_MS,
+                        election_timeout_ms: MONGODB_ELECTION_TIMEOUT_MS,
+                        ..sim::world::MongoSpec::default()
+                    }),
+                    ..catalog.systems.clone()
+                },
                 ..catalog
             },
             Profile::ZooKeeper => {

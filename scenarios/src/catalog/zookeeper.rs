@@ -4,7 +4,7 @@
 
 use rand::RngExt;
 use sim::faults::{Fault, FaultKind, Target};
-use sim::world::{Workload, ZkSpec};
+use sim::world::{SystemSpecs, Workload, ZkSpec};
 
 use super::{Def, Draw, FaultClass};
 use crate::checkers::probes;
@@ -18,7 +18,10 @@ fn zk_world(base: &Workload) -> Workload {
     Workload {
         servers: Vec::new(),
         work_ms: base.lease_ms * 5,
-        zookeeper: Some(ZkSpec::ensemble_for_lease(base.lease_ms)),
+        systems: SystemSpecs {
+            zookeeper: Some(ZkSpec::ensemble_for_lease(base.lease_ms)),
+            ..base.systems.clone()
+        },
         ..base.clone()
     }
 }
@@ -49,11 +52,14 @@ fn failover_world(base: &Workload) -> Workload {
     let tick = (base.lease_ms / 2).clamp(100, 2_000);
     Workload {
         servers: Vec::new(),
-        zookeeper: Some(ZkSpec {
-            tick_time_ms: tick as u32,
-            session_timeout_ms: (base.lease_ms * 10).min(tick * 20) as u32,
-            ..ZkSpec::ensemble_for_lease(base.lease_ms)
-        }),
+        systems: SystemSpecs {
+            zookeeper: Some(ZkSpec {
+                tick_time_ms: tick as u32,
+                session_timeout_ms: (base.lease_ms * 10).min(tick * 20) as u32,
+                ..ZkSpec::ensemble_for_lease(base.lease_ms)
+            }),
+            ..base.systems.clone()
+        },
         ..base.clone()
     }
 }
@@ -93,7 +99,10 @@ pub(super) static ZK_FOLLOWER_STALE: Def = Def {
     needs: &[Capability::FollowerReads],
     world: |base| Workload {
         servers: Vec::new(),
-        zookeeper: Some(ZkSpec::ensemble_for_lease(base.lease_ms)),
+        systems: SystemSpecs {
+            zookeeper: Some(ZkSpec::ensemble_for_lease(base.lease_ms)),
+            ..base.systems.clone()
+        },
         ..base.clone()
     },
     quantities: &[],
@@ -108,6 +117,7 @@ fn follower_lags(d: &mut Draw) -> Vec<Fault> {
     // 3-4 ticks of the world's ensemble (150-200 ms at the catalog's 50 ms tick).
     let tick = d
         .workload
+        .systems
         .zookeeper
         .as_ref()
         .map_or(50, |z| u64::from(z.tick_time_ms));

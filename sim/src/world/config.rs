@@ -188,18 +188,11 @@ pub struct Workload {
     /// trace `locksim explore` places faults by). Off by default: histories stay small.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub trace_commands: bool,
-    /// A ZooKeeper server (none by default): the world of the ZooKeeper designs. With
-    /// it, `servers` may be empty and a client's `Deps.zookeeper` reaches it.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub zookeeper: Option<ZkSpec>,
-    /// A MySQL (MariaDB 10.11 model) server (none by default): the world of the MySQL
-    /// designs. With it, `servers` may be empty and a client's `Deps.mysql` reaches it.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub mysql: Option<MySqlSpec>,
-    /// A MongoDB replica set (none by default): the world of the MongoDB designs. With
-    /// it, `servers` may be empty and a client's `Deps.mongo` reaches its members.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub mongo: Option<MongoSpec>,
+    /// The lock-server systems other than Redis this world runs (none by default),
+    /// each a field of its own in the workload's JSON (`zookeeper`, `mysql`, `mongo`),
+    /// flattened here so histories read as before.
+    #[serde(flatten)]
+    pub systems: SystemSpecs,
     /// A read/write mix: this percentage (0 to 100) of rounds take the lock in read
     /// (shared) mode (`LockDesign::acquire_read`) and only read the storage; the rest
     /// take it in write mode (`acquire`) and read-modify-write. Each acquisition's
@@ -219,6 +212,26 @@ pub struct Workload {
     /// whatever it holds, as before the knob existed.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub segments: Option<u32>,
+}
+
+/// The specs of the lock-server systems other than Redis in a [`Workload`]
+/// (`Workload::systems`, flattened into it): one field per system, `None` (the
+/// default) when the world does not run it. A system's [`super::system::SystemInfo`]
+/// reads and writes its field; nothing else lists them.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SystemSpecs {
+    /// A ZooKeeper server or ensemble: the world of the ZooKeeper designs. With it,
+    /// `servers` may be empty and a client's `Deps` carries its ensemble.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub zookeeper: Option<ZkSpec>,
+    /// A MySQL (MariaDB 10.11 model) server: the world of the MySQL designs. With it,
+    /// `servers` may be empty and a client's `Deps` carries its address.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mysql: Option<MySqlSpec>,
+    /// A MongoDB replica set: the world of the MongoDB designs. With it, `servers` may
+    /// be empty and a client's `Deps` carries its members.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mongo: Option<MongoSpec>,
 }
 
 /// The world's MySQL server: its host name and the account clients log in with.
@@ -431,9 +444,7 @@ impl Default for Workload {
             connect_timeout_ms: default_connect_timeout(),
             sentinel: None,
             trace_commands: false,
-            zookeeper: None,
-            mysql: None,
-            mongo: None,
+            systems: SystemSpecs::default(),
             read_share: None,
             segments: None,
         }

@@ -33,7 +33,8 @@ use std::time::Duration;
 
 pub use config::{
     DesignFactory, MongoSpec, MySqlReplicaSpec, MySqlSpec, RunConfig, RunError, SentinelSpec,
-    ServerSpec, Stepping, Workload, ZkSpec, builtin_factory, default_servers, sub_seed,
+    ServerSpec, Stepping, SystemSpecs, Workload, ZkSpec, builtin_factory, default_servers,
+    sub_seed,
 };
 
 use crate::clock::{ClockSpec, HostClock};

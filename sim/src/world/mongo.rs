@@ -401,7 +401,7 @@ impl SystemSpec for MongoSpec {
     }
 
     fn client_deps(&self, deps: &mut lock_impl::Deps, reach: &super::client::SystemReach) {
-        deps.mongo = Some(lock_impl::mongo::MongoServer {
+        deps.systems.insert(lock_impl::mongo::MongoServer {
             seeds: self
                 .members
                 .iter()
@@ -471,23 +471,27 @@ impl LockSystem for MongoCtl {
     }
 }
 
-/// MongoDB's record: `Workload::mongo`, by default [`MongoSpec::default`].
+/// MongoDB's record: `SystemSpecs::mongo` (the workload's `mongo`), by default
+/// [`MongoSpec::default`].
 pub(crate) static SYSTEM: SystemInfo = SystemInfo {
     backend: lock_impl::Backend::MongoDb,
     capabilities: MONGO_CAPABILITIES,
     spec: |w| {
-        w.mongo
+        w.systems
+            .mongo
             .as_ref()
             .map(|s| Box::new(s.clone()) as Box<dyn SystemSpec>)
     },
     install: |w| {
-        if w.mongo.is_none() {
-            w.mongo = Some(MongoSpec::default());
+        if w.systems.mongo.is_none() {
+            w.systems.mongo = Some(MongoSpec::default());
         }
     },
-    remove: |w| w.mongo = None,
+    remove: |w| w.systems.mongo = None,
     validate: |w| {
-        let Some(m) = &w.mongo else { return Ok(()) };
+        let Some(m) = &w.systems.mongo else {
+            return Ok(());
+        };
         if m.members.is_empty() || m.members.len() > 7 {
             return Err(format!(
                 "workload.mongo.members has {} members: a replica set here has 1 to 7",

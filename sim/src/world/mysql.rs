@@ -744,7 +744,7 @@ impl SystemSpec for MySqlSpec {
     }
 
     fn client_deps(&self, deps: &mut lock_impl::Deps, reach: &super::client::SystemReach) {
-        deps.mysql = Some(lock_impl::mysql::MySqlServer {
+        deps.systems.insert(lock_impl::mysql::MySqlServer {
             host: self.name.clone(),
             port: MYSQL_PORT,
             user: self.user.clone(),
@@ -824,22 +824,24 @@ impl LockSystem for MySqlCtl {
     }
 }
 
-/// MySQL's record: `Workload::mysql`, by default [`MySqlSpec::default`].
+/// MySQL's record: `SystemSpecs::mysql` (the workload's `mysql`), by default
+/// [`MySqlSpec::default`].
 pub(crate) static SYSTEM: SystemInfo = SystemInfo {
     backend: lock_impl::Backend::MySql,
     capabilities: MYSQL_CAPABILITIES,
     spec: |w| {
-        w.mysql
+        w.systems
+            .mysql
             .as_ref()
             .map(|s| Box::new(s.clone()) as Box<dyn SystemSpec>)
     },
     install: |w| {
-        if w.mysql.is_none() {
-            w.mysql = Some(MySqlSpec::default());
+        if w.systems.mysql.is_none() {
+            w.systems.mysql = Some(MySqlSpec::default());
         }
     },
-    remove: |w| w.mysql = None,
-    validate: |w| match &w.mysql {
+    remove: |w| w.systems.mysql = None,
+    validate: |w| match &w.systems.mysql {
         Some(m)
             if !crate::mysql::server::FLUSH_LOG_AT_TRX_COMMIT
                 .contains(&m.innodb_flush_log_at_trx_commit) =>

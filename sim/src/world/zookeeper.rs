@@ -642,7 +642,7 @@ impl SystemSpec for ZkSpec {
     }
 
     fn client_deps(&self, deps: &mut lock_impl::Deps, reach: &super::client::SystemReach) {
-        deps.zookeeper = Some(lock_impl::zk::ZkEnsemble {
+        deps.systems.insert(lock_impl::zk::ZkEnsemble {
             servers: self.names().into_iter().map(|n| (n, ZK_PORT)).collect(),
             dialer: reach.dialer.clone(),
             session_timeout_ms: self.session_timeout_ms,
@@ -711,23 +711,25 @@ impl LockSystem for ZkCtl {
     }
 }
 
-/// ZooKeeper's record: `Workload::zookeeper`, by default an ensemble of three at the
-/// lease's `tickTime` ([`ZkSpec::ensemble_for_lease`]).
+/// ZooKeeper's record: `SystemSpecs::zookeeper` (the workload's `zookeeper`), by
+/// default an ensemble of three at the lease's `tickTime`
+/// ([`ZkSpec::ensemble_for_lease`]).
 pub(crate) static SYSTEM: SystemInfo = SystemInfo {
     backend: lock_impl::Backend::ZooKeeper,
     capabilities: ZOOKEEPER_CAPABILITIES,
     spec: |w| {
-        w.zookeeper
+        w.systems
+            .zookeeper
             .as_ref()
             .map(|s| Box::new(s.clone()) as Box<dyn SystemSpec>)
     },
     install: |w| {
-        if w.zookeeper.is_none() {
-            w.zookeeper = Some(ZkSpec::ensemble_for_lease(w.lease_ms));
+        if w.systems.zookeeper.is_none() {
+            w.systems.zookeeper = Some(ZkSpec::ensemble_for_lease(w.lease_ms));
         }
     },
-    remove: |w| w.zookeeper = None,
-    validate: |w| match &w.zookeeper {
+    remove: |w| w.systems.zookeeper = None,
+    validate: |w| match &w.systems.zookeeper {
         Some(zk) if ![1, 3, 5].contains(&zk.servers) => Err(format!(
             "workload.zookeeper.servers={} must be 1 (standalone), 3 or 5 (an ensemble)",
             zk.servers
