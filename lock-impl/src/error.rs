@@ -84,6 +84,18 @@ pub enum LockError {
         /// The design.
         design: &'static str,
     },
+    /// A design was built over dependencies without its system's handle: the error
+    /// of every system that has no variant of its own ([`crate::Deps::require`]), so a
+    /// new system adds none.
+    #[error(
+        "design {design} locks on {system}, but this world gives it no {system} handle (Deps::systems)"
+    )]
+    NoSystem {
+        /// The design.
+        design: &'static str,
+        /// The system's name.
+        system: &'static str,
+    },
     /// A ZooKeeper server address is not `host:port`.
     #[error("invalid ZooKeeper address '{addr}': expected host:port")]
     BadZooKeeperAddress {
@@ -164,6 +176,7 @@ impl LockError {
             | LockError::NoZooKeeper { .. }
             | LockError::NoMySql { .. }
             | LockError::NoMongo { .. }
+            | LockError::NoSystem { .. }
             | LockError::BadZooKeeperAddress { .. }
             | LockError::NoReadMode { .. } => true,
             LockError::Connect { .. }

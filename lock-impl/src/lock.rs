@@ -125,6 +125,15 @@ impl Deps {
     pub fn system<T: SystemHandle>(&self) -> Option<&T> {
         self.systems.get::<T>()
     }
+
+    /// The handle of `T`'s system, or the error that names `design` and the system
+    /// ([`LockError::NoSystem`]): how a design of a new system asks for its servers.
+    pub fn require<T: SystemHandle>(&self, design: &'static str) -> Result<&T, LockError> {
+        self.system::<T>().ok_or(LockError::NoSystem {
+            design,
+            system: T::BACKEND.name(),
+        })
+    }
 }
 
 /// A system's client-side handle in [`Deps`]: what a design on that system needs to

@@ -272,3 +272,23 @@ fn no_source_outside_a_systems_own_modules_names_it_by_hand() {
         strays.join("\n")
     );
 }
+
+/// A new system's designs ask for their handle with `Deps::require`, whose error names
+/// the design and the system without a variant of the system's own.
+#[test]
+fn requiring_a_missing_handle_names_the_design_and_the_system() {
+    let err = deps()
+        .require::<lock_impl::zk::ZkEnsemble>("some-design")
+        .expect_err("no handle was given");
+    assert!(
+        matches!(
+            err,
+            lock_impl::LockError::NoSystem {
+                design: "some-design",
+                system: "ZooKeeper"
+            }
+        ),
+        "{err:?}"
+    );
+    assert!(err.nothing_sent());
+}
