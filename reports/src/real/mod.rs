@@ -14,13 +14,15 @@
 //! simulator beside it.
 //!
 //! What is not made real yet is refused before anything starts, with one line naming
-//! why ([`refusals`]): clock faults (`libfaketime`), dropped pub/sub messages,
+//! why ([`refusals`]): clock faults on anything but a Redis server (a Redis server's
+//! wall clock moves through locksim's clock shim, `clock.rs`), dropped pub/sub messages,
 //! partitions between ZooKeeper servers or a machine crash of one (the ensemble's own
 //! links are not behind the proxy), and targets that need a server's internal record
 //! (a follower's sessions, an acquisition granted in flight, a `GET_LOCK`'s or a
 //! ZooKeeper node's owner).
 
 pub mod child;
+mod clock;
 pub mod net;
 mod servers;
 
@@ -90,15 +92,36 @@ pub fn refusal(kind: &FaultKind) -> Option<String> {
              yet"
             .into(),
         ),
-        FaultKind::ClockJump { .. }
-        | FaultKind::ClockDrift { .. }
-        | FaultKind::ClockSlew { .. } => Some(
-            "clock faults: libfaketime cannot be preloaded into Debian's redis-server, \
-                 which is built with jemalloc (it dies at start on recursive clock_gettime \
-                 calls, libfaketime issue #130), and client clocks are not offset yet"
-                .into(),
-        ),
+        FaultKind::ClockJump { target, .. }
+        | FaultKind::ClockDrift { target, .. }
+        | FaultKind::ClockSlew { target, .. } => match target {
+            // A Redis server's clock moves through the clock shim (`clock.rs`); a
+            // named host is checked against the world in `refusals`.
+            Target::Host(_)
+            | Target::LockServer
+            | Target::LockServerOf { .. }
+            | Target::UnreplicatedLockMaster { .. }
+            | Target::FreshLockMaster { .. } => None,
+            _ => Some(CLIENT_CLOCKS.into()),
+        },
     }
+}
+
+/// Why a clock fault on a client (or on any host but a Redis server) is refused.
+const CLIENT_CLOCKS: &str = "clock faults on clients, Sentinels, ZooKeeper or MariaDB: only a \
+    Redis server's wall clock is moved in a real run (locksim's clock shim, preloaded); a \
+    client's clock would move through its Deps clock, not made real yet";
+
+/// Whether `plan` moves a clock.
+fn moves_clocks(plan: &FaultPlan) -> bool {
+    plan.faults.iter().any(|f| {
+        matches!(
+            f.kind,
+            FaultKind::ClockJump { .. }
+                | FaultKind::ClockDrift { .. }
+                | FaultKind::ClockSlew { .. }
+        )
+    })
 }
 
 /// Whether a run of `plan` needs the fault proxy (partitions, delays, resets).
@@ -206,6 +229,20 @@ pub fn refusals(design: &str, w: &Workload, plan: &FaultPlan) -> Vec<String> {
         {
             why.push(r);
         }
+    }
+    // A clock fault reaches a Redis server only.
+    let redis_server = |h: &str| w.servers.iter().any(|s| s.name == h);
+    let elsewhere = plan.faults.iter().any(|f| match &f.kind {
+        FaultKind::ClockJump { target, .. }
+        | FaultKind::ClockDrift { target, .. }
+        | FaultKind::ClockSlew { target, .. } => {
+            !w.systems().iter().all(|b| *b == lock_impl::Backend::Redis)
+                || matches!(target, Target::Host(h) if !redis_server(h))
+        }
+        _ => false,
+    });
+    if elsewhere && seen.insert(CLIENT_CLOCKS.into()) {
+        why.push(CLIENT_CLOCKS.into());
     }
     why
 }
@@ -756,8 +793,117 @@ impl Run {
                     );
                 }
             }
+            FaultKind::ClockJump { target, delta_ms } => {
+                for host in self.resolve(target, rng, m) {
+                    let mut servers = self.servers.lock().expect("servers");
+                    let Some(clock) = servers.clock(&host) else {
+                        continue;
+                    };
+                    clock.step(*delta_ms);
+                    drop(servers);
+                    let direction = if *delta_ms >= 0 { "forward" } else { "back" };
+                    self.fault(
+                        &host,
+                        index,
+                        FaultPhase::Start,
+                        format!(
+                            "{host}'s wall clock jumps {direction} by {} ms{}",
+                            delta_ms.unsigned_abs(),
+                            m.detail
+                        ),
+                    );
+                }
+            }
+            FaultKind::ClockDrift {
+                target,
+                drift_ppm,
+                duration_ms,
+            } => {
+                for host in self.resolve(target, rng, m) {
+                    let how_long = duration_ms
+                        .map(|ms| format!(" for {ms} ms"))
+                        .unwrap_or_default();
+                    let detail = format!("{host}'s clock runs at {drift_ppm} ppm{how_long}");
+                    self.clock_rate(index, &host, |_| *drift_ppm, *duration_ms, detail, None);
+                }
+            }
+            FaultKind::ClockSlew {
+                target,
+                delta_ms,
+                rate_ppm,
+            } => {
+                let Ok(rate) = i64::try_from(*rate_ppm) else {
+                    return;
+                };
+                if rate == 0 || *delta_ms == 0 {
+                    return;
+                }
+                let change = rate * delta_ms.signum();
+                let lasts_ms = (u128::from(delta_ms.unsigned_abs()) * 1_000_000)
+                    .div_ceil(u128::from(*rate_ppm));
+                let lasts_ms = u64::try_from(lasts_ms).unwrap_or(u64::MAX);
+                let direction = if *delta_ms >= 0 { "forward" } else { "back" };
+                for host in self.resolve(target, rng, m) {
+                    let detail = format!(
+                        "NTP slews {host}'s wall clock {direction} by {} ms at {rate_ppm} ppm for \
+                         {lasts_ms} ms{}",
+                        delta_ms.unsigned_abs(),
+                        m.detail
+                    );
+                    let end = format!(
+                        "NTP's slew of {host}'s clock is done ({direction} by {} ms)",
+                        delta_ms.unsigned_abs()
+                    );
+                    self.clock_rate(
+                        index,
+                        &host,
+                        |before| before.saturating_add(change).max(-999_999),
+                        Some(lasts_ms),
+                        detail,
+                        Some(end),
+                    );
+                }
+            }
             // Refused before the run started.
             _ => {}
+        }
+    }
+
+    /// Runs Redis server `host`'s clock at `rate(its rate now)` ppm, for `duration_ms`
+    /// (then at its former rate) or to the end; records the start (`detail`) and the
+    /// end (`end`, or "runs at N ppm again").
+    fn clock_rate(
+        self: &Arc<Self>,
+        index: usize,
+        host: &str,
+        rate: impl FnOnce(i64) -> i64,
+        duration_ms: Option<u64>,
+        detail: String,
+        end: Option<String>,
+    ) {
+        let before = {
+            let mut servers = self.servers.lock().expect("servers");
+            let Some(clock) = servers.clock(host) else {
+                return;
+            };
+            let before = clock.drift_ppm();
+            clock.set_drift(rate(before));
+            before
+        };
+        self.fault(host, index, FaultPhase::Start, detail);
+        if let Some(ms) = duration_ms {
+            let (run, host) = (self.clone(), host.to_string());
+            std::thread::spawn(move || {
+                let full = run.sleep_unless_over(ms);
+                if let Some(clock) = run.servers.lock().expect("servers").clock(&host) {
+                    clock.set_drift(before);
+                }
+                if full {
+                    let end =
+                        end.unwrap_or_else(|| format!("{host}'s clock runs at {before} ppm again"));
+                    run.fault(&host, index, FaultPhase::End, end);
+                }
+            });
         }
     }
 
@@ -1039,7 +1185,14 @@ pub fn run_real(cfg: &RunConfig, exe: &Path, logs: Option<&Path>) -> Result<Hist
             _ => None,
         })
         .collect();
-    let mut servers = Servers::start(w, needs_net(&cfg.plan), &client_names, &precuts)?;
+    // Every Redis server runs with the clock shim when the plan moves a server clock
+    // (which one a target names is known only when the fault comes).
+    let clocked: Vec<String> = if moves_clocks(&cfg.plan) {
+        w.servers.iter().map(|s| s.name.clone()).collect()
+    } else {
+        Vec::new()
+    };
+    let mut servers = Servers::start(w, needs_net(&cfg.plan), &client_names, &precuts, &clocked)?;
     let precut_ids = std::mem::take(&mut servers.precut_ids);
     let net = servers.net.take().map(Arc::new);
     let epoch_ns = monotonic_ns();

@@ -7,7 +7,7 @@
 use std::collections::BTreeMap;
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
@@ -19,6 +19,7 @@ use lock_impl::testing::{
 use sim::redis::persistence::{Fsync, Persistence};
 use sim::world::{ServerSpec, Workload};
 
+use super::clock::{ServerClock, shim_path};
 use super::net::{Net, server_ip};
 
 /// One `redis-server` with a fixed port and directory (its AOF survives a restart).
@@ -29,6 +30,8 @@ struct RedisProc {
     args: Vec<String>,
     dir: PathBuf,
     log: PathBuf,
+    /// Its clock, when the plan moves it (the shim preloaded, its control file).
+    clock: Option<ServerClock>,
 }
 
 /// Where a server is reached through the fault proxy: its own loopback address (its
@@ -47,8 +50,14 @@ impl RedisProc {
         port: u16,
         master: Option<SocketAddr>,
         public: Option<Public>,
+        clocked: bool,
     ) -> Result<Self, String> {
         let dir = launch::server_dir("real-redis");
+        let clock = if clocked {
+            Some(ServerClock::create(&dir.join("clock"))?)
+        } else {
+            None
+        };
         let mut args: Vec<String> = vec![
             "--port".into(),
             port.to_string(),
@@ -106,7 +115,7 @@ impl RedisProc {
             ]);
         }
         let log = dir.join("redis.log");
-        let child = Self::spawn("redis-server", &args)?;
+        let child = Self::spawn_in("redis-server", &args, &dir, clock.is_some())?;
         let mut p = Self {
             child,
             port,
@@ -114,6 +123,7 @@ impl RedisProc {
             args,
             dir,
             log,
+            clock,
         };
         p.wait_serving(&spec.name)?;
         Ok(p)
@@ -174,6 +184,7 @@ impl RedisProc {
             args,
             dir,
             log,
+            clock: None,
         };
         p.wait_serving("sentinel")?;
         Ok(p)
@@ -182,6 +193,28 @@ impl RedisProc {
     fn spawn(program: &str, args: &[String]) -> Result<Child, String> {
         let mut cmd = Command::new(program);
         cmd.args(args).stdout(Stdio::null()).stderr(Stdio::null());
+        spawn_kept(cmd).map_err(|e| {
+            format!("{program} did not start ({e}); install it with `apt-get install -y {program}`")
+        })
+    }
+
+    /// [`RedisProc::spawn`], with the clock shim preloaded if `clocked` (its control
+    /// file `clock` in `dir`).
+    fn spawn_in(
+        program: &'static str,
+        args: &[String],
+        dir: &Path,
+        clocked: bool,
+    ) -> Result<Child, String> {
+        if !clocked {
+            return Self::spawn(program, args);
+        }
+        let mut cmd = Command::new(program);
+        cmd.args(args)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .env("LD_PRELOAD", shim_path()?)
+            .env("LOCKSIM_CLOCK_FILE", dir.join("clock"));
         spawn_kept(cmd).map_err(|e| {
             format!("{program} did not start ({e}); install it with `apt-get install -y {program}`")
         })
@@ -215,7 +248,7 @@ impl RedisProc {
 
     fn restart(&mut self, name: &str) -> Result<(), String> {
         self.kill();
-        self.child = Self::spawn(self.program, &self.args)?;
+        self.child = Self::spawn_in(self.program, &self.args, &self.dir, self.clock.is_some())?;
         self.wait_serving(name)
     }
 }
@@ -330,8 +363,9 @@ impl Servers {
         net: bool,
         clients: &[String],
         precuts: &[Precut],
+        clocked: &[String],
     ) -> Result<Self, String> {
-        let mut s = Self::start_servers(w, net, clients, precuts)?;
+        let mut s = Self::start_servers(w, net, clients, precuts, clocked)?;
         if net && s.net.is_none() {
             // ZooKeeper and MariaDB: only the clients' links go through the proxy.
             let servers: BTreeMap<String, (std::net::Ipv4Addr, SocketAddr)> = s
@@ -350,6 +384,7 @@ impl Servers {
         net: bool,
         clients: &[String],
         precuts: &[Precut],
+        clocked: &[String],
     ) -> Result<Self, String> {
         let mut s = Self::default();
         if let Some(spec) = &w.systems.zookeeper {
@@ -470,7 +505,9 @@ impl Servers {
                 None => None,
             };
             let port = port_of[spec.name.as_str()];
-            let proc = RedisProc::start(spec, port, master, public.get(&spec.name).copied())?;
+            let clocked = clocked.iter().any(|h| *h == spec.name);
+            let proc =
+                RedisProc::start(spec, port, master, public.get(&spec.name).copied(), clocked)?;
             s.addrs
                 .insert(spec.name.clone(), ([127, 0, 0, 1], port).into());
             s.redis.insert(spec.name.clone(), proc);
@@ -576,6 +613,11 @@ impl Servers {
         names.extend(self.sentinels.keys().cloned());
         names.extend(self.proxied_sentinels.keys().cloned());
         names
+    }
+
+    /// Redis server `name`'s clock, if the run moves it.
+    pub fn clock(&mut self, name: &str) -> Option<&mut ServerClock> {
+        self.redis.get_mut(name).and_then(|p| p.clock.as_mut())
     }
 
     /// The process id of server `name`.
@@ -875,4 +917,48 @@ fn client_in(text: &str) -> Option<String> {
         .take_while(char::is_ascii_digit)
         .collect();
     (!digits.is_empty()).then(|| format!("client-{digits}"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `PTTL`'s answer as a number.
+    fn pttl(port: u16) -> i64 {
+        let r = resp(port, &["PTTL", "k"]).unwrap_or_default();
+        r.trim().trim_start_matches(':').parse().unwrap_or(i64::MIN)
+    }
+
+    /// A real `redis-server` under the clock shim: a step forward of its wall clock
+    /// shortens a key's remaining life by the step (Redis 7.0 counts expiry on the
+    /// wall clock), and a fast clock runs the key out sooner.
+    #[test]
+    fn a_real_redis_servers_wall_clock_moves_when_the_runner_says_so() {
+        if !lock_impl::testing::redis_server_available() {
+            return;
+        }
+        let port = free_ports(1)[0];
+        let mut p = RedisProc::start(&ServerSpec::named("redis"), port, None, None, true)
+            .unwrap_or_else(|e| panic!("{e}"));
+        assert!(
+            resp(port, &["SET", "k", "v", "PX", "10000"]).is_some_and(|r| r.starts_with("+OK"))
+        );
+        let before = pttl(port);
+        assert!(before > 9_000, "PTTL before the step: {before}");
+        p.clock.as_mut().expect("clocked").step(5_000);
+        let after = pttl(port);
+        assert!(
+            (3_500..5_200).contains(&after),
+            "a 5 s step forward left PTTL at {after} ms (was {before})"
+        );
+        // Twice as fast: 200 ms of real time take 400 ms off the key.
+        p.clock.as_mut().expect("clocked").set_drift(1_000_000);
+        std::thread::sleep(Duration::from_millis(200));
+        let fast = pttl(port);
+        assert!(
+            after - fast >= 350,
+            "a clock at +100 % took {} ms off in 200 ms",
+            after - fast
+        );
+    }
 }
