@@ -505,7 +505,7 @@ impl Servers {
                 None => None,
             };
             let port = port_of[spec.name.as_str()];
-            let clocked = clocked.iter().any(|h| *h == spec.name);
+            let clocked = clocked.contains(&spec.name);
             let proc =
                 RedisProc::start(spec, port, master, public.get(&spec.name).copied(), clocked)?;
             s.addrs
