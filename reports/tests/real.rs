@@ -242,7 +242,7 @@ fn parity_runs_both_sides_of_a_real_cell_and_names_why_a_cell_stays_model_only()
     }
     let cells = vec![
         ("set-nx-px-lua".to_string(), "gc-pause".to_string()),
-        ("redlock".to_string(), "redlock-clock-jump".to_string()),
+        ("node-redlock".to_string(), "client-clock-step".to_string()),
     ];
     let rows = reports::parity::run(&cells, 2, 0..4, 2, exe(), false).unwrap();
     assert_eq!(rows.len(), 2);
@@ -260,8 +260,8 @@ fn parity_runs_both_sides_of_a_real_cell_and_names_why_a_cell_stays_model_only()
     let why = rows[1]
         .real
         .as_ref()
-        .expect_err("a clock jump stays model-only");
-    assert!(why.contains("libfaketime"), "{why}");
+        .expect_err("a client's clock step stays model-only");
+    assert!(why.contains("clock faults on clients"), "{why}");
     let table = reports::parity::markdown(&rows);
     assert!(table.contains("model only: "), "{table}");
 }
