@@ -94,9 +94,9 @@ fn the_mongo_worlds_run_at_mongodbs_own_election_timeout_under_the_mongodb_profi
         assert_eq!(s.param_flags(), " --profile mongodb");
         for seed in 0..5 {
             let plan = s.plan(seed);
-            let last = plan.faults.last().expect("the crash or partition");
+            let last = plan.faults.last().expect("the machine crash or partition");
             let back_after = match last.kind {
-                sim::faults::FaultKind::Crash {
+                sim::faults::FaultKind::MachineCrash {
                     restart_after_ms, ..
                 } => restart_after_ms.expect("restarts"),
                 sim::faults::FaultKind::Partition { duration_ms, .. } => duration_ms,
