@@ -124,7 +124,8 @@ fn moves_clocks(plan: &FaultPlan) -> bool {
     })
 }
 
-/// Whether a run of `plan` needs the fault proxy (partitions, delays, resets).
+/// Whether a run of `plan` needs the fault proxy (partitions, delays, resets, machine
+/// crashes).
 pub fn needs_net(plan: &FaultPlan) -> bool {
     plan.faults.iter().any(|f| {
         matches!(
@@ -688,17 +689,14 @@ impl Run {
             FaultKind::Crash {
                 target,
                 restart_after_ms,
-            } => {
-                for host in self.resolve(target, rng, m) {
-                    self.crash(index, &host, *restart_after_ms, &m.detail, false);
-                }
             }
-            FaultKind::MachineCrash {
+            | FaultKind::MachineCrash {
                 target,
                 restart_after_ms,
             } => {
+                let machine = matches!(kind, FaultKind::MachineCrash { .. });
                 for host in self.resolve(target, rng, m) {
-                    self.crash(index, &host, *restart_after_ms, &m.detail, true);
+                    self.crash(index, &host, *restart_after_ms, &m.detail, machine);
                 }
             }
             FaultKind::PauseBeforeWrite {
