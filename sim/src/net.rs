@@ -160,8 +160,10 @@ impl NetFaults {
     ///
     /// An end of `host`'s that is still registered outlived its software (a stream
     /// kept outside the host's tasks), so no `FIN` will come for it: that connection
-    /// fails at once on both ends, as before this rule. The number of such ends (0 in
-    /// every locksim world; a test checks it).
+    /// fails at once on both ends (with every other connection between the two
+    /// hosts: they cannot be told apart by name), as before this rule. The number of
+    /// such ends: 0 in every locksim world (the crash asserts it in debug builds, so
+    /// every test run checks it).
     pub fn process_died(&self, host: &str) -> usize {
         let mut st = self.lock();
         let mut outlived = Vec::new();
