@@ -232,11 +232,39 @@ pub fn sweep_orphaned_dirs_now() {
     }
 }
 
-/// `count` distinct free loopback ports (each bound at once, then all released).
+/// `count` distinct free loopback ports (each bound at once, then all released),
+/// below the kernel's ephemeral range (`ip_local_port_range`): a port the kernel
+/// hands out (to any process's outgoing connection, or to a `:0` listener) could be
+/// taken between this pick and the server's own bind, and a real Sentinel once died
+/// of that (`EADDRINUSE`) while other tests dialled. Below the range only another
+/// pick can take it: each process starts at its own place (by its id) and walks on.
 pub fn free_ports(count: usize) -> Vec<u16> {
-    let listeners: Vec<TcpListener> = (0..count)
-        .map(|_| TcpListener::bind("127.0.0.1:0").expect("cannot bind a loopback port"))
-        .collect();
+    static NEXT: AtomicU64 = AtomicU64::new(0);
+    const LOW: u64 = 10_000;
+    let high = fs::read_to_string("/proc/sys/net/ipv4/ip_local_port_range")
+        .ok()
+        .and_then(|r| r.split_whitespace().next()?.parse::<u64>().ok())
+        .unwrap_or(32_768)
+        .min(65_536);
+    let mut listeners: Vec<TcpListener> = Vec::new();
+    if high > LOW + 1_000 {
+        let span = high - LOW;
+        let start = u64::from(std::process::id()).wrapping_mul(7_919) % span;
+        for _ in 0..span {
+            if listeners.len() == count {
+                break;
+            }
+            let n = NEXT.fetch_add(1, Ordering::Relaxed);
+            let port = LOW + (start + n) % span;
+            if let Ok(l) = TcpListener::bind(("127.0.0.1", port as u16)) {
+                listeners.push(l);
+            }
+        }
+    }
+    // A machine whose ephemeral range starts low: the kernel's own picks.
+    while listeners.len() < count {
+        listeners.push(TcpListener::bind("127.0.0.1:0").expect("cannot bind a loopback port"));
+    }
     listeners
         .iter()
         .map(|l| l.local_addr().expect("a bound address").port())
