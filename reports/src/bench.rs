@@ -394,7 +394,8 @@ pub fn run_all(repeats: u64, memory_seeds: u64, threads: usize, sample_every: us
     let pass = main_job_pass(&picked, threads);
     let runs: u64 = pass.cells.iter().map(|c| c.cell.runs).sum();
     let host_runs: u64 = pass.cells.iter().map(|c| c.cost).sum();
-    let settled = pass
+    // The cells an unsafe run settled: counted here, listed slowest first below.
+    let mut firsts: Vec<&crate::cells::AdaptiveCell> = pass
         .cells
         .iter()
         .filter(|c| {
@@ -403,7 +404,8 @@ pub fn run_all(repeats: u64, memory_seeds: u64, threads: usize, sample_every: us
                 .as_ref()
                 .is_some_and(|s| s.violation().is_some())
         })
-        .count();
+        .collect();
+    let settled = firsts.len();
     let weak = pass
         .cells
         .iter()
@@ -425,16 +427,6 @@ pub fn run_all(repeats: u64, memory_seeds: u64, threads: usize, sample_every: us
     println!(
         "   first violations (the seed that settled the cell; its runs\' wall time up to it, runs ahead on other threads included), slowest first:"
     );
-    let mut firsts: Vec<&crate::cells::AdaptiveCell> = pass
-        .cells
-        .iter()
-        .filter(|c| {
-            c.cell
-                .settled
-                .as_ref()
-                .is_some_and(|s| s.violation().is_some())
-        })
-        .collect();
     firsts.sort_by_key(|c| std::cmp::Reverse(c.wall));
     for c in &firsts {
         println!(
