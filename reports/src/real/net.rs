@@ -550,12 +550,16 @@ mod tests {
             "a dead machine answered: {err}"
         );
 
+        // The old connection ends without the held bytes: by an `RST` (a pump's
+        // `SO_LINGER` 0), or, when the proxy's two pumps of the connection close it in
+        // the other order, by a `FIN` (seen once in CI): either way nothing comes back.
         net.machine_back("redis", id);
         let mut b = [0u8; 8];
         let after = c.read(&mut b);
         assert!(
-            matches!(&after, Err(e) if e.kind() == ErrorKind::ConnectionReset),
-            "the old connection was not reset: {after:?}"
+            matches!(&after, Ok(0))
+                || matches!(&after, Err(e) if e.kind() == ErrorKind::ConnectionReset),
+            "the old connection was not ended, or gave back what the dead machine held: {after:?}"
         );
         let mut c2 = std::net::TcpStream::connect(via).unwrap();
         c2.set_read_timeout(Some(Duration::from_millis(1_000)))
