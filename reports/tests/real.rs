@@ -86,10 +86,12 @@ fn faults_the_runner_cannot_make_real_are_refused_naming_why() {
     let refused = |d: &str, s: &str| {
         reports::parity::real_refusals(&design(d).unwrap(), &scenario(s).unwrap(), 0..3).join("; ")
     };
-    // A Redis server's clock moves (the clock shim); a client's does not yet.
+    // A Redis server's clock moves (the clock shim), a client's too (its process's
+    // `Deps` clock); a ZooKeeper server's does not yet.
     assert!(refused("redlock", "redlock-clock-jump").is_empty());
-    let why = refused("node-redlock", "client-clock-step");
-    assert!(why.contains("clock faults on clients"), "{why}");
+    assert!(refused("node-redlock", "client-clock-step").is_empty());
+    let why = refused("zk-curator", "clock-jump");
+    assert!(why.contains("ZooKeeper servers"), "{why}");
     let why = refused("zk-curator", "zk-follower-stale");
     assert!(why.contains("ZooKeeper servers"), "{why}");
     let why = refused("mongo-find-and-modify", "gc-pause");
@@ -101,16 +103,16 @@ fn faults_the_runner_cannot_make_real_are_refused_naming_why() {
             "run",
             "--real",
             "--design",
-            "node-redlock",
+            "zk-curator",
             "--scenario",
-            "client-clock-step",
+            "clock-jump",
         ])
         .output()
         .unwrap();
     assert_eq!(out.status.code(), Some(2));
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(
-        err.contains("--real cannot run") && err.contains("clock faults on clients"),
+        err.contains("--real cannot run") && err.contains("ZooKeeper servers"),
         "{err}"
     );
 }
@@ -242,7 +244,7 @@ fn parity_runs_both_sides_of_a_real_cell_and_names_why_a_cell_stays_model_only()
     }
     let cells = vec![
         ("set-nx-px-lua".to_string(), "gc-pause".to_string()),
-        ("node-redlock".to_string(), "client-clock-step".to_string()),
+        ("zk-curator".to_string(), "clock-jump".to_string()),
     ];
     let rows = reports::parity::run(&cells, 2, 0..4, 2, exe(), false).unwrap();
     assert_eq!(rows.len(), 2);
@@ -260,8 +262,8 @@ fn parity_runs_both_sides_of_a_real_cell_and_names_why_a_cell_stays_model_only()
     let why = rows[1]
         .real
         .as_ref()
-        .expect_err("a client's clock step stays model-only");
-    assert!(why.contains("clock faults on clients"), "{why}");
+        .expect_err("a ZooKeeper server's clock jump stays model-only");
+    assert!(why.contains("ZooKeeper servers"), "{why}");
     let table = reports::parity::markdown(&rows);
     assert!(table.contains("model only: "), "{table}");
 }
@@ -504,4 +506,72 @@ fn a_real_replica_cut_off_from_the_start_never_syncs_and_is_promoted_after_the_g
             && matches!(&e.kind, sim::history::EventKind::Server(sim::history::ServerEvent::Role { role }) if role == "master")),
         "redis-3 was promoted"
     );
+}
+
+/// A client clock fault made real: the parent steps the client's clock in its process
+/// (its `Deps` clock) and records it as the simulator does; when the step strikes an
+/// acquire in progress, node-redlock (`Date.now()`) believes a validity longer than
+/// the lease, as in the simulator.
+#[test]
+fn a_real_clients_clock_steps_back_in_its_process_and_stretches_a_wall_clock_validity() {
+    if !lock_impl::testing::redis_server_available() {
+        return;
+    }
+    let lease_us = scenarios::sweep::config(
+        &design("node-redlock").unwrap(),
+        &scenario("client-clock-step").unwrap(),
+        0,
+    )
+    .workload
+    .lease_ms
+        * 1000;
+    for seed in 0..3 {
+        let (h, summary) = real_history("node-redlock", "client-clock-step", seed);
+        let steps: Vec<(String, u64)> = h
+            .events
+            .iter()
+            .filter_map(|e| match e.kind {
+                sim::history::EventKind::Clock { step_ms, .. } if step_ms < 0 => {
+                    Some((e.host.clone(), e.at_us))
+                }
+                _ => None,
+            })
+            .collect();
+        assert!(
+            !steps.is_empty() && steps.iter().all(|(host, _)| host.starts_with("client-")),
+            "seed {seed}: the clients' clocks stepped back: {steps:?}"
+        );
+        if summary.fault_seen.is_none() {
+            continue;
+        }
+        // The acquire the step struck: its believed validity outlasts the lease.
+        let mut invoked: std::collections::BTreeMap<(String, u64), u64> = Default::default();
+        let mut stretched = None;
+        for e in &h.events {
+            let sim::history::EventKind::Op(op) = &e.kind else {
+                continue;
+            };
+            if op.f != sim::history::OpF::Acquire {
+                continue;
+            }
+            let id = (e.host.clone(), op.op);
+            if op.phase == sim::history::Phase::Invoke {
+                invoked.insert(id, e.at_us);
+            } else if op.phase == sim::history::Phase::Ok
+                && let Some(&start) = invoked.get(&id)
+                && steps
+                    .iter()
+                    .any(|(host, at)| *host == e.host && start <= *at && *at < e.at_us)
+            {
+                stretched = op.valid_until_us.map(|v| v.saturating_sub(e.at_us));
+            }
+        }
+        let left = stretched.expect("the struck acquire was granted with a validity");
+        assert!(
+            left > lease_us,
+            "seed {seed}: granted with {left} µs of believed validity, lease {lease_us} µs"
+        );
+        eprintln!("seed {seed}: granted with {left} µs of believed validity (lease {lease_us} µs)");
+        return;
+    }
 }

@@ -15,7 +15,13 @@ use sim::redis::server::{SharedEngine, SystemClock, serve_tokio};
 use sim::sentinel::driver::{SentinelEngine, local_spawn, run, tokio_dial};
 use sim::sentinel::{Addr, Sentinel, SentinelConfig};
 
-const DOWN_AFTER_MS: u64 = 1_000;
+/// Above Sentinel's ping period (1 s). At `down-after-milliseconds 1000` real
+/// Sentinels sometimes find the master they have just switched to down exactly one
+/// second after the switch (`+sdown`, then `-sdown` 60 ms later: the new link's first
+/// answered `PING` came after the down check), agree it is down and fail over again:
+/// seen once in 20 runs here (priority-10 promoted, then priority-100), with the
+/// Sentinels' logs. The test is about the choice and the answers, not that race.
+const DOWN_AFTER_MS: u64 = 2_000;
 const FAILOVER_TIMEOUT_MS: u64 = 5_000;
 
 /// A master and three replicas (priorities 100, 10, 0), all synced.
@@ -274,9 +280,9 @@ fn real_and_model_sentinels_promote_the_same_replica_and_answer_alike() {
         );
     }
     // The other replicas follow the new master on both sides.
-    for (side, topo, port) in [
-        ("real", &real_topo, real_port),
-        ("model", &model_topo, model_port),
+    for (side, topo, port, sentinels) in [
+        ("real", &real_topo, real_port, &real_addrs),
+        ("model", &model_topo, model_port, &model_addrs),
     ] {
         eprintln!("checking the {side} side");
         for r in topo.replicas.iter().filter(|r| r.addr().port() != port) {
@@ -284,13 +290,64 @@ fn real_and_model_sentinels_promote_the_same_replica_and_answer_alike() {
             // Real Sentinel repoints one replica at a time (`parallel-syncs 1`), each
             // after the one before has synced; on a loaded machine that took over 20 s
             // once, so the bound is generous (it costs nothing when all goes well).
-            wait_for("a replica to be repointed at the new master", 60, || {
+            let repointed = || {
                 Conn::open(r.addr())
                     .call(&["INFO", "replication"])
                     .is_ok_and(|b| {
                         String::from_utf8_lossy(&b).contains(&format!("master_port:{port}"))
                     })
-            });
+            };
+            let start = Instant::now();
+            while !repointed() {
+                if start.elapsed() > Duration::from_secs(60) {
+                    panic!(
+                        "timed out after 60 s waiting for the {side} replica {} to be \
+                         repointed at the new master {port}\n{}",
+                        topo.name_of(r.addr().port()),
+                        diagnose(topo, sentinels, if side == "real" { &real } else { &[] }),
+                    );
+                }
+                std::thread::sleep(Duration::from_millis(50));
+            }
         }
     }
+}
+
+/// What the replicas and the Sentinels say, and the end of each real Sentinel's log:
+/// printed when a replica is not repointed, so a failure in CI explains itself.
+fn diagnose(topo: &Topology, sentinels: &[SocketAddr], real: &[SentinelServer]) -> String {
+    let mut out = String::new();
+    let ask = |addr: SocketAddr, argv: &[&str]| -> String {
+        match std::net::TcpStream::connect(addr) {
+            Ok(_) => Conn::open(addr)
+                .call(argv)
+                .map(|b| String::from_utf8_lossy(&b).replace("\r\n", " "))
+                .unwrap_or_else(|e| format!("<no reply: {e}>")),
+            Err(e) => format!("<no connection: {e}>"),
+        }
+    };
+    for r in &topo.replicas {
+        out += &format!(
+            "replica {} ({}): {}\n",
+            topo.name_of(r.addr().port()),
+            r.addr(),
+            ask(r.addr(), &["INFO", "replication"])
+        );
+    }
+    for s in sentinels {
+        out += &format!(
+            "sentinel {s}: master {} replicas {}\n",
+            ask(*s, &["SENTINEL", "MASTER", "mymaster"]),
+            ask(*s, &["SENTINEL", "REPLICAS", "mymaster"])
+        );
+    }
+    for s in real {
+        let log = std::fs::read_to_string(s.log_path()).unwrap_or_default();
+        let tail: Vec<&str> = log.lines().rev().take(60).collect();
+        out += &format!("log of sentinel {}:\n", s.addr());
+        for line in tail.iter().rev() {
+            out += &format!("  {line}\n");
+        }
+    }
+    out
 }

@@ -11,7 +11,13 @@
 //! an armed pause-before-write strikes; `H <ms>` the design's retry horizon; `X` done.
 //! Lines from the parent (stdin): the configuration (first line, JSON), then `S <reply>`,
 //! `P` (the pause is over: go on), `A <ms>` (arm a pause before the next write),
-//! `W <ms>` (the next critical section works this much longer).
+//! `W <ms>` (the next critical section works this much longer), `C <ms>` (the host's
+//! wall clock steps by this much, signed), `R <ppm>` (from now on the host's clock runs
+//! at this rate error: its monotonic clock, its timers and its wall clock alike).
+//!
+//! The client's clock is the design's `Deps` clock ([`HostClock`] over the run's true
+//! time), as in the simulator: a client clock fault moves what the design reads and how
+//! long its timers take, not the machine's clocks, which the servers share.
 
 use std::collections::BTreeMap;
 use std::io::Write as _;
@@ -24,6 +30,7 @@ use lock_impl::{AcquireOptions, Deps, LockDesign};
 use rand::{RngExt, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use serde::{Deserialize, Serialize};
+use sim::clock::HostClock;
 use sim::history::{Event, EventKind, Op, OpF, Phase};
 use sim::world::Workload;
 use tokio::io::AsyncBufReadExt;
@@ -57,6 +64,19 @@ pub struct ClientConfig {
     /// (`addrs` are then this client's own listeners).
     #[serde(default)]
     pub net: Option<super::net::ClientNet>,
+    /// The host's clock when this process starts (the machine's clock outlives a
+    /// crashed process): its wall clock's offset from true time and its rate error.
+    #[serde(default)]
+    pub clock: Option<StartClock>,
+}
+
+/// A client host's clock as a new process of it finds it.
+#[derive(Debug, Clone, Copy, Serialize, Deserialize)]
+pub struct StartClock {
+    /// The wall clock's offset from true time, µs (positive: ahead).
+    pub wall_offset_us: i64,
+    /// The rate error, ppm.
+    pub drift_ppm: i64,
 }
 
 /// Dials what a Sentinel names through this client's own listener for that server
@@ -103,6 +123,62 @@ fn true_now() -> Duration {
 
 fn now_us() -> u64 {
     true_now().as_micros() as u64
+}
+
+/// A client host's clock in a real run: the simulator's [`HostClock`] schedule over the
+/// run's true time (the machine's monotonic clock since the epoch). The monotonic
+/// reading follows the host's rate; the wall reading is the machine's wall clock moved
+/// by the host's steps and rate; a sleep lasts what the host's own clock says (a rate
+/// change during it is honoured at its end, as in the simulator's `SimClock`).
+#[derive(Debug, Clone)]
+struct RealClock {
+    clock: HostClock,
+}
+
+impl lock_impl::Clock for RealClock {
+    fn now(&self) -> Duration {
+        self.clock.monotonic(true_now())
+    }
+
+    fn wall(&self) -> Duration {
+        let machine = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap_or_default()
+            .as_micros() as i128;
+        let us = machine + i128::from(self.clock.wall_offset_us(true_now()));
+        Duration::from_micros(u64::try_from(us.max(0)).unwrap_or(u64::MAX))
+    }
+
+    fn sleep(&self, duration: Duration) -> lock_impl::Sleep {
+        let clock = self.clock.clone();
+        Box::pin(async move {
+            let until = clock.local_elapsed(true_now()) + duration;
+            loop {
+                let now = clock.local_elapsed(true_now());
+                let Some(left) = until.checked_sub(now).filter(|d| !d.is_zero()) else {
+                    return;
+                };
+                tokio::time::sleep(clock.true_duration(left)).await;
+            }
+        })
+    }
+}
+
+/// The host's clock at this process's start: as the parent says (a perfect clock if it
+/// says nothing), with the host's uptime as in the simulator.
+fn start_clock(config: &ClientConfig) -> HostClock {
+    let start = config.clock.unwrap_or(StartClock {
+        wall_offset_us: 0,
+        drift_ppm: 0,
+    });
+    let clock = HostClock::new(sim::clock::ClockSpec::default())
+        .booted(HostClock::uptime_for(config.seed, &config.name));
+    // The offset in µs, as a step; the rate from now on.
+    let now = true_now();
+    let ms = start.wall_offset_us / 1000;
+    clock.step(ms);
+    clock.set_drift(now, start.drift_ppm);
+    clock
 }
 
 /// The client's side of the history: each event goes to the parent as it happens.
@@ -158,6 +234,8 @@ struct Inbox {
     resume: Mutex<mpsc::UnboundedReceiver<()>>,
     pause_before_write: AtomicU64,
     slow_ms: AtomicU64,
+    /// The host's clock, which `C` and `R` lines move.
+    clock: HostClock,
 }
 
 /// Reads the parent's lines until it closes our stdin (then the run is over).
@@ -184,25 +262,44 @@ async fn read_parent(
                     .slow_ms
                     .fetch_add(rest.parse().unwrap_or(0), Ordering::Relaxed);
             }
+            "C" | "R" => move_clock(&inbox.clock, tag, rest),
             _ => {}
         }
     }
     std::process::exit(0);
 }
 
+/// Applies the parent's clock line `C <ms>` (a step of the wall clock) or
+/// `R <ppm> <at_us>` (the rate from true time `at_us` on: a process the parent had
+/// stopped reads it late) to `clock`.
+fn move_clock(clock: &HostClock, tag: &str, rest: &str) {
+    let mut parts = rest.split(' ');
+    let n = parts.next().and_then(|p| p.parse().ok()).unwrap_or(0);
+    match tag {
+        "C" => clock.step(n),
+        _ => {
+            let at = parts
+                .next()
+                .and_then(|t| t.parse().ok())
+                .map_or_else(true_now, Duration::from_micros);
+            clock.set_drift(at, n);
+        }
+    }
+}
+
 /// Records a watchdog's renewals, as the simulator's client does.
 struct Renewals {
     rec: Arc<Rec>,
-    clock: Arc<dyn lock_impl::Clock>,
+    clock: HostClock,
 }
 
 impl lock_impl::Observer for Renewals {
     fn renewed(&self, key: &str, owner: &str, valid_until: Duration) {
-        let left = valid_until.saturating_sub(self.clock.now());
+        let t = self.clock.true_time_of(true_now(), valid_until);
         self.rec.event(EventKind::Renewed {
             key: key.to_string(),
             owner: owner.to_string(),
-            valid_until_us: (true_now() + left).as_micros() as u64,
+            valid_until_us: u64::try_from(t.as_micros()).unwrap_or(u64::MAX),
         });
     }
 }
@@ -243,6 +340,7 @@ async fn run() -> Result<(), String> {
         resume: Mutex::new(resume_rx),
         pause_before_write: AtomicU64::new(0),
         slow_ms: AtomicU64::new(0),
+        clock: start_clock(&config),
     });
     tokio::spawn(read_parent(lines, storage_tx, resume_tx, inbox.clone()));
     let rec = Arc::new(Rec {
@@ -251,8 +349,8 @@ async fn run() -> Result<(), String> {
     });
     let design_spec = crate::input::design(&config.design).map_err(|e| e.0)?;
     let w = &config.workload;
-    let deps = deps(&config, rec.clone()).await?;
-    let clock = deps.clock.clone();
+    let host_clock = inbox.clock.clone();
+    let deps = deps(&config, rec.clone(), host_clock.clone()).await?;
     let design = (design_spec.factory)(deps);
     send(&format!("H {}", design.retry_horizon().as_millis()));
     let stream_id = (config.index << 16) | config.incarnation;
@@ -264,7 +362,7 @@ async fn run() -> Result<(), String> {
         rec,
         inbox,
         workload: w.clone(),
-        clock,
+        clock: host_clock,
     };
     while true_now() < deadline {
         if let Some(guard) = client.acquire(design.as_ref(), &w.key, options).await {
@@ -278,9 +376,11 @@ async fn run() -> Result<(), String> {
 }
 
 /// The design's dependencies for this world's system, over real sockets.
-async fn deps(config: &ClientConfig, rec: Arc<Rec>) -> Result<Deps, String> {
+async fn deps(config: &ClientConfig, rec: Arc<Rec>, host: HostClock) -> Result<Deps, String> {
     let w = &config.workload;
-    let clock: Arc<dyn lock_impl::Clock> = Arc::new(lock_impl::TokioClock::new());
+    let clock: Arc<dyn lock_impl::Clock> = Arc::new(RealClock {
+        clock: host.clone(),
+    });
     let scale = lock_impl::TimeScale::for_lease(w.lease_ms);
     let addr = |name: &str| {
         config
@@ -300,10 +400,7 @@ async fn deps(config: &ClientConfig, rec: Arc<Rec>) -> Result<Deps, String> {
         config.name.clone(),
     ));
     let spawner = Arc::new(lock_impl::TokioSpawner);
-    let observer: Arc<dyn lock_impl::Observer> = Arc::new(Renewals {
-        rec,
-        clock: clock.clone(),
-    });
+    let observer: Arc<dyn lock_impl::Observer> = Arc::new(Renewals { rec, clock: host });
     let mut deps = if let Some(zk) = &w.systems.zookeeper {
         let servers = zk
             .names()
@@ -406,8 +503,8 @@ struct Client {
     rec: Arc<Rec>,
     inbox: Arc<Inbox>,
     workload: Workload,
-    /// The design's clock (its guards' validity is read on it).
-    clock: Arc<dyn lock_impl::Clock>,
+    /// The host's clock (the design's; its guards' validity is read on it).
+    clock: HostClock,
 }
 
 impl Client {
@@ -436,9 +533,9 @@ impl Client {
                 o.owner = Some(g.owner.clone());
                 o.token = g.token;
                 o.value = Some(1);
-                o.valid_until_us = g.valid_until.map(|until| {
-                    let left = until.saturating_sub(self.clock.now());
-                    (true_now() + left).as_micros() as u64
+                o.valid_until_us = g.valid_until.map(|local| {
+                    let t = self.clock.true_time_of(true_now(), local);
+                    u64::try_from(t.as_micros()).unwrap_or(u64::MAX)
                 });
             }
         });
@@ -493,13 +590,21 @@ impl Client {
             }
         };
         let extra = self.inbox.slow_ms.swap(0, Ordering::Relaxed);
-        tokio::time::sleep(Duration::from_millis(self.workload.work_ms + extra)).await;
+        // Work lasts what the host's own clock says, as in the simulator.
+        let work = Duration::from_millis(self.workload.work_ms + extra);
+        lock_impl::Clock::sleep(
+            &RealClock {
+                clock: self.clock.clone(),
+            },
+            work,
+        )
+        .await;
         let id = self.rec.invoke(OpF::Write, |o| {
             o.value = Some(read - 1);
             o.token = token;
         });
         if let Some(margin) = self.workload.check_validity_ms {
-            let left = guard.remaining(self.clock.now());
+            let left = guard.remaining(self.clock.monotonic(true_now()));
             if left.is_some_and(|l| l < Duration::from_millis(margin)) {
                 let left_ms = left.unwrap_or_default().as_millis();
                 self.rec.complete(id, OpF::Write, Phase::Fail, |o| {
@@ -530,5 +635,46 @@ impl Client {
                 o.detail = Some(e.to_string())
             }),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use lock_impl::Clock as _;
+
+    /// The parent's lines move the design's clock as the simulator's nemesis moves a
+    /// client host's: a step moves the wall clock only; a rate moves the monotonic
+    /// clock, the wall clock and how long a sleep takes.
+    #[tokio::test]
+    async fn a_clients_clock_moves_as_the_parents_lines_say() {
+        let host = HostClock::new(sim::clock::ClockSpec::default());
+        let clock = RealClock {
+            clock: host.clone(),
+        };
+        let (mono, wall) = (clock.now(), clock.wall());
+        move_clock(&host, "C", "-60000");
+        let back = wall.as_millis() as i64 - clock.wall().as_millis() as i64;
+        assert!((59_990..=60_010).contains(&back), "stepped back {back} ms");
+        assert!(
+            clock.now() >= mono,
+            "a step does not move the monotonic clock"
+        );
+        // Twice as fast from now: 200 ms on the host's clock take about 100 ms.
+        let at = true_now().as_micros();
+        move_clock(&host, "R", &format!("1000000 {at}"));
+        assert_eq!(host.drift_ppm(), 1_000_000);
+        let (t0, m0) = (std::time::Instant::now(), clock.now());
+        clock.sleep(Duration::from_millis(200)).await;
+        let took = t0.elapsed();
+        let local = clock.now() - m0;
+        assert!(
+            local >= Duration::from_millis(200),
+            "{local:?} on the host's clock"
+        );
+        assert!(
+            took < Duration::from_millis(180),
+            "a sleep of 200 ms at twice the rate took {took:?}"
+        );
     }
 }

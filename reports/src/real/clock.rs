@@ -92,6 +92,17 @@ impl ServerClock {
         self.write();
     }
 
+    /// How far its wall clock is from the machine's now, in µs (positive: ahead).
+    pub fn wall_offset_us(&self) -> i64 {
+        let now = real_ns();
+        let moved = if self.rate_ppb != 0 && now > self.anchor_ns {
+            (i128::from(now - self.anchor_ns) * i128::from(self.rate_ppb) / 1_000_000_000) as i64
+        } else {
+            0
+        };
+        (self.offset_ns + moved) / 1_000
+    }
+
     /// Its rate error now, in parts per million.
     pub fn drift_ppm(&self) -> i64 {
         self.rate_ppb / 1_000

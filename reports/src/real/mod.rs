@@ -14,8 +14,9 @@
 //! simulator beside it.
 //!
 //! What is not made real yet is refused before anything starts, with one line naming
-//! why ([`refusals`]): clock faults on anything but a Redis server (a Redis server's
-//! wall clock moves through locksim's clock shim, `clock.rs`), dropped pub/sub messages,
+//! why ([`refusals`]): clock faults on Sentinels, ZooKeeper servers or MariaDB (a Redis
+//! server's wall clock moves through locksim's clock shim, `clock.rs`; a client's
+//! through its process's `Deps` clock, `child.rs`), dropped pub/sub messages,
 //! partitions between ZooKeeper servers or a machine crash of one (the ensemble's own
 //! links are not behind the proxy), and targets that need a server's internal record
 //! (a follower's sessions, an acquisition granted in flight, a `GET_LOCK`'s or a
@@ -36,7 +37,7 @@ use std::time::Duration;
 
 use rand::{RngExt, SeedableRng};
 use rand_chacha::ChaCha8Rng;
-use sim::clock::{monotonic_ns, real_since};
+use sim::clock::{ClockSpec, HostClock, monotonic_ns, real_since};
 use sim::faults::{FaultKind, FaultPlan, Target};
 use sim::history::{
     Event, EventKind, FaultPhase, History, RunParams, RunStats, ServerEvent, StorageEvent,
@@ -92,25 +93,39 @@ pub fn refusal(kind: &FaultKind) -> Option<String> {
              yet"
             .into(),
         ),
+        // A Redis server's clock moves through the clock shim (`clock.rs`), a client's
+        // through its process's `Deps` clock (`child.rs`); which hosts a target can
+        // reach in the world is checked in `refusals`.
         FaultKind::ClockJump { target, .. }
         | FaultKind::ClockDrift { target, .. }
-        | FaultKind::ClockSlew { target, .. } => match target {
-            // A Redis server's clock moves through the clock shim (`clock.rs`); a
-            // named host is checked against the world in `refusals`.
-            Target::Host(_)
-            | Target::LockServer
-            | Target::LockServerOf { .. }
-            | Target::UnreplicatedLockMaster { .. }
-            | Target::FreshLockMaster { .. } => None,
-            _ => Some(CLIENT_CLOCKS.into()),
-        },
+        | FaultKind::ClockSlew { target, .. } => target_ok(target),
     }
 }
 
-/// Why a clock fault on a client (or on any host but a Redis server) is refused.
-const CLIENT_CLOCKS: &str = "clock faults on clients, Sentinels, ZooKeeper or MariaDB: only a \
-    Redis server's wall clock is moved in a real run (locksim's clock shim, preloaded); a \
-    client's clock would move through its Deps clock, not made real yet";
+/// Why a clock fault on a Sentinel, a ZooKeeper server or MariaDB is refused.
+const SERVER_CLOCKS: &str = "clock faults on Sentinels, ZooKeeper servers or MariaDB: a real \
+    run moves a Redis server's wall clock (locksim's clock shim, preloaded) and a client's \
+    (its process's Deps clock); these servers' clocks are not moved yet";
+
+/// Whether a clock fault on `target` can reach a host the real run cannot move the
+/// clock of, in a world whose servers are all Redis (`redis_only`) or not; `server`
+/// says whether a host name is a Redis server.
+fn clock_target_refused(target: &Target, redis_only: bool, server: &dyn Fn(&str) -> bool) -> bool {
+    match target {
+        Target::Host(h) => !(server(h) || h.starts_with("client-")),
+        Target::Holder
+        | Target::Acquirer
+        | Target::LockOwner
+        | Target::MidAcquire { .. }
+        | Target::AllClients => false,
+        Target::LockServer
+        | Target::LockServerOf { .. }
+        | Target::UnreplicatedLockMaster { .. }
+        | Target::FreshLockMaster { .. } => !redis_only,
+        // Sentinels, ZooKeeper servers, or every host: some clock not moved.
+        _ => true,
+    }
+}
 
 /// Whether `plan` moves a clock.
 fn moves_clocks(plan: &FaultPlan) -> bool {
@@ -231,19 +246,19 @@ pub fn refusals(design: &str, w: &Workload, plan: &FaultPlan) -> Vec<String> {
             why.push(r);
         }
     }
-    // A clock fault reaches a Redis server only.
+    // A clock fault reaches a Redis server or a client only.
     let redis_server = |h: &str| w.servers.iter().any(|s| s.name == h);
+    let redis_only = w.systems().iter().all(|b| *b == lock_impl::Backend::Redis);
     let elsewhere = plan.faults.iter().any(|f| match &f.kind {
         FaultKind::ClockJump { target, .. }
         | FaultKind::ClockDrift { target, .. }
         | FaultKind::ClockSlew { target, .. } => {
-            !w.systems().iter().all(|b| *b == lock_impl::Backend::Redis)
-                || matches!(target, Target::Host(h) if !redis_server(h))
+            clock_target_refused(target, redis_only, &redis_server)
         }
         _ => false,
     });
-    if elsewhere && seen.insert(CLIENT_CLOCKS.into()) {
-        why.push(CLIENT_CLOCKS.into());
+    if elsewhere && seen.insert(SERVER_CLOCKS.into()) {
+        why.push(SERVER_CLOCKS.into());
     }
     why
 }
@@ -277,6 +292,10 @@ struct Run {
     horizon_ms: AtomicU64,
     /// Per host, when its last pause ends (µs of true time).
     pause_until: Mutex<BTreeMap<String, u64>>,
+    /// Each client host's clock as the parent keeps it (the machine's, which outlives
+    /// its process): every change is sent to the process, and a restarted process
+    /// starts from it.
+    client_clocks: Mutex<BTreeMap<String, HostClock>>,
     over: AtomicBool,
     readers: Mutex<Vec<std::thread::JoinHandle<()>>>,
 }
@@ -452,6 +471,18 @@ impl Run {
                 .unwrap_or_else(|| self.addrs.clone()),
             net: self.net.as_ref().map(|n| n.client_net(name)),
             mysql_login: self.mysql_login.clone(),
+            clock: self
+                .client_clocks
+                .lock()
+                .expect("client clocks")
+                .get(name)
+                .map(|c| {
+                    let now = real_since(self.epoch_ns);
+                    child::StartClock {
+                        wall_offset_us: c.wall_offset_us(now),
+                        drift_ppm: c.drift_ppm(),
+                    }
+                }),
         };
         let mut cmd = Command::new(&self.exe);
         cmd.arg("__client")
@@ -793,12 +824,9 @@ impl Run {
             }
             FaultKind::ClockJump { target, delta_ms } => {
                 for host in self.resolve(target, rng, m) {
-                    let mut servers = self.servers.lock().expect("servers");
-                    let Some(clock) = servers.clock(&host) else {
+                    if !self.step_clock(&host, *delta_ms) {
                         continue;
-                    };
-                    clock.step(*delta_ms);
-                    drop(servers);
+                    }
                     let direction = if *delta_ms >= 0 { "forward" } else { "back" };
                     self.fault(
                         &host,
@@ -867,7 +895,88 @@ impl Run {
         }
     }
 
-    /// Runs Redis server `host`'s clock at `rate(its rate now)` ppm, for `duration_ms`
+    /// Steps `host`'s wall clock by `delta_ms`: a Redis server's through the clock
+    /// shim, a client's in its process (its `Deps` clock) and in the parent's copy.
+    /// False if `host` has no clock the run moves.
+    fn step_clock(&self, host: &str, delta_ms: i64) -> bool {
+        let moved = if let Some(clock) = self.servers.lock().expect("servers").clock(host) {
+            clock.step(delta_ms);
+            Some((clock.wall_offset_us(), clock.drift_ppm()))
+        } else {
+            None
+        };
+        let moved = moved.or_else(|| {
+            let clocks = self.client_clocks.lock().expect("client clocks");
+            let clock = clocks.get(host)?;
+            clock.step(delta_ms);
+            if let Some(c) = self.clients.lock().expect("clients").get(host) {
+                write_line(&c.stdin, &format!("C {delta_ms}"));
+            }
+            Some((
+                clock.wall_offset_us(real_since(self.epoch_ns)),
+                clock.drift_ppm(),
+            ))
+        });
+        let Some((wall_offset_us, drift_ppm)) = moved else {
+            return false;
+        };
+        self.record_clock(host, wall_offset_us, drift_ppm, delta_ms);
+        true
+    }
+
+    /// Records `host`'s clock after a change (a step of `step_ms`, or 0 for a new
+    /// rate), as the simulator's nemesis does: the probes read these.
+    fn record_clock(&self, host: &str, wall_offset_us: i64, drift_ppm: i64, step_ms: i64) {
+        self.recorder.record_at(
+            self.now_us(),
+            host,
+            EventKind::Clock {
+                wall_offset_us,
+                drift_ppm,
+                step_ms,
+            },
+        );
+    }
+
+    /// `host`'s clock's rate error now, if the run moves its clock.
+    fn drift_of(&self, host: &str) -> Option<i64> {
+        if let Some(clock) = self.servers.lock().expect("servers").clock(host) {
+            return Some(clock.drift_ppm());
+        }
+        let clocks = self.client_clocks.lock().expect("client clocks");
+        clocks.get(host).map(HostClock::drift_ppm)
+    }
+
+    /// From now on `host`'s clock runs at `ppm` (a client's from the true time the
+    /// parent says, so a stopped process applies it from the right moment).
+    fn set_drift(&self, host: &str, ppm: i64) {
+        let server = self
+            .servers
+            .lock()
+            .expect("servers")
+            .clock(host)
+            .map(|clock| {
+                clock.set_drift(ppm);
+                clock.wall_offset_us()
+            });
+        if let Some(wall_offset_us) = server {
+            self.record_clock(host, wall_offset_us, ppm, 0);
+            return;
+        }
+        let clocks = self.client_clocks.lock().expect("client clocks");
+        let Some(clock) = clocks.get(host) else {
+            return;
+        };
+        let at_us = self.now_us();
+        let at = Duration::from_micros(at_us);
+        clock.set_drift(at, ppm);
+        if let Some(c) = self.clients.lock().expect("clients").get(host) {
+            write_line(&c.stdin, &format!("R {ppm} {at_us}"));
+        }
+        self.record_clock(host, clock.wall_offset_us(at), ppm, 0);
+    }
+
+    /// Runs `host`'s clock (a Redis server's or a client's) at `rate(its rate now)` ppm, for `duration_ms`
     /// (then at its former rate) or to the end; records the start (`detail`) and the
     /// end (`end`, or "runs at N ppm again").
     fn clock_rate(
@@ -879,23 +988,16 @@ impl Run {
         detail: String,
         end: Option<String>,
     ) {
-        let before = {
-            let mut servers = self.servers.lock().expect("servers");
-            let Some(clock) = servers.clock(host) else {
-                return;
-            };
-            let before = clock.drift_ppm();
-            clock.set_drift(rate(before));
-            before
+        let Some(before) = self.drift_of(host) else {
+            return;
         };
+        self.set_drift(host, rate(before));
         self.fault(host, index, FaultPhase::Start, detail);
         if let Some(ms) = duration_ms {
             let (run, host) = (self.clone(), host.to_string());
             std::thread::spawn(move || {
                 let full = run.sleep_unless_over(ms);
-                if let Some(clock) = run.servers.lock().expect("servers").clock(&host) {
-                    clock.set_drift(before);
-                }
+                run.set_drift(&host, before);
                 if full {
                     let end =
                         end.unwrap_or_else(|| format!("{host}'s clock runs at {before} ppm again"));
@@ -1218,9 +1320,35 @@ pub fn run_real(cfg: &RunConfig, exe: &Path, logs: Option<&Path>) -> Result<Hist
         servers: Mutex::new(servers),
         horizon_ms: AtomicU64::new(0),
         pause_until: Mutex::new(BTreeMap::new()),
+        client_clocks: Mutex::new(
+            (1..=w.clients)
+                .map(|i| {
+                    let spec = cfg
+                        .client_clocks
+                        .get(i as usize - 1)
+                        .copied()
+                        .unwrap_or_default();
+                    (format!("client-{i}"), HostClock::new(spec))
+                })
+                .collect(),
+        ),
         over: AtomicBool::new(false),
         readers: Mutex::new(Vec::new()),
     });
+    // An imperfect client clock is recorded at time zero, as the simulator does.
+    for (i, spec) in cfg.client_clocks.iter().enumerate() {
+        if *spec != ClockSpec::default() && (i as u64) < u64::from(w.clients) {
+            run.recorder.record_at(
+                0,
+                &format!("client-{}", i + 1),
+                EventKind::Clock {
+                    wall_offset_us: spec.offset_ms * 1000,
+                    drift_ppm: spec.drift_ppm,
+                    step_ms: 0,
+                },
+            );
+        }
+    }
     for i in 0..u64::from(w.clients) {
         run.spawn_client(&format!("client-{}", i + 1), i, 0)?;
     }
