@@ -391,7 +391,7 @@ fn a_real_delayed_replica_lets_the_runner_crash_the_masters_machine_on_a_write_t
     if !lock_impl::testing::redis_server_available() {
         return;
     }
-    let (h, _) = real_history("set-nx-px-lua", "failover", 0);
+    let (h, summary) = real_history("set-nx-px-lua", "failover", 0);
     let starts = fault_starts(&h);
     assert!(
         starts
@@ -412,6 +412,15 @@ fn a_real_delayed_replica_lets_the_runner_crash_the_masters_machine_on_a_write_t
         h.events.iter().any(|e| e.host == "redis-2"
             && matches!(&e.kind, sim::history::EventKind::Server(sim::history::ServerEvent::Role { role }) if role == "master")),
         "redis-2 was never promoted"
+    );
+    // The servers' own record, sampled by the runner (each server's lock value every
+    // 20 ms and at the crash), lets the scenario's probe see its fault on a real run:
+    // the master held the lock write when its machine died, the replica promoted
+    // without it.
+    let seen = summary.fault_seen.unwrap_or_default();
+    assert!(
+        seen.contains("redis crashed") && seen.contains("redis-2 was promoted"),
+        "{seen:?}"
     );
 }
 

@@ -296,6 +296,12 @@ struct Run {
     /// its process): every change is sent to the process, and a restarted process
     /// starts from it.
     client_clocks: Mutex<BTreeMap<String, HostClock>>,
+    /// What each Redis server held under the lock key when last asked (absent: no
+    /// key): the servers' own record, sampled (see [`Run::note_lock_value`]).
+    lock_values: Mutex<BTreeMap<String, String>>,
+    /// Redis servers killed and not yet back: the poller leaves their record alone
+    /// (their restart records what it lost).
+    down: Mutex<std::collections::BTreeSet<String>>,
     over: AtomicBool,
     readers: Mutex<Vec<std::thread::JoinHandle<()>>>,
 }
@@ -1127,10 +1133,17 @@ impl Run {
         let key = self.cfg.workload.key.clone();
         let held = {
             let mut servers = self.servers.lock().expect("servers");
-            let held = servers.value_of(host, &key);
+            let held = servers
+                .redis_port(host)
+                .and_then(|port| servers::lock_value_at(port, &key));
             servers.kill(host);
             held
         };
+        if let Some(value) = held.clone() {
+            self.note_lock_value(host, value, "gone");
+        }
+        self.down.lock().expect("down").insert(host.to_string());
+        let held = held.flatten();
         self.fault(
             host,
             index,
@@ -1154,29 +1167,56 @@ impl Run {
                     Err(e) => format!("{host} did not restart: {e}"),
                 };
                 run.fault(&host, index, FaultPhase::End, detail);
-                if let Some(value) = held.filter(|_| back.is_none()) {
-                    // The server's own answers: it held `value` before the crash and
+                if held.is_some() && back.is_none() {
+                    // The server's own answers: it held the value before the crash and
                     // holds nothing after the restart.
-                    run.recorder.record_at(
-                        run.now_us(),
-                        &host,
-                        EventKind::Server(ServerEvent::Removed {
-                            by: host.clone(),
-                            key: key.clone(),
-                            value,
-                            cause: "lost".into(),
-                        }),
-                    );
+                    run.note_lock_value(&host, None, "lost");
                 }
+                run.down.lock().expect("down").remove(&host);
             });
         }
     }
 }
 
 impl Run {
-    /// Records each Redis server's role when it changes, by its own answer, until the
-    /// run is over.
-    fn watch_roles(&self) {
+    /// Records what Redis server `host` holds under the lock key when it differs from
+    /// what was last recorded: a `Written` (by the client its owner value names, else
+    /// the server itself) or a `Removed` (`cause`: `lost` when a restart lost it, else
+    /// `gone`, for a key seen absent: deleted or expired, the sample does not say).
+    /// A real server's record is sampled (every 20 ms, and at each crash): a value held
+    /// for less than that can be missed, so the checkers that judge by the servers'
+    /// record still say `Unknown` on a real run (`RunParams::server_records`); the
+    /// scenarios' probes read it to say whether the fault happened.
+    fn note_lock_value(&self, host: &str, value: Option<String>, cause: &str) {
+        let key = &self.cfg.workload.key;
+        let mut values = self.lock_values.lock().expect("lock values");
+        let event = match (values.get(host), value) {
+            (Some(old), Some(v)) if *old == v => return,
+            (None, None) => return,
+            (_, Some(v)) => {
+                values.insert(host.to_string(), v.clone());
+                ServerEvent::Written {
+                    by: writer_of(&v).unwrap_or_else(|| host.to_string()),
+                    key: key.clone(),
+                    value: v,
+                }
+            }
+            (Some(_), None) => ServerEvent::Removed {
+                by: host.to_string(),
+                key: key.clone(),
+                value: values.remove(host).expect("held"),
+                cause: cause.to_string(),
+            },
+        };
+        self.recorder
+            .record_at(self.now_us(), host, EventKind::Server(event));
+    }
+
+    /// Records each Redis server's lock value and, with Sentinels, its role when they
+    /// change, by its own answers, until the run is over.
+    fn watch_servers(&self) {
+        let key = self.cfg.workload.key.clone();
+        let roles = self.cfg.workload.sentinel.is_some();
         // A replica names its master by address (real, or public behind the proxy).
         let mut by_addr: BTreeMap<String, String> = self
             .addrs
@@ -1202,8 +1242,24 @@ impl Run {
         while !self.over.load(Ordering::Relaxed) {
             let names = self.servers.lock().expect("servers").redis_names();
             for n in names {
-                let role = self.servers.lock().expect("servers").role(&n);
-                let Some(role) = role else { continue };
+                // Asked without holding the servers' lock (a stopped server makes each
+                // question wait out its timeout).
+                let Some(port) = self.servers.lock().expect("servers").redis_port(&n) else {
+                    continue;
+                };
+                // The value first: a promotion recorded below finds the new master's
+                // record as fresh as its role.
+                if let Some(value) = servers::lock_value_at(port, &key)
+                    && !self.down.lock().expect("down").contains(&n)
+                {
+                    self.note_lock_value(&n, value, "gone");
+                }
+                if !roles {
+                    continue;
+                }
+                let Some(role) = servers::role_at(port) else {
+                    continue;
+                };
                 let role = match role.strip_prefix("replica of ") {
                     Some(addr) => format!(
                         "replica of {}",
@@ -1235,6 +1291,14 @@ fn heal_precuts(run: &Run, ids: &[u64]) {
             net.heal(*id);
         }
     }
+}
+
+/// The client host an owner value names (`client-N-…`, the clients' entropy), if it
+/// names one.
+fn writer_of(value: &str) -> Option<String> {
+    let rest = value.strip_prefix("client-")?;
+    let digits: String = rest.chars().take_while(char::is_ascii_digit).collect();
+    (!digits.is_empty()).then(|| format!("client-{digits}"))
 }
 
 /// `client-N` → N − 1.
@@ -1332,6 +1396,8 @@ pub fn run_real(cfg: &RunConfig, exe: &Path, logs: Option<&Path>) -> Result<Hist
                 })
                 .collect(),
         ),
+        lock_values: Mutex::new(BTreeMap::new()),
+        down: Mutex::new(Default::default()),
         over: AtomicBool::new(false),
         readers: Mutex::new(Vec::new()),
     });
@@ -1352,11 +1418,17 @@ pub fn run_real(cfg: &RunConfig, exe: &Path, logs: Option<&Path>) -> Result<Hist
     for i in 0..u64::from(w.clients) {
         run.spawn_client(&format!("client-{}", i + 1), i, 0)?;
     }
-    // With Sentinels, each Redis server's role as it answers it (a promotion, a
-    // demotion), polled every 20 ms.
-    let roles = w.sentinel.is_some().then(|| {
+    // What each Redis server holds under the lock key and, with Sentinels, its role
+    // (a promotion, a demotion), as it answers them, polled every 20 ms.
+    let has_redis = !run
+        .servers
+        .lock()
+        .expect("servers")
+        .redis_names()
+        .is_empty();
+    let roles = has_redis.then(|| {
         let run = run.clone();
-        std::thread::spawn(move || run.watch_roles())
+        std::thread::spawn(move || run.watch_servers())
     });
     // The nemesis: each fault at its time, in time order (ties: plan order).
     let mut order: Vec<usize> = (0..cfg.plan.faults.len()).collect();

@@ -274,6 +274,86 @@ fn resp_send(port: u16, argv: &[&str]) -> Option<TcpStream> {
     Some(s)
 }
 
+/// What the Redis server on `port` holds under `key`, by its own answer: a string's
+/// value or a hash's fields joined by `,` (`Some(None)`: no such key); `None` if it
+/// does not answer (stopped, dead, or an error).
+pub fn lock_value_at(port: u16, key: &str) -> Option<Option<String>> {
+    let mut items = resp_strings(port, &["GET", key])?;
+    if items.as_ref().is_err_and(|e| e.starts_with("WRONGTYPE")) {
+        items = resp_strings(port, &["HKEYS", key])?;
+    }
+    let items = items.ok()?;
+    Some((!items.is_empty()).then(|| items.join(",")))
+}
+
+/// One RESP request whose reply is a bulk string, a nil or an array of bulk strings,
+/// read whole over a fresh connection: the strings (none for a nil or an empty
+/// array), or the error's text; `None` if no whole reply came.
+fn resp_strings(port: u16, argv: &[&str]) -> Option<Result<Vec<String>, String>> {
+    let mut s = resp_send(port, argv)?;
+    let mut got = Vec::new();
+    let mut buf = [0u8; 1024];
+    loop {
+        let n = s.read(&mut buf).ok()?;
+        if n == 0 {
+            return None;
+        }
+        got.extend_from_slice(&buf[..n]);
+        if let Some(parsed) = parse_strings(&got) {
+            return Some(parsed);
+        }
+    }
+}
+
+/// A whole reply of [`resp_strings`]'s kinds in `bytes`, or `None` if more is to come.
+fn parse_strings(bytes: &[u8]) -> Option<Result<Vec<String>, String>> {
+    let text = std::str::from_utf8(bytes).ok()?;
+    let (head, mut rest) = text.split_once("\r\n")?;
+    let bulk = |rest: &mut &str| -> Option<Option<String>> {
+        let (h, r) = rest.split_once("\r\n")?;
+        let len: i64 = h.strip_prefix('$')?.parse().ok()?;
+        if len < 0 {
+            *rest = r;
+            return Some(None);
+        }
+        let len = len as usize;
+        (r.len() >= len + 2).then(|| {
+            *rest = &r[len + 2..];
+            Some(r[..len].to_string())
+        })
+    };
+    match head.as_bytes().first()? {
+        b'-' => Some(Err(head[1..].to_string())),
+        b'$' => {
+            let mut all = text;
+            Some(Ok(bulk(&mut all)?.into_iter().collect()))
+        }
+        b'*' => {
+            let count: i64 = head[1..].parse().ok()?;
+            let mut out = Vec::new();
+            for _ in 0..count.max(0) {
+                out.extend(bulk(&mut rest)?);
+            }
+            Some(Ok(out))
+        }
+        _ => Some(Err(format!("unexpected reply {head}"))),
+    }
+}
+
+/// The role of the Redis server on `port` by its own answer (`INFO replication`):
+/// `master`, or `replica of <ip:port>`; `None` if it does not answer.
+pub fn role_at(port: u16) -> Option<String> {
+    let info = resp_bulk(port, &["INFO", "replication"])?;
+    match info_field(&info, "role")? {
+        "master" => Some("master".into()),
+        _ => Some(format!(
+            "replica of {}:{}",
+            info_field(&info, "master_host")?,
+            info_field(&info, "master_port")?
+        )),
+    }
+}
+
 /// One RESP request over a fresh connection; the first reply line.
 fn resp(port: u16, argv: &[&str]) -> Option<String> {
     let mut s = resp_send(port, argv)?;
@@ -761,30 +841,19 @@ impl Servers {
     /// What Redis server `name` holds under `key` now, by its own answer: a string's
     /// value, or a hash's fields joined by `,`; `None` if absent, or not a Redis server.
     pub fn value_of(&self, name: &str, key: &str) -> Option<String> {
-        let r = self.redis.get(name)?;
-        let reply = resp(r.port, &["GET", key])
-            .filter(|x| !x.starts_with("-WRONGTYPE"))
-            .or_else(|| resp(r.port, &["HKEYS", key]))?;
-        let items: Vec<&str> = reply
-            .split("\r\n")
-            .filter(|l| !l.is_empty() && !l.starts_with('$') && !l.starts_with('*'))
-            .collect();
-        (!items.is_empty() && !reply.starts_with('-')).then(|| items.join(","))
+        lock_value_at(self.redis.get(name)?.port, key).flatten()
     }
 
     /// Redis server `name`'s role by its own answer (`ROLE`): `master`, or
     /// `replica of <ip:port>`; `None` if it does not answer.
     pub fn role(&self, name: &str) -> Option<String> {
-        let r = self.redis.get(name)?;
-        let info = resp_bulk(r.port, &["INFO", "replication"])?;
-        match info_field(&info, "role")? {
-            "master" => Some("master".into()),
-            _ => Some(format!(
-                "replica of {}:{}",
-                info_field(&info, "master_host")?,
-                info_field(&info, "master_port")?
-            )),
-        }
+        role_at(self.redis.get(name)?.port)
+    }
+
+    /// Redis server `name`'s own port (not the proxy's), to ask it without holding
+    /// the servers' lock.
+    pub fn redis_port(&self, name: &str) -> Option<u16> {
+        self.redis.get(name).map(|r| r.port)
     }
 
     /// The Redis server names, in world order.
