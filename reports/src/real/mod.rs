@@ -1295,7 +1295,7 @@ fn heal_precuts(run: &Run, ids: &[u64]) {
 
 /// The client host an owner value names (`client-N-…`, the clients' entropy), if it
 /// names one.
-fn writer_of(value: &str) -> Option<String> {
+pub(crate) fn writer_of(value: &str) -> Option<String> {
     let rest = value.strip_prefix("client-")?;
     let digits: String = rest.chars().take_while(char::is_ascii_digit).collect();
     (!digits.is_empty()).then(|| format!("client-{digits}"))

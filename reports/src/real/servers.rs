@@ -990,6 +990,33 @@ fn client_in(text: &str) -> Option<String> {
 
 #[cfg(test)]
 mod tests {
+    /// A lock value is read whole or not at all: a reply cut short is "no answer yet",
+    /// never "no key" (which would record a removal that did not happen).
+    #[test]
+    fn a_reply_cut_short_is_no_answer_never_an_absent_key() {
+        let ok = |b: &str| parse_strings(b.as_bytes());
+        assert_eq!(ok("$-1\r\n"), Some(Ok(vec![])));
+        assert_eq!(ok("$3\r\nabc\r\n"), Some(Ok(vec!["abc".to_string()])));
+        assert_eq!(ok("$3\r\n"), None);
+        assert_eq!(ok("$3\r\nab"), None);
+        assert_eq!(ok("*0\r\n"), Some(Ok(vec![])));
+        assert_eq!(
+            ok("*2\r\n$1\r\na\r\n$1\r\nb\r\n"),
+            Some(Ok(vec!["a".to_string(), "b".to_string()]))
+        );
+        assert_eq!(ok("*2\r\n$1\r\na\r\n"), None);
+        assert_eq!(
+            ok("-WRONGTYPE Operation against a key\r\n"),
+            Some(Err("WRONGTYPE Operation against a key".to_string()))
+        );
+        // And the owner value names the client that wrote it.
+        assert_eq!(
+            crate::real::writer_of("client-12-0-ab"),
+            Some("client-12".to_string())
+        );
+        assert_eq!(crate::real::writer_of("redisson-uuid:1"), None);
+    }
+
     use super::*;
 
     /// `PTTL`'s answer as a number.
