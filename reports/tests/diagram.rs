@@ -238,9 +238,15 @@ fn assert_clean(name: &str, d: &diagram::Diagram) {
 
 #[test]
 fn the_redis_failover_diagram_has_no_two_labels_overlapping_and_a_tooltip_on_every_cut_label() {
-    let h = history("set-nx-px-lua", "failover", 0);
-    let d = diagram::of_history(&h, false);
-    assert!(d.violation.is_some(), "failover seed 0 fails");
+    // The first failing seed (seed 1 since the Sentinels' rhythm has its own phase).
+    let (h, d) = (0..10)
+        .map(|seed| {
+            let h = history("set-nx-px-lua", "failover", seed);
+            let d = diagram::of_history(&h, false);
+            (h, d)
+        })
+        .find(|(_, d)| d.violation.is_some())
+        .expect("a failover among seeds 0..10 fails");
     assert_clean("failover", &d);
     assert_clean("failover-full", &diagram::of_history(&h, true));
 }

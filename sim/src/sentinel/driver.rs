@@ -241,6 +241,20 @@ impl Driver {
 /// Runs the Sentinel in `shared` forever: its timer and its links. Serve its port with
 /// [`serve_connection`](crate::redis::serve_connection) on the same `shared`.
 pub async fn run(shared: SharedEngine<SentinelEngine>, dial: DialFn, spawn: SpawnFn) {
+    run_after(Duration::ZERO, shared, dial, spawn).await
+}
+
+/// [`run`], its timer starting after `phase` (a Sentinel that was up before the run
+/// began: its rhythm's phase; see `world/sentinels.rs`).
+pub async fn run_after(
+    phase: Duration,
+    shared: SharedEngine<SentinelEngine>,
+    dial: DialFn,
+    spawn: SpawnFn,
+) {
+    if !phase.is_zero() {
+        turmoil::time::sleep(phase).await;
+    }
     let driver = Driver {
         shared: shared.clone(),
         links: Rc::default(),

@@ -72,6 +72,9 @@ use redis::Value;
 pub const SENTINEL_PORT: u16 = 26379;
 
 const PING_PERIOD: u64 = 1_000;
+
+/// Sentinel's PING period (`SENTINEL_PING_PERIOD`), ms.
+pub const PING_PERIOD_MS: u64 = PING_PERIOD;
 const INFO_PERIOD: u64 = 10_000;
 const ASK_PERIOD: u64 = 1_000;
 const PUBLISH_PERIOD: u64 = 2_000;

@@ -109,7 +109,21 @@ impl SentinelCtl {
                 };
                 let mut config = ctl.config.clone();
                 config.seed ^= start - 1;
-                let now_ms = crate::redis::ServerClock::now_us(&clock) / 1000;
+                // A Sentinel of a running deployment has been up a while when the run
+                // begins, so its once-a-second rhythm (PING, the down checks, the
+                // asks) has its own phase against the run's clients and faults. One
+                // whose links all came up at time zero pinged in step with the fault
+                // plan: a master crashed 3 s in was always found down about 1 s later
+                // (real Sentinels: 1-2 s, by where the crash falls between two PINGs).
+                // So at the run's start its timer (and the links it opens) begins
+                // after a phase drawn from its seed, below the ping period; it serves
+                // its port from time zero. A restart starts at once, as a real one.
+                let phase_ms = if start == 1 {
+                    sub_seed(config.seed, 0xB007) % crate::sentinel::PING_PERIOD_MS
+                } else {
+                    0
+                };
+                let now_ms = crate::redis::ServerClock::now_us(&clock) / 1000 + phase_ms;
                 let mut sentinel = Sentinel::new(config, now_ms);
                 if let Some(saved) = lock(&ctl.saved).clone() {
                     sentinel.restore(saved, now_ms);
@@ -136,7 +150,8 @@ impl SentinelCtl {
                         tokio::task::spawn_local(gate.wrap(task));
                     })
                 };
-                tokio::task::spawn_local(ctl.gate.wrap(crate::sentinel::driver::run(
+                tokio::task::spawn_local(ctl.gate.wrap(crate::sentinel::driver::run_after(
+                    std::time::Duration::from_millis(phase_ms),
                     shared.clone(),
                     dial,
                     spawn,
