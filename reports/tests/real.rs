@@ -379,6 +379,11 @@ fn a_real_connection_reset_ends_the_holders_get_lock_and_another_client_takes_it
         if invalid(&r, "mutual-exclusion") {
             unsafe_runs += 1;
         }
+        // MariaDB's own answers, sampled by the runner (the `GET_LOCK` holder's
+        // connection id before the reset, gone from the process list after): the
+        // scenario's probe sees the server end the holder's session.
+        let seen = r.fault_seen.clone().unwrap_or_default();
+        assert!(seen.contains("GET_LOCK"), "seed {seed}: {seen:?}");
     }
     assert!(
         unsafe_runs >= 1,
@@ -445,7 +450,7 @@ fn a_real_mariadb_lock_row_names_its_owner_for_a_client_crash() {
         return;
     }
     // Seeds whose plan aims crashes at the lock's owner (the row's owner value).
-    let (h, _) = real_history("mysql-unique-index", "client-crash", 1);
+    let (h, summary) = real_history("mysql-unique-index", "client-crash", 1);
     let owner_crashes = h
         .plan
         .faults
@@ -469,6 +474,10 @@ fn a_real_mariadb_lock_row_names_its_owner_for_a_client_crash() {
         crashed > h.plan.faults.len() - owner_crashes,
         "some crash aimed at the row's owner hit a client: {crashed} crashes"
     );
+    // The row's owner read at the crash is recorded as MariaDB's record of the lock,
+    // so the scenario's probe sees a client crash holding it.
+    let seen = summary.fault_seen.unwrap_or_default();
+    assert!(seen.contains("crashed at"), "{seen:?}");
 }
 
 #[test]

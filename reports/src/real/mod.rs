@@ -661,11 +661,29 @@ impl Run {
                 .lock_server(&self.cfg.workload.key)
                 .into_iter()
                 .collect(),
-            Target::LockOwner => servers
-                .lock_owner(&self.cfg.workload.key)
-                .filter(|c| self.clients.lock().expect("clients").contains_key(c))
-                .into_iter()
-                .collect(),
+            Target::LockOwner => {
+                let key = &self.cfg.workload.key;
+                let live = |c: &String| self.clients.lock().expect("clients").contains_key(c);
+                let Some(name) = servers.mysql_name() else {
+                    return servers.lock_owner(key).filter(live).into_iter().collect();
+                };
+                // On MariaDB the row's owner, by one answer, names the target and is the
+                // server's record of the lock at this moment (what the crash probes read).
+                let Some(owner) = servers.mysql_row_owner(key) else {
+                    return Vec::new();
+                };
+                let client = writer_of(&owner);
+                self.recorder.record_at(
+                    self.now_us(),
+                    name,
+                    EventKind::Server(ServerEvent::Written {
+                        by: client.clone().unwrap_or_else(|| name.to_string()),
+                        key: key.clone(),
+                        value: owner,
+                    }),
+                );
+                client.filter(live).into_iter().collect()
+            }
             Target::ZkLeader => servers.zk_leader().into_iter().collect(),
             Target::UnreplicatedLockMaster { .. }
             | Target::FreshLockMaster { .. }
@@ -814,7 +832,18 @@ impl Run {
                 let Some(net) = self.net.clone() else { return };
                 let servers = self.servers.lock().expect("servers").lock_servers.clone();
                 for host in self.resolve(target, rng, m) {
+                    // MariaDB's `GET_LOCK` holder before the reset, by its answer.
+                    let key = self.cfg.workload.key.clone();
+                    let holder = self
+                        .servers
+                        .lock()
+                        .expect("servers")
+                        .mysql_lock_holder(&key)
+                        .flatten();
                     let n = net.reset(&host, &servers);
+                    if let Some(id) = holder {
+                        self.watch_session_end(&host, id, key);
+                    }
                     self.fault(
                         &host,
                         index,
@@ -1210,6 +1239,44 @@ impl Run {
         };
         self.recorder
             .record_at(self.now_us(), host, EventKind::Server(event));
+    }
+
+    /// After `client`'s connections were reset: if MariaDB ends the session `id` that
+    /// held `GET_LOCK(key)` (within 2 s, by its process list), records the end as the
+    /// simulator's MySQL server does (`MySqlConnection`, `closed`, releasing `key`); a
+    /// session that lives on (the lock was another client's, or released by a command)
+    /// records nothing.
+    fn watch_session_end(self: &Arc<Self>, client: &str, id: u32, key: String) {
+        let (run, client) = (self.clone(), client.to_string());
+        std::thread::spawn(move || {
+            for _ in 0..100 {
+                if run.over.load(Ordering::Relaxed) {
+                    return;
+                }
+                let (alive, name) = {
+                    let servers = run.servers.lock().expect("servers");
+                    (
+                        servers.mysql_session_alive(id),
+                        servers.mysql_name().map(str::to_string),
+                    )
+                };
+                if let (Some(false), Some(name)) = (alive, name) {
+                    run.recorder.record_at(
+                        run.now_us(),
+                        &name,
+                        EventKind::Server(ServerEvent::MySqlConnection {
+                            connection: id,
+                            client,
+                            event: "closed".into(),
+                            released: vec![key],
+                            row_locks: Vec::new(),
+                        }),
+                    );
+                    return;
+                }
+                std::thread::sleep(Duration::from_millis(20));
+            }
+        });
     }
 
     /// Records each Redis server's lock value and, with Sentinels, its role when they

@@ -800,35 +800,9 @@ impl Servers {
     /// order) that has it: a string's value, or a hash's fields (Redisson's
     /// `uuid:thread` holds), read for the `client-N` every owner value starts with.
     pub fn lock_owner(&self, key: &str) -> Option<String> {
-        if let Some((name, _)) = &self.mysql {
+        if self.mysql.is_some() {
             // A unique-index row holds its owner value (`locks (name, owner)`).
-            let (user, password, database) = self.mysql_login.clone()?;
-            let addr = self.addrs.get(name)?;
-            let out = Command::new("mariadb")
-                .args([
-                    "--protocol=tcp",
-                    "-h",
-                    &addr.ip().to_string(),
-                    "-P",
-                    &addr.port().to_string(),
-                    "-u",
-                    &user,
-                    &format!("-p{password}"),
-                    "-D",
-                    &database,
-                    "-N",
-                    "-B",
-                    "-e",
-                    &format!(
-                        "SELECT owner FROM locks WHERE name = '{}'",
-                        key.replace('\'', "''")
-                    ),
-                ])
-                .stdin(Stdio::null())
-                .stderr(Stdio::null())
-                .output()
-                .ok()?;
-            return client_in(&String::from_utf8_lossy(&out.stdout));
+            return client_in(&self.mysql_row_owner(key)?);
         }
         self.redis.iter().find_map(|(_, r)| {
             let reply = resp(r.port, &["GET", key])
@@ -836,6 +810,70 @@ impl Servers {
                 .or_else(|| resp(r.port, &["HKEYS", key]))?;
             client_in(&reply)
         })
+    }
+
+    /// One statement on MariaDB through Debian's `mariadb` client, over the parent's
+    /// own connection (outside the fault proxy): its rows, tab-separated, one a line;
+    /// `None` if there is no MariaDB or it could not be asked.
+    pub fn mysql_query(&self, sql: &str) -> Option<String> {
+        let (name, _) = self.mysql.as_ref()?;
+        let (user, password, database) = self.mysql_login.clone()?;
+        let addr = self.addrs.get(name)?;
+        let out = Command::new("mariadb")
+            .args([
+                "--protocol=tcp",
+                "-h",
+                &addr.ip().to_string(),
+                "-P",
+                &addr.port().to_string(),
+                "-u",
+                &user,
+                &format!("-p{password}"),
+                "-D",
+                &database,
+                "-N",
+                "-B",
+                "-e",
+                sql,
+            ])
+            .stdin(Stdio::null())
+            .stderr(Stdio::null())
+            .output()
+            .ok()?;
+        out.status
+            .success()
+            .then(|| String::from_utf8_lossy(&out.stdout).into_owned())
+    }
+
+    /// MariaDB's host name in the world, if it has one.
+    pub fn mysql_name(&self) -> Option<&str> {
+        self.mysql.as_ref().map(|(name, _)| name.as_str())
+    }
+
+    /// The owner value of `key`'s unique-index row (`locks (name, owner)`), by
+    /// MariaDB's answer; `None` if there is no row (or no answer).
+    pub fn mysql_row_owner(&self, key: &str) -> Option<String> {
+        let out = self.mysql_query(&format!(
+            "SELECT owner FROM locks WHERE name = {}",
+            sql_quote(key)
+        ))?;
+        let owner = out.trim();
+        (!owner.is_empty()).then(|| owner.to_string())
+    }
+
+    /// The connection holding `GET_LOCK(key)` (`IS_USED_LOCK`), by MariaDB's answer:
+    /// `Some(None)` if it is free, `None` if MariaDB could not be asked.
+    pub fn mysql_lock_holder(&self, key: &str) -> Option<Option<u32>> {
+        let out = self.mysql_query(&format!("SELECT IS_USED_LOCK({})", sql_quote(key)))?;
+        Some(out.trim().parse().ok())
+    }
+
+    /// Whether MariaDB still has a session with connection id `id` (its process list).
+    pub fn mysql_session_alive(&self, id: u32) -> Option<bool> {
+        let out = self.mysql_query(&format!(
+            "SELECT COUNT(*) FROM information_schema.PROCESSLIST WHERE ID = {id}"
+        ))?;
+        Some(out.trim() != "0")
     }
 
     /// What Redis server `name` holds under `key` now, by its own answer: a string's
@@ -979,6 +1017,11 @@ impl Servers {
 }
 
 /// The first `client-N` in `text`.
+/// `text` as an SQL string literal.
+fn sql_quote(text: &str) -> String {
+    format!("'{}'", text.replace('\\', "\\\\").replace('\'', "''"))
+}
+
 fn client_in(text: &str) -> Option<String> {
     let at = text.find("client-")?;
     let digits: String = text[at + 7..]
