@@ -434,7 +434,7 @@ fn a_real_zookeeper_leader_is_crashed_right_after_it_commits_a_lock_create() {
     if lock_impl::testing::real_zookeeper().is_none() {
         return;
     }
-    let (h, _) = real_history("zk-curator", "zk-leader-crash", 0);
+    let (h, summary) = real_history("zk-curator", "zk-leader-crash", 0);
     let starts = fault_starts(&h);
     assert!(
         starts
@@ -442,6 +442,10 @@ fn a_real_zookeeper_leader_is_crashed_right_after_it_commits_a_lock_create() {
             .any(|(_, d, _)| d.starts_with("crash zk-") && d.contains("create committed at zxid")),
         "{starts:?}"
     );
+    // The members' roles by their own `srvr` answers (sampled every 100 ms): a new
+    // epoch's leader after the crash, which the scenario's probe reads.
+    let seen = summary.fault_seen.unwrap_or_default();
+    assert!(seen.contains("is leader (epoch"), "{seen:?}");
 }
 
 #[test]

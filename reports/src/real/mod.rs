@@ -1306,7 +1306,39 @@ impl Run {
                 (s.name.clone(), role)
             })
             .collect();
+        let zk = self.servers.lock().expect("servers").zk_members();
+        let mut pass = 0u64;
         while !self.over.load(Ordering::Relaxed) {
+            pass += 1;
+            // A ZooKeeper ensemble's roles as its members answer `srvr`, every 100 ms
+            // (a JVM's answer costs more than Redis's): `leader (epoch N)` and
+            // `follower of zk-K`, as the simulator's members record them.
+            if !zk.is_empty() && pass % 5 == 1 {
+                let modes: Vec<(String, Option<(String, u64)>)> = zk
+                    .iter()
+                    .map(|(n, a)| (n.clone(), servers::zk_mode_at(*a)))
+                    .collect();
+                let leader = modes
+                    .iter()
+                    .find(|(_, m)| m.as_ref().is_some_and(|(mode, _)| mode == "leader"))
+                    .map(|(n, _)| n.clone());
+                for (n, m) in modes {
+                    let Some((mode, epoch)) = m else { continue };
+                    let role = match (mode.as_str(), &leader) {
+                        ("leader", _) => format!("leader (epoch {epoch})"),
+                        ("follower", Some(l)) => format!("follower of {l}"),
+                        _ => continue,
+                    };
+                    if last.get(&n) != Some(&role) {
+                        self.recorder.record_at(
+                            self.now_us(),
+                            &n,
+                            EventKind::Server(ServerEvent::Role { role: role.clone() }),
+                        );
+                        last.insert(n, role);
+                    }
+                }
+            }
             let names = self.servers.lock().expect("servers").redis_names();
             for n in names {
                 // Asked without holding the servers' lock (a stopped server makes each
@@ -1497,14 +1529,13 @@ pub fn run_real(cfg: &RunConfig, exe: &Path, logs: Option<&Path>) -> Result<Hist
         run.spawn_client(&format!("client-{}", i + 1), i, 0)?;
     }
     // What each Redis server holds under the lock key and, with Sentinels, its role
-    // (a promotion, a demotion), as it answers them, polled every 20 ms.
-    let has_redis = !run
-        .servers
-        .lock()
-        .expect("servers")
-        .redis_names()
-        .is_empty();
-    let roles = has_redis.then(|| {
+    // (a promotion, a demotion), as it answers them, polled every 20 ms; a ZooKeeper
+    // ensemble's roles every 100 ms.
+    let watched = {
+        let servers = run.servers.lock().expect("servers");
+        !servers.redis_names().is_empty() || !servers.zk_members().is_empty()
+    };
+    let roles = watched.then(|| {
         let run = run.clone();
         std::thread::spawn(move || run.watch_servers())
     });

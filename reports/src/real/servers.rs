@@ -982,6 +982,15 @@ impl Servers {
         u64::from_str_radix(z, 16).ok()
     }
 
+    /// The ZooKeeper ensemble's members by world name, with their client addresses
+    /// (none without an ensemble).
+    pub fn zk_members(&self) -> Vec<(String, SocketAddr)> {
+        self.ensemble
+            .as_ref()
+            .map(|(names, e)| names.iter().cloned().zip(e.addrs()).collect())
+            .unwrap_or_default()
+    }
+
     /// A ZooKeeper ensemble's leader now.
     pub fn zk_leader(&self) -> Option<String> {
         let (names, e) = self.ensemble.as_ref()?;
@@ -1017,6 +1026,21 @@ impl Servers {
 }
 
 /// The first `client-N` in `text`.
+/// A ZooKeeper server's mode and epoch by its own answer (`srvr`: `Mode: leader`,
+/// `Zxid: 0x<epoch><counter>`); `None` if it does not answer (down, or not serving).
+pub fn zk_mode_at(addr: SocketAddr) -> Option<(String, u64)> {
+    let reply = lock_impl::testing::servers::four_letter_word(addr, "srvr")?;
+    let field = |name: &str| {
+        reply
+            .lines()
+            .find_map(|l| l.strip_prefix(name))
+            .map(|v| v.trim().to_string())
+    };
+    let mode = field("Mode: ")?;
+    let zxid = u64::from_str_radix(field("Zxid: ")?.trim_start_matches("0x"), 16).ok()?;
+    Some((mode, zxid >> 32))
+}
+
 /// `text` as an SQL string literal.
 fn sql_quote(text: &str) -> String {
     format!("'{}'", text.replace('\\', "\\\\").replace('\'', "''"))
