@@ -1068,6 +1068,10 @@ impl Run {
             side_b.iter().cloned().collect(),
             one_way,
         );
+        // What each cut-off Redis server holds, by its answer right after the cut (the
+        // parent's own connections are not cut): the record at the fault's start, which
+        // a 20 ms sample can miss for a write just before a cut aimed at it.
+        self.sample_lock_values(side_a.iter().chain(side_b.iter()));
         let arrow = if one_way { "->" } else { "<->" };
         let detail = format!("[{}] {arrow} [{}]", side_a.join(", "), side_b.join(", "));
         for host in &side_a {
@@ -1239,6 +1243,20 @@ impl Run {
         };
         self.recorder
             .record_at(self.now_us(), host, EventKind::Server(event));
+    }
+
+    /// Samples the lock value of each Redis server among `hosts` now (see
+    /// [`Run::note_lock_value`]).
+    fn sample_lock_values<'a>(&self, hosts: impl Iterator<Item = &'a String>) {
+        let key = self.cfg.workload.key.clone();
+        for host in hosts {
+            let port = self.servers.lock().expect("servers").redis_port(host);
+            if let Some(value) = port.and_then(|p| servers::lock_value_at(p, &key))
+                && !self.down.lock().expect("down").contains(host)
+            {
+                self.note_lock_value(host, value, "gone");
+            }
+        }
     }
 
     /// After `client`'s connections were reset: if MariaDB ends the session `id` that
