@@ -597,3 +597,29 @@ fn a_real_clients_clock_steps_back_in_its_process_and_stretches_a_wall_clock_val
         return;
     }
 }
+
+/// A real Redis server's clock jump (the clock shim) expires the lock key early, and
+/// the runner knows it by the server's own answers (the key gone right after the step,
+/// and `INFO stats`'s `expired_keys` up), so the scenario's probe sees its fault.
+#[test]
+fn a_real_servers_clock_jump_expires_the_lock_by_its_own_count() {
+    if !lock_impl::testing::redis_server_available() {
+        return;
+    }
+    let mut seen = Vec::new();
+    for seed in 0..2 {
+        let (h, summary) = real_history("set-nx-px-lua", "clock-jump", seed);
+        assert!(
+            h.events.iter().any(|e| e.host == "redis"
+                && matches!(e.kind, sim::history::EventKind::Clock { step_ms, .. } if step_ms > 0)),
+            "seed {seed}: the server's clock jumped"
+        );
+        seen.extend(summary.fault_seen);
+    }
+    // The jump is aimed at a moment the server holds the lock; a release landing
+    // between the aim and the step can leave nothing to expire, so one of two suffices.
+    assert!(
+        seen.iter().any(|s| s.contains("the key expired at")),
+        "{seen:?}"
+    );
+}

@@ -934,6 +934,17 @@ impl Run {
     /// shim, a client's in its process (its `Deps` clock) and in the parent's copy.
     /// False if `host` has no clock the run moves.
     fn step_clock(&self, host: &str, delta_ms: i64) -> bool {
+        // A Redis server's lock value and expiry count just before the step, by its
+        // answers: a key the step expires is then known by the server's own count.
+        let key = self.cfg.workload.key.clone();
+        let port = self.servers.lock().expect("servers").redis_port(host);
+        let before = port.map(|p| {
+            let value = servers::lock_value_at(p, &key);
+            if let Some(v) = value.clone() {
+                self.note_lock_value(host, v, "gone");
+            }
+            (value.flatten(), servers::expired_keys_at(p))
+        });
         let moved = if let Some(clock) = self.servers.lock().expect("servers").clock(host) {
             clock.step(delta_ms);
             Some((clock.wall_offset_us(), clock.drift_ppm()))
@@ -956,6 +967,14 @@ impl Run {
             return false;
         };
         self.record_clock(host, wall_offset_us, drift_ppm, delta_ms);
+        // Asked again at once (Redis expires a key on access by its own clock): gone,
+        // with the server's `expired_keys` count up, is an expiry the step caused.
+        if let (Some(p), Some((Some(_), Some(expired_before)))) = (port, before)
+            && servers::lock_value_at(p, &key) == Some(None)
+            && servers::expired_keys_at(p).is_some_and(|n| n > expired_before)
+        {
+            self.note_lock_value(host, None, "expired");
+        }
         true
     }
 

@@ -1026,6 +1026,13 @@ impl Servers {
 }
 
 /// The first `client-N` in `text`.
+/// The Redis server on `port`'s count of expired keys (`INFO stats`'s
+/// `expired_keys`); `None` if it does not answer.
+pub fn expired_keys_at(port: u16) -> Option<u64> {
+    let info = resp_bulk(port, &["INFO", "stats"])?;
+    info_field(&info, "expired_keys")?.parse().ok()
+}
+
 /// A ZooKeeper server's mode and epoch by its own answer (`srvr`: `Mode: leader`,
 /// `Zxid: 0x<epoch><counter>`); `None` if it does not answer (down, or not serving).
 pub fn zk_mode_at(addr: SocketAddr) -> Option<(String, u64)> {
