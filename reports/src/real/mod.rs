@@ -938,12 +938,13 @@ impl Run {
         // answers: a key the step expires is then known by the server's own count.
         let key = self.cfg.workload.key.clone();
         let port = self.servers.lock().expect("servers").redis_port(host);
-        let before = port.map(|p| {
-            let value = servers::lock_value_at(p, &key);
+        let mut ask = port.map(servers::RedisAsk::new);
+        let before = ask.as_mut().map(|a| {
+            let value = a.lock_value(&key);
             if let Some(v) = value.clone() {
                 self.note_lock_value(host, v, "gone");
             }
-            (value.flatten(), servers::expired_keys_at(p))
+            (value.flatten(), a.expired_keys())
         });
         let moved = if let Some(clock) = self.servers.lock().expect("servers").clock(host) {
             clock.step(delta_ms);
@@ -969,9 +970,9 @@ impl Run {
         self.record_clock(host, wall_offset_us, drift_ppm, delta_ms);
         // Asked again at once (Redis expires a key on access by its own clock): gone,
         // with the server's `expired_keys` count up, is an expiry the step caused.
-        if let (Some(p), Some((Some(_), Some(expired_before)))) = (port, before)
-            && servers::lock_value_at(p, &key) == Some(None)
-            && servers::expired_keys_at(p).is_some_and(|n| n > expired_before)
+        if let (Some(a), Some((Some(_), Some(expired_before)))) = (ask.as_mut(), before)
+            && a.lock_value(&key) == Some(None)
+            && a.expired_keys().is_some_and(|n| n > expired_before)
         {
             self.note_lock_value(host, None, "expired");
         }
@@ -1345,6 +1346,8 @@ impl Run {
             .collect();
         let zk = self.servers.lock().expect("servers").zk_members();
         let mut pass = 0u64;
+        // One kept connection per Redis server (by port: a restart keeps its port).
+        let mut asks: BTreeMap<u16, servers::RedisAsk> = BTreeMap::new();
         while !self.over.load(Ordering::Relaxed) {
             pass += 1;
             // A ZooKeeper ensemble's roles as its members answer `srvr`, every 100 ms
@@ -1385,7 +1388,10 @@ impl Run {
                 };
                 // The value first: a promotion recorded below finds the new master's
                 // record as fresh as its role.
-                if let Some(value) = servers::lock_value_at(port, &key)
+                let ask = asks
+                    .entry(port)
+                    .or_insert_with(|| servers::RedisAsk::new(port));
+                if let Some(value) = ask.lock_value(&key)
                     && !self.down.lock().expect("down").contains(&n)
                 {
                     self.note_lock_value(&n, value, "gone");
@@ -1393,7 +1399,7 @@ impl Run {
                 if !roles {
                     continue;
                 }
-                let Some(role) = servers::role_at(port) else {
+                let Some(role) = ask.role() else {
                     continue;
                 };
                 let role = match role.strip_prefix("replica of ") {

@@ -274,38 +274,109 @@ fn resp_send(port: u16, argv: &[&str]) -> Option<TcpStream> {
     Some(s)
 }
 
-/// What the Redis server on `port` holds under `key`, by its own answer: a string's
-/// value or a hash's fields joined by `,` (`Some(None)`: no such key); `None` if it
-/// does not answer (stopped, dead, or an error).
+/// The parent's own connection to one Redis server (not through the fault proxy),
+/// kept between questions so that sampling every 20 ms does not open a connection
+/// each time; dropped on any error or timeout (a reply half read cannot be trusted)
+/// and opened again at the next question. Short timeouts: a paused server is simply
+/// not asked.
+pub struct RedisAsk {
+    port: u16,
+    stream: Option<TcpStream>,
+}
+
+impl RedisAsk {
+    /// Asks the server on `port` (connects at the first question).
+    pub fn new(port: u16) -> Self {
+        Self { port, stream: None }
+    }
+
+    /// Sends `argv` and reads until `done` says the reply is whole.
+    fn ask<T>(&mut self, argv: &[&str], done: impl Fn(&[u8]) -> Option<T>) -> Option<T> {
+        let answer = self.try_ask(argv, done);
+        if answer.is_none() {
+            self.stream = None;
+        }
+        answer
+    }
+
+    fn try_ask<T>(&mut self, argv: &[&str], done: impl Fn(&[u8]) -> Option<T>) -> Option<T> {
+        if self.stream.is_none() {
+            let addr: SocketAddr = ([127, 0, 0, 1], self.port).into();
+            let s = TcpStream::connect_timeout(&addr, Duration::from_millis(100)).ok()?;
+            s.set_read_timeout(Some(Duration::from_millis(100))).ok()?;
+            self.stream = Some(s);
+        }
+        let s = self.stream.as_mut()?;
+        let mut req = format!("*{}\r\n", argv.len());
+        for a in argv {
+            req.push_str(&format!("${}\r\n{a}\r\n", a.len()));
+        }
+        s.write_all(req.as_bytes()).ok()?;
+        let mut got = Vec::new();
+        let mut buf = [0u8; 4096];
+        loop {
+            let n = s.read(&mut buf).ok()?;
+            if n == 0 {
+                return None;
+            }
+            got.extend_from_slice(&buf[..n]);
+            if let Some(answer) = done(&got) {
+                return Some(answer);
+            }
+        }
+    }
+
+    /// What the server holds under `key`, by its own answer: a string's value or a
+    /// hash's fields joined by `,` (`Some(None)`: no such key); `None` if it does not
+    /// answer (stopped, dead, or an error).
+    pub fn lock_value(&mut self, key: &str) -> Option<Option<String>> {
+        let mut items = self.ask(&["GET", key], parse_strings)?;
+        if items.as_ref().is_err_and(|e| e.starts_with("WRONGTYPE")) {
+            items = self.ask(&["HKEYS", key], parse_strings)?;
+        }
+        let items = items.ok()?;
+        Some((!items.is_empty()).then(|| items.join(",")))
+    }
+
+    /// A bulk-string reply (`INFO`), whole.
+    fn bulk(&mut self, argv: &[&str]) -> Option<String> {
+        self.ask(argv, |got| {
+            let text = std::str::from_utf8(got).ok()?;
+            let (head, body) = text.split_once("\r\n")?;
+            let len: usize = head.strip_prefix('$')?.parse().ok()?;
+            (body.len() >= len + 2).then(|| body[..len].to_string())
+        })
+    }
+
+    /// Its role by its own answer (`INFO replication`): `master`, or `replica of
+    /// <ip:port>`; `None` if it does not answer.
+    pub fn role(&mut self) -> Option<String> {
+        let info = self.bulk(&["INFO", "replication"])?;
+        match info_field(&info, "role")? {
+            "master" => Some("master".into()),
+            _ => Some(format!(
+                "replica of {}:{}",
+                info_field(&info, "master_host")?,
+                info_field(&info, "master_port")?
+            )),
+        }
+    }
+
+    /// Its count of expired keys (`INFO stats`'s `expired_keys`).
+    pub fn expired_keys(&mut self) -> Option<u64> {
+        let info = self.bulk(&["INFO", "stats"])?;
+        info_field(&info, "expired_keys")?.parse().ok()
+    }
+}
+
+/// [`RedisAsk::lock_value`] over a fresh connection.
 pub fn lock_value_at(port: u16, key: &str) -> Option<Option<String>> {
-    let mut items = resp_strings(port, &["GET", key])?;
-    if items.as_ref().is_err_and(|e| e.starts_with("WRONGTYPE")) {
-        items = resp_strings(port, &["HKEYS", key])?;
-    }
-    let items = items.ok()?;
-    Some((!items.is_empty()).then(|| items.join(",")))
+    RedisAsk::new(port).lock_value(key)
 }
 
-/// One RESP request whose reply is a bulk string, a nil or an array of bulk strings,
-/// read whole over a fresh connection: the strings (none for a nil or an empty
-/// array), or the error's text; `None` if no whole reply came.
-fn resp_strings(port: u16, argv: &[&str]) -> Option<Result<Vec<String>, String>> {
-    let mut s = resp_send(port, argv)?;
-    let mut got = Vec::new();
-    let mut buf = [0u8; 1024];
-    loop {
-        let n = s.read(&mut buf).ok()?;
-        if n == 0 {
-            return None;
-        }
-        got.extend_from_slice(&buf[..n]);
-        if let Some(parsed) = parse_strings(&got) {
-            return Some(parsed);
-        }
-    }
-}
-
-/// A whole reply of [`resp_strings`]'s kinds in `bytes`, or `None` if more is to come.
+/// A whole reply in `bytes` that is a bulk string, a nil or an array of bulk strings:
+/// the strings (none for a nil or an empty array), or the error's text; `None` if more
+/// is to come.
 fn parse_strings(bytes: &[u8]) -> Option<Result<Vec<String>, String>> {
     let text = std::str::from_utf8(bytes).ok()?;
     let (head, mut rest) = text.split_once("\r\n")?;
@@ -340,18 +411,9 @@ fn parse_strings(bytes: &[u8]) -> Option<Result<Vec<String>, String>> {
     }
 }
 
-/// The role of the Redis server on `port` by its own answer (`INFO replication`):
-/// `master`, or `replica of <ip:port>`; `None` if it does not answer.
+/// [`RedisAsk::role`] over a fresh connection.
 pub fn role_at(port: u16) -> Option<String> {
-    let info = resp_bulk(port, &["INFO", "replication"])?;
-    match info_field(&info, "role")? {
-        "master" => Some("master".into()),
-        _ => Some(format!(
-            "replica of {}:{}",
-            info_field(&info, "master_host")?,
-            info_field(&info, "master_port")?
-        )),
-    }
+    RedisAsk::new(port).role()
 }
 
 /// One RESP request over a fresh connection; the first reply line.
@@ -1026,13 +1088,6 @@ impl Servers {
 }
 
 /// The first `client-N` in `text`.
-/// The Redis server on `port`'s count of expired keys (`INFO stats`'s
-/// `expired_keys`); `None` if it does not answer.
-pub fn expired_keys_at(port: u16) -> Option<u64> {
-    let info = resp_bulk(port, &["INFO", "stats"])?;
-    info_field(&info, "expired_keys")?.parse().ok()
-}
-
 /// A ZooKeeper server's mode and epoch by its own answer (`srvr`: `Mode: leader`,
 /// `Zxid: 0x<epoch><counter>`); `None` if it does not answer (down, or not serving).
 pub fn zk_mode_at(addr: SocketAddr) -> Option<(String, u64)> {
