@@ -238,6 +238,26 @@ impl HostClock {
     }
 }
 
+impl HostClock {
+    /// A future that completes once `duration` has passed on this clock, true time read
+    /// from `true_now` (a simulation's, or a real run's) and slept on the runtime's
+    /// timer (which runs on true time). A rate change during the sleep is honoured:
+    /// it sleeps again for whatever the host's own clock still has to go.
+    pub fn sleep_local(&self, duration: Duration, true_now: fn() -> Duration) -> lock_impl::Sleep {
+        let clock = self.clone();
+        Box::pin(async move {
+            let until = clock.local_elapsed(true_now()) + duration;
+            loop {
+                let now = clock.local_elapsed(true_now());
+                let Some(left) = until.checked_sub(now).filter(|d| !d.is_zero()) else {
+                    return;
+                };
+                turmoil::time::sleep(clock.true_duration(left)).await;
+            }
+        })
+    }
+}
+
 /// The Redis host's wall clock, as the engine reads it for expiry and `TIME`.
 impl crate::redis::server::ServerClock for HostClock {
     fn now_us(&self) -> u64 {
@@ -270,22 +290,8 @@ impl lock_impl::Clock for SimClock {
     }
 
     fn sleep(&self, duration: Duration) -> lock_impl::Sleep {
-        // tokio's timer is turmoil's simulated time, which is true time. A rate change
-        // during the sleep is honoured: sleep again for whatever the host's own clock
-        // still has to go.
-        let clock = self.clock.clone();
-        Box::pin(async move {
-            let start = clock.local_elapsed(true_now());
-            let until = start + duration;
-            let mut now = start;
-            loop {
-                let Some(left) = until.checked_sub(now).filter(|d| !d.is_zero()) else {
-                    return;
-                };
-                turmoil::time::sleep(clock.true_duration(left)).await;
-                now = clock.local_elapsed(true_now());
-            }
-        })
+        // tokio's timer is turmoil's simulated time, which is true time.
+        self.clock.sleep_local(duration, true_now)
     }
 }
 

@@ -150,17 +150,7 @@ impl lock_impl::Clock for RealClock {
     }
 
     fn sleep(&self, duration: Duration) -> lock_impl::Sleep {
-        let clock = self.clock.clone();
-        Box::pin(async move {
-            let until = clock.local_elapsed(true_now()) + duration;
-            loop {
-                let now = clock.local_elapsed(true_now());
-                let Some(left) = until.checked_sub(now).filter(|d| !d.is_zero()) else {
-                    return;
-                };
-                tokio::time::sleep(clock.true_duration(left)).await;
-            }
-        })
+        self.clock.sleep_local(duration, true_now)
     }
 }
 
@@ -592,13 +582,7 @@ impl Client {
         let extra = self.inbox.slow_ms.swap(0, Ordering::Relaxed);
         // Work lasts what the host's own clock says, as in the simulator.
         let work = Duration::from_millis(self.workload.work_ms + extra);
-        lock_impl::Clock::sleep(
-            &RealClock {
-                clock: self.clock.clone(),
-            },
-            work,
-        )
-        .await;
+        self.clock.sleep_local(work, true_now).await;
         let id = self.rec.invoke(OpF::Write, |o| {
             o.value = Some(read - 1);
             o.token = token;
