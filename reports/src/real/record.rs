@@ -153,14 +153,7 @@ impl Run {
                         ("follower", Some(l)) => format!("follower of {l}"),
                         _ => continue,
                     };
-                    if last.get(&n) != Some(&role) {
-                        self.recorder.record_at(
-                            self.now_us(),
-                            &n,
-                            EventKind::Server(ServerEvent::Role { role: role.clone() }),
-                        );
-                        last.insert(n, role);
-                    }
+                    self.note_role(&mut last, n, role);
                 }
             }
             let names = self.servers.lock().expect("servers").redis_names();
@@ -196,16 +189,21 @@ impl Run {
                     ),
                     None => role,
                 };
-                if last.get(&n) != Some(&role) {
-                    self.recorder.record_at(
-                        self.now_us(),
-                        &n,
-                        EventKind::Server(ServerEvent::Role { role: role.clone() }),
-                    );
-                    last.insert(n, role);
-                }
+                self.note_role(&mut last, n, role);
             }
             std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    /// Records server `host`'s `role` if it is not the last one recorded (`last`).
+    fn note_role(&self, last: &mut BTreeMap<String, String>, host: String, role: String) {
+        if last.get(&host) != Some(&role) {
+            self.recorder.record_at(
+                self.now_us(),
+                &host,
+                EventKind::Server(ServerEvent::Role { role: role.clone() }),
+            );
+            last.insert(host, role);
         }
     }
 }

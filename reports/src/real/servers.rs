@@ -266,12 +266,17 @@ fn resp_send(port: u16, argv: &[&str]) -> Option<TcpStream> {
     let addr: SocketAddr = ([127, 0, 0, 1], port).into();
     let mut s = TcpStream::connect_timeout(&addr, Duration::from_millis(100)).ok()?;
     s.set_read_timeout(Some(Duration::from_millis(100))).ok()?;
+    s.write_all(request(argv).as_bytes()).ok()?;
+    Some(s)
+}
+
+/// `argv` as a RESP request.
+fn request(argv: &[&str]) -> String {
     let mut req = format!("*{}\r\n", argv.len());
     for a in argv {
         req.push_str(&format!("${}\r\n{a}\r\n", a.len()));
     }
-    s.write_all(req.as_bytes()).ok()?;
-    Some(s)
+    req
 }
 
 /// The parent's own connection to one Redis server (not through the fault proxy),
@@ -307,11 +312,7 @@ impl RedisAsk {
             self.stream = Some(s);
         }
         let s = self.stream.as_mut()?;
-        let mut req = format!("*{}\r\n", argv.len());
-        for a in argv {
-            req.push_str(&format!("${}\r\n{a}\r\n", a.len()));
-        }
-        s.write_all(req.as_bytes()).ok()?;
+        s.write_all(request(argv).as_bytes()).ok()?;
         let mut got = Vec::new();
         let mut buf = [0u8; 4096];
         loop {
@@ -426,22 +427,7 @@ fn resp(port: u16, argv: &[&str]) -> Option<String> {
 
 /// One RESP request to `port` whose reply is a bulk string (`INFO`): the whole string.
 fn resp_bulk(port: u16, argv: &[&str]) -> Option<String> {
-    let mut s = resp_send(port, argv)?;
-    let mut got = Vec::new();
-    let mut buf = [0u8; 4096];
-    loop {
-        let n = s.read(&mut buf).ok()?;
-        if n == 0 {
-            return None;
-        }
-        got.extend_from_slice(&buf[..n]);
-        let text = String::from_utf8_lossy(&got);
-        let (head, body) = text.split_once("\r\n")?;
-        let len: usize = head.strip_prefix('$')?.parse().ok()?;
-        if body.len() >= len {
-            return Some(body[..len].to_string());
-        }
-    }
+    RedisAsk::new(port).bulk(argv)
 }
 
 /// Polls `ready` every 20 ms until it holds, for up to `limit`.
