@@ -4,18 +4,18 @@
 //! violation; one `proptest!` finds a broken lock's failure and shrinks it to a
 //! one-fault plan, whose printed replay command reproduces it too.
 //!
-//! It compiles the simulator once more (as a dependency, optimised as the crate's
-//! profile says), so it runs only with `LOCKSIM_OUTSIDE_CRATE=1` (`.ci/run` sets it)
-//! and prints a `SKIPPED:` line otherwise (`LOCKSIM_OUTSIDE_KEEP=1` keeps the crate
-//! to look at).
+//! It compiles the simulator once more (as a dependency, with the workspace's own
+//! settings, which the crate's profile repeats), so it runs only with
+//! `LOCKSIM_OUTSIDE_CRATE=1` (`.ci/run` sets it) and prints a `SKIPPED:` line otherwise
+//! (`LOCKSIM_OUTSIDE_KEEP=1` keeps the crate to look at).
 //!
 //! It shares this workspace's build directory (cargo's `build.build-dir`: compiled
 //! dependencies, fingerprints), so every dependency the workspace already compiled the
-//! same way is reused: only the crates whose profile differs here (the workspace's own
-//! crates, optimised as a dependency's are) compile again, once, and later runs are
-//! incremental. Its final artifacts go to `outside-crate` inside the target
-//! directory, so that its `locksim` binary does not replace the workspace's
-//! `target/debug/locksim`, which other tests run.
+//! same way is reused: only the workspace's own crates compile again (cargo names a
+//! path dependency's build by its path from the workspace root, which differs here),
+//! once, and later runs are incremental. Its final artifacts go to `outside-crate`
+//! inside the target directory, so that its `locksim` binary does not replace the
+//! workspace's `target/debug/locksim`, which other tests run.
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
@@ -202,8 +202,8 @@ publish = false
 [dependencies]
 locksim = {{ path = "{locksim}" }}
 
-# The simulator and checkers, optimised: runs take milliseconds, not seconds. (The
-# workspace's own debug settings too, so its compiled dependencies are reused.)
+# The workspace's own settings, so its compiled dependencies are reused: registry
+# crates optimised, without debug info or their own debug assertions.
 [profile.dev]
 debug = "line-tables-only"
 
@@ -213,9 +213,23 @@ debug = false
 debug-assertions = false
 overflow-checks = false
 
+# The workspace's crates, dependencies here, compiled as the workspace compiles them:
+# the simulator, scenarios and clients optimised (runs take milliseconds, not
+# seconds), the report and the command not (optimising them costs build time and
+# saves no test time here); all with their debug assertions.
+{ours}
 [workspace]
 "#,
         locksim = ws.join("locksim").display(),
+        ours = ["sim", "scenarios", "lock-impl", "reports", "locksim"]
+            .map(|name| {
+                let opt = if matches!(name, "reports" | "locksim") { 0 } else { 2 };
+                format!(
+                    "[profile.dev.package.{name}]\nopt-level = {opt}\ndebug = \"line-tables-only\"\n\
+                     debug-assertions = true\noverflow-checks = true\n\n"
+                )
+            })
+            .concat(),
     );
     write(&dir.join("Cargo.toml"), &manifest);
     write(&dir.join("src/lib.rs"), LIB);
@@ -241,6 +255,10 @@ fn cargo(dir: &Path, args: &[&str]) -> Output {
         // the same on every run. (Seeds 1 to 10 all found the bug within 23 of the
         // 32 cases and shrank it to one fault.)
         .env("PROPTEST_RNG_SEED", "1")
+        // CI lints the workspace as it builds it (clippy-driver as cargo's workspace
+        // wrapper, `.ci/run`): the user's crate here is not ours to lint. (`RUSTFLAGS`
+        // stays: the compiled dependencies are reused only under the same flags.)
+        .env_remove("RUSTC_WORKSPACE_WRAPPER")
         .env_remove("LOCKSIM_SEEDS")
         .env_remove("LOCKSIM_COMMAND")
         .output()

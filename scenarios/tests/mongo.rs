@@ -3,7 +3,8 @@
 //! and the old primary rolls it back,
 //! a `w: "majority"` lock survives it; the client faults reach them as they reach the
 //! other lease locks. The classes come from the checkers on the histories, never from
-//! the design's name.
+//! the design's name. (That jumping to the next event gives the tick-by-tick history
+//! in every mongo cell is the stepping suite's, `stepping.rs`, which runs every cell.)
 
 mod common;
 
@@ -195,31 +196,6 @@ fn the_mongo_scenarios_apply_to_the_mongo_designs_only() {
             .find(|s| s.name == name)
             .expect("in the catalog");
         assert!(s.applies_to(lock_impl::Backend::MongoDb, 0), "{name}");
-    }
-}
-
-/// Every timer of the replica set (heartbeats, election timers, long polls, write
-/// concern waits) is hinted: jumping to the next event gives the tick-by-tick history
-/// in every mongo cell of seed 0. (`stepping.rs` checks every cell of the catalog; this
-/// is the mongo part of it, quick to run on its own.)
-#[test]
-fn jumping_gives_the_tick_by_tick_history_in_the_mongo_cells() {
-    use sim::world::Stepping;
-    for s in scenarios::catalog::catalog() {
-        for d in designs() {
-            if !s.applies_to(lock_impl::Backend::MongoDb, 0) {
-                continue;
-            }
-            let mut cfg = scenarios::sweep::config(&common::design(d), &s, 0);
-            cfg.stepping = Stepping::Tick;
-            let tick = sim::world::run(&cfg).expect("run");
-            cfg.stepping = Stepping::Jump;
-            let jump = sim::world::run(&cfg).expect("run");
-            let at = format!("design={d} scenario={}", s.name);
-            assert_eq!(jump.stats.unhinted_wakes, 0, "{at}: a timer was not hinted");
-            assert_eq!(tick.digest(), jump.digest(), "{at}: the histories differ");
-            assert!(jump.stats.steps < tick.stats.steps, "{at}: no step saved");
-        }
     }
 }
 
