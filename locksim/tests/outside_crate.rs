@@ -255,10 +255,6 @@ fn cargo(dir: &Path, args: &[&str]) -> Output {
         // the same on every run. (Seeds 1 to 10 all found the bug within 23 of the
         // 32 cases and shrank it to one fault.)
         .env("PROPTEST_RNG_SEED", "1")
-        // CI lints the workspace as it builds it (clippy-driver as cargo's workspace
-        // wrapper, `.ci/run`): the user's crate here is not ours to lint. (`RUSTFLAGS`
-        // stays: the compiled dependencies are reused only under the same flags.)
-        .env_remove("RUSTC_WORKSPACE_WRAPPER")
         .env_remove("LOCKSIM_SEEDS")
         .env_remove("LOCKSIM_COMMAND")
         .output()

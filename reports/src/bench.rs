@@ -310,7 +310,7 @@ pub fn run_all(repeats: u64, memory_seeds: u64, threads: usize, sample_every: us
     println!("locksim bench: repeats={repeats} memory_seeds={memory_seeds} threads={threads}");
     // Each world on both steppings, in this one process: jumping (what every command
     // runs) against tick-by-tick stepping (turmoil's own, what ran before; the same
-    // histories, proven by scenarios/tests/stepping.rs).
+    // histories, proven by scenarios/tests/suite/stepping.rs).
     let worlds: Vec<(World, Throughput, Throughput)> = World::ALL
         .iter()
         .map(|&w| {

@@ -4,7 +4,7 @@
 //! written only against `lock-impl`'s public API, as a user would write their own lock.
 //! Each [`Broken`] entry names the correct design it is a broken copy of (its parent),
 //! the scenario and checker that must catch it, and a seed bound. The suite
-//! (`scenarios/tests/broken.rs`) asserts that the checker flags the broken design
+//! (`scenarios/tests/suite/broken.rs`) asserts that the checker flags the broken design
 //! within the bound and never flags the parent on the same seeds, so the catch is
 //! attributable to the bug and not to the scenario. When a broken design slips
 //! through, the checker or the workload is what gets fixed, never the design.

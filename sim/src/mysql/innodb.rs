@@ -4,7 +4,7 @@
 //! Rules, from MariaDB's documentation (InnoDB lock modes, `innodb_lock_wait_timeout`,
 //! `innodb_rollback_on_timeout`) and source (`storage/innobase/row/row0ins.cc`:
 //! `row_ins_duplicate_error_in_clust`; `lock0lock.cc`), checked against Debian's
-//! `mariadb-server` 10.11 by `sim/tests/mysql_real.rs`:
+//! `mariadb-server` 10.11 by `sim/tests/real/mysql_real.rs`:
 //!
 //! - Changes are written in place and undone on rollback; a row a transaction inserted,
 //!   updated, deleted or read `FOR UPDATE` is locked by it until it commits or rolls

@@ -5,7 +5,7 @@
 //! Rules, from MariaDB's documentation and source (`sql/item_func.cc`:
 //! `Item_func_get_lock`, `Item_func_release_lock`, `Item_func_is_used_lock`;
 //! `sql/mdl.cc`), checked against Debian's `mariadb-server` 10.11 by
-//! `sim/tests/mysql_real.rs`:
+//! `sim/tests/real/mysql_real.rs`:
 //!
 //! - Handshake V10 with server version `5.5.5-10.11.19-MariaDB-0+deb12u1`, a 20-byte
 //!   scramble, `mysql_native_password`; a login with a wrong password, an unknown user

@@ -77,7 +77,7 @@ pub enum RwEdit {
 /// finds nothing. What the copy leaves out of Redisson: a waiter polls with
 /// [`retry_acquire`]'s backoff instead of waiting for the unlock message. The copy
 /// with no edit ([`RwEdit::Verbatim`]) is run beside the broken ones on their
-/// scenarios and seeds (`scenarios/tests/broken.rs`) and is never caught, so a catch
+/// scenarios and seeds (`scenarios/tests/suite/broken.rs`) and is never caught, so a catch
 /// is the edit's doing.
 ///
 /// The bug classes:

@@ -1,0 +1,215 @@
+//! Seeds spent where the verdict is open: the main job's adaptive rule
+//! (`scenarios::adaptive`), read run by run and run over real cells.
+
+use crate::common;
+
+use scenarios::adaptive::{CLEAN_RUNS, Job, Rule, Settled, Tracker, Weak, run_cells};
+use scenarios::checkers::Safety;
+
+fn no_budget() -> Rule {
+    Rule {
+        budget: None,
+        ..Rule::DEFAULT
+    }
+}
+
+#[test]
+fn the_first_unsafe_run_settles_a_cell_at_its_seed() {
+    let mut t = Tracker::new(no_budget());
+    assert!(t.push(0, Safety::Safe, 10).is_none());
+    assert!(t.push(1, Safety::Fenced, 10).is_none());
+    assert!(t.push(2, Safety::Unknown, 10).is_none());
+    assert_eq!(
+        t.push(3, Safety::Unsafe, 10),
+        Some(&Settled::Violation { seed: 3 })
+    );
+    assert_eq!(t.runs(), 4);
+}
+
+#[test]
+fn sixty_clean_runs_bound_a_cell_below_five_percent_and_stop_it() {
+    let mut t = Tracker::new(no_budget());
+    let classes = [
+        Safety::Safe,
+        Safety::Fenced,
+        Safety::Overlap,
+        Safety::Promise,
+    ];
+    for seed in 0..CLEAN_RUNS - 1 {
+        assert!(t.push(seed, classes[seed as usize % 4], 1).is_none());
+    }
+    let Some(Settled::Bounded {
+        clean,
+        wanted,
+        upper,
+        weak,
+    }) = t.push(CLEAN_RUNS - 1, Safety::Safe, 1).cloned()
+    else {
+        panic!("60 clean runs bound the cell");
+    };
+    assert_eq!((clean, wanted, weak), (60, 60, None));
+    let upper = upper.expect("a bound");
+    // 1 − 0.05^(1/60) = 4.87 %.
+    assert!((upper - 0.0487).abs() < 0.0001, "{upper}");
+    assert_eq!(
+        t.settled().unwrap().text(),
+        "60 clean runs: unsafe rate < 4.9% at 95%"
+    );
+}
+
+#[test]
+fn unknown_runs_are_not_clean_and_too_many_stop_the_cell_with_a_weak_bound() {
+    let mut t = Tracker::new(no_budget());
+    assert!(t.push(0, Safety::Safe, 1).is_none());
+    for seed in 1..=10 {
+        assert!(t.push(seed, Safety::Unknown, 1).is_none());
+    }
+    let settled = t.push(11, Safety::Unknown, 1).cloned().expect("stopped");
+    assert!(settled.is_weak());
+    assert_eq!(
+        settled,
+        Settled::Bounded {
+            clean: 1,
+            wanted: 60,
+            upper: Some(0.95),
+            weak: Some(Weak::Unknown)
+        }
+    );
+}
+
+#[test]
+fn a_cell_that_spends_its_budget_stops_with_a_weak_bound_unless_that_run_was_unsafe() {
+    let rule = Rule {
+        budget: Some(100),
+        ..Rule::DEFAULT
+    };
+    let mut t = Tracker::new(rule);
+    assert!(t.push(0, Safety::Safe, 60).is_none());
+    let settled = t.push(1, Safety::Safe, 60).cloned().expect("over budget");
+    assert!(matches!(
+        settled,
+        Settled::Bounded {
+            clean: 2,
+            weak: Some(Weak::Budget),
+            ..
+        }
+    ));
+    let mut t = Tracker::new(rule);
+    assert!(t.push(0, Safety::Safe, 60).is_none());
+    assert_eq!(
+        t.push(1, Safety::Unsafe, 60),
+        Some(&Settled::Violation { seed: 1 })
+    );
+}
+
+#[test]
+fn an_unsafe_cell_stops_at_its_first_violation_even_with_runs_ahead_on_other_threads() {
+    let d = common::design("set-nx-px-lua");
+    let s = common::scenario("gc-pause");
+    let jobs = [Job {
+        design: &d,
+        scenario: &s,
+        start: 0,
+    }];
+    for threads in [1, 3] {
+        let out = run_cells(
+            &jobs,
+            Rule::DEFAULT,
+            threads,
+            &|_, _| (),
+            &|_: &mut (), _| {},
+            &|_, _| {},
+        )
+        .expect("runs");
+        assert_eq!(out[0].settled, Settled::Violation { seed: 0 });
+        assert_eq!(
+            out[0].runs.len(),
+            1,
+            "{threads} threads: nothing kept past seed 0"
+        );
+        assert_eq!(out[0].runs[0].safety(), Safety::Unsafe);
+    }
+}
+
+#[test]
+fn a_safe_cell_runs_sixty_seeds_in_order() {
+    let d = common::design("set-nx-px-lua");
+    let s = common::scenario("no-faults");
+    let jobs = [Job {
+        design: &d,
+        scenario: &s,
+        start: 0,
+    }];
+    let out = run_cells(
+        &jobs,
+        Rule::DEFAULT,
+        2,
+        &|_, _| (),
+        &|_: &mut (), _| {},
+        &|_, _| {},
+    )
+    .expect("runs");
+    let seeds: Vec<u64> = out[0].runs.iter().map(|r| r.seed).collect();
+    assert_eq!(seeds, (0..60).collect::<Vec<_>>());
+    assert!(matches!(
+        out[0].settled,
+        Settled::Bounded {
+            clean: 60,
+            weak: None,
+            ..
+        }
+    ));
+}
+
+/// The same cells on one thread and on two: every kept run (by its history's digest)
+/// and every stop the same, although two threads run seeds ahead and drop some.
+#[test]
+fn adaptive_cells_are_the_same_on_one_thread_or_two() {
+    let designs = ["set-nx-px-del", "set-nx-px-lua", "redlock"].map(common::design);
+    let scenarios =
+        ["gc-pause", "client-crash", "network-delay", "clock-jump"].map(common::scenario);
+    let jobs: Vec<Job> = designs
+        .iter()
+        .flat_map(|d| {
+            scenarios
+                .iter()
+                .filter(|s| s.applies_to(d.backend, d.masters))
+                .map(move |s| Job {
+                    design: d,
+                    scenario: s,
+                    start: 0,
+                })
+        })
+        .collect();
+    let rule = Rule {
+        clean: 12,
+        ..Rule::DEFAULT
+    };
+    let fingerprint = |threads| {
+        run_cells(
+            &jobs,
+            rule,
+            threads,
+            &|_, r| r.digest,
+            &|acc: &mut Vec<u64>, d| acc.push(d),
+            &|_, _| {},
+        )
+        .expect("runs")
+        .into_iter()
+        .map(|o| {
+            let runs: Vec<(u64, u64)> = o.runs.iter().map(|r| (r.seed, r.digest)).collect();
+            assert_eq!(
+                o.acc,
+                runs.iter().map(|(_, d)| *d).collect::<Vec<_>>(),
+                "extracts folded in seed order, only the kept runs'"
+            );
+            (runs, o.settled, o.cost)
+        })
+        .collect::<Vec<_>>()
+    };
+    let one = fingerprint(1);
+    assert_eq!(one, fingerprint(2));
+    // The subset has cells of both kinds, so the test means something.
+    assert!(one.iter().any(|(_, s, _)| s.violation().is_some()));
+    assert!(one.iter().any(|(_, s, _)| s.violation().is_none()));
+}

@@ -1,0 +1,40 @@
+//! The scenarios crate's suites: the catalog's scenarios, checkers, sweeps and their
+//! verdicts, one module per subject, in one test binary (the simulator, the clients
+//! and the checkers are linked once, not once per file). `cargo test -p scenarios
+//! --test suite <module>` runs one subject.
+
+mod common;
+
+mod adaptive;
+mod broken;
+mod checkers;
+mod checkers_on_runs;
+mod checkers_reentrancy;
+mod client_clocks;
+mod client_crash;
+mod determinism;
+mod every_system;
+mod explore;
+mod failover;
+mod gc_pause;
+mod golden_histories;
+mod mongo;
+mod mysql;
+mod network_delay;
+mod no_faults;
+mod node_redlock_using;
+mod outcomes;
+mod profiles;
+mod read_write;
+mod redisson_and_fencing;
+mod redlock;
+mod renewal;
+mod replication;
+mod runaway;
+mod segments;
+mod server_faults;
+mod shrink;
+mod slow_work;
+mod stats;
+mod stepping;
+mod zookeeper;
