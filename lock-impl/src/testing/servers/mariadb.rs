@@ -115,6 +115,13 @@ impl MariaDbServer {
                 dir.file_name().unwrap().to_string_lossy()
             ));
         }
+        // A temporary directory of its own: a starting MariaDB deletes every `#sql*`
+        // file in its tmpdir (`mysql_rm_tmp_tables`), another server's live temporary
+        // tables among them when they share `/tmp`.
+        let tmp = dir.join("tmp");
+        fs::create_dir_all(&tmp).map_err(|e| {
+            LaunchError::failed("MariaDB", format!("create {}: {e}", tmp.display()), &log)
+        })?;
         let mut last = None;
         for _ in 0..PORT_ATTEMPTS {
             let port = free_ports(1)[0];
@@ -129,6 +136,7 @@ impl MariaDbServer {
                 "--bind-address=127.0.0.1".into(),
                 format!("--pid-file={}", dir.join("mariadbd.pid").display()),
                 format!("--log-error={}", log.display()),
+                format!("--tmpdir={}", tmp.display()),
                 "--character-set-server=utf8mb4".into(),
                 "--collation-server=utf8mb4_general_ci".into(),
                 format!("--init-file={}", init.display()),
@@ -302,6 +310,13 @@ fn mariadb_template(install_db: &Path) -> Result<&'static Path, LaunchError> {
         let data_dir = dir.join("data");
         let install_log = dir.join("install.log");
         let out = fs::File::create(&install_log).expect("create the install log");
+        // The bootstrap server's own tmpdir (passed through to it): with the default
+        // `/tmp`, another MariaDB starting meanwhile deletes its temporary tables
+        // (`#sql-temptable-…`) and the install fails ("Unknown table
+        // 'mysql.tmp_user_sys'"), as it did for one test in three with four tests
+        // starting their servers at once.
+        let tmp = dir.join("tmp");
+        fs::create_dir_all(&tmp).expect("create the bootstrap's tmpdir");
         let mut cmd = Command::new(install_db);
         cmd.arg("--no-defaults")
             .arg(format!("--datadir={}", data_dir.display()))
@@ -309,6 +324,7 @@ fn mariadb_template(install_db: &Path) -> Result<&'static Path, LaunchError> {
             .arg("--auth-root-socket-user=mysql")
             .arg("--skip-test-db")
             .arg("--innodb-log-file-size=8M")
+            .arg(format!("--tmpdir={}", tmp.display()))
             .stdin(Stdio::null())
             .stdout(out.try_clone().expect("clone the log handle"))
             .stderr(out);
