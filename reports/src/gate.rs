@@ -211,6 +211,21 @@ pub fn compare(baseline: &Baseline, fresh: &[CellResult]) -> Comparison {
     out
 }
 
+/// Compares `fresh` with `baseline` and writes the comparison as Markdown, each
+/// regression with the replay command of its cell's first failing run: what
+/// `locksim gate` prints, and the project's own gate test asserts.
+pub fn judge(baseline: &Baseline, fresh: &[CellResult]) -> (Comparison, String) {
+    let cmp = compare(baseline, fresh);
+    let replay = |c: &Change| {
+        fresh
+            .iter()
+            .find(|x| x.design == c.design && x.scenario == c.scenario)
+            .and_then(|x| x.replay.clone())
+    };
+    let text = markdown(baseline, &cmp, &replay);
+    (cmp, text)
+}
+
 /// The comparison as Markdown, for a pull-request comment.
 pub fn markdown(
     baseline: &Baseline,
@@ -456,14 +471,7 @@ pub fn gate(a: &GateArgs) -> Result<ExitCode, BadInput> {
     // Compare only the cells the filters kept: the rest were not asked for.
     let mut baseline = existing.expect("a comparison has a baseline");
     baseline.cells.retain(|c| wanted(&c.design, &c.scenario));
-    let cmp = compare(&baseline, &cells);
-    let replay = |c: &Change| {
-        cells
-            .iter()
-            .find(|x| x.design == c.design && x.scenario == c.scenario)
-            .and_then(|x| x.replay.clone())
-    };
-    let text = markdown(&baseline, &cmp, &replay);
+    let (cmp, text) = judge(&baseline, &cells);
     print!("{text}");
     if let Some(path) = &a.markdown {
         std::fs::write(path, &text).map_err(|e| BadInput(format!("{}: {e}", path.display())))?;

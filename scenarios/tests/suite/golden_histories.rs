@@ -2,7 +2,8 @@
 //! that runs in its world, at seeds 0 and 1: a pin for moves of the scenario and fault
 //! code that must change nothing a run does. And the project's own regression gate
 //! holds on the same runs: every cell over the seeds of `locksim.baseline.json`,
-//! judged and compared with the baseline as `locksim gate` compares it.
+//! judged and compared with the baseline as `locksim gate` compares it
+//! (`reports::gate::judge`).
 //!
 //! Each line of `tests/golden/histories.txt` is `design scenario seed history probe`:
 //! the SHA-1 of the history's serde JSON (the form `History::digest` hashes), and of
@@ -22,7 +23,7 @@ use std::fmt::Write as _;
 use std::ops::Range;
 use std::sync::Mutex;
 
-use reports::gate::{Baseline, compare, markdown};
+use reports::gate::{Baseline, judge};
 use scenarios::catalog::{Scenario, catalog};
 use scenarios::params;
 use scenarios::sweep::DesignSpec;
@@ -187,14 +188,7 @@ fn every_scenario_gives_the_committed_histories_and_no_cell_is_worse_than_the_ba
     }
 
     // The gate's half: a verdict that got worse says so whatever the histories.
-    let cmp = compare(&baseline, &results);
-    let replay = |c: &reports::gate::Change| {
-        results
-            .iter()
-            .find(|x| x.design == c.design && x.scenario == c.scenario)
-            .and_then(|x| x.replay.clone())
-    };
-    let gate = markdown(&baseline, &cmp, &replay);
+    let (cmp, gate) = judge(&baseline, &results);
     println!("{gate}");
     assert!(
         cmp.regressions.is_empty() && cmp.missing.is_empty(),
