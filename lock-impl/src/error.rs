@@ -122,6 +122,15 @@ pub enum LockError {
         /// The design.
         design: &'static str,
     },
+    /// etcd answered a call with an error the design does not expect (or the client
+    /// could not be built).
+    #[error("etcd call `{command}` failed: {message}")]
+    Etcd {
+        /// The call (`LeaseGrant`, `Txn`, `DeleteRange`, `connect`).
+        command: &'static str,
+        /// The gRPC code and etcd's message.
+        message: String,
+    },
     /// MongoDB answered a command with an error the design does not expect.
     #[error("MongoDB command `{command}` failed: {source}")]
     Mongo {
@@ -184,7 +193,8 @@ impl LockError {
             | LockError::NotOwner { .. }
             | LockError::ZooKeeper { .. }
             | LockError::MySql { .. }
-            | LockError::Mongo { .. } => false,
+            | LockError::Mongo { .. }
+            | LockError::Etcd { .. } => false,
         }
     }
 }

@@ -36,6 +36,9 @@
 //! | `mongo-find-and-modify` | `findAndModify` upsert of `{_id: key}` unless a live `expiresAt` (client clock); `w: 1` | `delete {_id, owner}` | 002 |
 //! | `mongo-find-and-modify-majority` | as `mongo-find-and-modify`, `w: "majority"` | as `mongo-find-and-modify`, `w: "majority"` | 002 |
 //! | `mongo-find-and-modify-fenced` | as `-majority`; the document's `version` (`$inc` per acquisition) is the fencing token | `findAndModify {_id, owner}` setting `expiresAt` to the epoch | 002 |
+//! | `etcd-mutex` | etcd `concurrency.Mutex` (v3.4.23): a session lease, `Txn` putting `<key>/<lease>` if absent; the oldest key under the prefix holds, waiters watch the next older key's deletion | `Delete` of the key, then revoke of the session | 002 |
+//! | `etcd-mutex-fenced` | as `etcd-mutex`; the key's create revision is the fencing token | as `etcd-mutex` | 002 |
+//! | `etcd-lock-service` | a session lease, then etcd's `v3lock` `Lock` RPC with it | the `Unlock` RPC, then revoke of the session | 002 |
 //! | `mysql-for-update` | `BEGIN; SELECT name FROM lock_rows WHERE name = ? FOR UPDATE` (held by the transaction; waits up to `innodb_lock_wait_timeout`) | `COMMIT` | 002 |
 //! | `mysql-unique-index-expiry` | `INSERT INTO lock_leases (name, owner, expires_at)` with the client's wall clock; an expired row taken over by `UPDATE ... WHERE name AND expires_at < now` | `DELETE ... WHERE name AND owner` | 002 |
 //! | `mysql-unique-index-fenced` | as `mysql-unique-index-expiry` in `lock_fences`, with `fence = LAST_INSERT_ID(fence + 1)` as fencing token | `UPDATE ... SET owner = '', expires_at = 0 WHERE name AND owner` | 002 |
@@ -96,6 +99,7 @@ mod connector;
 pub mod designs;
 mod entropy;
 mod error;
+pub mod etcd;
 mod lock;
 pub mod mongo;
 pub mod mysql;
@@ -212,6 +216,7 @@ backends! {
     ZooKeeper => zk::SYSTEM,
     MySql => mysql::SYSTEM,
     MongoDb => mongo::SYSTEM,
+    Etcd => etcd::SYSTEM,
 }
 
 impl Backend {
@@ -554,6 +559,46 @@ pub static DESIGNS: &[DesignInfo] = &[
         backend: Backend::MongoDb,
     },
     DesignInfo {
+        name: designs::EtcdMutex::NAME,
+        build: |deps| Arc::new(designs::EtcdMutex::new(deps)),
+        summary: "etcd clientv3/concurrency Mutex (v3.4.23) on a Session: a key <key>/<lease> \
+                  put with the session's lease, kept alive by the lease keeper; the lock is \
+                  the oldest key under the prefix, waiters watch the next older one's \
+                  deletion",
+        seeds: "002",
+        known_failure: "the lease expires on the server while its holder is paused or cut \
+                        off; the next waiter takes the lock and the old holder, never told, \
+                        still acts: two holders (Jepsen, etcd 3.4.3)",
+        expires: true,
+        release_checks_owner: true,
+        masters: 0,
+        backend: Backend::Etcd,
+    },
+    DesignInfo {
+        name: designs::EtcdMutex::FENCED_NAME,
+        build: |deps| Arc::new(designs::EtcdMutex::fenced(deps)),
+        summary: "etcd-mutex with the lock key's create revision as the fencing token",
+        seeds: "002",
+        known_failure: "two holders in belief after a pause; a fencing storage refuses the \
+                        stale one",
+        expires: true,
+        release_checks_owner: true,
+        masters: 0,
+        backend: Backend::Etcd,
+    },
+    DesignInfo {
+        name: designs::EtcdMutex::LOCK_SERVICE_NAME,
+        build: |deps| Arc::new(designs::EtcdMutex::lock_service(deps)),
+        summary: "etcd's v3lock Lock RPC with a session's lease (the server runs the mutex \
+                  for the caller); Unlock RPC to release",
+        seeds: "002",
+        known_failure: "as etcd-mutex: the lease can expire under a paused holder",
+        expires: true,
+        release_checks_owner: true,
+        masters: 0,
+        backend: Backend::Etcd,
+    },
+    DesignInfo {
         name: designs::MySqlForUpdate::NAME,
         build: |deps| Arc::new(designs::MySqlForUpdate::new(deps)),
         summary: "a row per lock name; BEGIN; SELECT ... FOR UPDATE (waiting up to \
@@ -811,6 +856,28 @@ pub fn mongo_deps(
     spawner: Arc<dyn Spawner>,
 ) -> Deps {
     without_redis(clock, entropy, spawner).with_system(server)
+}
+
+/// Dependencies for the etcd designs: the member, and `clock`, `entropy` and
+/// `spawner` as given; [`Deps::conn`] reaches no Redis.
+pub fn etcd_deps(
+    server: etcd::EtcdServer,
+    clock: Arc<dyn Clock>,
+    entropy: Arc<dyn Entropy>,
+    spawner: Arc<dyn Spawner>,
+) -> Deps {
+    without_redis(clock, entropy, spawner).with_system(server)
+}
+
+/// Production dependencies for the etcd designs: the member at `host:port` (over
+/// tokio TCP) with tokio's clock and OS randomness.
+pub fn production_etcd_deps(host: &str, port: u16) -> Deps {
+    etcd_deps(
+        etcd::EtcdServer::new(host, port, Arc::new(zk::TokioDialer)),
+        Arc::new(TokioClock::new()),
+        Arc::new(OsEntropy),
+        Arc::new(TokioSpawner),
+    )
 }
 
 /// Production dependencies for the MongoDB designs: `server` (over tokio TCP) with

@@ -19,8 +19,8 @@ use crate::{Acquire, AcquireOptions, Deps, Guard, LockDesign, LockError, Release
 pub mod servers;
 
 pub use servers::{
-    LaunchError, MariaDbOptions, MariaDbServer, SentinelOptions, SentinelServer, ZkEnsembleServers,
-    ZkOptions, ZkServer,
+    EtcdProcess, LaunchError, MariaDbOptions, MariaDbServer, SentinelOptions, SentinelServer,
+    ZkEnsembleServers, ZkOptions, ZkServer,
 };
 
 /// A `redis-server` child process on a free loopback port, stopped on drop.
@@ -228,6 +228,13 @@ pub type Factory = Arc<dyn Fn(Deps) -> Arc<dyn LockDesign> + Send + Sync>;
 pub trait Backend: Send + Sync {
     /// Dependencies for a new client (its own connection, clock and entropy).
     fn deps(&self) -> Pin<Box<dyn Future<Output = Deps> + Send + '_>>;
+
+    /// The shortest lease the system honours as asked, for the bodies that wait for
+    /// one to run out: 150 ms, or a system's own minimum (etcd grants whole seconds,
+    /// and at least its minimum TTL: 2 s at its defaults).
+    fn shortest_lease(&self) -> Duration {
+        Duration::from_millis(150)
+    }
 }
 
 /// A backend over a Redis URL with tokio's clock and OS entropy.
@@ -367,16 +374,21 @@ pub async fn release_by_owner_frees_the_lock(backend: &dyn Backend, factory: &Fa
 /// background tasks are unaffected.)
 pub async fn lease_expiry(backend: &dyn Backend, factory: &Factory, expires: bool) {
     let key = fresh_key("expiry");
+    let lease = backend.shortest_lease();
     let mut dead_deps = backend.deps().await;
     dead_deps.spawner = Arc::new(DroppingSpawner);
     let (a, b) = (factory(dead_deps), client(backend, factory).await);
     let ga = acquired(
-        a.acquire(&key, AcquireOptions::new(150, 0).unwrap())
-            .await
-            .unwrap(),
+        a.acquire(
+            &key,
+            AcquireOptions::new(lease.as_millis() as i64, 0).unwrap(),
+        )
+        .await
+        .unwrap(),
         "first owner",
     );
-    tokio::time::sleep(Duration::from_millis(400)).await;
+    // The lease, run out with a margin as long again (and 100 ms): 400 ms at 150 ms.
+    tokio::time::sleep(lease * 2 + Duration::from_millis(100)).await;
     let second = b
         .acquire(&key, AcquireOptions::new(10_000, 0).unwrap())
         .await
@@ -718,6 +730,48 @@ pub struct MySqlBackend {
 impl Backend for MySqlBackend {
     fn deps(&self) -> Pin<Box<dyn Future<Output = Deps> + Send + '_>> {
         Box::pin(async move { crate::production_mysql_deps(self.server.clone()) })
+    }
+}
+
+/// One private etcd member for this test binary (`servers::EtcdProcess`), started at
+/// the first call: its client address. `None` (the test skips, saying so) if
+/// Debian's `etcd-server` is not installed, or panics under `LOCKSIM_REQUIRE_ETCD`
+/// (CI sets it), so CI cannot pass by skipping; an installed member that does not
+/// start fails the test.
+pub fn real_etcd() -> Option<SocketAddr> {
+    static SHARED: std::sync::OnceLock<Option<EtcdProcess>> = std::sync::OnceLock::new();
+    SHARED
+        .get_or_init(|| match EtcdProcess::start() {
+            Ok(server) => Some(server),
+            Err(e @ LaunchError::Missing { .. }) => {
+                if std::env::var_os("LOCKSIM_REQUIRE_ETCD").is_some() {
+                    panic!("LOCKSIM_REQUIRE_ETCD is set but {e}");
+                }
+                skipped(&format!("{e}, to run the real-etcd tests"));
+                None
+            }
+            Err(e) => panic!("{e}"),
+        })
+        .as_ref()
+        .map(EtcdProcess::addr)
+}
+
+/// A backend over one etcd member: each client its own channel.
+pub struct EtcdBackend {
+    /// The member's host.
+    pub host: String,
+    /// Its client port.
+    pub port: u16,
+}
+
+impl Backend for EtcdBackend {
+    fn deps(&self) -> Pin<Box<dyn Future<Output = Deps> + Send + '_>> {
+        Box::pin(async move { crate::production_etcd_deps(&self.host, self.port) })
+    }
+
+    /// etcd's minimum TTL at its defaults (`ceil(1.5 × election timeout)`).
+    fn shortest_lease(&self) -> Duration {
+        Duration::from_secs(2)
     }
 }
 

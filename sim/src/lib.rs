@@ -2,6 +2,7 @@
 //! the history every run records.
 
 pub mod clock;
+pub mod etcd;
 pub mod faults;
 pub mod history;
 pub mod mongo;

@@ -1,5 +1,6 @@
 //! The built-in designs, one module each, and the commands they share.
 
+mod etcd;
 mod fenced;
 mod mongo;
 mod mysql;
@@ -22,6 +23,7 @@ mod setnx_getset;
 mod wait_synced;
 mod zk_curator;
 
+pub use etcd::EtcdMutex;
 pub use fenced::{FENCED_ACQUIRE, Fenced};
 pub use mongo::{MONGO_LOCKS_COLLECTION, MongoFindAndModify};
 pub use mysql::{

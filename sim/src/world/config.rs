@@ -189,7 +189,8 @@ pub struct Workload {
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub trace_commands: bool,
     /// The lock-server systems other than Redis this world runs (none by default),
-    /// each a field of its own in the workload's JSON (`zookeeper`, `mysql`, `mongo`),
+    /// each a field of its own in the workload's JSON (`zookeeper`, `mysql`, `mongo`,
+    /// `etcd`),
     /// flattened here so histories read as before.
     #[serde(flatten)]
     pub systems: SystemSpecs,
@@ -232,6 +233,30 @@ pub struct SystemSpecs {
     /// be empty and a client's `Deps` carries its members.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub mongo: Option<MongoSpec>,
+    /// An etcd member: the world of the etcd designs. With it, `servers` may be empty
+    /// and a client's `Deps` carries its address.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub etcd: Option<EtcdSpec>,
+}
+
+/// The world's etcd (the v3.4 model of `crate::etcd`): one member, at real time.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct EtcdSpec {
+    /// The member's host name (`etcd-1`).
+    pub name: String,
+    /// The lessor's minimum TTL, seconds: 2, etcd's at its default election timeout
+    /// (1 s: `ceil(1.5 × 1 s)`).
+    pub min_lease_ttl_s: i64,
+}
+
+impl Default for EtcdSpec {
+    fn default() -> Self {
+        EtcdSpec {
+            name: "etcd-1".into(),
+            min_lease_ttl_s: crate::etcd::MIN_LEASE_TTL,
+        }
+    }
 }
 
 /// The world's MySQL server: its host name and the account clients log in with.

@@ -14,6 +14,7 @@
 
 mod client;
 pub mod config;
+mod etcd;
 mod mongo;
 mod mysql;
 mod nemesis;
@@ -32,9 +33,9 @@ use std::sync::atomic::{AtomicU32, AtomicU64};
 use std::time::Duration;
 
 pub use config::{
-    DesignFactory, MongoSpec, MySqlReplicaSpec, MySqlSpec, RunConfig, RunError, SentinelSpec,
-    ServerSpec, Stepping, SystemSpecs, Workload, ZkSpec, builtin_factory, default_servers,
-    sub_seed,
+    DesignFactory, EtcdSpec, MongoSpec, MySqlReplicaSpec, MySqlSpec, RunConfig, RunError,
+    SentinelSpec, ServerSpec, Stepping, SystemSpecs, Workload, ZkSpec, builtin_factory,
+    default_servers, sub_seed,
 };
 
 use crate::clock::{ClockSpec, HostClock};

@@ -190,6 +190,7 @@ pub(crate) static SYSTEMS: &[&SystemInfo] = &[
     &super::zookeeper::SYSTEM,
     &super::mysql::SYSTEM,
     &super::mongo::SYSTEM,
+    &super::etcd::SYSTEM,
 ];
 
 /// The record of the system behind `backend`, if the simulator models it.

@@ -4,6 +4,7 @@
 
 mod conformance_model;
 mod engine;
+mod etcd_model;
 mod every_system;
 mod host_clock;
 mod mongo_model;

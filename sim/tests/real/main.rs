@@ -7,6 +7,7 @@
 mod common;
 
 mod differential;
+mod etcd_real;
 mod lua_libs_real;
 mod mysql_real;
 mod persistence_real;

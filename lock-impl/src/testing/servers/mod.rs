@@ -1,4 +1,5 @@
-//! Private servers: a ZooKeeper 3.8 server or ensemble and a MariaDB 10.11 server, each
+//! Private servers: a ZooKeeper 3.8 server or ensemble, a MariaDB 10.11 server and an
+//! etcd 3.4 member, each
 //! started from Debian's installed packages as a child process on free loopback ports,
 //! with its own configuration, data directory and log in a temporary directory, and
 //! stopped (`SIGKILL`) with its directory removed when its handle drops.
@@ -30,10 +31,12 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Mutex, Once, OnceLock, mpsc};
 use std::time::Duration;
 
+mod etcd;
 mod mariadb;
 mod sentinel;
 mod zk;
 
+pub use etcd::*;
 pub use mariadb::*;
 pub use sentinel::*;
 pub use zk::*;

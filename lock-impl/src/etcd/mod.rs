@@ -1,0 +1,257 @@
+//! etcd v3 for the etcd designs, through the published client `etcd-client` (its
+//! gRPC stubs over tonic), on a channel dialled over any byte stream
+//! ([`crate::zk::StreamDialer`]: turmoil's in the simulator, tokio TCP in production)
+//! whose HTTP/2 tasks run on the dialer's spawner (so they freeze with a paused
+//! client and die with a crashed one).
+//!
+//! What Go's `clientv3` (v3.4.23) adds around its stubs, and the designs port because
+//! it decides when a lock is lost: the retry interceptor ([`EtcdConn::call`];
+//! `clientv3/retry_interceptor.go`, `retry.go`, `options.go`) and the lease keeper
+//! ([`session`]; `clientv3/lease.go`). What it does not port: the endpoint balancer
+//! (one member here), auth tokens, and gRPC's own connection backoff (tonic redials
+//! on the next request).
+
+pub mod session;
+
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::time::Duration;
+
+use crate::zk::StreamDialer;
+use crate::{Clock, Entropy};
+
+pub use session::Session;
+
+/// The port etcd serves clients on.
+pub const ETCD_PORT: u16 = 2379;
+
+/// How long one design call may take before its outcome is unknown (the context
+/// deadline a service gives each call; etcdctl's `--command-timeout` default).
+pub const REQUEST_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// `defaultBackoffWaitBetween`: the pause between retries of a unary call.
+pub const RETRY_BACKOFF: Duration = Duration::from_millis(25);
+
+/// `defaultUnaryMaxRetries`.
+pub const MAX_RETRIES: u32 = 100;
+
+/// An etcd design's handle in [`crate::Deps`]: the member to talk to and how to reach
+/// it.
+#[derive(Clone)]
+pub struct EtcdServer {
+    /// The member's host and port.
+    pub endpoint: (String, u16),
+    /// Opens streams to it and runs the connection's tasks.
+    pub dialer: Arc<dyn StreamDialer>,
+    /// A call's deadline ([`REQUEST_TIMEOUT`] by default).
+    pub request_timeout: Duration,
+}
+
+impl EtcdServer {
+    /// The member at `host:port`, dialled by `dialer`.
+    pub fn new(host: &str, port: u16, dialer: Arc<dyn StreamDialer>) -> Self {
+        EtcdServer {
+            endpoint: (host.to_string(), port),
+            dialer,
+            request_timeout: REQUEST_TIMEOUT,
+        }
+    }
+
+    /// A client on a lazily dialled channel: the first call dials, and a call after
+    /// the connection broke dials again.
+    pub async fn connect(
+        &self,
+        clock: Arc<dyn Clock>,
+        entropy: Arc<dyn Entropy>,
+    ) -> Result<EtcdConn, etcd_client::Error> {
+        let (host, port) = self.endpoint.clone();
+        let dialer = self.dialer.clone();
+        let connector = tower::service_fn(move |_uri: tonic::transport::Uri| {
+            let (dialer, host) = (dialer.clone(), host.clone());
+            async move {
+                let s = dialer.dial(&host, port).await?;
+                Ok::<_, std::io::Error>(hyper_util::rt::TokioIo::new(s))
+            }
+        });
+        let channel = tonic::transport::Endpoint::from_shared(format!(
+            "http://{}:{}",
+            self.endpoint.0, port
+        ))?
+        .executor(DialerExec(self.dialer.clone()))
+        .connect_with_connector_lazy(connector);
+        let client =
+            etcd_client::Client::from_channel(etcd_client::Channel::Tonic(channel), None).await?;
+        Ok(EtcdConn {
+            client,
+            clock,
+            entropy,
+            timeout: self.request_timeout,
+        })
+    }
+}
+
+impl std::fmt::Debug for EtcdServer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("EtcdServer")
+            .field("endpoint", &self.endpoint)
+            .finish_non_exhaustive()
+    }
+}
+
+impl crate::SystemHandle for EtcdServer {
+    const BACKEND: crate::Backend = crate::Backend::Etcd;
+}
+
+/// etcd's record ([`crate::Backend::Etcd`]).
+pub const SYSTEM: crate::BackendInfo = crate::BackendInfo {
+    name: "etcd",
+    promise: "etcd: a lock key attached to a lease that the holder's client keeps alive; \
+              the key goes when the lease expires on the server's clock, whatever the \
+              holder believes, and its create revision is a fencing token that only a \
+              resource that checks it can use",
+    // Seed 002 names no etcd row; its lock is the client library's mutex.
+    seed_design: crate::designs::EtcdMutex::NAME,
+};
+
+/// The channel's tasks on the dialer's spawner.
+#[derive(Clone)]
+struct DialerExec(Arc<dyn StreamDialer>);
+
+impl hyper::rt::Executor<Pin<Box<dyn Future<Output = ()> + Send>>> for DialerExec {
+    fn execute(&self, fut: Pin<Box<dyn Future<Output = ()> + Send>>) {
+        self.0.spawn(fut);
+    }
+}
+
+/// Why a call failed.
+#[derive(Debug, Clone)]
+pub enum CallError {
+    /// The deadline passed: the call may or may not have taken effect.
+    Timeout,
+    /// The server answered with an error (the call did nothing).
+    Server {
+        /// The gRPC code.
+        code: tonic::Code,
+        /// etcd's message.
+        message: String,
+    },
+    /// The connection failed while the call was in flight, or before it could be
+    /// sent: it may have taken effect (a mutation) or not.
+    Transport(String),
+}
+
+impl CallError {
+    /// Whether the call certainly did nothing on the server.
+    pub fn nothing_done(&self) -> bool {
+        matches!(self, CallError::Server { .. })
+    }
+
+    fn from_client(e: etcd_client::Error) -> Self {
+        match e {
+            etcd_client::Error::GRpcStatus(s) => {
+                if s.code() == tonic::Code::Unavailable || s.code() == tonic::Code::Unknown {
+                    CallError::Transport(format!("{:?}: {}", s.code(), s.message()))
+                } else if s.code() == tonic::Code::Cancelled
+                    || s.code() == tonic::Code::DeadlineExceeded
+                {
+                    CallError::Timeout
+                } else {
+                    CallError::Server {
+                        code: s.code(),
+                        message: s.message().to_string(),
+                    }
+                }
+            }
+            other => CallError::Transport(other.to_string()),
+        }
+    }
+
+    /// Whether the channel could not reach the member at all (gRPC's "there is no
+    /// connection available"): tonic's error for a dial that failed.
+    fn no_connection(&self) -> bool {
+        matches!(self, CallError::Transport(m) if m.contains("connect") || m.contains("Connection refused"))
+    }
+}
+
+impl std::fmt::Display for CallError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            CallError::Timeout => write!(f, "deadline exceeded"),
+            CallError::Server { code, message } => write!(f, "{code:?}: {message}"),
+            CallError::Transport(m) => write!(f, "transport: {m}"),
+        }
+    }
+}
+
+/// Whether a call may be retried by the interceptor: `repeatable` (reads, and the
+/// lease calls) on any `Unavailable`; the others only when no connection was
+/// available (the request was never sent).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Policy {
+    /// `repeatable`.
+    Repeatable,
+    /// `nonRepeatable`.
+    NonRepeatable,
+}
+
+/// A client of one member, with the host's clock and randomness.
+#[derive(Clone)]
+pub struct EtcdConn {
+    /// The published client.
+    pub client: etcd_client::Client,
+    /// The host's clock (deadlines, backoff).
+    pub clock: Arc<dyn Clock>,
+    /// Backoff jitter.
+    pub entropy: Arc<dyn Entropy>,
+    /// A call's deadline.
+    pub timeout: Duration,
+}
+
+impl EtcdConn {
+    /// `f` under the retry interceptor, within `deadline` on the host's clock (the
+    /// call's context): attempts `MAX_RETRIES` times at most, [`RETRY_BACKOFF`] ± 10 %
+    /// apart, while the error is one the policy retries. A dial that fails does not
+    /// count as an attempt: `clientv3` calls wait for a connection
+    /// (`FailFast(false)`) until their deadline.
+    pub async fn call<T, F, Fut>(
+        &self,
+        policy: Policy,
+        deadline: Duration,
+        mut f: F,
+    ) -> Result<T, CallError>
+    where
+        F: FnMut(etcd_client::Client) -> Fut,
+        Fut: Future<Output = Result<T, etcd_client::Error>>,
+    {
+        let attempts = async {
+            let mut attempt = 0;
+            loop {
+                let err = match f(self.client.clone()).await {
+                    Ok(v) => return Ok(v),
+                    Err(e) => CallError::from_client(e),
+                };
+                let retry = match policy {
+                    Policy::Repeatable => matches!(err, CallError::Transport(_)),
+                    Policy::NonRepeatable => err.no_connection(),
+                };
+                if !err.no_connection() {
+                    attempt += 1;
+                }
+                if !retry || attempt >= MAX_RETRIES {
+                    return Err(err);
+                }
+                let jitter = self.entropy.below(5_001) as i64 - 2_500; // ±2.5 ms
+                let pause = RETRY_BACKOFF.as_micros() as i64 + jitter;
+                self.clock
+                    .sleep(Duration::from_micros(pause.max(0) as u64))
+                    .await;
+            }
+        };
+        tokio::select! {
+            biased;
+            r = attempts => r,
+            _ = self.clock.sleep(deadline) => Err(CallError::Timeout),
+        }
+    }
+}
