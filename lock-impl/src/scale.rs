@@ -98,6 +98,17 @@ impl TimeScale {
         u64::try_from(scaled).unwrap_or(u64::MAX).max(1)
     }
 
+    /// `real` of real time at this scale, exactly (to the nanosecond): for a unit
+    /// that other quantities are counted in (etcd's second, in which lease TTLs are
+    /// whole numbers), where rounding to milliseconds would change every count.
+    pub fn exact(self, real: Duration) -> Duration {
+        if self.is_real() {
+            return real;
+        }
+        let nanos = real.as_nanos() * u128::from(self.world_ms) / u128::from(self.real_ms);
+        Duration::from_nanos(u64::try_from(nanos).unwrap_or(u64::MAX).max(1))
+    }
+
     /// `constant` in world milliseconds: scaled, or as it is where it is kept real.
     pub fn ms_of(self, constant: &Constant) -> u64 {
         match constant.scaling {
@@ -360,6 +371,50 @@ pub const REDISSON_REDLOCK_UNLOCK_POLL: Constant = Constant {
     scaling: Scaling::Scaled,
 };
 
+/// etcd's second: lease TTLs are whole seconds (`LeaseGrantRequest.TTL`), so a scaled
+/// world scales the second they are counted in (read with [`TimeScale::exact`]); the
+/// etcd world's member counts in the same second (`sim::world::EtcdSpec::second_us`).
+pub const ETCD_SECOND: Constant = Constant {
+    name: "etcd: the second lease TTLs are counted in",
+    source: "etcd v3.4.23 etcdserver/etcdserverpb/rpc.proto: LeaseGrantRequest.TTL \"the advisory time-to-live in seconds\"",
+    real_ms: 1_000,
+    scaling: Scaling::Scaled,
+};
+
+/// etcd's Go client: the lease keeper's pause before it sends a due keep-alive again
+/// and before it opens a failed keep-alive stream again.
+pub const ETCD_RETRY_CONN_WAIT: Constant = Constant {
+    name: "etcd clientv3: lease keeper's send period and stream reopen pause (retryConnWait)",
+    source: "etcd v3.4.23 clientv3/lease.go: retryConnWait = 500 * time.Millisecond",
+    real_ms: 500,
+    scaling: Scaling::Scaled,
+};
+
+/// etcd's Go client: how often the lease keeper checks that an answer came within the
+/// TTL.
+pub const ETCD_DEADLINE_LOOP: Constant = Constant {
+    name: "etcd clientv3: lease keeper's deadline check period (deadlineLoop)",
+    source: "etcd v3.4.23 clientv3/lease.go deadlineLoop: time.After(time.Second)",
+    real_ms: 1_000,
+    scaling: Scaling::Scaled,
+};
+
+/// etcd's Go client: the first keep-alive's deadline with no dial timeout set.
+pub const ETCD_FIRST_KEEPALIVE_TIMEOUT: Constant = Constant {
+    name: "etcd clientv3: the first keep-alive's deadline (defaultTTL)",
+    source: "etcd v3.4.23 clientv3/lease.go: defaultTTL = 5 * time.Second (firstKeepAliveTimeout without DialTimeout)",
+    real_ms: 5_000,
+    scaling: Scaling::Scaled,
+};
+
+/// etcd's Go client: the pause between retries of a unary call.
+pub const ETCD_RETRY_BACKOFF: Constant = Constant {
+    name: "etcd clientv3: pause between retries of a call (± 10 %)",
+    source: "etcd v3.4.23 clientv3/options.go: defaultBackoffWaitBetween = 25 * time.Millisecond, defaultBackoffJitterFraction = 0.10",
+    real_ms: 25,
+    scaling: Scaling::Scaled,
+};
+
 /// Every constant a built-in design reads through [`TimeScale::of`], for docs/layout.md's
 /// table and `locksim list`.
 pub const CONSTANTS: &[&Constant] = &[
@@ -381,6 +436,11 @@ pub const CONSTANTS: &[&Constant] = &[
     &REDLOCK_INSTANCE_TIMEOUT_MAX,
     &REDLOCK_INSTANCE_TIMEOUT_MIN,
     &REDISSON_REDLOCK_UNLOCK_POLL,
+    &ETCD_SECOND,
+    &ETCD_RETRY_CONN_WAIT,
+    &ETCD_DEADLINE_LOOP,
+    &ETCD_FIRST_KEEPALIVE_TIMEOUT,
+    &ETCD_RETRY_BACKOFF,
 ];
 
 /// MariaDB's start after a crash, to its first answered ping: `mariadbd` 10.11.19

@@ -105,7 +105,11 @@ impl EtcdMutex {
         self.conn
             .get_or_try_init(|| async {
                 server
-                    .connect(self.deps.clock.clone(), self.deps.entropy.clone())
+                    .connect(
+                        self.deps.clock.clone(),
+                        self.deps.entropy.clone(),
+                        self.deps.scale,
+                    )
                     .await
                     .map_err(|e| LockError::Etcd {
                         command: "connect",
@@ -277,7 +281,7 @@ impl EtcdMutex {
                         }
                     }
                 }
-                clock.sleep(crate::etcd::session::RETRY_CONN_WAIT).await;
+                clock.sleep(conn.scale.of(&crate::scale::ETCD_RETRY_CONN_WAIT)).await;
             }
         };
         tokio::select! {
@@ -354,7 +358,9 @@ impl LockDesign for EtcdMutex {
         }
         options.validate()?;
         let conn = self.conn().await?;
-        let ttl = options.lease_ms.div_ceil(1000) as i64;
+        // The lease in etcd's whole seconds, rounded up (at the world's scale).
+        let second = conn.second().as_nanos().max(1);
+        let ttl = (u128::from(options.lease_ms) * 1_000_000).div_ceil(second) as i64;
         let sent = conn.clock.now();
         let k = key.to_string();
         let session = match Session::grant(
@@ -457,6 +463,6 @@ impl LockDesign for EtcdMutex {
 
     fn retry_horizon(&self) -> Duration {
         // A stream that failed is opened again after `retryConnWait`.
-        crate::etcd::session::RETRY_CONN_WAIT
+        self.deps.scale.of(&crate::scale::ETCD_RETRY_CONN_WAIT)
     }
 }

@@ -18,8 +18,9 @@ use std::pin::Pin;
 use std::sync::Arc;
 use std::time::Duration;
 
+use crate::scale::{ETCD_RETRY_BACKOFF, ETCD_SECOND};
 use crate::zk::StreamDialer;
-use crate::{Clock, Entropy};
+use crate::{Clock, Entropy, TimeScale};
 
 pub use session::Session;
 
@@ -29,9 +30,6 @@ pub const ETCD_PORT: u16 = 2379;
 /// How long one design call may take before its outcome is unknown (the context
 /// deadline a service gives each call; etcdctl's `--command-timeout` default).
 pub const REQUEST_TIMEOUT: Duration = Duration::from_secs(5);
-
-/// `defaultBackoffWaitBetween`: the pause between retries of a unary call.
-pub const RETRY_BACKOFF: Duration = Duration::from_millis(25);
 
 /// `defaultUnaryMaxRetries`.
 pub const MAX_RETRIES: u32 = 100;
@@ -64,6 +62,7 @@ impl EtcdServer {
         &self,
         clock: Arc<dyn Clock>,
         entropy: Arc<dyn Entropy>,
+        scale: TimeScale,
     ) -> Result<EtcdConn, etcd_client::Error> {
         let (host, port) = self.endpoint.clone();
         let dialer = self.dialer.clone();
@@ -87,6 +86,7 @@ impl EtcdServer {
             clock,
             entropy,
             timeout: self.request_timeout,
+            scale,
         })
     }
 }
@@ -206,12 +206,24 @@ pub struct EtcdConn {
     pub entropy: Arc<dyn Entropy>,
     /// A call's deadline.
     pub timeout: Duration,
+    /// The world's clock scale: the client's constants and etcd's second.
+    pub scale: TimeScale,
 }
 
 impl EtcdConn {
+    /// The length of etcd's second in this world (lease TTLs count in it).
+    pub fn second(&self) -> Duration {
+        self.scale.exact(Duration::from_millis(ETCD_SECOND.real_ms))
+    }
+
+    /// `ttl` etcd seconds as world time.
+    pub fn seconds(&self, ttl: i64) -> Duration {
+        self.second() * u32::try_from(ttl.max(0)).unwrap_or(u32::MAX)
+    }
+
     /// `f` under the retry interceptor, within `deadline` on the host's clock (the
-    /// call's context): attempts `MAX_RETRIES` times at most, [`RETRY_BACKOFF`] ± 10 %
-    /// apart, while the error is one the policy retries. A dial that fails does not
+    /// call's context): attempts `MAX_RETRIES` times at most, `defaultBackoffWaitBetween`
+    /// ± 10 % apart, while the error is one the policy retries. A dial that fails does not
     /// count as an attempt: `clientv3` calls wait for a connection
     /// (`FailFast(false)`) until their deadline.
     pub async fn call<T, F, Fut>(
@@ -241,11 +253,11 @@ impl EtcdConn {
                 if !retry || attempt >= MAX_RETRIES {
                     return Err(err);
                 }
-                let jitter = self.entropy.below(5_001) as i64 - 2_500; // ±2.5 ms
-                let pause = RETRY_BACKOFF.as_micros() as i64 + jitter;
-                self.clock
-                    .sleep(Duration::from_micros(pause.max(0) as u64))
-                    .await;
+                // 25 ms ± 10 %, drawn in real microseconds, then scaled.
+                let real_us = 22_500 + self.entropy.below(5_001);
+                let pause = self.scale.exact(Duration::from_micros(real_us));
+                debug_assert_eq!(ETCD_RETRY_BACKOFF.real_ms, 25);
+                self.clock.sleep(pause).await;
             }
         };
         tokio::select! {

@@ -21,14 +21,7 @@ use std::time::Duration;
 use super::{CallError, EtcdConn, Policy};
 use crate::{Observer, Spawner};
 
-/// `retryConnWait`.
-pub const RETRY_CONN_WAIT: Duration = Duration::from_millis(500);
-
-/// `deadlineLoop`'s period.
-pub const DEADLINE_CHECK: Duration = Duration::from_secs(1);
-
-/// `defaultTTL`: the first keep-alive's deadline.
-pub const FIRST_KEEPALIVE_TIMEOUT: Duration = Duration::from_secs(5);
+use crate::scale::{ETCD_DEADLINE_LOOP, ETCD_FIRST_KEEPALIVE_TIMEOUT, ETCD_RETRY_CONN_WAIT};
 
 /// What the keeper knows, shared with the session.
 #[derive(Debug, Default)]
@@ -71,7 +64,7 @@ impl Session {
             .await?;
         let (lease, ttl) = (resp.id(), resp.ttl());
         let state = Arc::new(Mutex::new(KeeperState {
-            valid_until: sent + Duration::from_secs(ttl as u64),
+            valid_until: sent + conn.seconds(ttl),
             ..Default::default()
         }));
         let (stop, stopped) = tokio::sync::watch::channel(false);
@@ -123,7 +116,7 @@ impl Session {
         let lease = self.lease;
         conn.call(
             Policy::Repeatable,
-            Duration::from_secs(self.ttl as u64),
+            conn.seconds(self.ttl),
             |mut c| async move { c.lease_revoke(lease).await },
         )
         .await
@@ -143,10 +136,14 @@ async fn keeper(
     ttl_s: i64,
 ) {
     let clock = conn.clock.clone();
+    let (retry_conn_wait, deadline_check) = (
+        conn.scale.of(&ETCD_RETRY_CONN_WAIT),
+        conn.scale.of(&ETCD_DEADLINE_LOOP),
+    );
     let now = clock.now();
     let mut next_keepalive = now;
-    let mut deadline = now + FIRST_KEEPALIVE_TIMEOUT;
-    let mut next_deadline_check = now + DEADLINE_CHECK;
+    let mut deadline = now + conn.scale.of(&ETCD_FIRST_KEEPALIVE_TIMEOUT);
+    let mut next_deadline_check = now + deadline_check;
     // The send time of the request not answered yet. Go sends again every 500 ms
     // while no answer comes (its next keep-alive moves only on answers); the port sends
     // one and waits for its answer, which on one ordered stream comes first anyway.
@@ -177,7 +174,7 @@ async fn keeper(
         };
         if opened.is_some() {
             let now = clock.now();
-            let ttl = Duration::from_secs(ttl_s as u64);
+            let ttl = conn.seconds(ttl_s);
             next_keepalive = now + ttl / 3;
             deadline = now + ttl;
             answered(&state, &observer, &key, &owner, sent + ttl);
@@ -194,7 +191,7 @@ async fn keeper(
                 }
                 pending_since = Some(now);
             }
-            let tick = RETRY_CONN_WAIT.min(next_deadline_check.saturating_sub(now));
+            let tick = retry_conn_wait.min(next_deadline_check.saturating_sub(now));
             tokio::select! {
                 msg = responses.message() => match msg {
                     Ok(Some(resp)) => {
@@ -203,7 +200,7 @@ async fn keeper(
                             return finish(&state);
                         }
                         let now = clock.now();
-                        let ttl = Duration::from_secs(resp.ttl() as u64);
+                        let ttl = conn.seconds(resp.ttl());
                         next_keepalive = now + ttl / 3;
                         deadline = now + ttl;
                         let sent = pending_since.take().unwrap_or(now);
@@ -218,14 +215,14 @@ async fn keeper(
             // `deadlineLoop`.
             let now = clock.now();
             if now >= next_deadline_check {
-                next_deadline_check = now + DEADLINE_CHECK;
+                next_deadline_check = now + deadline_check;
                 if deadline < now {
                     return finish(&state);
                 }
             }
         }
         // The stream failed: `retryConnWait`, then a new one.
-        let until = clock.now() + RETRY_CONN_WAIT;
+        let until = clock.now() + retry_conn_wait;
         while clock.now() < until {
             let now = clock.now();
             tokio::select! {
@@ -235,7 +232,7 @@ async fn keeper(
         }
         let now = clock.now();
         if now >= next_deadline_check {
-            next_deadline_check = now + DEADLINE_CHECK;
+            next_deadline_check = now + deadline_check;
             if deadline < now {
                 return finish(&state);
             }

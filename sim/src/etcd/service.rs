@@ -31,7 +31,7 @@ use futures_util::Stream;
 use lock_impl::Clock;
 use tonic::{Request, Response, Status, Streaming};
 
-use super::store::{EXPIRY_CHECK, EtcdError, Store, event_revision};
+use super::store::{EtcdError, Store, event_revision};
 
 /// The client host a request came from (put in each request's extensions by
 /// [`serve_connection`]).
@@ -89,16 +89,22 @@ impl EtcdMember {
         self.clock.now()
     }
 
-    /// The lessor's loop: every [`EXPIRY_CHECK`] on the member's clock, revokes the
+    /// The lessor's period.
+    fn expiry_check(&self) -> Duration {
+        self.with(|s| s.expiry_check())
+    }
+
+    /// The lessor's loop: every half etcd second on the member's clock, revokes the
     /// leases that expired. Runs until dropped.
     pub async fn run_lessor(self: SharedEtcd) {
+        let period = self.expiry_check();
         loop {
             let now = self.now();
             if self.with(|s| s.expire(now)) {
                 // A renewal waiting on a revoked lease hears it as a revision.
                 self.changed.send_modify(|_| {});
             }
-            self.clock.sleep(EXPIRY_CHECK).await;
+            self.clock.sleep(period).await;
         }
     }
 
@@ -177,8 +183,9 @@ impl KeepAlive {
     async fn renew(&self, id: i64) -> PbLeaseKeepAliveResponse {
         let m = &self.member;
         let mut rx = m.changed.subscribe();
+        let period = m.expiry_check();
         while m.with(|s| s.expired(id, m.now())) {
-            m.wait_change(&mut rx, EXPIRY_CHECK).await;
+            m.wait_change(&mut rx, period).await;
         }
         let now = m.now();
         let (ttl, header) = m.with(|s| (s.renew(id, now).unwrap_or(0), s.header()));

@@ -19,7 +19,8 @@
 //!   compare, which is false;
 //! - a lease's TTL is at least the member's minimum (`ceil(1.5 × election timeout)`:
 //!   2 s at etcd's defaults) and at most 9,000,000,000 s; its expiry is `now + TTL` at
-//!   its grant and at every renewal; the lessor looks for expired leases every 500 ms
+//!   its grant and at every renewal (a scaled world's second is shorter, see
+//!   [`Store::new`]); the lessor looks for expired leases every 500 ms
 //!   and revokes them (deleting their keys in one revision); a renewal of a lease that
 //!   has expired but is not revoked yet waits for the revoke and then answers
 //!   "not found".
@@ -41,8 +42,9 @@ use etcd_client::proto::{
 /// etcd's largest lease TTL, seconds (`lease.MaxLeaseTTL`).
 pub const MAX_LEASE_TTL: i64 = 9_000_000_000;
 
-/// How often the lessor looks for expired leases (`lessor.runLoop`).
-pub const EXPIRY_CHECK: Duration = Duration::from_millis(500);
+/// How often the lessor looks for expired leases (`lessor.runLoop`: 500 ms), in etcd
+/// seconds' thousandths: half a second.
+pub const EXPIRY_CHECK_MILLIS: u32 = 500;
 
 /// The most operations a txn may have (`--max-txn-ops`' default).
 pub const MAX_TXN_OPS: usize = 128;
@@ -170,6 +172,9 @@ pub struct Store {
     leases: BTreeMap<i64, Lease>,
     /// The lessor's minimum TTL, seconds.
     min_ttl: i64,
+    /// How long one of etcd's seconds is in this world (a scaled world's is shorter:
+    /// `lock_impl::scale::ETCD_SECOND`).
+    second: Duration,
     /// The next lease ID the member gives out.
     next_lease: i64,
     /// The header's fixed fields.
@@ -208,15 +213,16 @@ impl WriteTxn {
 
 impl Store {
     /// An empty store (revision 1) whose lessor gives leases at least `min_ttl`
-    /// seconds, with `member_id` in every header (and in the high bits of the lease IDs
-    /// it gives out, as etcd's ID generator does).
-    pub fn new(member_id: u64, min_ttl: i64) -> Self {
+    /// seconds, each `second` long, with `member_id` in every header (and in the high
+    /// bits of the lease IDs it gives out, as etcd's ID generator does).
+    pub fn new(member_id: u64, min_ttl: i64, second: Duration) -> Self {
         Store {
             revision: 1,
             keys: BTreeMap::new(),
             events: Vec::new(),
             leases: BTreeMap::new(),
             min_ttl,
+            second,
             // etcd's `idutil.Generator`: the member ID's low 16 bits on top, then a
             // timestamp and a counter; the model starts the counter at a fixed value.
             next_lease: (((member_id & 0xffff) << 48) | 0x0000_1d3a_7e00_0001) as i64 & i64::MAX,
@@ -225,6 +231,16 @@ impl Store {
             raft_term: 2,
             changes: Vec::new(),
         }
+    }
+
+    /// `n` of etcd's seconds in this world.
+    pub fn seconds(&self, n: i64) -> Duration {
+        self.second * u32::try_from(n.max(0)).unwrap_or(u32::MAX)
+    }
+
+    /// The lessor's period (`EXPIRY_CHECK_MILLIS` of a second).
+    pub fn expiry_check(&self) -> Duration {
+        self.second * EXPIRY_CHECK_MILLIS / 1000
     }
 
     /// The current revision.
@@ -688,7 +704,7 @@ impl Store {
             id,
             Lease {
                 ttl,
-                expiry: now + Duration::from_secs(ttl as u64),
+                expiry: now + self.seconds(ttl),
                 keys: BTreeSet::new(),
             },
         );
@@ -727,23 +743,25 @@ impl Store {
     /// `None` if there is no such lease (the caller waits out a lease that expired and
     /// is not revoked yet, as the lessor's `Renew` does).
     pub fn renew(&mut self, id: i64, now: Duration) -> Option<i64> {
-        let l = self.leases.get_mut(&id)?;
-        l.expiry = now + Duration::from_secs(l.ttl as u64);
-        Some(l.ttl)
+        let ttl = self.leases.get(&id)?.ttl;
+        let expiry = now + self.seconds(ttl);
+        self.leases.get_mut(&id)?.expiry = expiry;
+        Some(ttl)
     }
 
     /// `LeaseTimeToLive`: (TTL left in whole seconds, granted TTL, keys), or `None`.
     pub fn time_to_live(&self, id: i64, now: Duration) -> Option<(i64, i64, Vec<Vec<u8>>)> {
         let l = self.leases.get(&id)?;
-        let left = l.expiry.saturating_sub(now).as_secs() as i64;
+        let left = (l.expiry.saturating_sub(now).as_nanos() / self.second.as_nanos().max(1)) as i64;
         Some((left, l.ttl, l.keys.iter().cloned().collect()))
     }
 
     /// A restarted member's lessor (`Promote`): every lease gets its whole TTL again
     /// from `now`.
     pub fn promote(&mut self, now: Duration) {
+        let second = self.second;
         for l in self.leases.values_mut() {
-            l.expiry = now + Duration::from_secs(l.ttl as u64);
+            l.expiry = now + second * u32::try_from(l.ttl).unwrap_or(u32::MAX);
         }
     }
 
@@ -752,7 +770,7 @@ impl Store {
         self.leases.keys().copied().collect()
     }
 
-    /// The lessor's pass (every [`EXPIRY_CHECK`]): revokes every lease expired at
+    /// The lessor's pass (every [`Store::expiry_check`]): revokes every lease expired at
     /// `now`, each in a revision of its own. Whether it revoked any.
     pub fn expire(&mut self, now: Duration) -> bool {
         let due: Vec<i64> = self

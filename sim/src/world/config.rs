@@ -248,6 +248,11 @@ pub struct EtcdSpec {
     /// The lessor's minimum TTL, seconds: 2, etcd's at its default election timeout
     /// (1 s: `ceil(1.5 × 1 s)`).
     pub min_lease_ttl_s: i64,
+    /// How long etcd's second is in this world, µs: 1,000,000 at real time; a world
+    /// that shrinks the lease shrinks it alike (`EtcdSpec::for_lease`), so lease TTLs,
+    /// the lessor's half-second pass and the client's constants keep their proportions
+    /// (`lock_impl::scale::ETCD_SECOND`).
+    pub second_us: u64,
 }
 
 impl Default for EtcdSpec {
@@ -255,6 +260,20 @@ impl Default for EtcdSpec {
         EtcdSpec {
             name: "etcd-1".into(),
             min_lease_ttl_s: crate::etcd::MIN_LEASE_TTL,
+            second_us: 1_000_000,
+        }
+    }
+}
+
+impl EtcdSpec {
+    /// The member of a world whose lease is `lease_ms`: etcd's second at that world's
+    /// scale (`lock_impl::TimeScale::for_lease`).
+    pub fn for_lease(lease_ms: u64) -> EtcdSpec {
+        let second = lock_impl::TimeScale::for_lease(lease_ms)
+            .exact(std::time::Duration::from_millis(lock_impl::scale::ETCD_SECOND.real_ms));
+        EtcdSpec {
+            second_us: second.as_micros().max(1) as u64,
+            ..EtcdSpec::default()
         }
     }
 }

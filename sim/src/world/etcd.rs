@@ -75,6 +75,7 @@ impl EtcdCtl {
             self.gate.clone(),
         );
         let min_ttl = spec.min_lease_ttl_s;
+        let second = Duration::from_micros(spec.second_us);
         b.sim.host(self.name.as_str(), move || {
             let (slot, net, name, gate, clock) = (
                 slot.clone(),
@@ -97,7 +98,7 @@ impl EtcdCtl {
                         s.promote(clock.now());
                         s
                     }
-                    None => Store::new(0x8e9e_05c5_2164_694d, min_ttl),
+                    None => Store::new(0x8e9e_05c5_2164_694d, min_ttl, second),
                 };
                 let member = EtcdMember::new(store, clock);
                 *slot.lock().unwrap_or_else(|e| e.into_inner()) = Some(member.clone());
@@ -242,7 +243,7 @@ impl LockSystem for EtcdCtl {
 }
 
 /// etcd's record: `SystemSpecs::etcd` (the workload's `etcd`), by default
-/// [`EtcdSpec::default`].
+/// [`EtcdSpec::for_lease`] the workload's lease.
 pub(crate) static SYSTEM: SystemInfo = SystemInfo {
     backend: lock_impl::Backend::Etcd,
     capabilities: ETCD_CAPABILITIES,
@@ -254,7 +255,7 @@ pub(crate) static SYSTEM: SystemInfo = SystemInfo {
     },
     install: |w| {
         if w.systems.etcd.is_none() {
-            w.systems.etcd = Some(EtcdSpec::default());
+            w.systems.etcd = Some(EtcdSpec::for_lease(w.lease_ms));
         }
     },
     remove: |w| w.systems.etcd = None,
@@ -264,6 +265,9 @@ pub(crate) static SYSTEM: SystemInfo = SystemInfo {
         };
         if e.name.is_empty() {
             return Err("workload.etcd.name is empty: name the member's host (etcd-1)".into());
+        }
+        if e.second_us == 0 {
+            return Err("workload.etcd.second_us is 0: etcd's second must last (1000000 at real time)".into());
         }
         if e.min_lease_ttl_s < 1 {
             return Err(format!(
