@@ -164,6 +164,7 @@ async fn keeper(
         let open = lease_client.keep_alive(lease);
         let wait = deadline.saturating_sub(sent).max(Duration::from_millis(1));
         let mut opened = tokio::select! {
+            biased;
             r = open => match r {
                 Ok(pair) => Some(pair),
                 Err(etcd_client::Error::LeaseKeepAliveError(_)) => return finish(&state),
@@ -193,6 +194,7 @@ async fn keeper(
             }
             let tick = retry_conn_wait.min(next_deadline_check.saturating_sub(now));
             tokio::select! {
+                biased;
                 msg = responses.message() => match msg {
                     Ok(Some(resp)) => {
                         if resp.ttl() <= 0 {
@@ -226,6 +228,7 @@ async fn keeper(
         while clock.now() < until {
             let now = clock.now();
             tokio::select! {
+                biased;
                 _ = clock.sleep(until - now) => {}
                 _ = stopped.changed() => return finish(&state),
             }

@@ -111,6 +111,7 @@ impl EtcdMember {
     /// Waits until the store moves past what `rx` has seen, or `timeout` passes.
     async fn wait_change(&self, rx: &mut tokio::sync::watch::Receiver<i64>, timeout: Duration) {
         tokio::select! {
+            biased;
             _ = rx.changed() => {}
             _ = self.clock.sleep(timeout) => {}
         }
@@ -489,6 +490,7 @@ impl WatchState {
                 return None;
             }
             tokio::select! {
+                biased;
                 req = self.requests.message() => match req {
                     Ok(Some(req)) => self.handle(req),
                     Ok(None) | Err(_) => self.closed = true,

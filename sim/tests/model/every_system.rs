@@ -362,6 +362,7 @@ fn each_systems_spec_is_a_top_level_key_of_the_workload_json_in_its_old_place() 
             "ZooKeeper" => Some("zookeeper"),
             "MySQL" => Some("mysql"),
             "MongoDB" => Some("mongo"),
+            "etcd" => Some("etcd"),
             other => panic!("a system this test does not know: {other}"),
         }))
         .chain(["read_share"])
