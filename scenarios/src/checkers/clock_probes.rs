@@ -12,8 +12,9 @@ use super::{fmt_ms, fmt_s};
 /// the lock key, and the jump struck: the key expired early
 /// ([`clock_jump_freed_the_lock`]), or the server held the key with no expiry of its
 /// own to advance (no `ExpireSet` on it while held: a key without a TTL, a ZooKeeper
-/// node that lives with its session, a row): its wall clock was all a jump could reach,
-/// and the lock outlived it.
+/// node that lives with its session, a row, an etcd key whose lease the lessor times
+/// on the member's monotonic clock): its wall clock was all a jump could reach, and
+/// the lock outlived it.
 pub fn clock_jump_struck_the_lock(h: &History) -> Option<String> {
     clock_jump_freed_the_lock(h).or_else(|| clock_jump_over_a_lock_without_expiry(h))
 }
@@ -46,7 +47,7 @@ pub fn clock_jump_over_a_lock_without_expiry(h: &History) -> Option<String> {
                 if let Some((owner, false)) = held.get(record) {
                     return Some(format!(
                         "{host}'s wall clock jumped {step_ms:+} ms at {} while {record} held \
-                         {key} (owner={owner}) with no expiry set on it",
+                         {key} (owner={owner}) with no expiry on that clock",
                         fmt_s(e.at_us)
                     ));
                 }

@@ -125,6 +125,29 @@ impl Checker for MutualExclusion {
                     _ => None,
                 })
         };
+        // Any other server whose record shows the first holder's lock expiring between
+        // the two grants (a Redis key's TTL, an etcd lease the lessor revoked): the
+        // lease ran out on the server while its holder still believed in it.
+        let lapsed = || {
+            h.events
+                .iter()
+                .enumerate()
+                .find_map(|(i, e)| match &e.kind {
+                    EventKind::Server(ServerEvent::Removed {
+                        key, value, cause, ..
+                    }) if cause == "expired"
+                        && *key == a.key
+                        && *value == a.owner
+                        && (a.start_us..=b.start_us).contains(&e.at_us) =>
+                    {
+                        Some((i, format!(
+                            "; {}'s lease of {} ran out on {} at {}, which deleted the lock, while {} still believed it held the lock; {} took it at {}",
+                            a.host, a.owner, e.host, fmt_s(e.at_us), a.host, b.host, fmt_s(b.start_us)
+                        )))
+                    }
+                    _ => None,
+                })
+        };
         let cause = match (expiry, rollback()) {
             (Some((i, note)), _) => {
                 events.push(i);
@@ -139,7 +162,13 @@ impl Checker for MutualExclusion {
                     events.push(i);
                     note
                 }
-                None => String::new(),
+                None => match lapsed() {
+                    Some((i, note)) => {
+                        events.push(i);
+                        note
+                    }
+                    None => String::new(),
+                },
             },
         };
         events.extend(b.end_event);

@@ -18,6 +18,7 @@ mod explore;
 mod failover;
 mod gc_pause;
 mod golden_histories;
+mod etcd;
 mod mongo;
 mod mysql;
 mod network_delay;
