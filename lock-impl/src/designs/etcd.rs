@@ -281,7 +281,9 @@ impl EtcdMutex {
                         }
                     }
                 }
-                clock.sleep(conn.scale.of(&crate::scale::ETCD_RETRY_CONN_WAIT)).await;
+                clock
+                    .sleep(conn.scale.of(&crate::scale::ETCD_RETRY_CONN_WAIT))
+                    .await;
             }
         };
         tokio::select! {

@@ -69,15 +69,18 @@ impl Session {
         }));
         let (stop, stopped) = tokio::sync::watch::channel(false);
         let (key, owner) = name(lease);
-        spawner.spawn(Box::pin(keeper(
-            conn.clone(),
+        let lease_of = LeaseOf {
             lease,
-            state.clone(),
-            stopped,
-            observer,
+            ttl_s: ttl,
             key,
             owner,
-            ttl,
+            observer,
+        };
+        spawner.spawn(Box::pin(keeper(
+            conn.clone(),
+            lease_of,
+            state.clone(),
+            stopped,
         )));
         Ok(Session {
             lease,
@@ -124,17 +127,31 @@ impl Session {
     }
 }
 
+/// The lease a keeper keeps, and who hears of its renewals.
+struct LeaseOf {
+    lease: i64,
+    /// Its TTL as granted, etcd seconds.
+    ttl_s: i64,
+    /// The design's lock key and owner value, for the observer.
+    key: String,
+    owner: String,
+    observer: Option<Arc<dyn Observer>>,
+}
+
 /// One lease's keeper: the three loops of `clientv3/lease.go` for it.
 async fn keeper(
     conn: EtcdConn,
-    lease: i64,
+    of: LeaseOf,
     state: Arc<Mutex<KeeperState>>,
     mut stopped: tokio::sync::watch::Receiver<bool>,
-    observer: Option<Arc<dyn Observer>>,
-    key: String,
-    owner: String,
-    ttl_s: i64,
 ) {
+    let LeaseOf {
+        lease,
+        ttl_s,
+        key,
+        owner,
+        observer,
+    } = of;
     let clock = conn.clock.clone();
     let (retry_conn_wait, deadline_check) = (
         conn.scale.of(&ETCD_RETRY_CONN_WAIT),
@@ -180,10 +197,7 @@ async fn keeper(
             deadline = now + ttl;
             answered(&state, &observer, &key, &owner, sent + ttl);
         }
-        loop {
-            let Some((keeper, responses)) = opened.as_mut() else {
-                break;
-            };
+        while let Some((keeper, responses)) = opened.as_mut() {
             let now = clock.now();
             // `sendKeepAliveLoop`.
             if next_keepalive <= now && pending_since.is_none() {

@@ -38,7 +38,12 @@ fn the_etcd_designs_are_three_and_valid_without_faults() {
     for design in designs() {
         for run in runs(design, "no-faults") {
             let replay = replay_command(design, "no-faults", run.seed);
-            assert_eq!(run.safety(), Safety::Safe, "{design} seed {}: {replay}", run.seed);
+            assert_eq!(
+                run.safety(),
+                Safety::Safe,
+                "{design} seed {}: {replay}",
+                run.seed
+            );
             assert!(
                 run.acquisitions > 10,
                 "{design} seed {}: only {} acquisitions; {replay}",
@@ -46,7 +51,11 @@ fn the_etcd_designs_are_three_and_valid_without_faults() {
                 run.acquisitions
             );
             for (name, v) in &run.verdicts {
-                assert!(!v.is_invalid(), "{design} seed {}: {name} {v:?}; {replay}", run.seed);
+                assert!(
+                    !v.is_invalid(),
+                    "{design} seed {}: {name} {v:?}; {replay}",
+                    run.seed
+                );
             }
         }
     }
@@ -61,7 +70,11 @@ fn a_pause_past_the_lease_gives_two_holders_and_the_evidence_names_the_expired_l
     for design in ["etcd-mutex", "etcd-lock-service"] {
         for run in runs(design, "gc-pause") {
             let replay = replay_command(design, "gc-pause", run.seed);
-            assert!(run.fault_seen.is_some(), "seed {}: no pause past the lease; {replay}", run.seed);
+            assert!(
+                run.fault_seen.is_some(),
+                "seed {}: no pause past the lease; {replay}",
+                run.seed
+            );
             let me = run
                 .verdicts
                 .iter()
@@ -69,18 +82,28 @@ fn a_pause_past_the_lease_gives_two_holders_and_the_evidence_names_the_expired_l
                 .map(|(_, v)| v)
                 .expect("a mutual-exclusion verdict");
             let Verdict::Invalid(evidence) = me else {
-                panic!("{design} seed {}: mutual exclusion {me:?}; {replay}", run.seed);
+                panic!(
+                    "{design} seed {}: mutual exclusion {me:?}; {replay}",
+                    run.seed
+                );
             };
             let [first, second] = [&evidence.hosts[0], &evidence.hosts[1]];
             assert!(
-                evidence.summary.contains(&format!("{first}'s lease of {}", evidence.owners[0]))
+                evidence
+                    .summary
+                    .contains(&format!("{first}'s lease of {}", evidence.owners[0]))
                     && evidence.summary.contains("ran out on etcd-1")
                     && evidence.summary.contains(&format!("{second} took it")),
                 "{design} seed {}: {}",
                 run.seed,
                 evidence.summary
             );
-            assert_eq!(run.safety(), Safety::Unsafe, "{design} seed {}: {replay}", run.seed);
+            assert_eq!(
+                run.safety(),
+                Safety::Unsafe,
+                "{design} seed {}: {replay}",
+                run.seed
+            );
         }
     }
 }
@@ -105,7 +128,11 @@ fn a_wall_clock_jump_on_the_member_expires_no_lease() {
     let design = "etcd-mutex";
     for run in runs(design, "clock-jump") {
         let replay = replay_command(design, "clock-jump", run.seed);
-        assert!(run.fault_seen.is_some(), "seed {}: no clock jump; {replay}", run.seed);
+        assert!(
+            run.fault_seen.is_some(),
+            "seed {}: no clock jump; {replay}",
+            run.seed
+        );
         assert_eq!(run.safety(), Safety::Safe, "seed {}: {replay}", run.seed);
     }
 }

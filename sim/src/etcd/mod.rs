@@ -41,11 +41,14 @@ pub fn spawn_tokio_member() -> std::io::Result<(std::net::SocketAddr, SharedEtcd
         local.block_on(&rt, async move {
             let clock: std::sync::Arc<dyn lock_impl::Clock> =
                 std::sync::Arc::new(crate::clock::RuntimeClock::new());
-            let member = EtcdMember::new(Store::new(
-                0x8e9e_05c5_2164_694d,
-                MIN_LEASE_TTL,
-                std::time::Duration::from_secs(1),
-            ), clock);
+            let member = EtcdMember::new(
+                Store::new(
+                    0x8e9e_05c5_2164_694d,
+                    MIN_LEASE_TTL,
+                    std::time::Duration::from_secs(1),
+                ),
+                clock,
+            );
             let _ = tx.send(member.clone());
             tokio::task::spawn_local(member.clone().run_lessor());
             let exec = LocalExec(std::rc::Rc::new(|fut| {

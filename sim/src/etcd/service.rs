@@ -602,7 +602,7 @@ async fn lock(
             let older = s
                 .keys_with_prefix(&pfx)
                 .into_iter()
-                .filter(|kv| kv.create_revision <= my_rev - 1)
+                .filter(|kv| kv.create_revision < my_rev)
                 .count();
             (older, s.header())
         });
@@ -816,9 +816,12 @@ mod routes {
 
 pub use routes::router;
 
+/// A task of one host's (not `Send`: it runs on that host's thread).
+pub type LocalTask = Pin<Box<dyn std::future::Future<Output = ()>>>;
+
 /// An executor for HTTP/2's tasks: a host's spawner (under its pause gate).
 #[derive(Clone)]
-pub struct LocalExec(pub std::rc::Rc<dyn Fn(Pin<Box<dyn std::future::Future<Output = ()>>>)>);
+pub struct LocalExec(pub std::rc::Rc<dyn Fn(LocalTask)>);
 
 impl<F: std::future::Future<Output = ()> + 'static> hyper::rt::Executor<F> for LocalExec {
     fn execute(&self, fut: F) {

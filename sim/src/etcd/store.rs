@@ -588,10 +588,8 @@ impl Store {
         for op in ops {
             match &op.request {
                 Some(PbTxnOpRequest::RequestPut(p)) => self.check_put(p)?,
-                Some(PbTxnOpRequest::RequestRange(r)) => {
-                    if r.revision > self.revision {
-                        return Err(FUTURE_REV);
-                    }
+                Some(PbTxnOpRequest::RequestRange(r)) if r.revision > self.revision => {
+                    return Err(FUTURE_REV);
                 }
                 Some(PbTxnOpRequest::RequestTxn(t)) => {
                     self.check_txn(t)?;

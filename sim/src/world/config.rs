@@ -236,46 +236,7 @@ pub struct SystemSpecs {
     /// An etcd member: the world of the etcd designs. With it, `servers` may be empty
     /// and a client's `Deps` carries its address.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub etcd: Option<EtcdSpec>,
-}
-
-/// The world's etcd (the v3.4 model of `crate::etcd`): one member, at real time.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct EtcdSpec {
-    /// The member's host name (`etcd-1`).
-    pub name: String,
-    /// The lessor's minimum TTL, seconds: 2, etcd's at its default election timeout
-    /// (1 s: `ceil(1.5 × 1 s)`).
-    pub min_lease_ttl_s: i64,
-    /// How long etcd's second is in this world, µs: 1,000,000 at real time; a world
-    /// that shrinks the lease shrinks it alike (`EtcdSpec::for_lease`), so lease TTLs,
-    /// the lessor's half-second pass and the client's constants keep their proportions
-    /// (`lock_impl::scale::ETCD_SECOND`).
-    pub second_us: u64,
-}
-
-impl Default for EtcdSpec {
-    fn default() -> Self {
-        EtcdSpec {
-            name: "etcd-1".into(),
-            min_lease_ttl_s: crate::etcd::MIN_LEASE_TTL,
-            second_us: 1_000_000,
-        }
-    }
-}
-
-impl EtcdSpec {
-    /// The member of a world whose lease is `lease_ms`: etcd's second at that world's
-    /// scale (`lock_impl::TimeScale::for_lease`).
-    pub fn for_lease(lease_ms: u64) -> EtcdSpec {
-        let second = lock_impl::TimeScale::for_lease(lease_ms)
-            .exact(std::time::Duration::from_millis(lock_impl::scale::ETCD_SECOND.real_ms));
-        EtcdSpec {
-            second_us: second.as_micros().max(1) as u64,
-            ..EtcdSpec::default()
-        }
-    }
+    pub etcd: Option<super::etcd::EtcdSpec>,
 }
 
 /// The world's MySQL server: its host name and the account clients log in with.

@@ -15,6 +15,7 @@
 mod client;
 pub mod config;
 mod etcd;
+pub use etcd::EtcdSpec;
 mod mongo;
 mod mysql;
 mod nemesis;
@@ -33,9 +34,9 @@ use std::sync::atomic::{AtomicU32, AtomicU64};
 use std::time::Duration;
 
 pub use config::{
-    DesignFactory, EtcdSpec, MongoSpec, MySqlReplicaSpec, MySqlSpec, RunConfig, RunError,
-    SentinelSpec, ServerSpec, Stepping, SystemSpecs, Workload, ZkSpec, builtin_factory,
-    default_servers, sub_seed,
+    DesignFactory, MongoSpec, MySqlReplicaSpec, MySqlSpec, RunConfig, RunError, SentinelSpec,
+    ServerSpec, Stepping, SystemSpecs, Workload, ZkSpec, builtin_factory, default_servers,
+    sub_seed,
 };
 
 use crate::clock::{ClockSpec, HostClock};
