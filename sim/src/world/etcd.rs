@@ -244,11 +244,12 @@ impl SystemSpec for EtcdSpec {
     }
 
     fn client_deps(&self, deps: &mut lock_impl::Deps, reach: &super::client::SystemReach) {
-        deps.systems.insert(lock_impl::etcd::EtcdServer::new(
-            &self.name,
-            ETCD_PORT,
-            reach.dialer.clone(),
-        ));
+        // A call's deadline is the service's reply timeout, the world's (it scales
+        // with the lease, as the MySQL and MongoDB clients' do).
+        deps.systems.insert(lock_impl::etcd::EtcdServer {
+            request_timeout: Duration::from_millis(reach.response_timeout_ms),
+            ..lock_impl::etcd::EtcdServer::new(&self.name, ETCD_PORT, reach.dialer.clone())
+        });
     }
 }
 
