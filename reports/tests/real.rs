@@ -81,7 +81,10 @@ fn a_real_zookeeper_session_expires_under_a_paused_holder() {
     // run of the two must show the harm, and neither may be called safe.
     let (cell, _) = real("zk-curator", "gc-pause", 0..2);
     assert_eq!(cell.fault_seen, 2);
-    assert!(cell.classes.get("unsafe").copied().unwrap_or(0) >= 1, "{cell:?}");
+    assert!(
+        cell.classes.get("unsafe").copied().unwrap_or(0) >= 1,
+        "{cell:?}"
+    );
     assert_eq!(cell.classes.get("safe"), None, "{cell:?}");
 }
 
