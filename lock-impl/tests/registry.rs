@@ -330,3 +330,30 @@ fn every_select_in_simulated_code_is_biased() {
     assert!(seen > 10, "found the selects: {seen}");
     assert!(unbiased.is_empty(), "unbiased tokio::select!: {unbiased:?}");
 }
+
+/// No server model or world code waits on a `tokio::sync::watch` channel: it spreads
+/// its waiters over eight lists picked with tokio's unseeded random numbers, so
+/// waiters woken together run in a different order every run (found in the etcd
+/// model, whose replies after a pause came out in a different order each run). A
+/// client's stop signal, with one waiter, is another matter: `lock-impl` may.
+#[test]
+fn no_simulated_server_waits_on_a_watch_channel() {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../sim/src");
+    let mut dirs = vec![root];
+    let mut found = Vec::new();
+    while let Some(dir) = dirs.pop() {
+        for e in std::fs::read_dir(&dir).unwrap().flatten() {
+            let path = e.path();
+            if path.is_dir() {
+                dirs.push(path);
+            } else if path.extension().is_some_and(|x| x == "rs")
+                && std::fs::read_to_string(&path)
+                    .unwrap()
+                    .contains("sync::watch")
+            {
+                found.push(path.display().to_string());
+            }
+        }
+    }
+    assert!(found.is_empty(), "tokio::sync::watch in {found:?}");
+}

@@ -31,6 +31,10 @@ pub const ETCD_PORT: u16 = 2379;
 /// deadline a service gives each call; etcdctl's `--command-timeout` default).
 pub const REQUEST_TIMEOUT: Duration = Duration::from_secs(5);
 
+/// How long the client's HTTP/2 remembers a stream it reset (real time; see
+/// [`EtcdServer::connect`]).
+const RESET_STREAM_MEMORY: Duration = Duration::from_secs(3_600);
+
 /// `defaultUnaryMaxRetries`.
 pub const MAX_RETRIES: u32 = 100;
 
@@ -78,6 +82,13 @@ impl EtcdServer {
             self.endpoint.0, port
         ))?
         .executor(DialerExec(self.dialer.clone()))
+        // h2 forgets a locally reset stream (a call given up on) after
+        // `reset_stream_duration` of the machine's real time, and a frame for a
+        // forgotten one is an error: in a simulation, how much real time a run took
+        // would decide that. Remembered for the whole of any run (an hour of real
+        // time), up to 1,024 of them, the outcome is the run's own.
+        .http2_reset_stream_duration(RESET_STREAM_MEMORY)
+        .http2_max_concurrent_reset_streams(1_024)
         .connect_with_connector_lazy(connector);
         let client =
             etcd_client::Client::from_channel(etcd_client::Channel::Tonic(channel), None).await?;

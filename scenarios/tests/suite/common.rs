@@ -148,6 +148,24 @@ pub fn assert_designs_valid(
     }
 }
 
+/// Every run of `design_name` under `scenario_name` over `seeds`, histories kept, on
+/// two threads.
+pub fn runs(
+    design_name: &str,
+    scenario_name: &str,
+    seeds: std::ops::Range<u64>,
+) -> Vec<RunSummary> {
+    sweep(
+        &design(design_name),
+        &scenario(scenario_name),
+        seeds,
+        2,
+        true,
+        &|_, _| {},
+    )
+    .expect("runs complete")
+}
+
 /// An Invalid verdict with placeholder evidence, for tests of the class rules.
 pub fn invalid_verdict() -> scenarios::checkers::Verdict {
     scenarios::checkers::Verdict::Invalid(scenarios::checkers::Evidence {

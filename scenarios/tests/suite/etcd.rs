@@ -7,20 +7,12 @@
 use crate::common;
 
 use scenarios::checkers::{Safety, Verdict};
-use scenarios::sweep::{RunSummary, replay_command, sweep};
+use scenarios::sweep::{RunSummary, replay_command};
 
 const SEEDS: std::ops::Range<u64> = 0..4;
 
 fn runs(design: &str, scenario: &str) -> Vec<RunSummary> {
-    sweep(
-        &common::design(design),
-        &common::scenario(scenario),
-        SEEDS,
-        2,
-        true,
-        &|_, _| {},
-    )
-    .expect("runs complete")
+    common::runs(design, scenario, SEEDS)
 }
 
 fn designs() -> Vec<&'static str> {
@@ -35,30 +27,9 @@ fn the_etcd_designs_are_three_and_valid_without_faults() {
         designs(),
         ["etcd-mutex", "etcd-mutex-fenced", "etcd-lock-service"]
     );
-    for design in designs() {
-        for run in runs(design, "no-faults") {
-            let replay = replay_command(design, "no-faults", run.seed);
-            assert_eq!(
-                run.safety(),
-                Safety::Safe,
-                "{design} seed {}: {replay}",
-                run.seed
-            );
-            assert!(
-                run.acquisitions > 10,
-                "{design} seed {}: only {} acquisitions; {replay}",
-                run.seed,
-                run.acquisitions
-            );
-            for (name, v) in &run.verdicts {
-                assert!(
-                    !v.is_invalid(),
-                    "{design} seed {}: {name} {v:?}; {replay}",
-                    run.seed
-                );
-            }
-        }
-    }
+    common::assert_designs_valid(&common::scenario("no-faults"), SEEDS, true, |d| {
+        d.backend == lock_impl::Backend::Etcd
+    });
 }
 
 /// Jepsen's etcd finding: the holder pauses past its lease, the member's lessor

@@ -15,15 +15,7 @@ use sim::history::{EventKind, ServerEvent};
 const SEEDS: std::ops::Range<u64> = 0..4;
 
 fn runs(design: &str, scenario: &str) -> Vec<RunSummary> {
-    sweep(
-        &common::design(design),
-        &common::scenario(scenario),
-        SEEDS,
-        2,
-        true,
-        &|_, _| {},
-    )
-    .expect("runs complete")
+    common::runs(design, scenario, SEEDS)
 }
 
 fn verdict<'a>(run: &'a RunSummary, checker: &str) -> &'a scenarios::checkers::Verdict {

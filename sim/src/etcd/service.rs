@@ -49,11 +49,49 @@ fn status(e: EtcdError) -> Status {
     Status::new(e.code, e.message)
 }
 
-/// One member: its store, its clock, and the revision every waiter watches.
+/// One member: its store, its clock, and what its waiters wait on.
 pub struct EtcdMember {
     store: Mutex<Store>,
     clock: Arc<dyn Clock>,
-    changed: tokio::sync::watch::Sender<i64>,
+    changes: Changes,
+}
+
+/// Tells the member's waiters (watches, `Lock` calls, renewals of an expired lease)
+/// that the store moved, waking them in an order of the run's own. (tokio's `watch`
+/// channel would not do: it spreads its waiters over eight lists picked with tokio's
+/// unseeded random numbers, so waiters woken together would run in a different order
+/// every run, and so would the replies they send.)
+#[derive(Default)]
+struct Changes {
+    generation: std::sync::atomic::AtomicU64,
+    notify: tokio::sync::Notify,
+}
+
+impl Changes {
+    /// The store moved.
+    fn bump(&self) {
+        self.generation
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        self.notify.notify_waiters();
+    }
+
+    /// What a waiter has seen.
+    fn seen(&self) -> u64 {
+        self.generation.load(std::sync::atomic::Ordering::Relaxed)
+    }
+
+    /// Waits until the store moved past `seen`.
+    async fn past(&self, seen: u64) {
+        loop {
+            let notified = self.notify.notified();
+            tokio::pin!(notified);
+            notified.as_mut().enable();
+            if self.seen() != seen {
+                return;
+            }
+            notified.await;
+        }
+    }
 }
 
 /// A member shared by its services and its host.
@@ -62,26 +100,24 @@ pub type SharedEtcd = Arc<EtcdMember>;
 impl EtcdMember {
     /// A member with `store`, on `clock`.
     pub fn new(store: Store, clock: Arc<dyn Clock>) -> SharedEtcd {
-        let rev = store.revision();
         Arc::new(EtcdMember {
             store: Mutex::new(store),
             clock,
-            changed: tokio::sync::watch::channel(rev).0,
+            changes: Changes::default(),
         })
     }
 
     /// `f` on the store; waiters hear of a new revision.
     pub fn with<R>(&self, f: impl FnOnce(&mut Store) -> R) -> R {
-        let (r, rev) = {
+        let (r, moved) = {
             let mut s = self.store.lock().unwrap_or_else(|e| e.into_inner());
+            let before = s.revision();
             let r = f(&mut s);
-            (r, s.revision())
+            (r, s.revision() != before)
         };
-        self.changed.send_if_modified(|old| {
-            let moved = *old != rev;
-            *old = rev;
-            moved
-        });
+        if moved {
+            self.changes.bump();
+        }
         r
     }
 
@@ -101,18 +137,19 @@ impl EtcdMember {
         loop {
             let now = self.now();
             if self.with(|s| s.expire(now)) {
-                // A renewal waiting on a revoked lease hears it as a revision.
-                self.changed.send_modify(|_| {});
+                // A renewal waiting on a revoked lease hears of it (a revoke of a
+                // lease without keys moves no revision).
+                self.changes.bump();
             }
             self.clock.sleep(period).await;
         }
     }
 
-    /// Waits until the store moves past what `rx` has seen, or `timeout` passes.
-    async fn wait_change(&self, rx: &mut tokio::sync::watch::Receiver<i64>, timeout: Duration) {
+    /// Waits until the store moves past `seen`, or `timeout` passes.
+    async fn wait_change(&self, seen: u64, timeout: Duration) {
         tokio::select! {
             biased;
-            _ = rx.changed() => {}
+            _ = self.changes.past(seen) => {}
             _ = self.clock.sleep(timeout) => {}
         }
     }
@@ -183,10 +220,13 @@ impl KeepAlive {
     /// waited out and answered as not found (TTL 0).
     async fn renew(&self, id: i64) -> PbLeaseKeepAliveResponse {
         let m = &self.member;
-        let mut rx = m.changed.subscribe();
         let period = m.expiry_check();
-        while m.with(|s| s.expired(id, m.now())) {
-            m.wait_change(&mut rx, period).await;
+        loop {
+            let seen = m.changes.seen();
+            if !m.with(|s| s.expired(id, m.now())) {
+                break;
+            }
+            m.wait_change(seen, period).await;
         }
         let now = m.now();
         let (ttl, header) = m.with(|s| (s.renew(id, now).unwrap_or(0), s.header()));
@@ -380,7 +420,8 @@ struct Watcher {
 struct WatchState {
     member: SharedEtcd,
     requests: Streaming<wire::WatchRequest>,
-    rx: tokio::sync::watch::Receiver<i64>,
+    /// The member's changes this stream has collected up to.
+    seen: u64,
     watchers: Vec<Watcher>,
     next_id: i64,
     out: VecDeque<PbWatchResponse>,
@@ -489,18 +530,16 @@ impl WatchState {
             if self.closed {
                 return None;
             }
+            let (member, seen) = (self.member.clone(), self.seen);
             tokio::select! {
                 biased;
                 req = self.requests.message() => match req {
                     Ok(Some(req)) => self.handle(req),
                     Ok(None) | Err(_) => self.closed = true,
                 },
-                changed = self.rx.changed() => {
-                    if changed.is_err() {
-                        self.closed = true;
-                    } else {
-                        self.collect();
-                    }
+                _ = member.changes.past(seen) => {
+                    self.seen = member.changes.seen();
+                    self.collect();
                 }
             }
         }
@@ -596,8 +635,8 @@ async fn lock(
         key: Some(my_key.clone()),
         by: by.clone(),
     };
-    let mut rx = member.changed.subscribe();
     loop {
+        let seen = member.changes.seen();
         let (older, header) = member.with(|s| {
             let older = s
                 .keys_with_prefix(&pfx)
@@ -613,7 +652,7 @@ async fn lock(
                 key: my_key,
             });
         }
-        let _ = rx.changed().await;
+        member.changes.past(seen).await;
     }
 }
 
@@ -698,7 +737,7 @@ mod routes {
         fn call(&mut self, r: Request<Streaming<wire::WatchRequest>>) -> Self::Future {
             let member = self.0.clone();
             let state = WatchState {
-                rx: member.changed.subscribe(),
+                seen: member.changes.seen(),
                 member,
                 requests: r.into_inner(),
                 watchers: Vec::new(),
