@@ -159,40 +159,41 @@ impl EtcdMember {
 #[derive(Clone)]
 pub struct Kv(pub SharedEtcd);
 
-#[tonic::async_trait]
-impl PbKvService for Kv {
-    async fn range(&self, r: Request<PbRangeRequest>) -> Result<Response<PbRangeResponse>, Status> {
+impl Kv {
+    /// One request on the store, by the client host that sent it: etcd's answer, or
+    /// its error as a status.
+    fn answer<Q, A>(
+        &self,
+        r: Request<Q>,
+        f: impl FnOnce(&mut Store, &Q, &str) -> Result<A, EtcdError>,
+    ) -> Result<Response<A>, Status> {
+        let by = peer(&r);
         self.0
-            .with(|s| s.range(r.get_ref()))
+            .with(|s| f(s, r.get_ref(), &by))
             .map(Response::new)
             .map_err(status)
     }
+}
+
+#[tonic::async_trait]
+impl PbKvService for Kv {
+    async fn range(&self, r: Request<PbRangeRequest>) -> Result<Response<PbRangeResponse>, Status> {
+        self.answer(r, |s, q, _| s.range(q))
+    }
 
     async fn put(&self, r: Request<PbPutRequest>) -> Result<Response<PbPutResponse>, Status> {
-        let by = peer(&r);
-        self.0
-            .with(|s| s.put(r.get_ref(), &by))
-            .map(Response::new)
-            .map_err(status)
+        self.answer(r, |s, q, by| s.put(q, by))
     }
 
     async fn delete_range(
         &self,
         r: Request<PbDeleteRequest>,
     ) -> Result<Response<PbDeleteResponse>, Status> {
-        let by = peer(&r);
-        self.0
-            .with(|s| s.delete_range(r.get_ref(), &by))
-            .map(Response::new)
-            .map_err(status)
+        self.answer(r, |s, q, by| s.delete_range(q, by))
     }
 
     async fn txn(&self, r: Request<PbTxnRequest>) -> Result<Response<PbTxnResponse>, Status> {
-        let by = peer(&r);
-        self.0
-            .with(|s| s.txn(r.get_ref(), &by))
-            .map(Response::new)
-            .map_err(status)
+        self.answer(r, |s, q, by| s.txn(q, by))
     }
 
     async fn compact(
