@@ -2,14 +2,17 @@
 //! over the simulator's streams, its MVCC store with revisions, and its lessor with
 //! lease expiry on the member's clock.
 //!
-//! Layout: [`store`] (the key space and the lessor as a machine without I/O) and
-//! [`service`] (the gRPC services over it, and one connection's HTTP/2 server).
+//! Layout: [`store`] (the key space and the lessor as a machine without I/O),
+//! [`service`] (the member, its `KV` and `Lease` services, one connection's HTTP/2
+//! server) and `hand` (the `Watch` and `Lock` services served by hand, and the
+//! router of them all).
 //!
 //! This first model is one member: a cluster of one, whose writes commit when they
 //! apply. A 3-member cluster replicating through Raft, with leader elections and
 //! members that fall behind, is not built yet (issue 39); the store is written so
 //! that a Raft log can sit between the services and it.
 
+mod hand;
 pub mod service;
 pub mod store;
 
