@@ -1158,16 +1158,40 @@ fn generated_bytes_unpack_like_redis() {
             0..24
         ),
     ];
-    generated(bytes, |b| {
-        (
-            "local r = {pcall(cmsgpack.unpack, ARGV[1])} \
-             if not r[1] then return r[2] end \
-             table.remove(r, 1) \
-             return {#r, cmsgpack.pack(unpack(r))}"
-                .to_string(),
-            vec![b.clone()],
-        )
-    });
+    // A map with a table for a key (bytes `0x81 0x80 …`: a map whose key is an empty
+    // map) is packed again in the order `pairs` visits its keys, and Lua places a
+    // table key by its address: Redis itself packs such a map differently from run to
+    // run (found as a CI failure: keys 5, {} and 126 in two orders). Such a value is
+    // answered with a marker on both sides instead of its repacking.
+    generated(bytes, |b| (UNPACK_REPACK.to_string(), vec![b.clone()]));
+}
+
+/// Unpacks `ARGV[1]` and packs what came out again. A map with a table for a key is
+/// packed in the order `pairs` visits its keys, and Lua places a table key in its
+/// hash part by the table's address, which no two processes share: the model and Redis
+/// pack such a map in different orders (found as a CI failure, the generator having
+/// drawn one: keys 5, {} and 126). Such a value is answered with a marker on both sides
+/// instead of its repacking; `a_map_keyed_by_a_table_is_answered_alike` keeps that case.
+const UNPACK_REPACK: &str = "local function plain(v) \
+       if type(v) ~= 'table' then return true end \
+       for k, x in pairs(v) do \
+         if type(k) == 'table' or not plain(x) then return false end \
+       end \
+       return true \
+     end \
+     local r = {pcall(cmsgpack.unpack, ARGV[1])} \
+     if not r[1] then return r[2] end \
+     table.remove(r, 1) \
+     for i = 1, #r do if not plain(r[i]) then return {#r, 'a table as a key'} end end \
+     return {#r, cmsgpack.pack(unpack(r))}";
+
+#[test]
+fn a_map_keyed_by_a_table_is_answered_alike() {
+    let Some(s) = servers() else { return };
+    let mut pair = Pair::open(s.real.addr(), s.model);
+    // The generated case that once failed: {5: 1, {}: -13, 126: 17}.
+    let bytes: &[u8] = &[0x83, 0x05, 0x01, 0x80, 0xf3, 0x7e, 0x11];
+    pair.eval(UNPACK_REPACK, &[bytes]).expect("the same answer");
 }
 
 /// A number as a Lua source literal with every bit (`%.17g`).
