@@ -31,8 +31,6 @@ struct KeeperState {
     valid_until: Duration,
     /// The keeper stopped (orphaned, lease gone, or deadline passed).
     done: bool,
-    /// Asked to stop.
-    orphaned: bool,
 }
 
 /// A leased session kept alive in the background.
@@ -105,10 +103,6 @@ impl Session {
 
     /// `Orphan`: stops the keeper.
     pub fn orphan(&self) {
-        self.state
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .orphaned = true;
         let _ = self.stop.send(true);
     }
 
