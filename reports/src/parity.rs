@@ -27,7 +27,7 @@ pub const HEADLINE: &[(&str, &str)] = &[
     ("redlock", "redlock-clock-jump"),
     ("reentrant-watchdog", "gc-pause"),
     ("zk-curator", "gc-pause"),
-    ("zk-curator", "zk-leader-crash"),
+    ("zk-curator", "leader-crash"),
     ("mysql-get-lock", "mysql-connection-drop"),
     ("mysql-unique-index", "client-crash"),
     ("fenced", "gc-pause"),

@@ -441,7 +441,7 @@ fn a_real_zookeeper_leader_is_crashed_right_after_it_commits_a_lock_create() {
     if lock_impl::testing::real_zookeeper().is_none() {
         return;
     }
-    let (h, summary) = real_history("zk-curator", "zk-leader-crash", 0);
+    let (h, summary) = real_history("zk-curator", "leader-crash", 0);
     let starts = fault_starts(&h);
     assert!(
         starts

@@ -7,9 +7,13 @@
 //! What Go's `clientv3` (v3.4.23) adds around its stubs, and the designs port because
 //! it decides when a lock is lost: the retry interceptor ([`EtcdConn::call`];
 //! `clientv3/retry_interceptor.go`, `retry.go`, `options.go`) and the lease keeper
-//! ([`session`]; `clientv3/lease.go`). What it does not port: the endpoint balancer
-//! (one member here), auth tokens, and gRPC's own connection backoff (tonic redials
-//! on the next request).
+//! ([`session`]; `clientv3/lease.go`). Of the endpoint balancer (3.4's round robin
+//! over every member per call) it keeps the part that decides whether a client finds
+//! a live member: a client holds one connection, to a member it picked at random
+//! first, and each redial tries the members in turn from the next one (so a crashed
+//! member's clients move to another). Not ported: a round robin per call on live
+//! connections, auth tokens, and gRPC's own connection backoff (tonic redials on the
+//! next request).
 
 pub mod session;
 
@@ -38,12 +42,12 @@ const RESET_STREAM_MEMORY: Duration = Duration::from_secs(3_600);
 /// `defaultUnaryMaxRetries`.
 pub const MAX_RETRIES: u32 = 100;
 
-/// An etcd design's handle in [`crate::Deps`]: the member to talk to and how to reach
-/// it.
+/// An etcd design's handle in [`crate::Deps`]: the members to talk to and how to reach
+/// them.
 #[derive(Clone)]
 pub struct EtcdServer {
-    /// The member's host and port.
-    pub endpoint: (String, u16),
+    /// The members' hosts and ports (`clientv3.Config.Endpoints`).
+    pub endpoints: Vec<(String, u16)>,
     /// Opens streams to it and runs the connection's tasks.
     pub dialer: Arc<dyn StreamDialer>,
     /// A call's deadline ([`REQUEST_TIMEOUT`] by default).
@@ -54,7 +58,7 @@ impl EtcdServer {
     /// The member at `host:port`, dialled by `dialer`.
     pub fn new(host: &str, port: u16, dialer: Arc<dyn StreamDialer>) -> Self {
         EtcdServer {
-            endpoint: (host.to_string(), port),
+            endpoints: vec![(host.to_string(), port)],
             dialer,
             request_timeout: REQUEST_TIMEOUT,
         }
@@ -68,18 +72,35 @@ impl EtcdServer {
         entropy: Arc<dyn Entropy>,
         scale: TimeScale,
     ) -> Result<EtcdConn, etcd_client::Error> {
-        let (host, port) = self.endpoint.clone();
+        let endpoints = Arc::new(self.endpoints.clone());
+        let first = self.endpoints.first().cloned().unwrap_or_default();
         let dialer = self.dialer.clone();
+        // The member dialled next: one at random first, then each redial starts from
+        // the member after the last one tried.
+        let next = Arc::new(std::sync::atomic::AtomicUsize::new(
+            entropy.below(endpoints.len() as u64) as usize,
+        ));
         let connector = tower::service_fn(move |_uri: tonic::transport::Uri| {
-            let (dialer, host) = (dialer.clone(), host.clone());
+            let (dialer, endpoints, next) = (dialer.clone(), endpoints.clone(), next.clone());
             async move {
-                let s = dialer.dial(&host, port).await?;
-                Ok::<_, std::io::Error>(hyper_util::rt::TokioIo::new(s))
+                let n = endpoints.len().max(1);
+                let start = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                let mut last = std::io::Error::other("etcd: no endpoints");
+                for k in 0..n {
+                    let Some((host, port)) = endpoints.get((start + k) % n) else {
+                        break;
+                    };
+                    match dialer.dial(host, *port).await {
+                        Ok(s) => return Ok(hyper_util::rt::TokioIo::new(s)),
+                        Err(e) => last = e,
+                    }
+                }
+                Err(last)
             }
         });
         let channel = tonic::transport::Endpoint::from_shared(format!(
             "http://{}:{}",
-            self.endpoint.0, port
+            first.0, first.1
         ))?
         .executor(DialerExec(self.dialer.clone()))
         // h2 forgets a locally reset stream (a call given up on) after
@@ -105,7 +126,7 @@ impl EtcdServer {
 impl std::fmt::Debug for EtcdServer {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("EtcdServer")
-            .field("endpoint", &self.endpoint)
+            .field("endpoints", &self.endpoints)
             .finish_non_exhaustive()
     }
 }

@@ -95,7 +95,7 @@ pub static SCENARIOS: &[&Def] = &[
     &redlock::REDLOCK_GC_PAUSE,
     &no_faults::FLASH_SALE,
     &zookeeper::ZK_SESSION_EXPIRY,
-    &zookeeper::ZK_LEADER_CRASH,
+    &zookeeper::LEADER_CRASH,
     &zookeeper::ZK_FOLLOWER_STALE,
     &clock::CLIENT_CLOCK_STEP,
     &clock::CLIENT_CLOCKS_APART,

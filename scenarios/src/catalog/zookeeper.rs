@@ -64,16 +64,16 @@ fn failover_world(base: &Workload) -> Workload {
     }
 }
 
-pub(super) static ZK_LEADER_CRASH: Def = Def {
-    name: "zk-leader-crash",
-    description: "the ZooKeeper leader crashes right after it commits a lock node's create, and restarts 5-8 leases later from its txn log",
-    fault_about: "the leader crashed right after a quorum committed a lock create, and a new epoch's leader took over",
+pub(super) static LEADER_CRASH: Def = Def {
+    name: "leader-crash",
+    description: "the quorum's leader (ZooKeeper's, etcd's) crashes right after it commits a lock's create, and restarts 5-8 leases later from its log",
+    fault_about: "the leader crashed right after a quorum committed a lock create, and a leader of a later epoch or term took over",
     class: FaultClass::ServerCrash,
     needs: &[Capability::QuorumLeader],
     world: failover_world,
     quantities: &[],
     plan: leader_crash,
-    probe: |h, _| probes::zk_leader_crashed_after_a_lock_create(h),
+    probe: |h, _| probes::leader_crashed_after_a_lock_create(h),
 };
 
 /// One crash of the leader, at the first lock create it commits after the fault's

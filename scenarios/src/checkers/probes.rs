@@ -601,11 +601,11 @@ fn connection_of_lock(h: &History, server: &str, client: &str, value: &str) -> O
     })
 }
 
-/// The ZooKeeper leader crashed right after committing a lock node's create (its crash
-/// record names the commit), and a leader of a later epoch was elected after it (a
-/// survivor, or the crashed server itself once restarted: the highest zxid wins): the
-/// witness names both.
-pub fn zk_leader_crashed_after_a_lock_create(h: &History) -> Option<String> {
+/// The quorum's leader (a ZooKeeper ensemble's, an etcd cluster's) crashed right after
+/// committing a lock's create (its crash record names the commit: a zxid, a revision),
+/// and a leader of a later epoch or term was elected after it (a survivor, or the
+/// crashed server itself once restarted): the witness names both.
+pub fn leader_crashed_after_a_lock_create(h: &History) -> Option<String> {
     h.events.iter().enumerate().find_map(|(i, e)| {
         let EventKind::Fault {
             phase: FaultPhase::Start,
@@ -615,7 +615,7 @@ pub fn zk_leader_crashed_after_a_lock_create(h: &History) -> Option<String> {
         else {
             return None;
         };
-        if !detail.contains("lock node's create committed") {
+        if !detail.contains("create committed at") {
             return None;
         }
         let (at, leader, role) = h.events[i..].iter().find_map(|x| match &x.kind {

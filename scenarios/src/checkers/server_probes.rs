@@ -21,10 +21,11 @@ pub(super) fn servers(h: &History) -> BTreeSet<&str> {
 }
 
 /// The host whose record of the lock stands for each server's: itself, except for
-/// the members of a ZooKeeper ensemble (hosts that record ZooKeeper roles: `leader
-/// (epoch N)`, `follower of zk-K`, `looking (...)`), whose one record of the lock is
-/// kept on the member that records it (the first server, whichever leads). A fault on
-/// any member of the ensemble hits the host that serves that record.
+/// the members of a quorum (hosts that record a ZooKeeper ensemble's or an etcd
+/// cluster's roles: `leader (epoch N)`, `leader (term N)`, `follower of zk-K`,
+/// `candidate (term N)`, `looking (...)`), whose one record of the lock is kept on the
+/// member that records it (the first server, whichever leads). A fault on any member
+/// of the quorum hits the host that serves that record.
 pub(super) fn record_hosts(h: &History) -> BTreeMap<&str, &str> {
     let key = h.params.key.as_str();
     let mut members: BTreeSet<&str> = BTreeSet::new();
@@ -33,7 +34,10 @@ pub(super) fn record_hosts(h: &History) -> BTreeMap<&str, &str> {
         match &e.kind {
             EventKind::Server(ServerEvent::Role { role })
                 if role.starts_with("leader (epoch")
+                    || role.starts_with("leader (term")
                     || role.starts_with("follower of")
+                    || role.starts_with("follower (no leader)")
+                    || role.starts_with("candidate (term")
                     || role.starts_with("looking") =>
             {
                 members.insert(e.host.as_str());

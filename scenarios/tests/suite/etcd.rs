@@ -1,8 +1,11 @@
-//! The etcd designs in locksim's world (one member, `etcd-1`, at the world's clock
-//! scale): Jepsen's finding, that a lease can expire while its holder still believes
-//! in it, under a stop-the-world pause; the fencing token that makes it harmless; the
-//! lessor's monotonic clock, which a wall-clock step does not reach. The classes come
-//! from the checkers on the histories, never from the design's name.
+//! The etcd designs in locksim's world (a 3-member cluster, `etcd-1` … `etcd-3`, at
+//! the world's clock scale): Jepsen's finding, that a lease can expire while its
+//! holder still believes in it, under a stop-the-world pause; the fencing token that
+//! makes it harmless; the lessor's monotonic clock, which a wall-clock step does not
+//! reach; and the cluster's own faults (its leader crashed right after a lock key
+//! committed, paused, or cut off from the other members), which Raft and a new
+//! leader's lease extension survive. The classes come from the checkers on the
+//! histories, never from the design's name.
 
 use crate::common;
 
@@ -105,5 +108,57 @@ fn a_wall_clock_jump_on_the_member_expires_no_lease() {
             run.seed
         );
         assert_eq!(run.safety(), Safety::Safe, "seed {}: {replay}", run.seed);
+    }
+}
+
+/// The leader crashes right after a lock key's create commits: the survivors elect a
+/// leader of a later term, which has the key (a majority had it) and gives every lease
+/// a whole TTL again (`Promote`), so no holder loses the lock. Every design, every seed:
+/// the fault seen, and safe.
+#[test]
+fn a_leader_crash_after_a_committed_lock_key_is_safe() {
+    for design in designs() {
+        for run in runs(design, "leader-crash") {
+            let replay = replay_command(design, "leader-crash", run.seed);
+            let seen = run.fault_seen.as_deref().unwrap_or_else(|| {
+                panic!("{design} seed {}: no leader crash; {replay}", run.seed)
+            });
+            assert!(
+                seen.contains("create committed at revision") && seen.contains("leader (term"),
+                "{design} seed {}: {seen}",
+                run.seed
+            );
+            assert_eq!(
+                run.safety(),
+                Safety::Safe,
+                "{design} seed {}: {replay}",
+                run.seed
+            );
+        }
+    }
+}
+
+/// The leader is cut off from the other members while clients still reach it (twice,
+/// 6-12 leases each), or paused past the lease: it steps down (`CheckQuorum`) or is
+/// outvoted, the others elect a leader that promotes its lessor, and the lock's lease
+/// outlives the change. Safe, with the fault seen.
+#[test]
+fn a_leader_cut_off_or_paused_hands_the_leases_to_the_next_leader() {
+    let design = "etcd-mutex";
+    for scenario in ["server-isolated", "server-pause"] {
+        for run in runs(design, scenario) {
+            let replay = replay_command(design, scenario, run.seed);
+            assert!(
+                run.fault_seen.is_some(),
+                "{scenario} seed {}: no fault; {replay}",
+                run.seed
+            );
+            assert_eq!(
+                run.safety(),
+                Safety::Safe,
+                "{scenario} seed {}: {replay}",
+                run.seed
+            );
+        }
     }
 }

@@ -159,10 +159,10 @@ fn redis_only_scenarios_do_not_apply_to_the_zookeeper_designs_and_say_why() {
 
 #[test]
 fn zk_curator_is_safe_when_the_leader_crashes_right_after_committing_a_lock_create() {
-    for run in runs("zk-curator", "zk-leader-crash") {
-        let replay = replay_command("zk-curator", "zk-leader-crash", run.seed);
+    for run in runs("zk-curator", "leader-crash") {
+        let replay = replay_command("zk-curator", "leader-crash", run.seed);
         let h = run.history.as_ref().expect("kept");
-        let witness = probes::zk_leader_crashed_after_a_lock_create(h);
+        let witness = probes::leader_crashed_after_a_lock_create(h);
         assert!(
             witness.is_some(),
             "seed {}: the leader never crashed after a lock create; {replay}",

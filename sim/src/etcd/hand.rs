@@ -14,6 +14,7 @@ use etcd_client::proto::{
 };
 use tonic::{Request, Response, Status, Streaming};
 
+use super::op::{Applied, Request as OpRequest};
 use super::service::{BoxStream, Kv, Lease, SharedEtcd, peer, status};
 use super::store::event_revision;
 
@@ -296,9 +297,11 @@ async fn lock(
     };
     // The service calls etcd through its own client: an error reaches the caller as
     // the client's Go error, which gRPC sends as `Unknown` with etcd's message.
-    let resp = member
-        .with(|s| s.txn(&txn, &by))
-        .map_err(|e| Status::new(tonic::Code::Unknown, e.message))?;
+    let resp = match member.propose(&by, OpRequest::Txn(txn)).await {
+        Ok(Applied::Txn(t)) => t,
+        Ok(_) => return Err(Status::internal("etcd model: a txn answered with another kind")),
+        Err(e) => return Err(Status::new(tonic::Code::Unknown, e.message)),
+    };
     let ranges: Vec<&PbRangeResponse> = resp
         .responses
         .iter()
@@ -364,7 +367,7 @@ impl Drop for DeleteOnDrop {
                 key,
                 ..Default::default()
             };
-            let _ = self.member.with(|s| s.delete_range(&d, &self.by));
+            self.member.propose_detached(&self.by, OpRequest::Delete(d));
         }
     }
 }
@@ -415,10 +418,17 @@ mod routes {
                 key: r.into_inner().key,
                 ..Default::default()
             };
-            let resp = self.0.with(|s| s.delete_range(&d, &by));
+            let m = self.0.clone();
             Box::pin(async move {
-                resp.map(|d| Response::new(wire::UnlockResponse { header: d.header }))
-                    .map_err(status)
+                match m.propose(&by, OpRequest::Delete(d)).await {
+                    Ok(Applied::Delete(d)) => {
+                        Ok(Response::new(wire::UnlockResponse { header: d.header }))
+                    }
+                    Ok(_) => Err(Status::internal(
+                        "etcd model: a delete answered with another kind",
+                    )),
+                    Err(e) => Err(status(e)),
+                }
             })
         }
     }

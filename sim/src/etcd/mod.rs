@@ -7,17 +7,32 @@
 //! server) and `hand` (the `Watch` and `Lock` services served by hand, and the
 //! router of them all).
 //!
-//! This first model is one member: a cluster of one, whose writes commit when they
-//! apply. A 3-member cluster replicating through Raft, with leader elections and
-//! members that fall behind, is not built yet (issue 39); the store is written so
-//! that a Raft log can sit between the services and it.
+//! Every write, lease grant and revoke, and linearizable read goes through the
+//! members' Raft log ([`raft`]: TiKV's `raft` crate, driven as etcd drives etcd/raft)
+//! as an [`op::Op`], and every member applies it to its store; a cluster of one (a
+//! member on its own) runs the same path.
 
 mod hand;
+pub mod op;
+pub mod raft;
 pub mod service;
 pub mod store;
 
-pub use service::{EtcdMember, LocalExec, Peer, SharedEtcd, router, serve_connection};
+pub use raft::{ClusterView, PEER_PORT, RaftLink};
+pub use service::{
+    EtcdMember, LocalExec, LocalTask, Peer, SharedEtcd, router, serve_connection,
+};
 pub use store::{Change, DeleteCause, EtcdError, Store};
+
+/// The member IDs a cluster's members put in their headers (and in the high bits of
+/// the lease IDs they give), by Raft ID 1, 2, 3, … (fixed values in etcd's form).
+pub const MEMBER_IDS: [u64; 5] = [
+    0x8e9e_05c5_2164_694d,
+    0x91bc_3c39_8fb3_c146,
+    0xfd42_2379_fda5_0e48,
+    0x3a57_933b_cb04_a9d1,
+    0xc4f1_d6a3_6b25_e3f2,
+];
 
 /// The port etcd serves clients on.
 pub const ETCD_PORT: u16 = 2379;
@@ -46,13 +61,15 @@ pub fn spawn_tokio_member() -> std::io::Result<(std::net::SocketAddr, SharedEtcd
                 std::sync::Arc::new(crate::clock::RuntimeClock::new());
             let member = EtcdMember::new(
                 Store::new(
-                    0x8e9e_05c5_2164_694d,
+                    MEMBER_IDS[0],
                     MIN_LEASE_TTL,
                     std::time::Duration::from_secs(1),
                 ),
                 clock,
+                RaftLink::new(ClusterView::single(), None, Default::default()),
             );
             let _ = tx.send(member.clone());
+            tokio::task::spawn_local(raft::run_node(member.clone()));
             tokio::task::spawn_local(member.clone().run_lessor());
             let exec = LocalExec(std::rc::Rc::new(|fut| {
                 tokio::task::spawn_local(fut);

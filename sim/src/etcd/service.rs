@@ -25,6 +25,8 @@ use futures_util::Stream;
 use lock_impl::Clock;
 use tonic::{Request, Response, Status, Streaming};
 
+use super::op::{Applied, Op, Request as OpRequest};
+use super::raft::{LEASE_RENEW, LEASE_TTL, RaftLink, lease_at_primary};
 use super::store::{EtcdError, Store};
 
 /// The client host a request came from (put in each request's extensions by
@@ -43,11 +45,13 @@ pub(super) fn status(e: EtcdError) -> Status {
     Status::new(e.code, e.message)
 }
 
-/// One member: its store, its clock, and what its waiters wait on.
+/// One member: its store, its clock, what its waiters wait on, and its Raft.
 pub struct EtcdMember {
     store: Mutex<Store>,
     clock: Arc<dyn Clock>,
     pub(super) changes: Changes,
+    /// The member's Raft plumbing ([`super::raft`]).
+    pub raft: RaftLink,
 }
 
 /// Tells the member's waiters (watches, `Lock` calls, renewals of an expired lease)
@@ -63,7 +67,7 @@ pub(super) struct Changes {
 
 impl Changes {
     /// The store moved.
-    fn bump(&self) {
+    pub(super) fn bump(&self) {
         self.generation
             .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         self.notify.notify_waiters();
@@ -92,12 +96,13 @@ impl Changes {
 pub type SharedEtcd = Arc<EtcdMember>;
 
 impl EtcdMember {
-    /// A member with `store`, on `clock`.
-    pub fn new(store: Store, clock: Arc<dyn Clock>) -> SharedEtcd {
+    /// A member with `store`, on `clock`, replicating through `raft`.
+    pub fn new(store: Store, clock: Arc<dyn Clock>, raft: RaftLink) -> SharedEtcd {
         Arc::new(EtcdMember {
             store: Mutex::new(store),
             clock,
             changes: Changes::default(),
+            raft,
         })
     }
 
@@ -115,32 +120,79 @@ impl EtcdMember {
         r
     }
 
-    fn now(&self) -> Duration {
+    /// `f` on the store, telling no waiter (the node loop tells them once per batch).
+    pub(super) fn with_quiet<R>(&self, f: impl FnOnce(&mut Store) -> R) -> R {
+        f(&mut self.store.lock().unwrap_or_else(|e| e.into_inner()))
+    }
+
+    pub(super) fn now(&self) -> Duration {
         self.clock.now()
     }
 
-    /// The lessor's period.
-    fn expiry_check(&self) -> Duration {
-        self.with(|s| s.expiry_check())
+    pub(super) fn clock(&self) -> &Arc<dyn Clock> {
+        &self.clock
     }
 
-    /// The lessor's loop: every half etcd second on the member's clock, revokes the
-    /// leases that expired. Runs until dropped.
+    /// `millis` thousandths of this world's etcd second.
+    pub(super) fn seconds_millis(&self, millis: u32) -> Duration {
+        self.with_quiet(|s| s.seconds(1)) * millis / 1000
+    }
+
+    /// `ReqTimeout`: 5 s plus two election timeouts (7 s at etcd's defaults).
+    pub(super) fn request_timeout(&self) -> Duration {
+        self.with_quiet(|s| s.seconds(7))
+    }
+
+    /// Whether this member leads its cluster now.
+    pub fn leading(&self) -> bool {
+        self.raft.status().leading
+    }
+
+    /// Proposes `request` by client host `by` and waits for this member to apply it:
+    /// its result, or `etcdserver: request timed out` after `ReqTimeout`.
+    pub async fn propose(&self, by: &str, request: OpRequest) -> Result<Applied, EtcdError> {
+        let op = Op::new(self.raft.next_id(), by, request);
+        let (tx, rx) = tokio::sync::oneshot::channel();
+        let _ = self.raft.proposals.send(super::raft::Proposal {
+            op,
+            reply: Some(tx),
+        });
+        tokio::select! {
+            biased;
+            r = rx => r.unwrap_or(Err(super::raft::REQUEST_TIMED_OUT)),
+            _ = self.clock.sleep(self.request_timeout()) => Err(super::raft::REQUEST_TIMED_OUT),
+        }
+    }
+
+    /// Proposes `request` without waiting for it.
+    pub(super) fn propose_detached(&self, by: &str, request: OpRequest) {
+        let op = Op::new(self.raft.next_id(), by, request);
+        let _ = self
+            .raft
+            .proposals
+            .send(super::raft::Proposal { op, reply: None });
+    }
+
+    /// The lessor's period.
+    pub(super) fn expiry_check(&self) -> Duration {
+        self.with_quiet(|s| s.expiry_check())
+    }
+
+    /// The lessor's loop: every half etcd second on the member's clock, the primary
+    /// proposes the revoke of every lease that expired. Runs until dropped.
     pub async fn run_lessor(self: SharedEtcd) {
         let period = self.expiry_check();
         loop {
             let now = self.now();
-            if self.with(|s| s.expire(now)) {
-                // A renewal waiting on a revoked lease hears of it (a revoke of a
-                // lease without keys moves no revision).
-                self.changes.bump();
+            for id in self.with_quiet(|s| s.due(now)) {
+                self.propose_detached("", OpRequest::Expire(id));
             }
             self.clock.sleep(period).await;
         }
     }
 
     /// Waits until the store moves past `seen`, or `timeout` passes.
-    async fn wait_change(&self, seen: u64, timeout: Duration) {
+    pub(super) async fn wait_change(&self, seen: u64, timeout: Duration) {
         tokio::select! {
             biased;
             _ = self.changes.past(seen) => {}
@@ -153,41 +205,51 @@ impl EtcdMember {
 #[derive(Clone)]
 pub struct Kv(pub SharedEtcd);
 
-impl Kv {
-    /// One request on the store, by the client host that sent it: etcd's answer, or
-    /// its error as a status.
-    fn answer<Q, A>(
-        &self,
-        r: Request<Q>,
-        f: impl FnOnce(&mut Store, &Q, &str) -> Result<A, EtcdError>,
-    ) -> Result<Response<A>, Status> {
-        let by = peer(&r);
-        self.0
-            .with(|s| f(s, r.get_ref(), &by))
-            .map(Response::new)
-            .map_err(status)
-    }
+/// A result that is not the request's kind (cannot happen: a member answers each
+/// request with its own kind).
+fn mismatch() -> Status {
+    Status::internal("etcd model: a request answered with another kind")
 }
 
 #[tonic::async_trait]
 impl PbKvService for Kv {
     async fn range(&self, r: Request<PbRangeRequest>) -> Result<Response<PbRangeResponse>, Status> {
-        self.answer(r, |s, q, _| s.range(q))
+        let by = peer(&r);
+        match self.0.propose(&by, OpRequest::Range(r.into_inner())).await {
+            Ok(Applied::Range(a)) => Ok(Response::new(a)),
+            Ok(_) => Err(mismatch()),
+            Err(e) => Err(status(e)),
+        }
     }
 
     async fn put(&self, r: Request<PbPutRequest>) -> Result<Response<PbPutResponse>, Status> {
-        self.answer(r, |s, q, by| s.put(q, by))
+        let by = peer(&r);
+        match self.0.propose(&by, OpRequest::Put(r.into_inner())).await {
+            Ok(Applied::Put(a)) => Ok(Response::new(a)),
+            Ok(_) => Err(mismatch()),
+            Err(e) => Err(status(e)),
+        }
     }
 
     async fn delete_range(
         &self,
         r: Request<PbDeleteRequest>,
     ) -> Result<Response<PbDeleteResponse>, Status> {
-        self.answer(r, |s, q, by| s.delete_range(q, by))
+        let by = peer(&r);
+        match self.0.propose(&by, OpRequest::Delete(r.into_inner())).await {
+            Ok(Applied::Delete(a)) => Ok(Response::new(a)),
+            Ok(_) => Err(mismatch()),
+            Err(e) => Err(status(e)),
+        }
     }
 
     async fn txn(&self, r: Request<PbTxnRequest>) -> Result<Response<PbTxnResponse>, Status> {
-        self.answer(r, |s, q, by| s.txn(q, by))
+        let by = peer(&r);
+        match self.0.propose(&by, OpRequest::Txn(r.into_inner())).await {
+            Ok(Applied::Txn(a)) => Ok(Response::new(a)),
+            Ok(_) => Err(mismatch()),
+            Err(e) => Err(status(e)),
+        }
     }
 
     async fn compact(
@@ -211,25 +273,20 @@ struct KeepAlive {
 }
 
 impl KeepAlive {
-    /// The answer to one renewal (`LeaseRenew`): an expired lease not yet revoked is
-    /// waited out and answered as not found (TTL 0).
-    async fn renew(&self, id: i64) -> PbLeaseKeepAliveResponse {
+    /// The answer to one renewal (`LeaseRenew`, on the primary lessor wherever it is):
+    /// a lease not found answers TTL 0; a renewal the leader did not answer within
+    /// `ReqTimeout` ends the stream with the error.
+    async fn renew(&self, id: i64) -> Result<PbLeaseKeepAliveResponse, Status> {
         let m = &self.member;
-        let period = m.expiry_check();
-        loop {
-            let seen = m.changes.seen();
-            if !m.with(|s| s.expired(id, m.now())) {
-                break;
-            }
-            m.wait_change(seen, period).await;
-        }
-        let now = m.now();
-        let (ttl, header) = m.with(|s| (s.renew(id, now).unwrap_or(0), s.header()));
-        PbLeaseKeepAliveResponse {
-            header: Some(header),
+        let ttl = match lease_at_primary(m, LEASE_RENEW, id).await {
+            Ok(found) => found.map_or(0, |(ttl, _, _)| ttl),
+            Err(e) => return Err(status(e)),
+        };
+        Ok(PbLeaseKeepAliveResponse {
+            header: Some(m.with(|s| s.header())),
             id,
             ttl,
-        }
+        })
     }
 }
 
@@ -242,17 +299,21 @@ impl PbLeaseService for Lease {
         r: Request<PbLeaseGrantRequest>,
     ) -> Result<Response<PbLeaseGrantResponse>, Status> {
         let by = peer(&r);
-        let now = self.0.now();
-        let (id, ttl) = self
-            .0
-            .with(|s| s.grant(r.get_ref().id, r.get_ref().ttl, now, &by))
-            .map_err(status)?;
-        Ok(Response::new(PbLeaseGrantResponse {
-            header: Some(self.0.with(|s| s.header())),
-            id,
-            ttl,
-            error: String::new(),
-        }))
+        let mut req = r.into_inner();
+        // The member that receives the grant chooses its ID before proposing it.
+        if req.id == 0 {
+            req.id = self.0.with_quiet(|s| s.new_lease_id());
+        }
+        match self.0.propose(&by, OpRequest::Grant(req)).await {
+            Ok(Applied::Grant { id, ttl, header }) => Ok(Response::new(PbLeaseGrantResponse {
+                header: Some(header),
+                id,
+                ttl,
+                error: String::new(),
+            })),
+            Ok(_) => Err(mismatch()),
+            Err(e) => Err(status(e)),
+        }
     }
 
     async fn lease_revoke(
@@ -260,10 +321,11 @@ impl PbLeaseService for Lease {
         r: Request<PbLeaseRevokeRequest>,
     ) -> Result<Response<PbLeaseRevokeResponse>, Status> {
         let by = peer(&r);
-        self.0
-            .with(|s| s.revoke(r.get_ref().id, &by).map(|_| s.header()))
-            .map(|h| Response::new(PbLeaseRevokeResponse { header: Some(h) }))
-            .map_err(status)
+        match self.0.propose(&by, OpRequest::Revoke(r.into_inner())).await {
+            Ok(Applied::Revoke(h)) => Ok(Response::new(PbLeaseRevokeResponse { header: Some(h) })),
+            Ok(_) => Err(mismatch()),
+            Err(e) => Err(status(e)),
+        }
     }
 
     type LeaseKeepAliveStream = BoxStream<PbLeaseKeepAliveResponse>;
@@ -280,7 +342,7 @@ impl PbLeaseService for Lease {
             match st.requests.message().await {
                 Ok(Some(req)) => {
                     let resp = st.renew(req.id).await;
-                    Some((Ok(resp), st))
+                    Some((resp, st))
                 }
                 Ok(None) | Err(_) => None,
             }
@@ -292,9 +354,11 @@ impl PbLeaseService for Lease {
         &self,
         r: Request<PbLeaseTimeToLiveRequest>,
     ) -> Result<Response<PbLeaseTimeToLiveResponse>, Status> {
-        let now = self.0.now();
         let req = r.get_ref();
-        let (found, header) = self.0.with(|s| (s.time_to_live(req.id, now), s.header()));
+        let found = lease_at_primary(&self.0, LEASE_TTL, req.id)
+            .await
+            .map_err(status)?;
+        let header = self.0.with(|s| s.header());
         // v3rpc's `LeaseTimeToLive`: a lease not found is TTL -1, not an error.
         let (ttl, granted_ttl, keys) = found.unwrap_or((-1, 0, Vec::new()));
         Ok(Response::new(PbLeaseTimeToLiveResponse {

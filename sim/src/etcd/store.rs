@@ -183,8 +183,17 @@ pub struct Store {
     cluster_id: u64,
     member_id: u64,
     raft_term: u64,
-    /// What changed since the world last drained it.
-    changes: Vec<Change>,
+    /// What changed since the world last drained it, each with the log index of the
+    /// entry whose apply changed it.
+    changes: Vec<(u64, Change)>,
+    /// The index of the last log entry applied (etcd's consistent index).
+    applied: u64,
+    /// Whether this member's lessor is the primary (its member leads): only the
+    /// primary's leases expire; a follower's wait forever (`lessor.Demote`).
+    primary: bool,
+    /// Expired leases whose revoke the primary proposed, and when: proposed again
+    /// after `EXPIRED_LEASE_RETRY` seconds if still there.
+    revoking: BTreeMap<i64, Duration>,
 }
 
 /// The revision a write in progress will commit at, and whether it wrote.
@@ -232,6 +241,9 @@ impl Store {
             member_id,
             raft_term: 2,
             changes: Vec::new(),
+            applied: 0,
+            primary: false,
+            revoking: BTreeMap::new(),
         }
     }
 
@@ -260,9 +272,63 @@ impl Store {
         }
     }
 
-    /// The changes since the last call.
-    pub fn take_changes(&mut self) -> Vec<Change> {
+    /// The changes since the last call, each with the log index whose apply made it.
+    pub fn take_changes(&mut self) -> Vec<(u64, Change)> {
         std::mem::take(&mut self.changes)
+    }
+
+    fn note(&mut self, c: Change) {
+        self.changes.push((self.applied, c));
+    }
+
+    /// The index of the last log entry applied.
+    pub fn applied(&self) -> u64 {
+        self.applied
+    }
+
+    /// The Raft term the member's headers carry.
+    pub fn set_term(&mut self, term: u64) {
+        self.raft_term = term;
+    }
+
+    /// Applies log entry `index`, `op`, at member time `now`: what it answers.
+    pub fn apply(
+        &mut self,
+        index: u64,
+        op: &super::op::Op,
+        now: Duration,
+    ) -> Result<super::op::Applied, EtcdError> {
+        use super::op::{Applied, Request};
+        self.applied = self.applied.max(index);
+        let by = op.by.as_str();
+        Ok(match &op.request {
+            None => Applied::Done,
+            Some(Request::Range(r)) => Applied::Range(self.range(r)?),
+            Some(Request::Put(p)) => Applied::Put(self.put(p, by)?),
+            Some(Request::Delete(d)) => Applied::Delete(self.delete_range(d, by)?),
+            Some(Request::Txn(t)) => Applied::Txn(self.txn(t, by)?),
+            Some(Request::Grant(g)) => {
+                let (id, ttl) = self.grant(g.id, g.ttl, now, by)?;
+                Applied::Grant {
+                    id,
+                    ttl,
+                    header: self.header(),
+                }
+            }
+            Some(Request::Revoke(r)) => {
+                self.revoke(r.id, by)?;
+                Applied::Revoke(self.header())
+            }
+            Some(Request::Expire(id)) => {
+                self.expire_lease(*id);
+                Applied::Done
+            }
+        })
+    }
+
+    /// An entry without a request (a new leader's empty entry) was applied.
+    pub fn applied_empty(&mut self, index: u64) {
+        self.applied = self.applied.max(index);
     }
 
     /// Every live key under `prefix` with its create revision and lease, by key.
@@ -444,7 +510,7 @@ impl Store {
             l.keys.insert(p.key.clone());
         }
         self.write_version(w, &p.key, Some(kv.clone()), prev.clone());
-        self.changes.push(Change::Put {
+        self.note(Change::Put {
             key: String::from_utf8_lossy(&kv.key).into_owned(),
             value: String::from_utf8_lossy(&kv.value).into_owned(),
             lease,
@@ -519,7 +585,7 @@ impl Store {
             l.keys.remove(&kv.key);
         }
         self.write_version(w, &kv.key, None, Some(kv.clone()));
-        self.changes.push(Change::Delete {
+        self.note(Change::Delete {
             key: String::from_utf8_lossy(&kv.key).into_owned(),
             revision: w.revision,
             cause,

@@ -1,26 +1,38 @@
-//! The world's etcd member: one host running the model of `crate::etcd` (its gRPC
-//! services on every accepted connection, wrapped by the link-fault registry as a
-//! Redis server's are, and its lessor), under its pause gate and on its clock; what it
-//! keeps across a crash; and the observation that moves its record into the history.
+//! The world's etcd cluster: `EtcdSpec::members` hosts (`etcd-1` … `etcd-3` by
+//! default), each running the model of `crate::etcd` (its gRPC services on every
+//! accepted client connection, wrapped by the link-fault registry as a Redis
+//! server's are; its Raft node, its links to the other members on the peer port, and
+//! its lessor), under its own pause gate and on its own clock; what a member keeps
+//! across a crash; and the observation that moves the cluster's record into the
+//! history.
 //!
 //! The record, in the terms every checker reads: the lock is the key under
 //! `<key>/` with the lowest create revision (`concurrency.Mutex`'s owner; the
 //! `v3lock` service's too); its value is that etcd key (`<key>/<lease in hex>`, the
 //! design's owner value). `Written` by the client host whose put created it when it
 //! becomes the lowest; `Removed` when it goes: `command` by the client whose delete
-//! (or lease revoke) removed it, `expired` (by `expiry`) when the lessor revoked its
-//! lease after the TTL ran out on the member's clock.
+//! (or lease revoke) removed it, `expired` (by `expiry`) when the leader's lessor
+//! revoked its lease after the TTL ran out on the leader's clock. The record follows
+//! the *applied* log (each change once, from the first member seen to apply its
+//! entry), under the first member's name (one record, as the cluster keeps one);
+//! each member's Raft role changes as `Role` (`leader (term N)`, `follower of
+//! etcd-K`, `candidate (term N)`).
 //!
-//! A crash keeps the key space and the leases (etcd syncs its WAL before it answers);
-//! the restarted member's lessor gives every lease a full TTL again from its start,
-//! as a new leader's `Promote` does.
+//! A crash keeps a member's Raft log and hard state and its applied store (etcd
+//! syncs its WAL before it answers, and replays it at a restart); the restarted
+//! member's lessor is a follower's until it leads again, when it gives every lease a
+//! full TTL plus an election timeout (`Promote`).
 
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use crate::clock::SimClock;
-use crate::etcd::{Change, DeleteCause, ETCD_PORT, EtcdMember, LocalExec, SharedEtcd, Store};
+use crate::etcd::raft::{ELECTION_TICKS, HEARTBEAT_MILLIS};
+use crate::etcd::{
+    Change, ClusterView, DeleteCause, ETCD_PORT, EtcdMember, LocalExec, MEMBER_IDS, PEER_PORT,
+    RaftLink, SharedEtcd, Store,
+};
 use crate::history::{EventKind, ServerEvent};
 use crate::pause::PauseGate;
 use crate::recorder::Recorder;
@@ -29,26 +41,36 @@ use crate::system::Capability;
 use super::system::{Build, LockSystem, SystemInfo, SystemSpec};
 use serde::{Deserialize, Serialize};
 
-/// The world's etcd (the v3.4 model of `crate::etcd`): one member, at real time.
+/// The world's etcd (the v3.4 model of `crate::etcd`): a cluster of `members`, at real
+/// time.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct EtcdSpec {
-    /// The member's host name (`etcd-1`).
+    /// The first member's host name (`etcd-1`); the others count on from its number
+    /// (`etcd-2`, `etcd-3`).
     pub name: String,
+    /// How many members (1, 3 or 5; 3 by default, as a production cluster).
+    #[serde(default = "default_members")]
+    pub members: u32,
     /// The lessor's minimum TTL, seconds: 2, etcd's at its default election timeout
     /// (1 s: `ceil(1.5 × 1 s)`).
     pub min_lease_ttl_s: i64,
     /// How long etcd's second is in this world, µs: 1,000,000 at real time; a world
     /// that shrinks the lease shrinks it alike (`EtcdSpec::for_lease`), so lease TTLs,
-    /// the lessor's half-second pass and the client's constants keep their proportions
-    /// (`lock_impl::scale::ETCD_SECOND`).
+    /// the lessor's half-second pass, Raft's heartbeat and election timeout and the
+    /// client's constants keep their proportions (`lock_impl::scale::ETCD_SECOND`).
     pub second_us: u64,
+}
+
+fn default_members() -> u32 {
+    3
 }
 
 impl Default for EtcdSpec {
     fn default() -> Self {
         EtcdSpec {
             name: "etcd-1".into(),
+            members: default_members(),
             min_lease_ttl_s: crate::etcd::MIN_LEASE_TTL,
             second_us: 1_000_000,
         }
@@ -56,7 +78,7 @@ impl Default for EtcdSpec {
 }
 
 impl EtcdSpec {
-    /// The member of a world whose lease is `lease_ms`: etcd's second at that world's
+    /// The cluster of a world whose lease is `lease_ms`: etcd's second at that world's
     /// scale (`lock_impl::TimeScale::for_lease`).
     pub fn for_lease(lease_ms: u64) -> EtcdSpec {
         let second = lock_impl::TimeScale::for_lease(lease_ms).exact(
@@ -67,19 +89,48 @@ impl EtcdSpec {
             ..EtcdSpec::default()
         }
     }
+
+    /// The members' host names, in Raft ID order.
+    pub fn names(&self) -> Vec<String> {
+        if self.members <= 1 {
+            return vec![self.name.clone()];
+        }
+        let stem = self.name.trim_end_matches(|c: char| c.is_ascii_digit());
+        let first: u32 = self.name[stem.len()..].parse().unwrap_or(1);
+        (0..self.members)
+            .map(|i| format!("{stem}{}", first + i))
+            .collect()
+    }
 }
 
-/// What an etcd world has (see [`crate::system`]): a member that pauses, crashes and
-/// restarts, serving from the run's start.
-pub const ETCD_CAPABILITIES: &[Capability] = &[Capability::LockServer, Capability::ServingAtStart];
+/// What an etcd world has (see [`crate::system`]): members that pause, crash and
+/// restart from their log, serving from the run's start, a Raft leader whose lessor
+/// decides every lease's expiry and that commits each write on a majority before it
+/// answers, and a quorum that elects a new leader when the one serving is cut off.
+pub const ETCD_CAPABILITIES: &[Capability] = &[
+    Capability::LockServer,
+    Capability::ServingAtStart,
+    Capability::QuorumLeader,
+    Capability::Quorum,
+];
 
-/// The member's host and what the observer has seen.
+/// One member's slot: the running member (the last one, after a crash: its store and
+/// log are what the restart reads back) and whether it runs now.
+#[derive(Default)]
+struct Slot {
+    member: Option<SharedEtcd>,
+    up: bool,
+}
+
+type SharedSlot = Arc<Mutex<Slot>>;
+
+/// The cluster's hosts and what the observer has seen.
 pub(crate) struct EtcdCtl {
-    name: String,
-    /// The running member (the last one, after a crash: its store is what the restart
-    /// reads back).
-    slot: Arc<Mutex<Option<SharedEtcd>>>,
-    gate: PauseGate,
+    names: Vec<String>,
+    slots: Vec<SharedSlot>,
+    gates: Vec<PauseGate>,
+    /// Each member's election timeout, in ticks (drawn from the run's seed).
+    election_ticks: Vec<usize>,
     /// The prefix of the lock's keys (`<key>/`) and the key as the history names it.
     prefix: String,
     key: String,
@@ -87,66 +138,151 @@ pub(crate) struct EtcdCtl {
     keys: BTreeMap<String, (i64, String)>,
     /// The lock's holder by the record: (etcd key, writer host).
     holder: Option<(String, String)>,
+    /// The last log index whose changes were recorded.
+    seen_index: u64,
+    /// The last committed create of a lock key: its revision, when first seen.
+    lock_create: Option<(i64, Duration)>,
+}
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
 }
 
 impl EtcdCtl {
-    fn new(spec: &EtcdSpec, key: &str) -> Self {
+    fn new(spec: &EtcdSpec, key: &str, seed: u64) -> Self {
+        use rand::{RngExt, SeedableRng};
+        let names = spec.names();
+        // etcd randomises each member's election timeout in [10, 20) ticks; the
+        // world draws distinct ones from the run's seed.
+        let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(seed ^ 0xe7cd_0f1e_1ec7_1011);
+        let mut pool: Vec<usize> = (ELECTION_TICKS..2 * ELECTION_TICKS).collect();
+        let election_ticks = names
+            .iter()
+            .map(|_| pool.remove(rng.random_range(0..pool.len())))
+            .collect();
         EtcdCtl {
-            name: spec.name.clone(),
-            slot: Arc::default(),
-            gate: PauseGate::new(),
+            slots: names.iter().map(|_| SharedSlot::default()).collect(),
+            gates: names.iter().map(|_| PauseGate::new()).collect(),
+            names,
+            election_ticks,
             prefix: format!("{key}/"),
             key: key.to_string(),
             keys: BTreeMap::new(),
             holder: None,
+            seen_index: 0,
+            lock_create: None,
         }
     }
 
-    fn member(&self) -> Option<SharedEtcd> {
-        self.slot.lock().unwrap_or_else(|e| e.into_inner()).clone()
+    /// The running members, with their index.
+    fn running(&self) -> Vec<(usize, SharedEtcd)> {
+        self.slots
+            .iter()
+            .enumerate()
+            .filter_map(|(i, s)| {
+                let s = lock(s);
+                s.member.clone().filter(|_| s.up).map(|m| (i, m))
+            })
+            .collect()
     }
 
-    fn add_host(&self, b: &mut Build<'_, '_>, spec: &EtcdSpec) {
-        let clock = (b.clock_of)(&self.name, b.server_clock);
-        let (slot, net, name, gate) = (
-            self.slot.clone(),
-            b.net.clone(),
-            self.name.clone(),
-            self.gate.clone(),
-        );
+    fn add_host(&self, b: &mut Build<'_, '_>, spec: &EtcdSpec, i: usize) {
+        let name = self.names[i].clone();
+        let clock = (b.clock_of)(&name, b.server_clock);
+        let (slot, net, gate) = (self.slots[i].clone(), b.net.clone(), self.gates[i].clone());
+        let members: Vec<(u64, String)> = self
+            .names
+            .iter()
+            .enumerate()
+            .map(|(j, n)| (j as u64 + 1, n.clone()))
+            .collect();
+        let view = ClusterView {
+            me: i as u64 + 1,
+            members,
+            election_ticks: self.election_ticks[i],
+            campaign_at_start: i == 0,
+        };
         let min_ttl = spec.min_lease_ttl_s;
         let second = Duration::from_micros(spec.second_us);
-        b.sim.host(self.name.as_str(), move || {
-            let (slot, net, name, gate, clock) = (
+        let host = name.clone();
+        b.sim.host(host.as_str(), move || {
+            let (slot, net, name, gate, clock, view) = (
                 slot.clone(),
                 net.clone(),
                 name.clone(),
                 gate.clone(),
                 clock.clone(),
+                view.clone(),
             );
             gate.clone().wrap(async move {
                 let clock: Arc<dyn lock_impl::Clock> = Arc::new(SimClock::new(clock));
-                // What the member had on disk: its whole store; a first start has an
-                // empty one.
-                let store = slot
-                    .lock()
-                    .unwrap_or_else(|e| e.into_inner())
-                    .as_ref()
-                    .map(|m| m.with(|s| s.clone()));
-                let store = match store {
-                    Some(mut s) => {
-                        s.promote(clock.now());
-                        s
+                // What the member had on disk: its log and its applied store; a first
+                // start has neither.
+                let before = lock(&slot).member.clone();
+                let (store, storage) = match before {
+                    Some(m) => {
+                        let mut s = m.with(|s| s.clone());
+                        s.demote();
+                        (s, Some(m.raft.storage.clone()))
                     }
-                    None => Store::new(0x8e9e_05c5_2164_694d, min_ttl, second),
+                    None => (
+                        Store::new(MEMBER_IDS[(view.me as usize - 1) % MEMBER_IDS.len()], min_ttl, second),
+                        None,
+                    ),
                 };
-                let member = EtcdMember::new(store, clock);
-                *slot.lock().unwrap_or_else(|e| e.into_inner()) = Some(member.clone());
+                let mut outbox = BTreeMap::new();
+                let tick = second * HEARTBEAT_MILLIS / 1000;
+                for (id, to) in &view.members {
+                    if *id == view.me {
+                        continue;
+                    }
+                    let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
+                    outbox.insert(*id, tx);
+                    tokio::task::spawn_local(gate.wrap(link_writer(
+                        name.clone(),
+                        to.clone(),
+                        rx,
+                        net.clone(),
+                        gate.clone(),
+                        tick,
+                    )));
+                }
+                let member = EtcdMember::new(store, clock, RaftLink::new(view, storage, outbox));
+                *lock(&slot) = Slot {
+                    member: Some(member.clone()),
+                    up: true,
+                };
                 let g = gate.clone();
                 let exec = LocalExec(std::rc::Rc::new(move |fut| {
                     tokio::task::spawn_local(g.wrap(fut));
                 }));
+                tokio::task::spawn_local(gate.wrap(crate::etcd::raft::run_node(member.clone())));
                 tokio::task::spawn_local(gate.wrap(member.clone().run_lessor()));
+                let peers =
+                    turmoil::net::TcpListener::bind((std::net::Ipv4Addr::UNSPECIFIED, PEER_PORT))
+                        .await?;
+                let (m2, net2, gate2, name2, exec2) = (
+                    member.clone(),
+                    net.clone(),
+                    gate.clone(),
+                    name.clone(),
+                    exec.clone(),
+                );
+                tokio::task::spawn_local(gate.wrap(async move {
+                    loop {
+                        let Ok((stream, addr)) = peers.accept().await else {
+                            continue;
+                        };
+                        let from =
+                            turmoil::reverse_lookup(addr.ip()).unwrap_or_else(|| addr.to_string());
+                        let stream = gate2.wrap_io(net2.wrap(stream, &name2, &from));
+                        tokio::task::spawn_local(gate2.wrap(link_reader(
+                            m2.clone(),
+                            stream,
+                            exec2.clone(),
+                        )));
+                    }
+                }));
                 let routes = crate::etcd::router(&member);
                 let listener =
                     turmoil::net::TcpListener::bind((std::net::Ipv4Addr::UNSPECIFIED, ETCD_PORT))
@@ -169,36 +305,68 @@ impl EtcdCtl {
         });
     }
 
-    /// Moves the member's changes into the history at `now`.
+    /// Moves the cluster's changes and its members' role changes into the history at
+    /// `now`.
     fn drain_changes(&mut self, recorder: &Recorder, now: Duration) {
-        let Some(member) = self.member() else {
-            return;
-        };
         let at = now.as_micros() as u64;
-        for change in member.with(|s| s.take_changes()) {
-            match change {
-                Change::Put {
-                    key,
-                    create_revision,
-                    by,
-                    ..
-                } if key.starts_with(&self.prefix) => {
-                    self.keys.entry(key).or_insert((create_revision, by));
-                    self.update_holder(recorder, at, "command", "");
+        // Every member applies the same entries; each index's changes are recorded
+        // once, from the first member (in Raft ID order) that shows them.
+        let mut by_index: BTreeMap<u64, Vec<Change>> = BTreeMap::new();
+        for (i, slot) in self.slots.iter().enumerate() {
+            let Some(member) = lock(slot).member.clone() else {
+                continue;
+            };
+            for role in member.raft.take_roles() {
+                recorder.record_at(
+                    at,
+                    &self.names[i],
+                    EventKind::Server(ServerEvent::Role { role }),
+                );
+            }
+            let mut mine: BTreeMap<u64, Vec<Change>> = BTreeMap::new();
+            for (index, change) in member.with(|s| s.take_changes()) {
+                if index > self.seen_index {
+                    mine.entry(index).or_default().push(change);
                 }
-                Change::Delete { key, cause, .. } if key.starts_with(&self.prefix) => {
-                    self.keys.remove(&key);
-                    let (cause, by) = match cause {
-                        DeleteCause::Command(h) | DeleteCause::Revoked(h) => ("command", h),
-                        DeleteCause::Expired => ("expired", "expiry".to_string()),
-                    };
-                    self.update_holder(recorder, at, cause, &by);
-                }
-                _ => {}
+            }
+            for (index, changes) in mine {
+                by_index.entry(index).or_insert(changes);
+            }
+        }
+        for (index, changes) in by_index {
+            self.seen_index = self.seen_index.max(index);
+            for change in changes {
+                self.record_change(recorder, at, now, change);
             }
         }
     }
 
+    fn record_change(&mut self, recorder: &Recorder, at: u64, now: Duration, change: Change) {
+        match change {
+            Change::Put {
+                key,
+                revision,
+                create_revision,
+                by,
+                ..
+            } if key.starts_with(&self.prefix) => {
+                if revision == create_revision {
+                    self.lock_create = Some((create_revision, now));
+                }
+                self.keys.entry(key).or_insert((create_revision, by));
+                self.update_holder(recorder, at, "command", "");
+            }
+            Change::Delete { key, cause, .. } if key.starts_with(&self.prefix) => {
+                self.keys.remove(&key);
+                let (cause, by) = match cause {
+                    DeleteCause::Command(h) | DeleteCause::Revoked(h) => ("command", h),
+                    DeleteCause::Expired => ("expired", "expiry".to_string()),
+                };
+                self.update_holder(recorder, at, cause, &by);
+            }
+            _ => {}
+        }
+    }
     /// Records a change of the lowest key as the lock's removal and write.
     fn update_holder(&mut self, recorder: &Recorder, at: u64, cause: &str, by: &str) {
         let lowest = self
@@ -212,7 +380,7 @@ impl EtcdCtl {
         if let Some((value, _)) = self.holder.take() {
             recorder.record_at(
                 at,
-                &self.name,
+                &self.names[0],
                 EventKind::Server(ServerEvent::Removed {
                     by: by.to_string(),
                     key: self.key.clone(),
@@ -224,7 +392,7 @@ impl EtcdCtl {
         if let Some((value, host)) = &lowest {
             recorder.record_at(
                 at,
-                &self.name,
+                &self.names[0],
                 EventKind::Server(ServerEvent::Written {
                     by: host.clone(),
                     key: self.key.clone(),
@@ -238,48 +406,133 @@ impl EtcdCtl {
 
 impl SystemSpec for EtcdSpec {
     fn build(&self, b: &mut Build<'_, '_>) -> Box<dyn LockSystem> {
-        let ctl = EtcdCtl::new(self, b.key);
-        ctl.add_host(b, self);
+        let ctl = EtcdCtl::new(self, b.key, b.seed);
+        for i in 0..ctl.names.len() {
+            ctl.add_host(b, self, i);
+        }
         Box::new(ctl)
     }
 
     fn client_deps(&self, deps: &mut lock_impl::Deps, reach: &super::client::SystemReach) {
         // A call's deadline is the service's reply timeout, the world's (it scales
         // with the lease, as the MySQL and MongoDB clients' do).
-        deps.systems.insert(lock_impl::etcd::EtcdServer {
-            request_timeout: Duration::from_millis(reach.response_timeout_ms),
-            ..lock_impl::etcd::EtcdServer::new(&self.name, ETCD_PORT, reach.dialer.clone())
-        });
+        let mut server =
+            lock_impl::etcd::EtcdServer::new(&self.name, ETCD_PORT, reach.dialer.clone());
+        server.endpoints = self.names().into_iter().map(|n| (n, ETCD_PORT)).collect();
+        server.request_timeout = Duration::from_millis(reach.response_timeout_ms);
+        deps.systems.insert(server);
     }
 }
 
 impl LockSystem for EtcdCtl {
     fn hosts(&self) -> Vec<String> {
-        vec![self.name.clone()]
+        self.names.clone()
     }
 
     fn gate(&self, host: &str) -> Option<PauseGate> {
-        (host == self.name).then(|| self.gate.clone())
+        let i = self.names.iter().position(|n| n == host)?;
+        Some(self.gates[i].clone())
     }
 
     fn lock_owner(&self, _key: &str) -> Option<String> {
         self.holder.as_ref().map(|(_, h)| h.clone())
     }
 
+    /// The leader: its lessor decides when the lock's lease expires.
     fn lock_server(&self, _key: &str) -> Option<String> {
-        self.holder.as_ref().map(|_| self.name.clone())
+        self.holder.as_ref().and_then(|_| self.leader())
     }
 
     fn lock_writers(&self, _key: &str) -> Vec<String> {
         self.holder.iter().map(|(_, h)| h.clone()).collect()
     }
 
-    fn crashed(&mut self, _host: &str, _machine: bool, _now: Duration, _recorder: &Recorder) {
-        // The store is read back from the last run at the restart.
+    /// The running member that leads, at the highest term if two believe they do (one
+    /// cut off from the rest, not yet stepped down).
+    fn leader(&self) -> Option<String> {
+        self.running()
+            .into_iter()
+            .filter_map(|(i, m)| {
+                let st = m.raft.status();
+                st.leading.then_some((st.term, i))
+            })
+            .max()
+            .map(|(_, i)| self.names[i].clone())
+    }
+
+    fn lock_create(&self) -> Option<(i64, Duration)> {
+        self.lock_create
+    }
+
+    fn lock_create_detail(&self, position: i64) -> String {
+        format!("a lock key's create committed at revision {position}")
+    }
+
+    fn crashed(&mut self, host: &str, _machine: bool, _now: Duration, _recorder: &Recorder) {
+        // Its log and store are read back at the restart.
+        if let Some(i) = self.names.iter().position(|n| n == host) {
+            lock(&self.slots[i]).up = false;
+        }
     }
 
     fn drain(&mut self, recorder: &Recorder, now: Duration) {
         self.drain_changes(recorder, now);
+    }
+}
+
+/// Writes this member's frames to member `to`, re-dialling a broken link a heartbeat
+/// later; frames queued while the link was down are dropped (rafthttp drops messages
+/// to a peer it cannot reach, and Raft sends them again).
+async fn link_writer(
+    me: String,
+    to: String,
+    mut rx: tokio::sync::mpsc::UnboundedReceiver<Vec<u8>>,
+    net: crate::net::NetFaults,
+    gate: PauseGate,
+    retry: Duration,
+) {
+    use tokio::io::AsyncWriteExt;
+    loop {
+        let dialed = crate::net::dial_host(&net, &me, &gate, &to, PEER_PORT, None).await;
+        while rx.try_recv().is_ok() {}
+        if let Ok((mut stream, _)) = dialed {
+            while let Some(frame) = rx.recv().await {
+                if stream.write_all(&frame).await.is_err() {
+                    break;
+                }
+            }
+        }
+        turmoil::time::sleep(retry).await;
+    }
+}
+
+/// Reads one member's frames into this member.
+async fn link_reader<S: tokio::io::AsyncRead + Unpin>(
+    member: SharedEtcd,
+    mut stream: S,
+    exec: LocalExec,
+) {
+    use tokio::io::AsyncReadExt;
+    let mut buf: Vec<u8> = Vec::new();
+    let mut chunk = vec![0u8; 16 * 1024];
+    let spawn = move |t: crate::etcd::LocalTask| (exec.0)(t);
+    loop {
+        let n = match stream.read(&mut chunk).await {
+            Ok(0) | Err(_) => return,
+            Ok(n) => n,
+        };
+        buf.extend_from_slice(&chunk[..n]);
+        let mut used = 0;
+        while buf.len() >= used + 4 {
+            let len = u32::from_be_bytes([buf[used], buf[used + 1], buf[used + 2], buf[used + 3]])
+                as usize;
+            if buf.len() < used + 4 + len {
+                break;
+            }
+            crate::etcd::raft::on_frame(&member, &buf[used + 4..used + 4 + len], &spawn);
+            used += 4 + len;
+        }
+        buf.drain(..used);
     }
 }
 
@@ -305,7 +558,13 @@ pub(crate) static SYSTEM: SystemInfo = SystemInfo {
             return Ok(());
         };
         if e.name.is_empty() {
-            return Err("workload.etcd.name is empty: name the member's host (etcd-1)".into());
+            return Err("workload.etcd.name is empty: name the first member's host (etcd-1)".into());
+        }
+        if ![1, 3, 5].contains(&e.members) {
+            return Err(format!(
+                "workload.etcd.members is {}: allowed are 1, 3 and 5",
+                e.members
+            ));
         }
         if e.second_us == 0 {
             return Err(

@@ -7,9 +7,9 @@
 //! the world: a host clock ([`crate::clock::HostClock`]), a pause gate
 //! ([`crate::pause::PauseGate`]) and the link-fault layer ([`crate::net::NetFaults`]).
 //!
-//! The four implementations: Redis with its replicas and Sentinels
-//! ([`super::redis::RedisSystem`]), ZooKeeper (`ZkCtl`), MySQL (`MySqlCtl`) and
-//! MongoDB (`MongoCtl`). What a system offers scenarios is its capability list
+//! The five implementations: Redis with its replicas and Sentinels
+//! ([`super::redis::RedisSystem`]), ZooKeeper (`ZkCtl`), MySQL (`MySqlCtl`),
+//! MongoDB (`MongoCtl`) and etcd (`EtcdCtl`). What a system offers scenarios is its capability list
 //! ([`crate::system`]).
 //!
 //! Adding a system: its model, its world module with a `LockSystem`, a [`SystemSpec`]
@@ -102,6 +102,11 @@ pub(crate) trait LockSystem {
     /// system commits creates through a leader.
     fn lock_create(&self) -> Option<(i64, Duration)> {
         None
+    }
+
+    /// What a fault that waited for the lock create at `position` says of it.
+    fn lock_create_detail(&self, position: i64) -> String {
+        format!("a lock node's create committed at zxid 0x{position:x}")
     }
 
     /// `host` (one of this system's) was just crashed (its machine, with `machine`):

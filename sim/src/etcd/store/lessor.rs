@@ -9,7 +9,27 @@ use super::{
     MAX_LEASE_TTL, Store,
 };
 
+/// A follower's lease expiry (`lessor.forever`).
+const FOREVER: Duration = Duration::MAX;
+
+/// How long the primary waits before proposing an expired lease's revoke again
+/// (`expiredLeaseRetryInterval`, 3 s), in etcd seconds.
+const EXPIRED_LEASE_RETRY: i64 = 3;
+
 impl Store {
+    /// A lease ID no lease has, from this member's generator (the member ID's low bits
+    /// on top, as `idutil.Generator`'s): the member that receives a `LeaseGrant`
+    /// chooses the ID before it proposes the grant.
+    pub fn new_lease_id(&mut self) -> i64 {
+        loop {
+            let id = self.next_lease;
+            self.next_lease += 1;
+            if !self.leases.contains_key(&id) {
+                break id;
+            }
+        }
+    }
+
     /// `LeaseGrant` at member time `now`, by client host `by`: the lease's ID and TTL.
     pub fn grant(
         &mut self,
@@ -21,30 +41,25 @@ impl Store {
         if ttl > MAX_LEASE_TTL {
             return Err(LEASE_TTL_TOO_LARGE);
         }
-        let id = if id == 0 {
-            loop {
-                let id = self.next_lease;
-                self.next_lease += 1;
-                if !self.leases.contains_key(&id) {
-                    break id;
-                }
-            }
-        } else {
-            id
-        };
+        let id = if id == 0 { self.new_lease_id() } else { id };
         if self.leases.contains_key(&id) {
             return Err(LEASE_EXISTS);
         }
         let ttl = ttl.max(self.min_ttl);
+        let expiry = if self.primary {
+            now + self.seconds(ttl)
+        } else {
+            FOREVER
+        };
         self.leases.insert(
             id,
             Lease {
                 ttl,
-                expiry: now + self.seconds(ttl),
+                expiry,
                 keys: BTreeSet::new(),
             },
         );
-        self.changes.push(Change::Granted {
+        self.note(Change::Granted {
             lease: id,
             ttl,
             by: by.to_string(),
@@ -92,13 +107,30 @@ impl Store {
         Some((left, l.ttl, l.keys.iter().cloned().collect()))
     }
 
-    /// A restarted member's lessor (`Promote`): every lease gets its whole TTL again
-    /// from `now`.
-    pub fn promote(&mut self, now: Duration) {
+    /// The member became the leader and applied its term's first entry
+    /// (`lessor.Promote(extend)`, `extend` the election timeout): its lessor is the
+    /// primary, and every lease gets its whole TTL again from `now`, plus `extend`.
+    pub fn promote(&mut self, now: Duration, extend: Duration) {
+        self.primary = true;
+        self.revoking.clear();
         let second = self.second;
         for l in self.leases.values_mut() {
-            l.expiry = now + second * u32::try_from(l.ttl).unwrap_or(u32::MAX);
+            l.expiry = now + extend + second * u32::try_from(l.ttl).unwrap_or(u32::MAX);
         }
+    }
+
+    /// The member no longer leads (`lessor.Demote`): its leases wait forever.
+    pub fn demote(&mut self) {
+        self.primary = false;
+        self.revoking.clear();
+        for l in self.leases.values_mut() {
+            l.expiry = FOREVER;
+        }
+    }
+
+    /// Whether this member's lessor is the primary.
+    pub fn is_primary(&self) -> bool {
+        self.primary
     }
 
     /// Every lease's ID (`LeaseLeases`).
@@ -106,19 +138,34 @@ impl Store {
         self.leases.keys().copied().collect()
     }
 
-    /// The lessor's pass (every [`Store::expiry_check`]): revokes every lease expired at
-    /// `now`, each in a revision of its own. Whether it revoked any.
-    pub fn expire(&mut self, now: Duration) -> bool {
+    /// The primary lessor's pass (every [`Store::expiry_check`]): the leases expired
+    /// at `now` whose revoke it has not proposed in the last three seconds, to propose
+    /// now.
+    pub fn due(&mut self, now: Duration) -> Vec<i64> {
+        if !self.primary {
+            return Vec::new();
+        }
+        let retry = self.seconds(EXPIRED_LEASE_RETRY);
         let due: Vec<i64> = self
             .leases
             .iter()
-            .filter(|(_, l)| l.expiry <= now)
+            .filter(|(id, l)| {
+                l.expiry <= now && self.revoking.get(id).is_none_or(|t| now >= *t + retry)
+            })
             .map(|(id, _)| *id)
             .collect();
         for id in &due {
-            self.changes.push(Change::LeaseExpired { lease: *id });
-            let _ = self.revoke_lease(*id, DeleteCause::Expired);
+            self.revoking.insert(*id, now);
         }
-        !due.is_empty()
+        due
+    }
+
+    /// Applies an expired lease's revoke: its keys go in one revision.
+    pub fn expire_lease(&mut self, id: i64) {
+        self.revoking.remove(&id);
+        if self.leases.contains_key(&id) {
+            self.note(Change::LeaseExpired { lease: id });
+            let _ = self.revoke_lease(id, DeleteCause::Expired);
+        }
     }
 }

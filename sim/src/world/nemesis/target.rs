@@ -174,8 +174,7 @@ pub(super) fn moment(kind: &FaultKind, world: &WorldCtl) -> String {
         }
         Some((_, Moment::ZkLockCreate)) => world
             .systems
-            .first(|s| s.lock_create())
-            .map(|(zxid, _)| format!("a lock node's create committed at zxid 0x{zxid:x}")),
+            .first(|s| s.lock_create().map(|(at, _)| s.lock_create_detail(at))),
         None => None,
     }
     .filter(|d| !d.is_empty())
