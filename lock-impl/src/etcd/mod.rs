@@ -98,19 +98,17 @@ impl EtcdServer {
                 Err(last)
             }
         });
-        let channel = tonic::transport::Endpoint::from_shared(format!(
-            "http://{}:{}",
-            first.0, first.1
-        ))?
-        .executor(DialerExec(self.dialer.clone()))
-        // h2 forgets a locally reset stream (a call given up on) after
-        // `reset_stream_duration` of the machine's real time, and a frame for a
-        // forgotten one is an error: in a simulation, how much real time a run took
-        // would decide that. Remembered for the whole of any run (an hour of real
-        // time), up to 1,024 of them, the outcome is the run's own.
-        .http2_reset_stream_duration(RESET_STREAM_MEMORY)
-        .http2_max_concurrent_reset_streams(1_024)
-        .connect_with_connector_lazy(connector);
+        let channel =
+            tonic::transport::Endpoint::from_shared(format!("http://{}:{}", first.0, first.1))?
+                .executor(DialerExec(self.dialer.clone()))
+                // h2 forgets a locally reset stream (a call given up on) after
+                // `reset_stream_duration` of the machine's real time, and a frame for a
+                // forgotten one is an error: in a simulation, how much real time a run took
+                // would decide that. Remembered for the whole of any run (an hour of real
+                // time), up to 1,024 of them, the outcome is the run's own.
+                .http2_reset_stream_duration(RESET_STREAM_MEMORY)
+                .http2_max_concurrent_reset_streams(1_024)
+                .connect_with_connector_lazy(connector);
         let client =
             etcd_client::Client::from_channel(etcd_client::Channel::Tonic(channel), None).await?;
         Ok(EtcdConn {

@@ -120,9 +120,10 @@ fn a_leader_crash_after_a_committed_lock_key_is_safe() {
     for design in designs() {
         for run in runs(design, "leader-crash") {
             let replay = replay_command(design, "leader-crash", run.seed);
-            let seen = run.fault_seen.as_deref().unwrap_or_else(|| {
-                panic!("{design} seed {}: no leader crash; {replay}", run.seed)
-            });
+            let seen = run
+                .fault_seen
+                .as_deref()
+                .unwrap_or_else(|| panic!("{design} seed {}: no leader crash; {replay}", run.seed));
             assert!(
                 seen.contains("create committed at revision") && seen.contains("leader (term"),
                 "{design} seed {}: {seen}",

@@ -299,7 +299,11 @@ async fn lock(
     // the client's Go error, which gRPC sends as `Unknown` with etcd's message.
     let resp = match member.propose(&by, OpRequest::Txn(txn)).await {
         Ok(Applied::Txn(t)) => t,
-        Ok(_) => return Err(Status::internal("etcd model: a txn answered with another kind")),
+        Ok(_) => {
+            return Err(Status::internal(
+                "etcd model: a txn answered with another kind",
+            ));
+        }
         Err(e) => return Err(Status::new(tonic::Code::Unknown, e.message)),
     };
     let ranges: Vec<&PbRangeResponse> = resp

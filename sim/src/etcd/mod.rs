@@ -19,9 +19,7 @@ pub mod service;
 pub mod store;
 
 pub use raft::{ClusterView, PEER_PORT, RaftLink};
-pub use service::{
-    EtcdMember, LocalExec, LocalTask, Peer, SharedEtcd, router, serve_connection,
-};
+pub use service::{EtcdMember, LocalExec, LocalTask, Peer, SharedEtcd, router, serve_connection};
 pub use store::{Change, DeleteCause, EtcdError, Store};
 
 /// The member IDs a cluster's members put in their headers (and in the high bits of

@@ -9,8 +9,7 @@
 
 use etcd_client::proto::{
     PbDeleteRequest, PbDeleteResponse, PbLeaseGrantRequest, PbLeaseRevokeRequest, PbPutRequest,
-    PbPutResponse, PbRangeRequest, PbRangeResponse, PbResponseHeader, PbTxnRequest,
-    PbTxnResponse,
+    PbPutResponse, PbRangeRequest, PbRangeResponse, PbResponseHeader, PbTxnRequest, PbTxnResponse,
 };
 
 /// One replicated request.

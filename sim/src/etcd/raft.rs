@@ -265,8 +265,7 @@ pub async fn run_node(m: SharedEtcd) {
     let tick = m.seconds_millis(HEARTBEAT_MILLIS);
     let extend = tick * view.election_ticks.min(ELECTION_TICKS) as u32;
     let mut next_tick = m.now() + tick;
-    let mut waiters: BTreeMap<u64, oneshot::Sender<Result<Applied, EtcdError>>> =
-        BTreeMap::new();
+    let mut waiters: BTreeMap<u64, oneshot::Sender<Result<Applied, EtcdError>>> = BTreeMap::new();
     let mut held: Vec<Vec<u8>> = Vec::new();
     let mut was_leading = false;
     loop {
@@ -483,7 +482,8 @@ pub(super) async fn local_lease(
         m.wait_change(seen, period).await;
     }
     let now = m.now();
-    m.with(|s| s.renew(id, now)).map(|ttl| (ttl, ttl, Vec::new()))
+    m.with(|s| s.renew(id, now))
+        .map(|ttl| (ttl, ttl, Vec::new()))
 }
 
 /// A lease request answered by the primary lessor, wherever it is: this member's if it

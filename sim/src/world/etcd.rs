@@ -226,7 +226,11 @@ impl EtcdCtl {
                         (s, Some(m.raft.storage.clone()))
                     }
                     None => (
-                        Store::new(MEMBER_IDS[(view.me as usize - 1) % MEMBER_IDS.len()], min_ttl, second),
+                        Store::new(
+                            MEMBER_IDS[(view.me as usize - 1) % MEMBER_IDS.len()],
+                            min_ttl,
+                            second,
+                        ),
                         None,
                     ),
                 };
@@ -558,7 +562,9 @@ pub(crate) static SYSTEM: SystemInfo = SystemInfo {
             return Ok(());
         };
         if e.name.is_empty() {
-            return Err("workload.etcd.name is empty: name the first member's host (etcd-1)".into());
+            return Err(
+                "workload.etcd.name is empty: name the first member's host (etcd-1)".into(),
+            );
         }
         if ![1, 3, 5].contains(&e.members) {
             return Err(format!(
