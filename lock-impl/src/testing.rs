@@ -19,8 +19,8 @@ use crate::{Acquire, AcquireOptions, Deps, Guard, LockDesign, LockError, Release
 pub mod servers;
 
 pub use servers::{
-    EtcdProcess, LaunchError, MariaDbOptions, MariaDbServer, SentinelOptions, SentinelServer,
-    ZkEnsembleServers, ZkOptions, ZkServer,
+    EtcdCluster, EtcdProcess, LaunchError, MariaDbOptions, MariaDbServer, SentinelOptions,
+    SentinelServer, ZkEnsembleServers, ZkOptions, ZkServer,
 };
 
 /// A `redis-server` child process on a free loopback port, stopped on drop.

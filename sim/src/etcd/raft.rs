@@ -263,7 +263,7 @@ pub async fn run_node(m: SharedEtcd) {
         let _ = node.campaign();
     }
     let tick = m.seconds_millis(HEARTBEAT_MILLIS);
-    let extend = tick * view.election_ticks.min(ELECTION_TICKS) as u32;
+    let extend = tick * ELECTION_TICKS as u32;
     let mut next_tick = m.now() + tick;
     let mut waiters: BTreeMap<u64, oneshot::Sender<Result<Applied, EtcdError>>> = BTreeMap::new();
     let mut held: Vec<Vec<u8>> = Vec::new();
@@ -546,5 +546,64 @@ pub(super) async fn lease_at_primary(
             Some(_) => m.clock().sleep(tick).await,
             None => {}
         }
+    }
+}
+
+/// Writes a member's frames to one other member over connections `dial` opens,
+/// dialling again a heartbeat (`retry`) after a link broke; frames queued while the
+/// link was down are dropped (rafthttp drops messages to a peer it cannot reach, and
+/// Raft sends them again).
+pub async fn write_link<S, D, F>(
+    mut rx: mpsc::UnboundedReceiver<Vec<u8>>,
+    mut dial: D,
+    clock: std::sync::Arc<dyn lock_impl::Clock>,
+    retry: Duration,
+) where
+    S: tokio::io::AsyncWrite + Unpin,
+    D: FnMut() -> F,
+    F: std::future::Future<Output = std::io::Result<S>>,
+{
+    use tokio::io::AsyncWriteExt;
+    loop {
+        let dialed = dial().await;
+        while rx.try_recv().is_ok() {}
+        if let Ok(mut stream) = dialed {
+            while let Some(frame) = rx.recv().await {
+                if stream.write_all(&frame).await.is_err() {
+                    break;
+                }
+            }
+        }
+        clock.sleep(retry).await;
+    }
+}
+
+/// Reads one other member's frames into member `m` until the link closes; `spawn`
+/// runs what may wait (a lease request's answer).
+pub async fn read_link<S: tokio::io::AsyncRead + Unpin>(
+    m: SharedEtcd,
+    mut stream: S,
+    spawn: impl Fn(super::LocalTask),
+) {
+    use tokio::io::AsyncReadExt;
+    let mut buf: Vec<u8> = Vec::new();
+    let mut chunk = vec![0u8; 16 * 1024];
+    loop {
+        let n = match stream.read(&mut chunk).await {
+            Ok(0) | Err(_) => return,
+            Ok(n) => n,
+        };
+        buf.extend_from_slice(&chunk[..n]);
+        let mut used = 0;
+        while buf.len() >= used + 4 {
+            let len = u32::from_be_bytes([buf[used], buf[used + 1], buf[used + 2], buf[used + 3]])
+                as usize;
+            if buf.len() < used + 4 + len {
+                break;
+            }
+            on_frame(&m, &buf[used + 4..used + 4 + len], &spawn);
+            used += 4 + len;
+        }
+        buf.drain(..used);
     }
 }

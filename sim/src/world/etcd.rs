@@ -242,12 +242,19 @@ impl EtcdCtl {
                     }
                     let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
                     outbox.insert(*id, tx);
-                    tokio::task::spawn_local(gate.wrap(link_writer(
-                        name.clone(),
-                        to.clone(),
+                    let (me, to, net, g) = (name.clone(), to.clone(), net.clone(), gate.clone());
+                    let dial = move || {
+                        let (me, to, net, g) = (me.clone(), to.clone(), net.clone(), g.clone());
+                        async move {
+                            crate::net::dial_host(&net, &me, &g, &to, PEER_PORT, None)
+                                .await
+                                .map(|(s, _)| s)
+                        }
+                    };
+                    tokio::task::spawn_local(gate.wrap(crate::etcd::raft::write_link(
                         rx,
-                        net.clone(),
-                        gate.clone(),
+                        dial,
+                        clock.clone(),
                         tick,
                     )));
                 }
@@ -280,10 +287,11 @@ impl EtcdCtl {
                         let from =
                             turmoil::reverse_lookup(addr.ip()).unwrap_or_else(|| addr.to_string());
                         let stream = gate2.wrap_io(net2.wrap(stream, &name2, &from));
-                        tokio::task::spawn_local(gate2.wrap(link_reader(
+                        let exec = exec2.clone();
+                        tokio::task::spawn_local(gate2.wrap(crate::etcd::raft::read_link(
                             m2.clone(),
                             stream,
-                            exec2.clone(),
+                            move |t| (exec.0)(t),
                         )));
                     }
                 }));
@@ -481,62 +489,6 @@ impl LockSystem for EtcdCtl {
 
     fn drain(&mut self, recorder: &Recorder, now: Duration) {
         self.drain_changes(recorder, now);
-    }
-}
-
-/// Writes this member's frames to member `to`, re-dialling a broken link a heartbeat
-/// later; frames queued while the link was down are dropped (rafthttp drops messages
-/// to a peer it cannot reach, and Raft sends them again).
-async fn link_writer(
-    me: String,
-    to: String,
-    mut rx: tokio::sync::mpsc::UnboundedReceiver<Vec<u8>>,
-    net: crate::net::NetFaults,
-    gate: PauseGate,
-    retry: Duration,
-) {
-    use tokio::io::AsyncWriteExt;
-    loop {
-        let dialed = crate::net::dial_host(&net, &me, &gate, &to, PEER_PORT, None).await;
-        while rx.try_recv().is_ok() {}
-        if let Ok((mut stream, _)) = dialed {
-            while let Some(frame) = rx.recv().await {
-                if stream.write_all(&frame).await.is_err() {
-                    break;
-                }
-            }
-        }
-        turmoil::time::sleep(retry).await;
-    }
-}
-
-/// Reads one member's frames into this member.
-async fn link_reader<S: tokio::io::AsyncRead + Unpin>(
-    member: SharedEtcd,
-    mut stream: S,
-    exec: LocalExec,
-) {
-    use tokio::io::AsyncReadExt;
-    let mut buf: Vec<u8> = Vec::new();
-    let mut chunk = vec![0u8; 16 * 1024];
-    let spawn = move |t: crate::etcd::LocalTask| (exec.0)(t);
-    loop {
-        let n = match stream.read(&mut chunk).await {
-            Ok(0) | Err(_) => return,
-            Ok(n) => n,
-        };
-        buf.extend_from_slice(&chunk[..n]);
-        let mut used = 0;
-        while buf.len() >= used + 4 {
-            let len = u32::from_be_bytes([buf[used], buf[used + 1], buf[used + 2], buf[used + 3]])
-                as usize;
-            if buf.len() < used + 4 + len {
-                break;
-            }
-            crate::etcd::raft::on_frame(&member, &buf[used + 4..used + 4 + len], &spawn);
-            used += 4 + len;
-        }
-        buf.drain(..used);
     }
 }
 

@@ -363,3 +363,138 @@ async fn etcd_mutex_fenced_passes_the_conformance_bodies_on_real_etcd() {
 async fn etcd_lock_service_passes_the_conformance_bodies_on_real_etcd() {
     conformance("etcd-lock-service").await;
 }
+
+/// A cluster under test: its members' client addresses, and how to find its leader and
+/// crash a member (the model's on loopback, or Debian's etcd processes).
+trait Cluster {
+    fn addrs(&self) -> Vec<std::net::SocketAddr>;
+    fn leader(&self) -> Option<usize>;
+    fn kill(&mut self, i: usize);
+}
+
+impl Cluster for sim::etcd::TokioCluster {
+    fn addrs(&self) -> Vec<std::net::SocketAddr> {
+        self.members.iter().map(|(a, _)| *a).collect()
+    }
+    fn leader(&self) -> Option<usize> {
+        sim::etcd::TokioCluster::leader(self)
+    }
+    fn kill(&mut self, i: usize) {
+        sim::etcd::TokioCluster::kill(self, i)
+    }
+}
+
+impl Cluster for lock_impl::testing::EtcdCluster {
+    fn addrs(&self) -> Vec<std::net::SocketAddr> {
+        lock_impl::testing::EtcdCluster::addrs(self).to_vec()
+    }
+    fn leader(&self) -> Option<usize> {
+        lock_impl::testing::EtcdCluster::leader(self)
+    }
+    fn kill(&mut self, i: usize) {
+        lock_impl::testing::EtcdCluster::kill(self, i)
+    }
+}
+
+/// Waits (up to 20 s of real time) until `f` answers.
+async fn eventually<T, F: std::future::Future<Output = Option<T>>>(mut f: impl FnMut() -> F) -> T {
+    let deadline = std::time::Instant::now() + Duration::from_secs(20);
+    loop {
+        if let Some(v) = f().await {
+            return v;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "no answer within 20 s"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+/// A lock key with a lease, written and renewed through followers; then the leader
+/// crashes: what a survivor says of the key, the lease and the next revisions. Lines
+/// name members by role (`leader`, `follower 1`, `follower 2`), revisions relative to
+/// the key's.
+async fn cluster_script(mut cluster: impl Cluster) -> Vec<String> {
+    let mut out = Vec::new();
+    let leader = eventually(|| std::future::ready(cluster.leader())).await;
+    let (f1, f2) = ((leader + 1) % 3, (leader + 2) % 3);
+    let addrs = cluster.addrs();
+    let mut c = Vec::new();
+    for a in &addrs {
+        c.push(connect(*a).await);
+    }
+    let g = c[f1].lease_grant(5, None).await.unwrap();
+    out.push(format!("grant through follower 1: ttl {}", g.ttl()));
+    let put = c[f2]
+        .put("lock/a", "x", Some(PutOptions::new().with_lease(g.id())))
+        .await
+        .unwrap();
+    let r1 = put.header().unwrap().revision();
+    let got = c[leader].get("lock/a", None).await.unwrap();
+    let kv = &got.kvs()[0];
+    out.push(format!(
+        "put through follower 2, read on the leader: create {} mod {} with the lease {}",
+        kv.create_revision() - r1,
+        kv.mod_revision() - r1,
+        kv.lease() == g.id()
+    ));
+    let (mut keeper, mut answers) = c[f1].lease_keep_alive(g.id()).await.unwrap();
+    keeper.keep_alive().await.unwrap();
+    let a = answers.message().await.unwrap().unwrap();
+    out.push(format!("keep-alive through follower 1: ttl {}", a.ttl()));
+    let t = c[f2].lease_time_to_live(g.id(), None).await.unwrap();
+    out.push(format!(
+        "time to live through follower 2: granted {}, left 4 or 5: {}",
+        t.granted_ttl(),
+        (4..=5).contains(&t.ttl())
+    ));
+    drop((keeper, answers));
+    cluster.kill(leader);
+    let next = eventually(|| std::future::ready(cluster.leader().filter(|l| *l != leader))).await;
+    out.push(format!("a survivor leads: {}", next == f1 || next == f2));
+    let mut s = c[f1].clone();
+    let got = eventually(|| {
+        let mut s = s.clone();
+        async move { s.get("lock/a", None).await.ok() }
+    })
+    .await;
+    out.push(format!(
+        "after the crash, the key on follower 1: {} key(s), create {}",
+        got.kvs().len(),
+        got.kvs().first().map_or(-1, |kv| kv.create_revision() - r1)
+    ));
+    // The new leader's lessor gave the lease its whole TTL again, plus an election
+    // timeout (`Promote`): at least 5 s left.
+    let t = c[f2].lease_time_to_live(g.id(), None).await.unwrap();
+    out.push(format!(
+        "the lease after the new leader: at least 5 s left: {}",
+        t.ttl() >= 5
+    ));
+    let put = c[f2].put("lock/b", "y", None).await.unwrap();
+    out.push(format!(
+        "the next write: revision {}",
+        put.header().unwrap().revision() - r1
+    ));
+    s.lease_revoke(g.id()).await.unwrap();
+    let got = c[f2].get("lock/a", None).await.unwrap();
+    out.push(format!("after the revoke: {} key(s)", got.kvs().len()));
+    out
+}
+
+/// The cluster script on three model members over loopback and on three of Debian's
+/// etcd: the same transcript (what the key, the lease and the revisions do when the
+/// leader crashes right after a lock key was written through a follower).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_leader_crash_keeps_the_lock_key_and_its_lease_on_the_model_as_on_real_etcd() {
+    if real_etcd().is_none() {
+        return;
+    }
+    let real = lock_impl::testing::EtcdCluster::start(3).expect("a private etcd cluster");
+    let model = sim::etcd::spawn_tokio_cluster(3).unwrap();
+    let (on_real, on_model) = tokio::join!(cluster_script(real), cluster_script(model));
+    for (i, (r, m)) in on_real.iter().zip(&on_model).enumerate() {
+        assert_eq!(r, m, "line {i} differs:\nreal:  {r}\nmodel: {m}");
+    }
+    assert_eq!(on_real.len(), on_model.len(), "{on_real:?}\n{on_model:?}");
+}

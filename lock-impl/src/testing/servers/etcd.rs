@@ -39,7 +39,8 @@ impl EtcdProcess {
         let mut last = None;
         for _ in 0..PORT_ATTEMPTS {
             let ports = free_ports(2);
-            match Self::spawn(&dir, ports[0], ports[1]) {
+            let initial = format!("locksim=http://127.0.0.1:{}", ports[1]);
+            match Self::spawn(&dir, "locksim", &initial, ports[0], ports[1]) {
                 Ok(mut server) => match server.wait_ready(READY_TIMEOUT) {
                     Ok(()) => return Ok(server),
                     Err(e) => last = Some(e),
@@ -52,7 +53,13 @@ impl EtcdProcess {
         Err(err)
     }
 
-    fn spawn(dir: &Path, client: u16, peer: u16) -> Result<Self, LaunchError> {
+    fn spawn(
+        dir: &Path,
+        name: &str,
+        initial_cluster: &str,
+        client: u16,
+        peer: u16,
+    ) -> Result<Self, LaunchError> {
         let data = dir.join("data");
         let _ = fs::remove_dir_all(&data);
         let log = dir.join("etcd.log");
@@ -62,7 +69,7 @@ impl EtcdProcess {
         let peer_url = format!("http://127.0.0.1:{peer}");
         let mut cmd = Command::new(ETCD_BINARY);
         cmd.arg("--name")
-            .arg("locksim")
+            .arg(name)
             .arg("--data-dir")
             .arg(&data)
             .arg("--listen-client-urls")
@@ -74,7 +81,9 @@ impl EtcdProcess {
             .arg("--initial-advertise-peer-urls")
             .arg(&peer_url)
             .arg("--initial-cluster")
-            .arg(format!("locksim={peer_url}"))
+            .arg(initial_cluster)
+            .arg("--initial-cluster-token")
+            .arg("locksim")
             .current_dir(dir)
             .stdin(Stdio::null())
             .stdout(out)
@@ -154,11 +163,96 @@ impl Drop for EtcdProcess {
 
 /// The body of `GET /health` on `addr`, if it answers.
 fn health(addr: SocketAddr) -> Option<String> {
+    http_get(addr, "/health")
+}
+
+/// The reply to `GET path` on `addr`, if it answers.
+fn http_get(addr: SocketAddr, path: &str) -> Option<String> {
     let mut s = TcpStream::connect_timeout(&addr, Duration::from_millis(200)).ok()?;
     s.set_read_timeout(Some(Duration::from_secs(2))).ok()?;
-    s.write_all(b"GET /health HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n")
-        .ok()?;
+    s.write_all(
+        format!("GET {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n").as_bytes(),
+    )
+    .ok()?;
     let mut reply = String::new();
     s.read_to_string(&mut reply).ok()?;
     Some(reply)
+}
+
+/// A private cluster of `n` etcd members from Debian's `etcd-server` on free loopback
+/// ports (`m1` … `mN`), at etcd's defaults; each member killed (`SIGKILL`) on
+/// [`EtcdCluster::kill`] or on drop.
+#[derive(Debug)]
+pub struct EtcdCluster {
+    members: Vec<Option<EtcdProcess>>,
+    addrs: Vec<SocketAddr>,
+}
+
+impl EtcdCluster {
+    /// `n` members, every one healthy (a leader elected) when this returns.
+    pub fn start(n: usize) -> Result<Self, LaunchError> {
+        if !Path::new(ETCD_BINARY).exists() {
+            return Err(LaunchError::Missing {
+                what: "etcd",
+                path: ETCD_BINARY.into(),
+                package: "etcd-server",
+            });
+        }
+        let mut last = None;
+        'attempt: for _ in 0..PORT_ATTEMPTS {
+            let ports = free_ports(2 * n);
+            let initial = (0..n)
+                .map(|i| format!("m{}=http://127.0.0.1:{}", i + 1, ports[2 * i + 1]))
+                .collect::<Vec<_>>()
+                .join(",");
+            let mut members = Vec::new();
+            for i in 0..n {
+                let dir = server_dir("etcd");
+                let name = format!("m{}", i + 1);
+                match EtcdProcess::spawn(&dir, &name, &initial, ports[2 * i], ports[2 * i + 1]) {
+                    Ok(p) => members.push(p),
+                    Err(e) => {
+                        last = Some(e);
+                        continue 'attempt;
+                    }
+                }
+            }
+            for m in &mut members {
+                if let Err(e) = m.wait_ready(READY_TIMEOUT) {
+                    last = Some(e);
+                    continue 'attempt;
+                }
+            }
+            let addrs = members.iter().map(EtcdProcess::addr).collect();
+            return Ok(EtcdCluster {
+                members: members.into_iter().map(Some).collect(),
+                addrs,
+            });
+        }
+        Err(last.expect("at least one attempt"))
+    }
+
+    /// Every member's client address, by index.
+    pub fn addrs(&self) -> &[SocketAddr] {
+        &self.addrs
+    }
+
+    /// Kills member `i` (`SIGKILL`: no clean shutdown, as a crash).
+    pub fn kill(&mut self, i: usize) {
+        if let Some(m) = self.members.get_mut(i) {
+            m.take();
+        }
+    }
+
+    /// The running member that leads now, by its own metrics (`etcd_server_is_leader`).
+    pub fn leader(&self) -> Option<usize> {
+        self.members.iter().enumerate().find_map(|(i, m)| {
+            let m = m.as_ref()?;
+            let metrics = http_get(m.addr(), "/metrics")?;
+            metrics
+                .lines()
+                .any(|l| l.trim() == "etcd_server_is_leader 1")
+                .then_some(i)
+        })
+    }
 }
