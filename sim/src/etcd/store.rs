@@ -1,9 +1,10 @@
 //! One etcd member's state as a machine without I/O: the MVCC key space (revisions,
 //! each key's `create_revision`, `mod_revision`, `version` and lease), its event
 //! history (what a watch from an old revision replays), and the lessor (leases with
-//! their TTL and expiry on the server's monotonic clock). The gRPC services
-//! ([`super::service`]) call it under one lock; times are the member's
-//! [`lock_impl::Clock::now`] readings, passed in.
+//! their TTL and expiry on the server's monotonic clock). Every member applies the
+//! cluster's log to its own store ([`Store::apply`], from [`super::raft`]); the
+//! services read it (watches, the lock service's waits) under one lock; times are the
+//! member's [`lock_impl::Clock::now`] readings, passed in.
 //!
 //! Rules, from etcd v3.4.23 (`mvcc/kvstore_txn.go`, `etcdserver/apply.go`,
 //! `lease/lessor.go`, `etcdserver/api/v3rpc/rpctypes/error.go`):
@@ -20,8 +21,10 @@
 //! - a lease's TTL is at least the member's minimum (`ceil(1.5 × election timeout)`:
 //!   2 s at etcd's defaults) and at most 9,000,000,000 s; its expiry is `now + TTL` at
 //!   its grant and at every renewal (a scaled world's second is shorter, see
-//!   [`Store::new`]); the lessor looks for expired leases every 500 ms
-//!   and revokes them (deleting their keys in one revision); a renewal of a lease that
+//!   [`Store::new`]) on the leader's lessor (the primary; a follower's leases wait
+//!   forever, and a new leader gives each its TTL plus an election timeout again); the
+//!   primary looks for expired leases every 500 ms and proposes their revokes (each
+//!   deletes the lease's keys in one revision when applied); a renewal of a lease that
 //!   has expired but is not revoked yet waits for the revoke and then answers
 //!   "not found".
 //!
