@@ -56,8 +56,11 @@ fn a_real_fencing_storage_refuses_the_paused_holders_stale_writes() {
     if !lock_impl::testing::redis_server_available() {
         return;
     }
-    let (cell, runs) = real("fenced", "gc-pause", 0..2);
-    assert_eq!(cell.fault_seen, 2);
+    // Three runs, at least two of them with the pause past the lease: on a loaded
+    // machine (a clean CI run, its tests in parallel) a real holder can be between
+    // locks when its SIGSTOP lands, and that run proves nothing (it is `no-fault`).
+    let (cell, runs) = real("fenced", "gc-pause", 0..3);
+    assert!(cell.fault_seen >= 2, "{cell:?}");
     assert_eq!(
         cell.per_checker.get("lost-update").copied().unwrap_or(0),
         0,
@@ -67,8 +70,15 @@ fn a_real_fencing_storage_refuses_the_paused_holders_stale_writes() {
         runs.iter().any(|r| r.storage_refused),
         "the storage turned a stale token away"
     );
-    // Without the server's own record the run is not called safe or fenced.
-    assert_eq!(cell.classes.get("unknown").copied(), Some(2), "{cell:?}");
+    // Without the server's own record a run with its fault is not called safe or
+    // fenced: unknown; one without it is `no-fault`.
+    let class = |c: &str| cell.classes.get(c).copied().unwrap_or(0);
+    assert_eq!(class("unknown") as u64, cell.fault_seen, "{cell:?}");
+    assert_eq!(
+        class("unknown") + class(reports::table::NO_FAULT),
+        3,
+        "{cell:?}"
+    );
 }
 
 #[test]

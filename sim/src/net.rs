@@ -564,6 +564,39 @@ pub async fn until_reachable(net: &NetFaults, from: &str, to: &str) {
 /// across a partition or to a dead machine hangs, as an unanswered SYN does): the
 /// stream wrapped by the link-fault registry and `me`'s pause gate, and the name the
 /// peer resolves to.
+/// Reads frames of a 4-byte big-endian length and a body from `stream`, handing each
+/// body to `f` in order, until the stream ends, fails, or `f` answers `false` (the
+/// servers' peer links: a ZooKeeper ensemble's, an etcd cluster's).
+pub(crate) async fn read_frames<S: AsyncRead + Unpin>(
+    mut stream: S,
+    mut f: impl FnMut(&[u8]) -> bool,
+) {
+    use tokio::io::AsyncReadExt;
+    let mut buf: Vec<u8> = Vec::new();
+    let mut chunk = vec![0u8; 16 * 1024];
+    loop {
+        let n = match stream.read(&mut chunk).await {
+            Ok(0) | Err(_) => return,
+            Ok(n) => n,
+        };
+        buf.extend_from_slice(&chunk[..n]);
+        let mut used = 0;
+        while buf.len() >= used + 4 {
+            let len = u32::from_be_bytes([buf[used], buf[used + 1], buf[used + 2], buf[used + 3]])
+                as usize;
+            if buf.len() < used + 4 + len {
+                break;
+            }
+            let body = &buf[used + 4..used + 4 + len];
+            used += 4 + len;
+            if !f(body) {
+                return;
+            }
+        }
+        buf.drain(..used);
+    }
+}
+
 pub(crate) async fn dial_host(
     net: &NetFaults,
     me: &str,

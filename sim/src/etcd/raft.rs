@@ -582,28 +582,12 @@ pub async fn write_link<S, D, F>(
 /// runs what may wait (a lease request's answer).
 pub async fn read_link<S: tokio::io::AsyncRead + Unpin>(
     m: SharedEtcd,
-    mut stream: S,
+    stream: S,
     spawn: impl Fn(super::LocalTask),
 ) {
-    use tokio::io::AsyncReadExt;
-    let mut buf: Vec<u8> = Vec::new();
-    let mut chunk = vec![0u8; 16 * 1024];
-    loop {
-        let n = match stream.read(&mut chunk).await {
-            Ok(0) | Err(_) => return,
-            Ok(n) => n,
-        };
-        buf.extend_from_slice(&chunk[..n]);
-        let mut used = 0;
-        while buf.len() >= used + 4 {
-            let len = u32::from_be_bytes([buf[used], buf[used + 1], buf[used + 2], buf[used + 3]])
-                as usize;
-            if buf.len() < used + 4 + len {
-                break;
-            }
-            on_frame(&m, &buf[used + 4..used + 4 + len], &spawn);
-            used += 4 + len;
-        }
-        buf.drain(..used);
-    }
+    crate::net::read_frames(stream, |frame| {
+        on_frame(&m, frame, &spawn);
+        true
+    })
+    .await;
 }

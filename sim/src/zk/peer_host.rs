@@ -15,7 +15,7 @@ use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
-use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
+use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt};
 use tokio::sync::mpsc::{UnboundedReceiver, UnboundedSender, unbounded_channel};
 
 use super::driver::{ZK_PORT, ZkClock, pump_frames};
@@ -212,42 +212,25 @@ async fn link_writer(
 }
 
 /// Reads one peer's messages into the server.
-async fn link_reader<S: AsyncRead + Unpin>(shared: SharedPeer, mut stream: S) {
-    let mut buf: Vec<u8> = Vec::new();
-    let mut chunk = vec![0u8; 16 * 1024];
+async fn link_reader<S: AsyncRead + Unpin>(shared: SharedPeer, stream: S) {
     let mut from: Option<Sid> = None;
-    loop {
-        let n = match stream.read(&mut chunk).await {
-            Ok(0) | Err(_) => return,
-            Ok(n) => n,
-        };
-        buf.extend_from_slice(&chunk[..n]);
-        let mut used = 0;
-        while buf.len() >= used + 4 {
-            let len = u32::from_be_bytes([buf[used], buf[used + 1], buf[used + 2], buf[used + 3]])
-                as usize;
-            if buf.len() < used + 4 + len {
-                break;
+    crate::net::read_frames(stream, |body| match from {
+        None => match <[u8; 8]>::try_from(body) {
+            Ok(b) => {
+                from = Some(u64::from_be_bytes(b));
+                true
             }
-            let body = &buf[used + 4..used + 4 + len];
-            used += 4 + len;
-            match from {
-                None => {
-                    let Ok(b) = <[u8; 8]>::try_from(body) else {
-                        return;
-                    };
-                    from = Some(u64::from_be_bytes(b));
-                }
-                Some(sid) => {
-                    let Ok(msg) = serde_json::from_slice::<PeerMsg>(body) else {
-                        return;
-                    };
-                    shared.with(|p, now| p.on_peer(sid, msg, now));
-                }
+            Err(_) => false,
+        },
+        Some(sid) => match serde_json::from_slice::<PeerMsg>(body) {
+            Ok(msg) => {
+                shared.with(|p, now| p.on_peer(sid, msg, now));
+                true
             }
-        }
-        buf.drain(..used);
-    }
+            Err(_) => false,
+        },
+    })
+    .await;
 }
 
 /// Serves one client connection until either side closes it.
