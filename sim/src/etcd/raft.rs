@@ -49,9 +49,12 @@ pub const REQUEST_TIMED_OUT: EtcdError = EtcdError {
     message: "etcdserver: request timed out",
 };
 
-/// `ErrGRPCNotPrimary`-like answer a lease request gets from a member that no
-/// longer leads (the forwarding member asks the leader again).
-const NOT_PRIMARY: u8 = 2;
+/// A forwarded lease request's answer ([`LeaseFrame::status`]): the lease was found;
+/// there is no such lease; the member asked is not the primary lessor (it no longer
+/// leads: the forwarding member asks the leader again, as after `ErrNotPrimary`).
+const LEASE_FOUND: u32 = 0;
+const LEASE_MISSING: u32 = 1;
+const LEASE_NOT_PRIMARY: u32 = 2;
 
 /// The cluster as one member sees it.
 #[derive(Debug, Clone)]
@@ -162,8 +165,10 @@ impl RaftLink {
     pub fn status(&self) -> RaftStatus {
         let s = self.status.lock().unwrap_or_else(|e| e.into_inner());
         RaftStatus {
+            leader: s.leader,
+            term: s.term,
+            leading: s.leading,
             roles: Vec::new(),
-            ..s.clone()
         }
     }
 
@@ -212,7 +217,7 @@ pub struct LeaseFrame {
     pub kind: u32,
     #[prost(int64, tag = "4")]
     pub id: i64,
-    /// The answer: 0 found, 1 not found, 2 not the primary.
+    /// The answer: `LEASE_FOUND`, `LEASE_MISSING` or `LEASE_NOT_PRIMARY`.
     #[prost(uint32, tag = "5")]
     pub status: u32,
     #[prost(int64, tag = "6")]
@@ -448,7 +453,7 @@ async fn answer_lease(m: &SharedEtcd, req: &LeaseFrame) -> LeaseFrame {
         ..Default::default()
     };
     if !m.with(|s| s.is_primary()) {
-        ans.status = u32::from(NOT_PRIMARY);
+        ans.status = LEASE_NOT_PRIMARY;
         return ans;
     }
     match local_lease(m, req.kind, req.id).await {
@@ -457,7 +462,7 @@ async fn answer_lease(m: &SharedEtcd, req: &LeaseFrame) -> LeaseFrame {
             ans.granted_ttl = granted;
             ans.keys = keys;
         }
-        None => ans.status = 1,
+        None => ans.status = LEASE_MISSING,
     }
     ans
 }
@@ -541,8 +546,10 @@ pub(super) async fn lease_at_primary(
             .unwrap_or_else(|e| e.into_inner())
             .remove(&token);
         match answer {
-            Some(a) if a.status == 0 => return Ok(Some((a.ttl, a.granted_ttl, a.keys))),
-            Some(a) if a.status == 1 => return Ok(None),
+            Some(a) if a.status == LEASE_FOUND => {
+                return Ok(Some((a.ttl, a.granted_ttl, a.keys)));
+            }
+            Some(a) if a.status == LEASE_MISSING => return Ok(None),
             Some(_) => m.clock().sleep(tick).await,
             None => {}
         }
