@@ -4,18 +4,24 @@
 //! violation; one `proptest!` finds a broken lock's failure and shrinks it to a
 //! one-fault plan, whose printed replay command reproduces it too.
 //!
-//! It compiles the simulator once more (as a dependency, with the workspace's own
-//! settings, which the crate's profile repeats), so it runs only with
+//! It builds the user's crate beside the workspace's crates as cargo builds any crate
+//! depending on them by path: a workspace of its own (`locksim-outside-crate` in the
+//! temporary directory) whose manifest is this workspace's (its dependency table and
+//! profiles, which the workspace's crates inherit from) with the user's crate
+//! `outside-lock` as one more member, and the workspace's crates as links to their
+//! directories. The crate itself names `locksim` alone. It shares this workspace's
+//! build directory (cargo's `build.build-dir`), and cargo names a path dependency's
+//! build by its path from the workspace root, the same here: what the workspace
+//! compiled (the simulator, the clients, the report) is reused, not compiled again,
+//! and only the user's crate compiles. (Before, the crate was a workspace of one,
+//! outside this tree: the simulator compiled once more in every CI run, four minutes of
+//! a two-core machine.) Features are resolved for the user's crate alone (`-p`
+//! semantics: cargo builds only it), so a facade that leans on a feature another of
+//! the workspace's crates turns on still fails here. It runs only with
 //! `LOCKSIM_OUTSIDE_CRATE=1` (`.ci/run` sets it) and prints a `SKIPPED:` line otherwise
-//! (`LOCKSIM_OUTSIDE_KEEP=1` keeps the crate to look at).
-//!
-//! It shares this workspace's build directory (cargo's `build.build-dir`: compiled
-//! dependencies, fingerprints), so every dependency the workspace already compiled the
-//! same way is reused: only the workspace's own crates compile again (cargo names a
-//! path dependency's build by its path from the workspace root, which differs here),
-//! once, and later runs are incremental. Its final artifacts go to `outside-crate`
-//! inside the target directory, so that its `locksim` binary does not replace the
-//! workspace's `target/debug/locksim`, which other tests run.
+//! (`LOCKSIM_OUTSIDE_KEEP=1` keeps the crate to look at). Its final artifacts go to
+//! `outside-crate` inside the target directory, so that its `locksim` binary does not
+//! replace the workspace's `target/debug/locksim`, which other tests run.
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
@@ -186,13 +192,44 @@ fn write(path: &Path, text: &str) {
     std::fs::write(path, text).unwrap();
 }
 
-/// The crate, in a temporary directory of its own (the same one every run, so the
-/// crate is the same package to cargo and its next build is incremental).
+/// The workspace's crates (and the vendored turmoil they depend on), linked into the
+/// outside workspace under their own names.
+const LINKED: [&str; 6] = [
+    "lock-impl",
+    "sim",
+    "scenarios",
+    "reports",
+    "locksim",
+    "vendor",
+];
+
+/// The crate's workspace, in a temporary directory of its own (the same one every run,
+/// so the crate is the same package to cargo); the crate is its `outside-lock` member,
+/// where cargo runs.
 fn make_crate() -> PathBuf {
-    let dir = std::env::temp_dir().join("locksim-outside-crate");
-    let _ = std::fs::remove_dir_all(&dir);
+    let root = std::env::temp_dir().join("locksim-outside-crate");
+    let _ = std::fs::remove_dir_all(&root);
     let ws = workspace();
-    let manifest = format!(
+    std::fs::create_dir_all(&root).unwrap();
+    for name in LINKED {
+        std::os::unix::fs::symlink(ws.join(name), root.join(name)).unwrap();
+    }
+    let members = "members = [";
+    let manifest = std::fs::read_to_string(ws.join("Cargo.toml")).unwrap();
+    assert!(
+        manifest.contains(members),
+        "the workspace's manifest lists its members"
+    );
+    write(
+        &root.join("Cargo.toml"),
+        &manifest.replacen(members, "members = [\"outside-lock\", ", 1),
+    );
+    // The workspace's lock file: the same versions it was tested with, and no registry
+    // lookups (cargo adds the crate itself).
+    std::fs::copy(ws.join("Cargo.lock"), root.join("Cargo.lock")).unwrap();
+    let dir = root.join("outside-lock");
+    write(
+        &dir.join("Cargo.toml"),
         r#"[package]
 name = "outside-lock"
 version = "0.1.0"
@@ -200,44 +237,12 @@ edition = "2024"
 publish = false
 
 [dependencies]
-locksim = {{ path = "{locksim}" }}
-
-# The workspace's own settings, so its compiled dependencies are reused: registry
-# crates optimised, without debug info or their own debug assertions.
-[profile.dev]
-debug = "line-tables-only"
-
-[profile.dev.package."*"]
-opt-level = 2
-debug = false
-debug-assertions = false
-overflow-checks = false
-
-# The workspace's crates, dependencies here, compiled as the workspace compiles them:
-# the simulator, scenarios and clients optimised (runs take milliseconds, not
-# seconds), the report and the command not (optimising them costs build time and
-# saves no test time here); all with their debug assertions.
-{ours}
-[workspace]
+locksim = { path = "../locksim" }
 "#,
-        locksim = ws.join("locksim").display(),
-        ours = ["sim", "scenarios", "lock-impl", "reports", "locksim"]
-            .map(|name| {
-                let opt = if matches!(name, "reports" | "locksim") { 0 } else { 2 };
-                format!(
-                    "[profile.dev.package.{name}]\nopt-level = {opt}\ndebug = \"line-tables-only\"\n\
-                     debug-assertions = true\noverflow-checks = true\n\n"
-                )
-            })
-            .concat(),
     );
-    write(&dir.join("Cargo.toml"), &manifest);
     write(&dir.join("src/lib.rs"), LIB);
     write(&dir.join("src/bin/locksim.rs"), BIN);
     write(&dir.join("tests/my_lock.rs"), TESTS);
-    // The workspace's lock file: the same versions it was tested with, and no registry
-    // lookups (cargo drops what the crate does not use and adds the crate itself).
-    std::fs::copy(ws.join("Cargo.lock"), dir.join("Cargo.lock")).unwrap();
     dir
 }
 
@@ -367,6 +372,6 @@ fn a_crate_that_depends_only_on_locksim_tests_its_own_lock() {
     if std::env::var_os("LOCKSIM_OUTSIDE_KEEP").is_some() {
         eprintln!("kept {} (LOCKSIM_OUTSIDE_KEEP)", dir.display());
     } else {
-        let _ = std::fs::remove_dir_all(&dir);
+        let _ = std::fs::remove_dir_all(dir.parent().unwrap_or(&dir));
     }
 }
