@@ -7,7 +7,9 @@
 use sim::clock::ClockSpec;
 use sim::faults::{Fault, FaultKind, FaultPlan, Target};
 use sim::history::{EventKind, FaultPhase, History, Phase, ServerEvent};
-use sim::world::{MongoSpec, MySqlSpec, RunConfig, SystemSpecs, Workload, builtin_factory, run};
+use sim::world::{
+    EtcdSpec, MongoSpec, MySqlSpec, RunConfig, SystemSpecs, Workload, builtin_factory, run,
+};
 
 fn config(design: &str, workload: Workload, faults: Vec<Fault>) -> RunConfig {
     RunConfig {
@@ -255,6 +257,128 @@ fn the_election_after_a_mongodb_primary_stops_waits_on_the_secondaries_clocks() 
         waited_slow * 2 >= waited_steady * 3,
         "the election came {waited_slow} µs after the stop on half-speed clocks, \
          {waited_steady} µs on true clocks"
+    );
+}
+
+/// Two clients on a three-member etcd cluster at the catalog's scale (a 200 ms lease:
+/// etcd's heartbeat is 0.67 ms, a member's election timeout 10 to 20 of them): 2 s of
+/// work, 1 s of drain.
+fn etcd_world() -> Workload {
+    Workload {
+        clients: 2,
+        duration_ms: 2_000,
+        drain_ms: 1_000,
+        response_timeout_ms: 5_000,
+        lease_ms: 200,
+        servers: Vec::new(),
+        systems: SystemSpecs {
+            etcd: Some(EtcdSpec::for_lease(200)),
+            ..Default::default()
+        },
+        ..Workload::default()
+    }
+}
+
+/// The Raft roles `host` took, with when.
+fn roles_of(h: &History, host: &str) -> Vec<(u64, String)> {
+    h.events
+        .iter()
+        .filter(|e| e.host == host)
+        .filter_map(|e| match &e.kind {
+            EventKind::Server(ServerEvent::Role { role }) => Some((e.at_us, role.clone())),
+            _ => None,
+        })
+        .collect()
+}
+
+#[test]
+fn a_paused_etcd_follower_counts_one_tick_for_its_pause_and_a_cut_off_one_campaigns() {
+    // etcd-1 leads from the start, etcd-2 follows. Stopped for 100 ms (150 heartbeats
+    // at this scale, several election timeouts), it counts one tick for the pause, as
+    // Go's ticker gives a process that stopped, then the leader's heartbeats: no
+    // election. Cut off from the others as long while running, it counts its ticks and
+    // campaigns (no pre-vote in etcd 3.4), again after each election timeout. What a
+    // change to how a member counts ticks (one sleeping through them, say) must keep.
+    // Roles taken from the fault on (the start has its own election).
+    let candidacies = |h: &History| -> Vec<(u64, String)> {
+        roles_of(h, "etcd-2")
+            .into_iter()
+            .filter(|(t, r)| *t >= 500_000 && r.starts_with("candidate"))
+            .collect()
+    };
+    let paused = run(&config(
+        "etcd-mutex",
+        etcd_world(),
+        vec![pause("etcd-2", 500, 100)],
+    ))
+    .expect("run");
+    let phases = paused
+        .events
+        .iter()
+        .filter(|e| e.host == "etcd-2" && matches!(e.kind, EventKind::Fault { .. }))
+        .count();
+    assert_eq!(phases, 2, "the pause of etcd-2 is in the history");
+    assert!(
+        roles_of(&paused, "etcd-2")
+            .iter()
+            .any(|(_, r)| r == "follower of etcd-1"),
+        "etcd-2 followed etcd-1: {:?}",
+        roles_of(&paused, "etcd-2")
+    );
+    assert_eq!(
+        candidacies(&paused),
+        [],
+        "the paused follower campaigned: {:?}",
+        roles_of(&paused, "etcd-2")
+    );
+    let cut_off = run(&config(
+        "etcd-mutex",
+        etcd_world(),
+        vec![Fault {
+            at_ms: 500,
+            kind: FaultKind::Partition {
+                a: vec![Target::Host("etcd-2".into())],
+                b: vec![Target::Host("etcd-1".into()), Target::Host("etcd-3".into())],
+                one_way: false,
+                duration_ms: 100,
+            },
+        }],
+    ))
+    .expect("run");
+    // A candidate that times out campaigns again at the next term (its role does not
+    // change, so only the first candidacy is recorded): the term it reached shows in
+    // the leader elected after the partition heals (it disrupts the leader: no
+    // pre-vote).
+    let leader_terms = |h: &History, after: bool| -> Vec<u64> {
+        ["etcd-1", "etcd-2", "etcd-3"]
+            .iter()
+            .flat_map(|m| roles_of(h, m))
+            .filter(|(t, _)| (*t >= 500_000) == after)
+            .filter_map(|(_, r)| {
+                r.strip_prefix("leader (term ")?
+                    .strip_suffix(')')?
+                    .parse()
+                    .ok()
+            })
+            .collect()
+    };
+    let (before, since) = (leader_terms(&paused, false), leader_terms(&paused, true));
+    assert!(
+        !before.is_empty() && since.is_empty(),
+        "a leader elected at the start, and no other while a follower paused: \
+         {before:?}, then {since:?}"
+    );
+    assert!(
+        !candidacies(&cut_off).is_empty(),
+        "the cut-off follower campaigned"
+    );
+    let first = before.iter().max().copied().unwrap_or_default();
+    let after = leader_terms(&cut_off, true);
+    assert!(
+        after.iter().any(|t| *t >= first + 3),
+        "a follower cut off for 100 ms campaigns after each of its election timeouts \
+         (10 to 20 heartbeats), its term past the leader's by as many: leaders at terms \
+         {after:?}, {first} before"
     );
 }
 
