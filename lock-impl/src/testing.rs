@@ -446,9 +446,16 @@ pub async fn foreign_release_leaves_the_lock(backend: &dyn Backend, factory: &Fa
 /// Eight tasks contend for one lock; each increments a shared counter with a read, a
 /// pause and a write inside the critical section. The count ends exact and no two
 /// tasks are ever inside at once.
+///
+/// The lease is 3 s and a waiter waits up to 30 s: a Redlock client that keeps the keys
+/// a failed attempt set on a minority of masters while it retries (node-redlock, as
+/// published) can leave no quorum for anyone until they expire, so each such stall
+/// lasts a lease. With a 10 s lease, three stalls in a row (seen under a loaded CI
+/// machine) outlasted the wait; with 3 s, ten fit.
 pub async fn contention_keeps_a_counter_exact(backend: &dyn Backend, factory: &Factory) {
     const TASKS: u64 = 8;
     const ROUNDS: u64 = 10;
+    const LEASE_MS: i64 = 3_000;
     let key = fresh_key("contention");
     let counter = Arc::new(AtomicU64::new(0));
     let inside = Arc::new(AtomicBool::new(false));
@@ -465,14 +472,14 @@ pub async fn contention_keeps_a_counter_exact(backend: &dyn Backend, factory: &F
         tasks.push(tokio::spawn(async move {
             for _ in 0..ROUNDS {
                 let first = lock
-                    .acquire(&key, AcquireOptions::new(10_000, 0).unwrap())
+                    .acquire(&key, AcquireOptions::new(LEASE_MS, 0).unwrap())
                     .await
                     .unwrap();
                 let guard = match first {
                     Acquire::Acquired(g) => g,
                     _ => {
                         contended.fetch_add(1, Ordering::Relaxed);
-                        let wait = AcquireOptions::new(10_000, 30_000).unwrap();
+                        let wait = AcquireOptions::new(LEASE_MS, 30_000).unwrap();
                         acquired(lock.acquire(&key, wait).await.unwrap(), "contending task")
                     }
                 };
