@@ -79,6 +79,7 @@ pub fn spawn_tokio_cluster(n: usize) -> std::io::Result<TokioCluster> {
             me: i as u64 + 1,
             members: members.clone(),
             election_ticks: raft::ELECTION_TICKS + 3 * i,
+            timeout_seed: i as u64 + 1,
             campaign_at_start: i == 0,
         };
         let peer_addrs = peer_addrs.clone();

@@ -1,9 +1,12 @@
 //! A member's Raft: TiKV's `raft` crate (etcd/raft's algorithm) driven as
 //! `etcdserver/raft.go` drives etcd/raft, with etcd v3.4.23's settings: a tick every
-//! heartbeat (100 ms), an election timeout of 10 ticks randomised per member in
-//! `[10, 20)` (here: drawn from the run's seed when the world is built, so each
-//! member's is fixed and the crate's own unseeded draw has one value to pick),
-//! `CheckQuorum` on, `PreVote` off (3.4's default), a proposal forwarded to the
+//! heartbeat (100 ms), an election timeout of 10 ticks (the leader's quorum check),
+//! randomised in `[10, 20)` for a follower's or candidate's election and drawn again at
+//! every reset (a new term or role), as etcd/raft does, so a split vote ends (here
+//! every draw comes from a stream seeded by the run's seed, one per member; before,
+//! each member's timeout was drawn once and kept, and two members whose timeouts
+//! differed by less than a message's latency could split their votes again and
+//! again), `CheckQuorum` on, `PreVote` off (3.4's default), a proposal forwarded to the
 //! leader, and a request that does not commit within `ReqTimeout` (5 s plus two
 //! election timeouts) answered `etcdserver: request timed out`.
 //!
@@ -63,8 +66,12 @@ pub struct ClusterView {
     pub me: u64,
     /// Every member: Raft ID and host name.
     pub members: Vec<(u64, String)>,
-    /// This member's election timeout, in ticks (`[ELECTION_TICKS, 2 × ELECTION_TICKS)`).
+    /// This member's first election timeout, in ticks (`[ELECTION_TICKS, 2 ×
+    /// ELECTION_TICKS)`).
     pub election_ticks: usize,
+    /// The stream its later election timeouts are drawn from: etcd/raft draws a new one
+    /// at every reset (a new term, a new role), which is what ends a split vote.
+    pub timeout_seed: u64,
     /// Whether the member campaigns as soon as it first starts (the world's first
     /// member: a cluster that elected its leader before the run).
     pub campaign_at_start: bool,
@@ -77,6 +84,7 @@ impl ClusterView {
             me: 1,
             members: vec![(1, "etcd-1".into())],
             election_ticks: ELECTION_TICKS,
+            timeout_seed: 1,
             campaign_at_start: true,
         }
     }
@@ -248,10 +256,10 @@ pub async fn run_node(m: SharedEtcd) {
     let view = link.view.clone();
     let cfg = raft::Config {
         id: view.me,
-        election_tick: view.election_ticks,
+        election_tick: ELECTION_TICKS,
         heartbeat_tick: 1,
-        min_election_tick: view.election_ticks,
-        max_election_tick: view.election_ticks + 1,
+        min_election_tick: ELECTION_TICKS,
+        max_election_tick: 2 * ELECTION_TICKS,
         check_quorum: true,
         pre_vote: false,
         applied: m.with(|s| s.applied()),
@@ -264,6 +272,16 @@ pub async fn run_node(m: SharedEtcd) {
     let Ok(mut node) = raft::RawNode::new(&cfg, link.storage.clone(), &logger) else {
         return;
     };
+    // The crate draws each reset's randomised timeout from `rand::thread_rng()`
+    // (unseeded); every draw is replaced here, before the node ticks again, by one from
+    // the member's seeded stream, so runs stay byte-identical.
+    let mut timeouts = {
+        use rand::SeedableRng;
+        rand_chacha::ChaCha8Rng::seed_from_u64(view.timeout_seed)
+    };
+    node.raft
+        .set_randomized_election_timeout(view.election_ticks);
+    let mut last_reset = (node.raft.term, node.raft.state);
     if first_start && view.campaign_at_start {
         let _ = node.campaign();
     }
@@ -274,6 +292,14 @@ pub async fn run_node(m: SharedEtcd) {
     let mut held: Vec<Vec<u8>> = Vec::new();
     let mut was_leading = false;
     loop {
+        // A new term or role reset the node's election timeout: draw it again.
+        if (node.raft.term, node.raft.state) != last_reset {
+            use rand::RngExt;
+            last_reset = (node.raft.term, node.raft.state);
+            node.raft.set_randomized_election_timeout(
+                timeouts.random_range(cfg.min_election_tick..cfg.max_election_tick),
+            );
+        }
         let now = m.now();
         if now >= next_tick {
             node.tick();

@@ -129,8 +129,10 @@ pub(crate) struct EtcdCtl {
     names: Vec<String>,
     slots: Vec<SharedSlot>,
     gates: Vec<PauseGate>,
-    /// Each member's election timeout, in ticks (drawn from the run's seed).
+    /// Each member's first election timeout, in ticks (drawn from the run's seed).
     election_ticks: Vec<usize>,
+    /// Each member's stream for its later ones (etcd draws one at every reset).
+    timeout_seeds: Vec<u64>,
     /// The prefix of the lock's keys (`<key>/`) and the key as the history names it.
     prefix: String,
     key: String,
@@ -160,11 +162,13 @@ impl EtcdCtl {
             .iter()
             .map(|_| pool.remove(rng.random_range(0..pool.len())))
             .collect();
+        let timeout_seeds = names.iter().map(|_| rng.random::<u64>()).collect();
         EtcdCtl {
             slots: names.iter().map(|_| SharedSlot::default()).collect(),
             gates: names.iter().map(|_| PauseGate::new()).collect(),
             names,
             election_ticks,
+            timeout_seeds,
             prefix: format!("{key}/"),
             key: key.to_string(),
             keys: BTreeMap::new(),
@@ -200,6 +204,7 @@ impl EtcdCtl {
             me: i as u64 + 1,
             members,
             election_ticks: self.election_ticks[i],
+            timeout_seed: self.timeout_seeds[i],
             campaign_at_start: i == 0,
         };
         let min_ttl = spec.min_lease_ttl_s;
