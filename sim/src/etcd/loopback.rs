@@ -78,7 +78,8 @@ pub fn spawn_tokio_cluster(n: usize) -> std::io::Result<TokioCluster> {
         let view = ClusterView {
             me: i as u64 + 1,
             members: members.clone(),
-            election_ticks: raft::ELECTION_TICKS + 3 * i,
+            // Distinct first timeouts in etcd's range, whatever `n`.
+            election_ticks: raft::ELECTION_TICKS + (3 * i) % raft::ELECTION_TICKS,
             timeout_seed: i as u64 + 1,
             campaign_at_start: i == 0,
         };

@@ -279,8 +279,11 @@ pub async fn run_node(m: SharedEtcd) {
         use rand::SeedableRng;
         rand_chacha::ChaCha8Rng::seed_from_u64(view.timeout_seed)
     };
-    node.raft
-        .set_randomized_election_timeout(view.election_ticks);
+    // (The crate asserts the range: a view's out of it is brought into it.)
+    node.raft.set_randomized_election_timeout(
+        view.election_ticks
+            .clamp(cfg.min_election_tick, cfg.max_election_tick - 1),
+    );
     let mut last_reset = (node.raft.term, node.raft.state);
     if first_start && view.campaign_at_start {
         let _ = node.campaign();
