@@ -102,7 +102,8 @@ impl Run {
     }
 
     /// Records each Redis server's lock value and, with Sentinels, its role when they
-    /// change, by its own answers, until the run is over.
+    /// change, and a ZooKeeper ensemble's roles, by their own answers, until the run is
+    /// over.
     pub(super) fn watch_servers(&self) {
         let key = self.cfg.workload.key.clone();
         let roles = self.cfg.workload.sentinel.is_some();
@@ -129,33 +130,62 @@ impl Run {
             })
             .collect();
         let zk = self.servers.lock().expect("servers").zk_members();
-        let mut pass = 0u64;
+        // A ZooKeeper ensemble's roles are asked on their own thread, which never waits
+        // for the servers' lock: a member's restart holds it while its JVM starts
+        // (seconds on a loaded machine), and the roles elected meanwhile are what a
+        // leader crash's probe reads.
+        std::thread::scope(|scope| {
+            if !zk.is_empty() {
+                scope.spawn(|| self.watch_zk_roles(&zk));
+            }
+            self.watch_redis(&key, roles, &by_addr, &mut last);
+        });
+    }
+
+    /// A ZooKeeper ensemble's roles as its members answer `srvr`, every 100 ms (a JVM's
+    /// answer costs more than Redis's) and once more when the run is over (an election
+    /// that ended in the run's last moments): `leader (epoch N)` and `follower of zk-K`,
+    /// as the simulator's members record them.
+    fn watch_zk_roles(&self, zk: &[(String, std::net::SocketAddr)]) {
+        let mut last: BTreeMap<String, String> = BTreeMap::new();
+        loop {
+            let over = self.over.load(Ordering::Relaxed);
+            let modes: Vec<(String, Option<(String, u64)>)> = zk
+                .iter()
+                .map(|(n, a)| (n.clone(), servers::zk_mode_at(*a)))
+                .collect();
+            let leader = modes
+                .iter()
+                .find(|(_, m)| m.as_ref().is_some_and(|(mode, _)| mode == "leader"))
+                .map(|(n, _)| n.clone());
+            for (n, m) in modes {
+                let Some((mode, epoch)) = m else { continue };
+                let role = match (mode.as_str(), &leader) {
+                    ("leader", _) => format!("leader (epoch {epoch})"),
+                    ("follower", Some(l)) => format!("follower of {l}"),
+                    _ => continue,
+                };
+                self.note_role(&mut last, n, role);
+            }
+            if over {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    }
+
+    /// Each Redis server's lock value and, with Sentinels (`roles`), its role, every
+    /// 20 ms until the run is over.
+    fn watch_redis(
+        &self,
+        key: &str,
+        roles: bool,
+        by_addr: &BTreeMap<String, String>,
+        last: &mut BTreeMap<String, String>,
+    ) {
         // One kept connection per Redis server (by port: a restart keeps its port).
         let mut asks: BTreeMap<u16, servers::RedisAsk> = BTreeMap::new();
         while !self.over.load(Ordering::Relaxed) {
-            pass += 1;
-            // A ZooKeeper ensemble's roles as its members answer `srvr`, every 100 ms
-            // (a JVM's answer costs more than Redis's): `leader (epoch N)` and
-            // `follower of zk-K`, as the simulator's members record them.
-            if !zk.is_empty() && pass % 5 == 1 {
-                let modes: Vec<(String, Option<(String, u64)>)> = zk
-                    .iter()
-                    .map(|(n, a)| (n.clone(), servers::zk_mode_at(*a)))
-                    .collect();
-                let leader = modes
-                    .iter()
-                    .find(|(_, m)| m.as_ref().is_some_and(|(mode, _)| mode == "leader"))
-                    .map(|(n, _)| n.clone());
-                for (n, m) in modes {
-                    let Some((mode, epoch)) = m else { continue };
-                    let role = match (mode.as_str(), &leader) {
-                        ("leader", _) => format!("leader (epoch {epoch})"),
-                        ("follower", Some(l)) => format!("follower of {l}"),
-                        _ => continue,
-                    };
-                    self.note_role(&mut last, n, role);
-                }
-            }
             let names = self.servers.lock().expect("servers").redis_names();
             for n in names {
                 // Asked without holding the servers' lock (a stopped server makes each
@@ -168,7 +198,7 @@ impl Run {
                 let ask = asks
                     .entry(port)
                     .or_insert_with(|| servers::RedisAsk::new(port));
-                if let Some(value) = ask.lock_value(&key)
+                if let Some(value) = ask.lock_value(key)
                     && !self.down.lock().expect("down").contains(&n)
                 {
                     self.note_lock_value(&n, value, "gone");
@@ -189,7 +219,7 @@ impl Run {
                     ),
                     None => role,
                 };
-                self.note_role(&mut last, n, role);
+                self.note_role(last, n, role);
             }
             std::thread::sleep(Duration::from_millis(20));
         }
