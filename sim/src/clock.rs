@@ -252,7 +252,10 @@ impl HostClock {
                 let Some(left) = until.checked_sub(now).filter(|d| !d.is_zero()) else {
                     return;
                 };
-                turmoil::time::sleep(clock.true_duration(left)).await;
+                // This clock counts whole microseconds: less than one left (a duration
+                // given in nanoseconds) is slept as one, never as none (which is ready
+                // at once, and the loop would spin without time passing).
+                turmoil::time::sleep(clock.true_duration(left).max(Duration::from_micros(1))).await;
             }
         })
     }
@@ -380,6 +383,28 @@ mod tests {
         assert_eq!(clock.unix_us(t(3)), EPOCH_UNIX_US + 3_000_000);
         assert_eq!(clock.true_time_of(t(3), a + t(5)), t(5));
         assert_eq!(clock.true_time_of(t(3), a + t(1)), t(1));
+    }
+
+    /// A sleep of less than the clock's microsecond (an etcd member's next tick, in
+    /// nanoseconds, just past the step it is in) ends at the next step; it used to be
+    /// slept as zero, ready at once, and the host spun without time passing.
+    #[test]
+    fn a_sleep_shorter_than_a_microsecond_ends_at_the_next_step() {
+        let mut sim = turmoil::Builder::new()
+            .tick_duration(crate::world::STEP)
+            .build();
+        sim.client("host", async {
+            let clock = HostClock::new(ClockSpec::default());
+            let before = true_now();
+            clock.sleep_local(Duration::from_nanos(400), true_now).await;
+            let slept = true_now() - before;
+            assert!(
+                slept > Duration::ZERO && slept <= crate::world::STEP,
+                "slept {slept:?}"
+            );
+            Ok(())
+        });
+        sim.run().expect("the sleep ends");
     }
 
     #[test]

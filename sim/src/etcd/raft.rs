@@ -305,9 +305,16 @@ pub async fn run_node(m: SharedEtcd) {
         }
         let now = m.now();
         if now >= next_tick {
+            // Every tick instant counts, two in one step of the world when a tick is
+            // shorter than the step (an etcd heartbeat at the catalog's scale is 0.67
+            // ms, the step 1 ms): its election timeouts are etcd's at the world's
+            // scale. A member stopped past its next tick (a pause) counts one when it
+            // resumes and ticks on from there, as Go's `time.Ticker` (one buffered
+            // tick) gives a stopped process.
             node.tick();
+            let late = now - next_tick;
             next_tick += tick;
-            if next_tick <= now {
+            if late >= tick.max(crate::world::STEP) {
                 next_tick = now + tick;
             }
         } else {

@@ -73,7 +73,7 @@ fn run_stepping(cfg: &RunConfig, stepping: Stepping) -> Result<History, RunError
     let mut sim = turmoil::Builder::new()
         .rng_seed(sub_seed(cfg.seed, 0))
         .simulation_duration(end + Duration::from_secs(3600))
-        .tick_duration(Duration::from_millis(1))
+        .tick_duration(STEP)
         .min_message_latency(Duration::from_millis(w.latency_ms_min))
         .max_message_latency(Duration::from_millis(w.latency_ms_max))
         .tcp_capacity(1 << 16)
@@ -311,6 +311,10 @@ fn run_stepping(cfg: &RunConfig, stepping: Stepping) -> Result<History, RunError
         stats,
     })
 }
+
+/// The world's step: simulated time advances by it, and a host is woken at the first
+/// step at or after what it waits for.
+pub const STEP: Duration = Duration::from_millis(1);
 
 /// The default wall-clock budget of [`run_bounded`]: far above any honest run (the
 /// longest catalog run takes well under a second), so only a run that never yields
