@@ -460,9 +460,28 @@ fn a_real_zookeeper_leader_is_crashed_right_after_it_commits_a_lock_create() {
         "{starts:?}"
     );
     // The members' roles by their own `srvr` answers (sampled every 100 ms): a new
-    // epoch's leader after the crash, which the scenario's probe reads.
+    // epoch's leader after the crash, which the scenario's probe reads. On a failure,
+    // the roles and faults as recorded, with the run's end (a slow election, or one
+    // the watcher missed, shows there).
     let seen = summary.fault_seen.unwrap_or_default();
-    assert!(seen.contains("is leader (epoch"), "{seen:?}");
+    let timeline: Vec<String> = h
+        .events
+        .iter()
+        .filter_map(|e| match &e.kind {
+            sim::history::EventKind::Server(sim::history::ServerEvent::Role { role }) => {
+                Some(format!("{} {} {role}", e.at_us, e.host))
+            }
+            sim::history::EventKind::Fault { phase, detail, .. } => {
+                Some(format!("{} {} {phase:?} {detail}", e.at_us, e.host))
+            }
+            _ => None,
+        })
+        .collect();
+    assert!(
+        seen.contains("is leader (epoch"),
+        "no leader after the crash: {seen:?}; roles and faults: {timeline:#?}; end {} µs",
+        h.end_us
+    );
 }
 
 #[test]
