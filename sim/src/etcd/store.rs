@@ -171,7 +171,15 @@ struct Lease {
 #[derive(Debug, Clone)]
 pub struct Store {
     revision: i64,
+    /// Every key ever written, with its versions (a deleted key keeps them: etcd keeps
+    /// its history until a compaction, which the model never does).
     keys: BTreeMap<Vec<u8>, Vec<Version>>,
+    /// The keys that live now (each one's last version), by key: what a read at the
+    /// latest revision sees, without walking every key deleted before it (a flash
+    /// sale's thousand sessions leave a thousand deleted keys under one prefix).
+    live: BTreeMap<Vec<u8>, PbKeyValue>,
+    /// The highest revision any version was written at (a txn's own, while it writes).
+    written: i64,
     /// Every event, in revision order (a watch replays from here).
     events: Vec<PbEvent>,
     leases: BTreeMap<i64, Lease>,
@@ -233,6 +241,8 @@ impl Store {
         Store {
             revision: 1,
             keys: BTreeMap::new(),
+            live: BTreeMap::new(),
+            written: 1,
             events: Vec::new(),
             leases: BTreeMap::new(),
             min_ttl,
@@ -336,10 +346,13 @@ impl Store {
 
     /// Every live key under `prefix` with its create revision and lease, by key.
     pub fn keys_with_prefix(&self, prefix: &[u8]) -> Vec<PbKeyValue> {
-        self.keys
-            .range(prefix.to_vec()..)
+        self.live
+            .range::<[u8], _>((
+                std::ops::Bound::Included(prefix),
+                std::ops::Bound::Unbounded,
+            ))
             .take_while(|(k, _)| k.starts_with(prefix))
-            .filter_map(|(_, v)| v.last().and_then(|v| v.kv.clone()))
+            .map(|(_, kv)| kv.clone())
             .collect()
     }
 
@@ -369,19 +382,33 @@ impl Store {
     /// The keys of `[key, range_end)` in etcd's sense (empty end: `key` alone; `\0`:
     /// every key from `key` on) that live at `revision`, by key.
     fn range_at(&self, key: &[u8], range_end: &[u8], revision: i64) -> Vec<PbKeyValue> {
+        self.range_refs(key, range_end, revision)
+            .into_iter()
+            .cloned()
+            .collect()
+    }
+
+    /// `range_at` by reference: a read at the latest revision walks the live keys
+    /// alone, an older one every key's versions.
+    fn range_refs(&self, key: &[u8], range_end: &[u8], revision: i64) -> Vec<&PbKeyValue> {
         if range_end.is_empty() {
-            return self.at(key, revision).cloned().into_iter().collect();
+            return self.at(key, revision).into_iter().collect();
         }
-        let mut out = Vec::new();
-        for (k, _) in self.keys.range(key.to_vec()..) {
-            if range_end != [0] && k.as_slice() >= range_end {
-                break;
-            }
-            if let Some(kv) = self.at(k, revision) {
-                out.push(kv.clone());
-            }
+        let from = (std::ops::Bound::Included(key), std::ops::Bound::Unbounded);
+        let before_end = |k: &[u8]| range_end == [0] || k < range_end;
+        if revision >= self.written {
+            return self
+                .live
+                .range::<[u8], _>(from)
+                .take_while(|(k, _)| before_end(k))
+                .map(|(_, kv)| kv)
+                .collect();
         }
-        out
+        self.keys
+            .range::<[u8], _>(from)
+            .take_while(|(k, _)| before_end(k))
+            .filter_map(|(k, _)| self.at(k, revision))
+            .collect()
     }
 
     /// `Range`.
@@ -413,7 +440,8 @@ impl Store {
             return Err(FUTURE_REV);
         }
         let rev = if r.revision <= 0 { current } else { r.revision };
-        let mut kvs = self.range_at(&r.key, &r.range_end, rev);
+        // Filtered, sorted and cut by reference; only what the answer keeps is copied.
+        let mut kvs = self.range_refs(&r.key, &r.range_end, rev);
         let count = kvs.len() as i64;
         if r.max_mod_revision != 0 {
             kvs.retain(|kv| kv.mod_revision <= r.max_mod_revision);
@@ -453,11 +481,20 @@ impl Store {
         }
         if r.count_only {
             kvs.clear();
-        } else if r.keys_only {
-            for kv in &mut kvs {
-                kv.value.clear();
-            }
         }
+        let kvs = kvs
+            .into_iter()
+            .map(|kv| {
+                if r.keys_only {
+                    PbKeyValue {
+                        value: Vec::new(),
+                        ..kv.clone()
+                    }
+                } else {
+                    kv.clone()
+                }
+            })
+            .collect();
         Ok((kvs, more, count))
     }
 
@@ -552,6 +589,15 @@ impl Store {
             },
         };
         self.events.push(event);
+        self.written = self.written.max(w.revision);
+        match &kv {
+            Some(kv) => {
+                self.live.insert(key.to_vec(), kv.clone());
+            }
+            None => {
+                self.live.remove(key);
+            }
+        }
         let versions = self.keys.entry(key.to_vec()).or_default();
         // A txn may write one key twice (a put, then a delete of a range holding it):
         // the key keeps its last write of the revision.

@@ -54,3 +54,112 @@ async fn the_fenced_mutex_hands_out_increasing_tokens() {
     }
     assert!(tokens.windows(2).all(|w| w[0] < w[1]), "{tokens:?}");
 }
+
+/// A range at the latest revision reads the live keys alone (a deleted key is skipped
+/// without being walked), one at an older revision every key's history: both give
+/// what etcd gives, with the count taken before the filters and the limit, and only
+/// the kept keys copied.
+#[test]
+fn a_store_ranges_alike_over_live_keys_and_over_history() {
+    use etcd_client::proto::{PbDeleteRequest, PbPutRequest, PbRangeRequest};
+    use sim::etcd::store::Store;
+
+    let mut store = Store::new(1, 2, std::time::Duration::from_secs(1));
+    let key = |i: u32| format!("lock/{i:03}").into_bytes();
+    for i in 0..50 {
+        let p = PbPutRequest {
+            key: key(i),
+            value: format!("v{i}").into_bytes(),
+            ..Default::default()
+        };
+        store.put(&p, "client-0").unwrap();
+    }
+    let before_deletes = store.revision();
+    for i in (0..50).step_by(2) {
+        let d = PbDeleteRequest {
+            key: key(i),
+            ..Default::default()
+        };
+        store.delete_range(&d, "client-0").unwrap();
+    }
+    // A key outside the prefix, after it in key order.
+    let p = PbPutRequest {
+        key: b"lock0".to_vec(),
+        ..Default::default()
+    };
+    store.put(&p, "client-0").unwrap();
+    let prefix = |revision: i64| PbRangeRequest {
+        key: b"lock/".to_vec(),
+        range_end: b"lock0".to_vec(),
+        revision,
+        ..Default::default()
+    };
+    let names = |kvs: &[etcd_client::proto::PbKeyValue]| -> Vec<String> {
+        kvs.iter()
+            .map(|kv| String::from_utf8_lossy(&kv.key).into_owned())
+            .collect()
+    };
+
+    // Now: the 25 odd keys, by key, with their values.
+    let now = store.range(&prefix(0)).unwrap();
+    assert_eq!(now.count, 25);
+    assert_eq!(
+        names(&now.kvs),
+        (1..50)
+            .step_by(2)
+            .map(|i| format!("lock/{i:03}"))
+            .collect::<Vec<_>>()
+    );
+    assert_eq!(now.kvs[0].value, b"v1");
+    // Before the deletes: all 50, by key.
+    let then = store.range(&prefix(before_deletes)).unwrap();
+    assert_eq!(then.count, 50);
+    assert_eq!(names(&then.kvs)[..3], ["lock/000", "lock/001", "lock/002"]);
+
+    // Mutex.Lock's waiter: the last created before a revision, one key, by create
+    // revision descending; the count is every key in range, `more` says the rest.
+    let waiter = PbRangeRequest {
+        sort_target: 2,
+        sort_order: 2,
+        limit: 1,
+        max_create_revision: now.kvs[10].create_revision,
+        ..prefix(0)
+    };
+    let w = store.range(&waiter).unwrap();
+    assert_eq!(names(&w.kvs), ["lock/021"]);
+    assert_eq!((w.count, w.more), (25, true));
+    // keys_only clears the values of the kept keys; count_only keeps none.
+    let keys_only = store
+        .range(&PbRangeRequest {
+            keys_only: true,
+            limit: 2,
+            ..prefix(0)
+        })
+        .unwrap();
+    assert_eq!(names(&keys_only.kvs), ["lock/001", "lock/003"]);
+    assert!(keys_only.kvs.iter().all(|kv| kv.value.is_empty()));
+    let count_only = store
+        .range(&PbRangeRequest {
+            count_only: true,
+            ..prefix(0)
+        })
+        .unwrap();
+    assert_eq!((count_only.count, count_only.kvs.len()), (25, 0));
+    // The lock service's view of the live keys under the prefix agrees.
+    assert_eq!(names(&store.keys_with_prefix(b"lock/")), names(&now.kvs));
+    // A deleted key put again lives again, with a new create revision.
+    store
+        .put(
+            &PbPutRequest {
+                key: key(0),
+                ..Default::default()
+            },
+            "client-1",
+        )
+        .unwrap();
+    let again = store.range(&prefix(0)).unwrap();
+    assert_eq!(again.count, 26);
+    assert_eq!(again.kvs[0].create_revision, store.revision());
+    // And the old revision still reads the old world.
+    assert_eq!(store.range(&prefix(before_deletes)).unwrap().count, 50);
+}
