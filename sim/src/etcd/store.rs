@@ -176,7 +176,8 @@ pub struct Store {
     keys: BTreeMap<Vec<u8>, Vec<Version>>,
     /// The keys that live now (each one's last version), by key: what a read at the
     /// latest revision sees, without walking every key deleted before it (a flash
-    /// sale's thousand sessions leave a thousand deleted keys under one prefix).
+    /// sale's two thousand tries, each a session with its own key, leave as many
+    /// deleted keys under the lock's prefix).
     live: BTreeMap<Vec<u8>, PbKeyValue>,
     /// The highest revision any version was written at (a txn's own, while it writes).
     written: i64,
@@ -487,8 +488,12 @@ impl Store {
             .map(|kv| {
                 if r.keys_only {
                     PbKeyValue {
+                        key: kv.key.clone(),
+                        create_revision: kv.create_revision,
+                        mod_revision: kv.mod_revision,
+                        version: kv.version,
                         value: Vec::new(),
-                        ..kv.clone()
+                        lease: kv.lease,
                     }
                 } else {
                     kv.clone()
