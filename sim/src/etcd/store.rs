@@ -483,23 +483,12 @@ impl Store {
         if r.count_only {
             kvs.clear();
         }
-        let kvs = kvs
-            .into_iter()
-            .map(|kv| {
-                if r.keys_only {
-                    PbKeyValue {
-                        key: kv.key.clone(),
-                        create_revision: kv.create_revision,
-                        mod_revision: kv.mod_revision,
-                        version: kv.version,
-                        value: Vec::new(),
-                        lease: kv.lease,
-                    }
-                } else {
-                    kv.clone()
-                }
-            })
-            .collect();
+        let mut kvs: Vec<PbKeyValue> = kvs.into_iter().cloned().collect();
+        if r.keys_only {
+            for kv in &mut kvs {
+                kv.value.clear();
+            }
+        }
         Ok((kvs, more, count))
     }
 
