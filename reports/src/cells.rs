@@ -12,7 +12,7 @@ use std::sync::Mutex;
 
 use indicatif::{ProgressBar, ProgressStyle};
 use scenarios::catalog::Scenario;
-use scenarios::sweep::{DesignSpec, RunSummary, replay_command, sweep};
+use scenarios::sweep::{DesignSpec, RunSummary, replay_command, sweep, sweep_cells_into};
 
 use crate::latency::LatencySummary;
 use crate::table::CellResult;
@@ -82,6 +82,82 @@ pub fn run_cell_observed(
     let latency = latency.into_inner().expect("poisoned");
     let cell = cell_of(design, scenario, &runs, &latency);
     Ok((cell, runs, latency))
+}
+
+/// One cell of [`run_cells_fixed`].
+pub struct FixedCell {
+    /// The table cell.
+    pub cell: CellResult,
+    /// Its runs' summaries, in seed order (none unless asked for).
+    pub runs: Vec<RunSummary>,
+    /// Their latency histograms, merged (unless not asked for).
+    pub latency: Option<LatencySummary>,
+    /// The exit code its runs alone would give (`crate::exit::exit_code`).
+    pub exit: u8,
+}
+
+/// What [`run_cells_fixed`] keeps of each cell beside its table cell.
+#[derive(Debug, Clone, Copy)]
+pub struct Keep {
+    /// Its runs' summaries.
+    pub runs: bool,
+    /// Its merged latency histograms (a shard file's).
+    pub latency: bool,
+}
+
+/// Every cell of `pairs` over the same `seeds` (the catalog table's and the gate's
+/// fixed seeds), on `threads` workers across the cells rather than one cell at a time:
+/// a cell with fewer seeds left than workers no longer leaves a core idle (one seed a
+/// cell used one core of two). Each cell as [`run_cell_with_latency`] gives it alone,
+/// in `pairs`' order. A cell is made as its last run ends, and only what `keep` names
+/// is kept beside it, so a long table does not hold every run and histogram of every
+/// cell at once. The bar counts runs and names the cell whose first seed ended last. A
+/// bad configuration is an error naming its cell.
+pub fn run_cells_fixed(
+    pairs: &[(&DesignSpec, &Scenario)],
+    seeds: Range<u64>,
+    threads: usize,
+    keep: Keep,
+    bar: &ProgressBar,
+) -> Result<Vec<FixedCell>, String> {
+    // Each cell's histograms, made at its first run and taken at its last.
+    let latency: Vec<Mutex<Option<LatencySummary>>> =
+        pairs.iter().map(|_| Mutex::new(None)).collect();
+    sweep_cells_into(
+        pairs,
+        seeds.clone(),
+        threads,
+        false,
+        &|cell, history, _| {
+            if history.seed == seeds.start {
+                let (d, s) = pairs[cell];
+                bar.set_message(format!("{} / {}", d.name, s.name));
+            }
+            if let Ok(l) = LatencySummary::from_history(history) {
+                latency[cell]
+                    .lock()
+                    .expect("poisoned")
+                    .get_or_insert_with(LatencySummary::default)
+                    .merge(&l);
+            }
+            bar.inc(1);
+        },
+        &|cell, runs| {
+            let (design, scenario) = pairs[cell];
+            let merged = latency[cell]
+                .lock()
+                .expect("poisoned")
+                .take()
+                .unwrap_or_default();
+            FixedCell {
+                cell: cell_of(design, scenario, &runs, &merged),
+                exit: crate::exit::exit_code(&runs),
+                runs: if keep.runs { runs } else { Vec::new() },
+                latency: keep.latency.then_some(merged),
+            }
+        },
+    )
+    .map_err(|(i, e)| format!("{} / {}: {e}", pairs[i].0.name, pairs[i].1.name))
 }
 
 /// [`run_cell_with_latency`] against real servers (`locksim run --real`): each seed's

@@ -23,7 +23,7 @@ use std::process::ExitCode;
 use scenarios::catalog;
 use scenarios::sweep::DesignSpec;
 
-use crate::cells::{progress, run_cell};
+use crate::cells::{progress, run_cells_fixed};
 use crate::exit::{EXIT_INVALID, EXIT_UNKNOWN, EXIT_VALID};
 use crate::input::{BadInput, check_pair, design, parse_seeds, scenario};
 use crate::table::{CellResult, NO_FAULT};
@@ -411,21 +411,32 @@ pub fn gate(a: &GateArgs) -> Result<ExitCode, BadInput> {
     }
     let total = pairs.len() as u64 * (seeds.end - seeds.start);
     let bar = progress(total, true);
-    let mut cells = Vec::new();
+    let mut resolved = Vec::new();
     for (d, s) in &pairs {
         let spec = resolve(d)?;
         let sc = scenario(s)?;
         check_pair(&spec, &sc)?;
-        bar.set_message(format!("{d} / {s}"));
-        match run_cell(&spec, &sc, seeds.clone(), a.threads, &bar) {
-            Ok((cell, _)) => cells.push(cell),
-            Err(e) => {
-                bar.finish_and_clear();
-                eprintln!("locksim gate: {d} / {s}: {e}");
-                return Ok(ExitCode::from(EXIT_UNKNOWN));
-            }
-        }
+        resolved.push((spec, sc));
     }
+    let refs: Vec<(&DesignSpec, &catalog::Scenario)> =
+        resolved.iter().map(|(d, s)| (d, s)).collect();
+    let cells: Vec<_> = match run_cells_fixed(
+        &refs,
+        seeds.clone(),
+        a.threads,
+        crate::cells::Keep {
+            runs: false,
+            latency: false,
+        },
+        &bar,
+    ) {
+        Ok(ran) => ran.into_iter().map(|c| c.cell).collect(),
+        Err(e) => {
+            bar.finish_and_clear();
+            eprintln!("locksim gate: {e}");
+            return Ok(ExitCode::from(EXIT_UNKNOWN));
+        }
+    };
     bar.finish_and_clear();
     let seeds_text = format!("{}..{}", seeds.start, seeds.end);
     if a.update {

@@ -233,30 +233,91 @@ pub fn sweep(
     keep_history: bool,
     on_done: &(dyn Fn(&History, &RunSummary) + Sync),
 ) -> Result<Vec<RunSummary>, RunError> {
-    let next = AtomicU64::new(seeds.start);
-    let results = Mutex::new(Vec::new());
-    let failure: Mutex<Option<RunError>> = Mutex::new(None);
+    sweep_cells(
+        &[(design, scenario)],
+        seeds,
+        threads,
+        keep_history,
+        &|_, history, summary| on_done(history, summary),
+    )
+    .map(|mut cells| cells.pop().unwrap_or_default())
+    .map_err(|(_, e)| e)
+}
+
+/// [`sweep`] over many cells at once: every seed of `seeds` in every cell of `cells`,
+/// handed to `threads` workers in order (the first cell's seeds, then the next
+/// cell's), so that a cell with fewer seeds left than threads leaves no core idle: the
+/// next cell's seeds start beside its last ones. One list of summaries per cell, in
+/// the cells' order, each sorted by seed: what [`sweep`] returns for that cell alone,
+/// whatever `threads`. `on_done` sees the cell's index with each run. A bad
+/// configuration stops every worker and names its cell's index.
+pub fn sweep_cells(
+    cells: &[(&DesignSpec, &Scenario)],
+    seeds: Range<u64>,
+    threads: usize,
+    keep_history: bool,
+    on_done: &(dyn Fn(usize, &History, &RunSummary) + Sync),
+) -> Result<Vec<Vec<RunSummary>>, (usize, RunError)> {
+    sweep_cells_into(cells, seeds, threads, keep_history, on_done, &|_, runs| {
+        runs
+    })
+}
+
+/// [`sweep_cells`], each cell's summaries (sorted by seed) handed to `finish` with the
+/// cell's index as soon as its last run ends, and what `finish` makes of them kept
+/// instead: a caller that needs only each cell's totals does not hold every run's
+/// summary of every cell at once.
+pub fn sweep_cells_into<R: Send>(
+    cells: &[(&DesignSpec, &Scenario)],
+    seeds: Range<u64>,
+    threads: usize,
+    keep_history: bool,
+    on_done: &(dyn Fn(usize, &History, &RunSummary) + Sync),
+    finish: &(dyn Fn(usize, Vec<RunSummary>) -> R + Sync),
+) -> Result<Vec<R>, (usize, RunError)> {
+    let per_cell = seeds.end.saturating_sub(seeds.start);
+    let total = per_cell.saturating_mul(cells.len() as u64);
+    let next = AtomicU64::new(0);
+    let pending: Mutex<Vec<Vec<RunSummary>>> = Mutex::new(vec![Vec::new(); cells.len()]);
+    let results: Mutex<Vec<Option<R>>> = Mutex::new((0..cells.len()).map(|_| None).collect());
+    let failure: Mutex<Option<(usize, RunError)>> = Mutex::new(None);
     std::thread::scope(|scope| {
         for _ in 0..threads.max(1) {
             scope.spawn(|| {
                 loop {
-                    let seed = next.fetch_add(1, Ordering::Relaxed);
-                    if seed >= seeds.end || failure.lock().expect("poisoned").is_some() {
+                    let job = next.fetch_add(1, Ordering::Relaxed);
+                    if job >= total || failure.lock().expect("poisoned").is_some() {
                         break;
                     }
-                    match run_bounded(&config(design, scenario, seed), DEFAULT_WALL_BUDGET) {
-                        Ok(history) => {
-                            let mut summary = summarize(scenario, &history);
-                            on_done(&history, &summary);
-                            if keep_history {
-                                summary.history = Some(history);
+                    let cell = (job / per_cell) as usize;
+                    let seed = seeds.start + job % per_cell;
+                    let (design, scenario) = cells[cell];
+                    let summary =
+                        match run_bounded(&config(design, scenario, seed), DEFAULT_WALL_BUDGET) {
+                            Ok(history) => {
+                                let mut summary = summarize(scenario, &history);
+                                on_done(cell, &history, &summary);
+                                if keep_history {
+                                    summary.history = Some(history);
+                                }
+                                summary
                             }
-                            results.lock().expect("poisoned").push(summary);
-                        }
-                        Err(e @ RunError::Config(_)) => {
-                            failure.lock().expect("poisoned").get_or_insert(e);
-                        }
-                        Err(e) => results.lock().expect("poisoned").push(unfinished(seed, &e)),
+                            Err(e @ RunError::Config(_)) => {
+                                failure.lock().expect("poisoned").get_or_insert((cell, e));
+                                continue;
+                            }
+                            Err(e) => unfinished(seed, &e),
+                        };
+                    let done = {
+                        let mut pending = pending.lock().expect("poisoned");
+                        pending[cell].push(summary);
+                        (pending[cell].len() as u64 == per_cell)
+                            .then(|| std::mem::take(&mut pending[cell]))
+                    };
+                    if let Some(mut runs) = done {
+                        runs.sort_by_key(|r| r.seed);
+                        let made = finish(cell, runs);
+                        results.lock().expect("poisoned")[cell] = Some(made);
                     }
                 }
             });
@@ -265,9 +326,13 @@ pub fn sweep(
     if let Some(e) = failure.into_inner().expect("poisoned") {
         return Err(e);
     }
-    let mut results = results.into_inner().expect("poisoned");
-    results.sort_by_key(|r| r.seed);
-    Ok(results)
+    Ok(results
+        .into_inner()
+        .expect("poisoned")
+        .into_iter()
+        .enumerate()
+        .map(|(cell, made)| made.unwrap_or_else(|| finish(cell, Vec::new())))
+        .collect())
 }
 
 /// The first seed in `seeds` (in seed order) whose run `checker` calls Invalid,

@@ -228,27 +228,32 @@ pub fn catalog_table(
     }
     let total = pairs.len() as u64 * (seeds.end - seeds.start);
     let bar = progress(total, !json);
+    // A shard file carries each cell's histograms; the table alone needs none.
+    let keep = crate::cells::Keep {
+        runs: false,
+        latency: shard.is_some(),
+    };
+    let ran = match crate::cells::run_cells_fixed(&pairs, seeds.clone(), threads, keep, &bar) {
+        Ok(ran) => ran,
+        Err(e) => {
+            bar.finish_and_clear();
+            eprintln!("locksim: {e}");
+            return ExitCode::from(EXIT_UNKNOWN);
+        }
+    };
     let mut cells = Vec::new();
     let mut shard_cells = Vec::new();
-    let mut all_runs = Vec::new();
-    for (d, s) in pairs {
-        bar.set_message(format!("{} / {}", d.name, s.name));
-        match run_cell_with_latency(d, s, seeds.clone(), threads, &bar) {
-            Ok((cell, runs, latency)) => {
-                shard_cells.push(crate::shard::ShardCell {
-                    cell: cell.clone(),
-                    latency,
-                });
-                cells.push(cell);
-                // run_cell sweeps without keeping histories.
-                all_runs.extend(runs);
-            }
-            Err(e) => {
-                bar.finish_and_clear();
-                eprintln!("locksim: {} / {}: {e}", d.name, s.name);
-                return ExitCode::from(EXIT_UNKNOWN);
-            }
+    let (mut invalid, mut unknown) = (false, false);
+    for c in ran {
+        invalid |= c.exit == crate::exit::EXIT_INVALID;
+        unknown |= c.exit == EXIT_UNKNOWN;
+        if let Some(latency) = c.latency {
+            shard_cells.push(crate::shard::ShardCell {
+                cell: c.cell.clone(),
+                latency,
+            });
         }
+        cells.push(c.cell);
     }
     bar.finish_and_clear();
     if let Some((s, path)) = &shard
@@ -265,7 +270,7 @@ pub fn catalog_table(
             println!("\n{}", by_system.trim_end());
         }
     }
-    ExitCode::from(exit_code(&all_runs))
+    ExitCode::from(crate::exit::code_of(invalid, unknown))
 }
 
 /// What the main job's adaptive seeds came to, under the matrix: cells settled by a
