@@ -88,36 +88,25 @@ pub fn run_cell_observed(
 pub struct FixedCell {
     /// The table cell.
     pub cell: CellResult,
-    /// Its runs' summaries, in seed order (none unless asked for).
-    pub runs: Vec<RunSummary>,
-    /// Their latency histograms, merged (unless not asked for).
+    /// Its runs' latency histograms, merged (if asked for: a shard file's).
     pub latency: Option<LatencySummary>,
     /// The exit code its runs alone would give (`crate::exit::exit_code`).
     pub exit: u8,
-}
-
-/// What [`run_cells_fixed`] keeps of each cell beside its table cell.
-#[derive(Debug, Clone, Copy)]
-pub struct Keep {
-    /// Its runs' summaries.
-    pub runs: bool,
-    /// Its merged latency histograms (a shard file's).
-    pub latency: bool,
 }
 
 /// Every cell of `pairs` over the same `seeds` (the catalog table's and the gate's
 /// fixed seeds), on `threads` workers across the cells rather than one cell at a time:
 /// a cell with fewer seeds left than workers no longer leaves a core idle (one seed a
 /// cell used one core of two). Each cell as [`run_cell_with_latency`] gives it alone,
-/// in `pairs`' order. A cell is made as its last run ends, and only what `keep` names
-/// is kept beside it, so a long table does not hold every run and histogram of every
-/// cell at once. The bar counts runs and names the cell whose first seed ended last. A
+/// in `pairs`' order. A cell is made as its last run ends and its runs' summaries
+/// dropped (its histograms too unless `keep_latency`), so a long table does not hold
+/// every run of every cell at once. The bar counts runs and names the cell whose first seed ended last. A
 /// bad configuration is an error naming its cell.
 pub fn run_cells_fixed(
     pairs: &[(&DesignSpec, &Scenario)],
     seeds: Range<u64>,
     threads: usize,
-    keep: Keep,
+    keep_latency: bool,
     bar: &ProgressBar,
 ) -> Result<Vec<FixedCell>, String> {
     // Each cell's histograms, made at its first run and taken at its last.
@@ -152,8 +141,7 @@ pub fn run_cells_fixed(
             FixedCell {
                 cell: cell_of(design, scenario, &runs, &merged),
                 exit: crate::exit::exit_code(&runs),
-                runs: if keep.runs { runs } else { Vec::new() },
-                latency: keep.latency.then_some(merged),
+                latency: keep_latency.then_some(merged),
             }
         },
     )

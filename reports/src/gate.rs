@@ -420,16 +420,7 @@ pub fn gate(a: &GateArgs) -> Result<ExitCode, BadInput> {
     }
     let refs: Vec<(&DesignSpec, &catalog::Scenario)> =
         resolved.iter().map(|(d, s)| (d, s)).collect();
-    let cells: Vec<_> = match run_cells_fixed(
-        &refs,
-        seeds.clone(),
-        a.threads,
-        crate::cells::Keep {
-            runs: false,
-            latency: false,
-        },
-        &bar,
-    ) {
+    let cells: Vec<_> = match run_cells_fixed(&refs, seeds.clone(), a.threads, false, &bar) {
         Ok(ran) => ran.into_iter().map(|c| c.cell).collect(),
         Err(e) => {
             bar.finish_and_clear();

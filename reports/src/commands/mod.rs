@@ -229,18 +229,16 @@ pub fn catalog_table(
     let total = pairs.len() as u64 * (seeds.end - seeds.start);
     let bar = progress(total, !json);
     // A shard file carries each cell's histograms; the table alone needs none.
-    let keep = crate::cells::Keep {
-        runs: false,
-        latency: shard.is_some(),
-    };
-    let ran = match crate::cells::run_cells_fixed(&pairs, seeds.clone(), threads, keep, &bar) {
-        Ok(ran) => ran,
-        Err(e) => {
-            bar.finish_and_clear();
-            eprintln!("locksim: {e}");
-            return ExitCode::from(EXIT_UNKNOWN);
-        }
-    };
+    let keep_latency = shard.is_some();
+    let ran =
+        match crate::cells::run_cells_fixed(&pairs, seeds.clone(), threads, keep_latency, &bar) {
+            Ok(ran) => ran,
+            Err(e) => {
+                bar.finish_and_clear();
+                eprintln!("locksim: {e}");
+                return ExitCode::from(EXIT_UNKNOWN);
+            }
+        };
     let mut cells = Vec::new();
     let mut shard_cells = Vec::new();
     let (mut invalid, mut unknown) = (false, false);
