@@ -11,10 +11,10 @@ use std::ops::Range;
 use indicatif::ProgressBar;
 use scenarios::catalog::Scenario;
 use scenarios::params::{Param, ParamRange};
-use scenarios::sweep::{DesignSpec, RunSummary};
+use scenarios::sweep::DesignSpec;
 use serde::{Deserialize, Serialize};
 
-use crate::cells::run_cell_with_latency;
+use crate::cells::run_cells_fixed;
 use crate::input::BadInput;
 use crate::plot;
 use crate::table::CellResult;
@@ -101,8 +101,10 @@ pub fn check(
         .map_err(BadInput)
 }
 
-/// Runs every design at every value over `seeds`; `on_cell` sees each point's runs.
-/// Returns each point's cell with its latency histograms (what a shard file carries).
+/// Runs every design at every value over `seeds`, the points across the workers
+/// ([`run_cells_fixed`]: a point with fewer seeds left than workers no longer leaves
+/// a core idle until its slowest run ends). Returns each point's cell with its latency
+/// histograms (what a shard file carries) and the exit code of all its runs.
 pub fn run(
     designs: &[DesignSpec],
     scenario: &Scenario,
@@ -110,16 +112,27 @@ pub fn run(
     seeds: Range<u64>,
     threads: usize,
     bar: &ProgressBar,
-    on_cell: &mut dyn FnMut(&[RunSummary]),
-) -> Result<crate::shard::SweepShard, String> {
+) -> Result<(crate::shard::SweepShard, u8), String> {
+    let pinned: Vec<Scenario> = range
+        .values
+        .iter()
+        .map(|&value| scenario.clone().with_param(range.param, value))
+        .collect::<Result<_, _>>()?;
+    let pairs: Vec<(&DesignSpec, &Scenario)> = designs
+        .iter()
+        .flat_map(|d| pinned.iter().map(move |s| (d, s)))
+        .collect();
+    let mut cells = run_cells_fixed(&pairs, seeds, threads, true, bar)?.into_iter();
+    let (mut invalid, mut unknown) = (false, false);
     let mut lines = Vec::new();
     for d in designs {
         let mut points = Vec::new();
         for &value in &range.values {
-            let s = scenario.clone().with_param(range.param, value)?;
-            bar.set_message(format!("{} {}={value}", d.name, range.param));
-            let (cell, runs, latency) = run_cell_with_latency(d, &s, seeds.clone(), threads, bar)?;
-            on_cell(&runs);
+            let fixed = cells.next().expect("a cell for every point");
+            invalid |= fixed.exit == crate::exit::EXIT_INVALID;
+            unknown |= fixed.exit == crate::exit::EXIT_UNKNOWN;
+            let latency = fixed.latency.expect("kept for every point");
+            let cell = fixed.cell;
             points.push((value, crate::shard::ShardCell { cell, latency }));
         }
         lines.push(crate::shard::SweepShardLine {
@@ -127,13 +140,14 @@ pub fn run(
             points,
         });
     }
-    Ok(crate::shard::SweepShard {
+    let shard = crate::shard::SweepShard {
         scenario: scenario.name.to_string(),
         param: range.param.name().to_string(),
         pinned: scenario.param_flags(),
         lease_ms: scenario.workload.lease_ms,
         lines,
-    })
+    };
+    Ok((shard, crate::exit::code_of(invalid, unknown)))
 }
 
 /// The sweep of one shard's (or a whole run's) points over `seeds`.

@@ -798,25 +798,9 @@ pub fn sweep_cmd(
     }
     let total = designs.len() as u64 * range.values.len() as u64 * (seeds.end - seeds.start);
     let bar = progress(total, !json);
-    let mut all = Vec::new();
-    let result = crate::sweeps::run(
-        designs,
-        scenario,
-        range,
-        seeds.clone(),
-        threads,
-        &bar,
-        &mut |runs| {
-            all.extend(runs.iter().map(|r| {
-                (
-                    r.is_invalid(),
-                    r.verdicts.iter().any(|(_, v)| v.is_unknown()),
-                )
-            }))
-        },
-    );
+    let result = crate::sweeps::run(designs, scenario, range, seeds.clone(), threads, &bar);
     bar.finish_and_clear();
-    let part = match result {
+    let (part, exit) = match result {
         Ok(r) => r,
         Err(e) => {
             eprintln!("locksim sweep: {e}");
@@ -868,10 +852,7 @@ pub fn sweep_cmd(
             println!("plot: {}", path.display());
         }
     }
-    Ok(ExitCode::from(code_of(
-        all.iter().any(|(i, _)| *i),
-        all.iter().any(|(_, u)| *u),
-    )))
+    Ok(ExitCode::from(exit))
 }
 
 /// Checks `--plot`: `.svg` or `.png`, never over an existing file. Returns the path and
