@@ -94,7 +94,7 @@ pub struct FixedCell {
     pub exit: u8,
 }
 
-/// Every cell of `pairs` over the same `seeds` (the catalog table's and the gate's
+/// Every cell of `pairs` over the same `seeds` (the catalog table's, the gate's and a sweep's
 /// fixed seeds), on `threads` workers across the cells rather than one cell at a time:
 /// a cell with fewer seeds left than workers no longer leaves a core idle (one seed a
 /// cell used one core of two). Each cell as [`run_cell_with_latency`] gives it alone,
