@@ -120,7 +120,7 @@ pub fn run_cells_fixed(
         &|cell, history, _| {
             if history.seed == seeds.start {
                 let (d, s) = pairs[cell];
-                bar.set_message(format!("{} / {}", d.name, s.name));
+                bar.set_message(format!("{} / {}{}", d.name, s.name, s.param_flags()));
             }
             if let Ok(l) = LatencySummary::from_history(history) {
                 latency[cell]
