@@ -30,19 +30,8 @@ pub fn progress(total: u64, show: bool) -> ProgressBar {
     bar
 }
 
-/// One cell: runs the seeds, fills the table cell, and returns the summaries.
-pub fn run_cell(
-    design: &DesignSpec,
-    scenario: &Scenario,
-    seeds: Range<u64>,
-    threads: usize,
-    bar: &ProgressBar,
-) -> Result<(CellResult, Vec<RunSummary>), String> {
-    run_cell_with_latency(design, scenario, seeds, threads, bar).map(|(c, r, _)| (c, r))
-}
-
-/// [`run_cell`], also returning the cell's latency histograms (what a shard file
-/// carries so that shards merge exactly).
+/// One cell: runs the seeds, fills the table cell, and returns the summaries and the
+/// cell's latency histograms (what a shard file carries so that shards merge exactly).
 pub fn run_cell_with_latency(
     design: &DesignSpec,
     scenario: &Scenario,

@@ -26,6 +26,17 @@ pub fn exit_code<'a>(runs: impl IntoIterator<Item = &'a RunSummary>) -> u8 {
     code_of(invalid, unknown)
 }
 
+/// The exit code of several parts (cells, points), each with its own code: the same
+/// rule over all their runs.
+pub fn code_of_parts(codes: impl IntoIterator<Item = u8>) -> u8 {
+    let (mut invalid, mut unknown) = (false, false);
+    for code in codes {
+        invalid |= code == EXIT_INVALID;
+        unknown |= code == EXIT_UNKNOWN;
+    }
+    code_of(invalid, unknown)
+}
+
 /// The one rule: 1 if anything was invalid, else 3 if anything unknown, else 0.
 pub fn code_of(invalid: bool, unknown: bool) -> u8 {
     if invalid {
@@ -34,5 +45,21 @@ pub fn code_of(invalid: bool, unknown: bool) -> u8 {
         EXIT_UNKNOWN
     } else {
         EXIT_VALID
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parts_combine_as_their_runs_would() {
+        assert_eq!(code_of_parts([]), EXIT_VALID);
+        assert_eq!(code_of_parts([EXIT_VALID, EXIT_VALID]), EXIT_VALID);
+        assert_eq!(code_of_parts([EXIT_VALID, EXIT_UNKNOWN]), EXIT_UNKNOWN);
+        assert_eq!(
+            code_of_parts([EXIT_UNKNOWN, EXIT_INVALID, EXIT_VALID]),
+            EXIT_INVALID
+        );
     }
 }

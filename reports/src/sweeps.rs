@@ -123,14 +123,13 @@ pub fn run(
         .flat_map(|d| pinned.iter().map(move |s| (d, s)))
         .collect();
     let mut cells = run_cells_fixed(&pairs, seeds, threads, true, bar)?.into_iter();
-    let (mut invalid, mut unknown) = (false, false);
+    let mut codes = Vec::new();
     let mut lines = Vec::new();
     for d in designs {
         let mut points = Vec::new();
         for &value in &range.values {
             let fixed = cells.next().expect("a cell for every point");
-            invalid |= fixed.exit == crate::exit::EXIT_INVALID;
-            unknown |= fixed.exit == crate::exit::EXIT_UNKNOWN;
+            codes.push(fixed.exit);
             let latency = fixed.latency.expect("kept for every point");
             let cell = fixed.cell;
             points.push((value, crate::shard::ShardCell { cell, latency }));
@@ -147,7 +146,7 @@ pub fn run(
         lease_ms: scenario.workload.lease_ms,
         lines,
     };
-    Ok((shard, crate::exit::code_of(invalid, unknown)))
+    Ok((shard, crate::exit::code_of_parts(codes)))
 }
 
 /// The sweep of one shard's (or a whole run's) points over `seeds`.

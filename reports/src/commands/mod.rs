@@ -241,10 +241,9 @@ pub fn catalog_table(
         };
     let mut cells = Vec::new();
     let mut shard_cells = Vec::new();
-    let (mut invalid, mut unknown) = (false, false);
+    let mut codes = Vec::new();
     for c in ran {
-        invalid |= c.exit == crate::exit::EXIT_INVALID;
-        unknown |= c.exit == EXIT_UNKNOWN;
+        codes.push(c.exit);
         if let Some(latency) = c.latency {
             shard_cells.push(crate::shard::ShardCell {
                 cell: c.cell.clone(),
@@ -268,7 +267,7 @@ pub fn catalog_table(
             println!("\n{}", by_system.trim_end());
         }
     }
-    ExitCode::from(crate::exit::code_of(invalid, unknown))
+    ExitCode::from(crate::exit::code_of_parts(codes))
 }
 
 /// What the main job's adaptive seeds came to, under the matrix: cells settled by a
