@@ -71,11 +71,17 @@ fn a_real_fencing_storage_refuses_the_paused_holders_stale_writes() {
         "the storage turned a stale token away"
     );
     // Without the server's own record a run with its fault is not called safe or
-    // fenced: unknown; one without it is `no-fault`.
+    // fenced: unknown, or `overlap` where the paused holder wrote nothing after the
+    // newer grant (on a loaded machine its SIGSTOP can last to the run's end: one CI run
+    // had classes {overlap: 1, unknown: 2}); one without its fault is `no-fault`.
     let class = |c: &str| cell.classes.get(c).copied().unwrap_or(0);
-    assert_eq!(class("unknown") as u64, cell.fault_seen, "{cell:?}");
     assert_eq!(
-        class("unknown") + class(reports::table::NO_FAULT),
+        (class("unknown") + class("overlap")) as u64,
+        cell.fault_seen,
+        "{cell:?}"
+    );
+    assert_eq!(
+        class("unknown") + class("overlap") + class(reports::table::NO_FAULT),
         3,
         "{cell:?}"
     );
