@@ -34,7 +34,7 @@ fn err(s: &str) -> Reply {
 }
 fn script(name: &str) -> String {
     std::fs::read_to_string(format!(
-        "{}/tests/scripts/{name}",
+        "{}/scripts/{name}",
         env!("CARGO_MANIFEST_DIR")
     ))
     .unwrap()
