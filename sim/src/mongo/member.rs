@@ -632,5 +632,3 @@ impl Member {
 mod commands;
 mod crud;
 mod peers;
-#[cfg(test)]
-mod tests;

@@ -280,6 +280,11 @@ fn int_result(column: String, length: u32, value: Option<i64>, status: u16) -> R
 }
 
 impl MySqlModel {
+    /// The configuration it was made with (a server recovered from its log takes it).
+    pub fn config(&self) -> &MySqlConfig {
+        &self.config
+    }
+
     /// A fresh server (no table yet, no locks).
     pub fn new(config: MySqlConfig) -> Self {
         let rng = ChaCha8Rng::seed_from_u64(config.seed);
@@ -799,6 +804,3 @@ impl MySqlModel {
         self.conns.get(&id).map(|c| c.host.as_str())
     }
 }
-
-#[cfg(test)]
-mod tests;

@@ -21,6 +21,9 @@ pub mod keyspace;
 pub mod link;
 pub mod lua;
 mod lua_libs;
+// Public for sim's tests (strtod and the x86-64 casts); not an API.
+#[doc(hidden)]
+pub use lua_libs::helpers as lua_helpers;
 mod lua_shared;
 pub mod persistence;
 pub mod replication;

@@ -33,11 +33,7 @@ fn err(s: &str) -> Reply {
     Reply::Error(s.to_string())
 }
 fn script(name: &str) -> String {
-    std::fs::read_to_string(format!(
-        "{}/scripts/{name}",
-        env!("CARGO_MANIFEST_DIR")
-    ))
-    .unwrap()
+    std::fs::read_to_string(format!("{}/scripts/{name}", env!("CARGO_MANIFEST_DIR"))).unwrap()
 }
 
 // ---- connection commands -------------------------------------------------------

@@ -107,7 +107,9 @@ pub(super) fn to_number(lua: &Lua, v: Option<&Value>) -> Option<f64> {
 }
 
 /// x86-64's `cvttsd2si` to 64 bits: NaN and out of range give `i64::MIN`.
-pub(super) fn d2i64(d: f64) -> i64 {
+// Public for sim's tests.
+#[doc(hidden)]
+pub fn d2i64(d: f64) -> i64 {
     if !(-9_223_372_036_854_775_808.0..9_223_372_036_854_775_808.0).contains(&d) {
         i64::MIN
     } else {
@@ -116,7 +118,9 @@ pub(super) fn d2i64(d: f64) -> i64 {
 }
 
 /// x86-64's `cvttsd2si` to 32 bits: NaN and out of range give `i32::MIN`.
-pub(super) fn d2i32(d: f64) -> i32 {
+// Public for sim's tests.
+#[doc(hidden)]
+pub fn d2i32(d: f64) -> i32 {
     if d.is_nan() || d >= 2_147_483_648.0 || d <= -2_147_483_649.0 {
         i32::MIN
     } else {
@@ -125,7 +129,9 @@ pub(super) fn d2i32(d: f64) -> i32 {
 }
 
 /// What gcc emits on x86-64 for a `double` to `unsigned long` cast.
-pub(super) fn d2u64(d: f64) -> u64 {
+// Public for sim's tests.
+#[doc(hidden)]
+pub fn d2u64(d: f64) -> u64 {
     const TWO63: f64 = 9_223_372_036_854_775_808.0;
     if d >= TWO63 {
         (d2i64(d - TWO63) as u64) ^ (1 << 63)
@@ -228,7 +234,9 @@ pub(super) fn hexval(c: u8) -> Option<u32> {
 
 /// glibc's `strtod` in the C locale on a string with no leading white space: the
 /// value and how many bytes it used, or `None` if no number starts here.
-pub(super) fn strtod(s: &[u8]) -> Option<(f64, usize)> {
+// Public for sim's tests.
+#[doc(hidden)]
+pub fn strtod(s: &[u8]) -> Option<(f64, usize)> {
     let at = |i: usize| s.get(i).copied().unwrap_or(0);
     let mut i = 0;
     let neg = match at(0) {
@@ -412,61 +420,4 @@ pub(super) fn ldexp(mut x: f64, mut n: i64) -> f64 {
         n += 1022;
     }
     x * pow2(n)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn strtod_reads_what_glibc_reads() {
-        let cases: &[(&str, f64, usize)] = &[
-            ("1", 1.0, 1),
-            ("-12.5e2,", -1250.0, 7),
-            ("1e", 1.0, 1),
-            ("1.", 1.0, 2),
-            ("007", 7.0, 3),
-            ("0x10", 16.0, 4),
-            ("0x", 0.0, 1),
-            ("0x1p4", 16.0, 5),
-            ("0x.8", 0.5, 4),
-            ("-0x1.8p1", -3.0, 8),
-            ("inf", f64::INFINITY, 3),
-            ("-Infinity", f64::NEG_INFINITY, 9),
-            ("infinit", f64::INFINITY, 3),
-            ("+5", 5.0, 2),
-            ("1e400", f64::INFINITY, 5),
-        ];
-        for &(s, v, used) in cases {
-            assert_eq!(strtod(s.as_bytes()), Some((v, used)), "{s}");
-        }
-        let (nan, used) = strtod(b"nan(abc)x").unwrap();
-        assert!(nan.is_nan());
-        assert_eq!(used, 8);
-        assert_eq!(strtod(b"-"), None);
-        assert_eq!(strtod(b"."), None);
-        assert_eq!(strtod(b"- 1"), None);
-    }
-
-    #[test]
-    fn hex_floats_round_to_nearest_even() {
-        assert_eq!(strtod(b"0x1fffffffffffff").unwrap().0, 9007199254740991.0);
-        // 2^53 + 1 rounds down to 2^53 (ties to even), 2^53 + 3 up to 2^53 + 4.
-        assert_eq!(strtod(b"0x20000000000001").unwrap().0, 9007199254740992.0);
-        assert_eq!(strtod(b"0x20000000000003").unwrap().0, 9007199254740996.0);
-        assert_eq!(strtod(b"0x1p-1074").unwrap().0, f64::from_bits(1));
-        assert_eq!(strtod(b"0x1p-1075").unwrap().0, 0.0);
-        assert_eq!(strtod(b"0x1.8p-1075").unwrap().0, f64::from_bits(1));
-        assert_eq!(strtod(b"0x1p1024").unwrap().0, f64::INFINITY);
-    }
-
-    #[test]
-    fn x86_casts() {
-        assert_eq!(d2i64(f64::NAN), i64::MIN);
-        assert_eq!(d2i64(1e300), i64::MIN);
-        assert_eq!(d2i32(3e9), i32::MIN);
-        assert_eq!(d2u64(1e19), 10_000_000_000_000_000_000);
-        assert_eq!(d2u64(1e20), 0);
-        assert_eq!(d2u64(-1.0), u64::MAX);
-    }
 }

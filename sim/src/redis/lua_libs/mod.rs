@@ -26,7 +26,9 @@ use mlua::{Lua, Table};
 mod bit;
 mod cjson;
 mod cmsgpack;
-mod helpers;
+// Public (its `pub` items only) for sim's tests, as `sim::redis::lua_helpers`.
+#[doc(hidden)]
+pub mod helpers;
 mod lua_struct;
 
 pub use cjson::JsonConfig;

@@ -1,8 +1,12 @@
-//! The server state machine's own tests: handshakes, statements, waits, refusals.
+//! `sim::mysql::server`'s own tests (moved from `sim/src/mysql/server/tests.rs`): the
+//! server state machine's handshakes, statements, waits, refusals.
 
-use super::*;
-use lock_impl::mysql::proto::{HandshakeResponse, native_password, split_packet};
-use rand::RngExt;
+use lock_impl::mysql::proto::{
+    self, Handshake, HandshakeResponse, Reply, native_password, split_packet,
+};
+use rand::{RngExt, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+use sim::mysql::{ConnId, MySqlConfig, MySqlModel, ServerEvent};
 
 fn logged_in(m: &mut MySqlModel) -> ConnId {
     let (id, hello) = m.connect("client-1".into());
@@ -193,7 +197,7 @@ fn server_with_an_unflushed_tail(setting: u8) -> MySqlModel {
 /// The rows a server recovering from `m`'s disk after a crash has.
 fn recovered_rows(m: &MySqlModel, machine: bool) -> (Vec<Vec<String>>, usize, MySqlModel) {
     let (log, lost) = m.durable_log(machine);
-    let r = MySqlModel::recover(m.config.clone(), &log, m.next_conn_id());
+    let r = MySqlModel::recover(m.config().clone(), &log, m.next_conn_id());
     (r.rows("t").unwrap_or_default(), lost, r)
 }
 

@@ -1,6 +1,13 @@
-//! The member as a state machine, command by command.
+//! `sim::mongo::member`'s own tests (moved from `sim/src/mongo/member/tests.rs`): the
+//! member as a state machine, command by command.
 
-use super::*;
+use std::time::Duration;
+
+use lock_impl::mongo::{Document, Value};
+use sim::mongo::member::{
+    ConcernState, Durable, Entry, Fetched, Handled, Member, MemberEvent, MongoConfig, Op, OpTime,
+    Origin, Role,
+};
 
 fn config(me: usize, n: usize) -> MongoConfig {
     MongoConfig {
@@ -26,6 +33,16 @@ fn reply(h: Handled) -> Document {
         Handled::WaitConcern(w) => w.reply,
         other => panic!("{other:?}"),
     }
+}
+
+/// `m` hears of `term` (a primary steps down): through a `replSetUpdatePosition` that
+/// carries the term and no positions, which does nothing else.
+fn see_term(m: &mut Member, term: i64) {
+    let update = Document::new()
+        .with("replSetUpdatePosition", 1)
+        .with("term", term)
+        .with("$db", "admin");
+    reply(m.command("mongo-3", &update, Duration::ZERO));
 }
 
 fn lock(owner: &str, now: i64) -> Document {
@@ -87,11 +104,18 @@ fn a_secondary_refuses_writes_and_unknown_commands_get_mongods_error() {
 
 #[test]
 fn a_voter_refuses_a_staler_candidate_and_a_second_candidate_in_one_term() {
-    let mut voter = Member::new(config(0, 3), Durable::default(), Duration::ZERO);
-    voter.durable.oplog.push(Entry {
-        optime: OpTime { t: 1, ts: 1 },
-        op: Op::Noop("x".into()),
-    });
+    // A voter whose oplog has one entry (of term 1), from its durable state.
+    let mut voter = Member::new(
+        config(0, 3),
+        Durable {
+            oplog: vec![Entry {
+                optime: OpTime { t: 1, ts: 1 },
+                op: Op::Noop("x".into()),
+            }],
+            ..Durable::default()
+        },
+        Duration::ZERO,
+    );
     let mut stale = Member::new(config(1, 3), Durable::default(), Duration::ZERO);
     let req = stale
         .start_election(Duration::from_secs(2))
@@ -108,7 +132,7 @@ fn a_voter_refuses_a_staler_candidate_and_a_second_candidate_in_one_term() {
         Durable {
             term: 0,
             last_vote: None,
-            oplog: voter.durable.oplog.clone(),
+            oplog: voter.durable().oplog.clone(),
         },
         Duration::ZERO,
     );
@@ -172,7 +196,7 @@ fn a_majority_write_waits_for_a_majority_and_fails_as_mongod_says() {
     let Handled::WaitConcern(w2) = p.command("c1", &other_key, t) else {
         panic!("a majority write waits");
     };
-    p.see_term(5, "test");
+    see_term(&mut p, 5);
     let ConcernState::Failed(e) = p.concern_met(&w2) else {
         panic!("a step-down fails the wait");
     };
@@ -268,7 +292,7 @@ fn a_write_the_new_primary_never_had_is_rolled_back() {
     other.on_vote_reply(2, &r, 2, t);
     assert_eq!(other.role(), Role::Primary);
     // The old primary hears of term 2, fetches from mongo-2 and rolls back.
-    old.see_term(2, "test");
+    see_term(&mut old, 2);
     let from = old.fetch_from();
     let batch = reply(other.command(
         "mongo-1",
