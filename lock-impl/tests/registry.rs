@@ -220,7 +220,7 @@ const OWN_MODULES: &[(&str, &[&str])] = &[
 
 #[test]
 fn no_source_outside_a_systems_own_modules_names_it_by_hand() {
-    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
     let mut files = Vec::new();
     for krate in ["lock-impl", "sim", "scenarios", "reports", "locksim"] {
         let mut dirs = vec![root.join(krate).join("src")];
@@ -301,7 +301,7 @@ fn requiring_a_missing_handle_names_the_design_and_the_system() {
 /// lease keeper, whose histories differed run to run).
 #[test]
 fn every_select_in_simulated_code_is_biased() {
-    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
     let mut dirs = vec![root.join("lock-impl/src"), root.join("sim/src")];
     let mut unbiased = Vec::new();
     let mut seen = 0;
@@ -338,7 +338,7 @@ fn every_select_in_simulated_code_is_biased() {
 /// client's stop signal, with one waiter, is another matter: `lock-impl` may.
 #[test]
 fn no_simulated_server_waits_on_a_watch_channel() {
-    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../sim/src");
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../sim/src");
     let mut dirs = vec![root];
     let mut found = Vec::new();
     while let Some(dir) = dirs.pop() {
