@@ -3,6 +3,13 @@
 //! and the checkers are linked once, not once per file). `cargo test -p scenarios
 //! --test suite <module>` runs one subject.
 
+/// mimalloc, as the `locksim` binary allocates (`reports/src/main.rs`): the golden and
+/// stepping suites run every cell of the catalog, and glibc's malloc and free were a
+/// sixth of a world's instructions. No history depends on the allocator (the golden
+/// file pins them).
+#[global_allocator]
+static ALLOC: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 mod common;
 
 mod adaptive;
