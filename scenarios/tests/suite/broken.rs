@@ -159,3 +159,23 @@ fn the_unedited_copy_of_the_read_write_lock_is_never_caught() {
         }
     }
 }
+
+/// Each read-write bug edits its script: the edited copy differs from the verbatim one
+/// where the bug says (moved here from the design's module).
+#[test]
+fn every_read_write_edit_applies_to_the_verbatim_script() {
+    use scenarios::broken::designs::RwEdit;
+    assert!(RwEdit::Verbatim.scripts().is_none());
+    let (verbatim, edited) = RwEdit::WriteIgnoresReaders.scripts().unwrap();
+    assert_eq!(verbatim, lock_impl::designs::REDISSON_WRITE_LOCK);
+    assert_ne!(edited, verbatim);
+    assert!(edited.contains("if (mode ~= 'write') then"));
+    let (verbatim, edited) = RwEdit::ReadUnlockDeletesHash.scripts().unwrap();
+    assert_eq!(verbatim, lock_impl::designs::REDISSON_READ_UNLOCK);
+    assert_ne!(edited, verbatim);
+    assert!(!edited.contains("hlen"));
+    let (verbatim, edited) = RwEdit::ReadRenewalSkipsTimeouts.scripts().unwrap();
+    assert_eq!(verbatim, lock_impl::designs::REDISSON_READ_RENEW);
+    assert_ne!(edited, verbatim);
+    assert!(!edited.contains("hlen"));
+}

@@ -16,7 +16,8 @@ use super::helpers::{guard, unknown_or};
 
 /// An edit of a verbatim script: `from` replaced by `to`, once. The edit is asserted
 /// to apply, so a change of the verbatim text cannot silently leave a broken copy
-/// correct (`designs::tests` builds every edited script).
+/// correct (the broken catalog's suite, `tests/suite/broken.rs`, builds every edited
+/// script).
 fn edited(script: &str, from: &str, to: &str) -> String {
     assert!(
         script.matches(from).count() == 1,
@@ -66,6 +67,26 @@ pub enum RwEdit {
     ReadUnlockDeletesHash,
     /// `read-renewal-skips-timeouts`.
     ReadRenewalSkipsTimeouts,
+}
+
+impl RwEdit {
+    /// The script this edit changes, verbatim as `lock-impl` ships it, and the edited
+    /// copy the broken design runs instead (`None` for [`RwEdit::Verbatim`]).
+    pub fn scripts(self) -> Option<(&'static str, &'static str)> {
+        use lock_impl::designs::{REDISSON_READ_RENEW, REDISSON_READ_UNLOCK, REDISSON_WRITE_LOCK};
+        match self {
+            RwEdit::Verbatim => None,
+            RwEdit::WriteIgnoresReaders => {
+                Some((REDISSON_WRITE_LOCK, WRITE_IGNORES_READERS.as_str()))
+            }
+            RwEdit::ReadUnlockDeletesHash => {
+                Some((REDISSON_READ_UNLOCK, READ_UNLOCK_DELETES_HASH.as_str()))
+            }
+            RwEdit::ReadRenewalSkipsTimeouts => {
+                Some((REDISSON_READ_RENEW, READ_RENEWAL_SKIPS_TIMEOUTS.as_str()))
+            }
+        }
+    }
 }
 
 /// A user's copy of Redisson's `RReadWriteLock` (`redisson-rw`): the scripts of
@@ -323,29 +344,5 @@ impl LockDesign for RedissonRwCopy {
             Ok(Some(_)) => Ok(Release::Removed),
             Err(e) => unknown_or(e, "EVALSHA", Release::Unknown),
         }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn every_read_write_edit_applies_to_the_verbatim_script() {
-        assert_ne!(
-            WRITE_IGNORES_READERS.as_str(),
-            lock_impl::designs::REDISSON_WRITE_LOCK
-        );
-        assert!(WRITE_IGNORES_READERS.contains("if (mode ~= 'write') then"));
-        assert_ne!(
-            READ_UNLOCK_DELETES_HASH.as_str(),
-            lock_impl::designs::REDISSON_READ_UNLOCK
-        );
-        assert!(!READ_UNLOCK_DELETES_HASH.contains("hlen"));
-        assert_ne!(
-            READ_RENEWAL_SKIPS_TIMEOUTS.as_str(),
-            lock_impl::designs::REDISSON_READ_RENEW
-        );
-        assert!(!READ_RENEWAL_SKIPS_TIMEOUTS.contains("hlen"));
     }
 }
