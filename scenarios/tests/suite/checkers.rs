@@ -4,9 +4,9 @@ use scenarios::checkers::{
     self, Belief, Checker, Liveness, LostUpdate, MutualExclusion, Ownership, TokenOrder, Verdict,
     probes,
 };
-use sim::faults::{Fault, FaultKind, FaultPlan, Target};
+use sim::faults::{Fault, FaultKind, Target};
 use sim::history::{
-    Event, EventKind, FaultPhase, History, Op, OpF, Phase, RunParams, ServerEvent, StorageEvent,
+    Event, EventKind, FaultPhase, History, Op, OpF, Phase, ServerEvent, StorageEvent,
 };
 
 const MS: u64 = 1_000;
@@ -21,25 +21,7 @@ struct B {
 impl B {
     fn new() -> Self {
         B {
-            h: History {
-                seed: 7,
-                design: "design".into(),
-                scenario: "scenario".into(),
-                params: RunParams {
-                    key: "lock".into(),
-                    lease_ms: 1_000,
-                    liveness_bound_ms: 2_000,
-                    initial_stock: 10,
-                    clients: 5,
-                    masters: 1,
-                    segments: None,
-                    server_records: true,
-                },
-                plan: FaultPlan::default(),
-                events: Vec::new(),
-                end_us: 10_000 * MS,
-                stats: Default::default(),
-            },
+            h: crate::common::blank_history(7, 5),
             next_op: 0,
         }
     }

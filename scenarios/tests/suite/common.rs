@@ -177,3 +177,28 @@ pub fn invalid_verdict() -> scenarios::checkers::Verdict {
         events: vec![],
     })
 }
+
+/// A history with no events yet, for a checker's test to fill in: a one-master world of
+/// `clients` clients (key `lock`, lease 1 s, liveness bound 2 s, a stock of 10, the
+/// servers' records kept), no faults, ending at 10 s.
+pub fn blank_history(seed: u64, clients: u32) -> sim::history::History {
+    sim::history::History {
+        seed,
+        design: "design".into(),
+        scenario: "scenario".into(),
+        params: sim::history::RunParams {
+            key: "lock".into(),
+            lease_ms: 1_000,
+            liveness_bound_ms: 2_000,
+            initial_stock: 10,
+            clients,
+            masters: 1,
+            segments: None,
+            server_records: true,
+        },
+        plan: sim::faults::FaultPlan::default(),
+        events: Vec::new(),
+        end_us: 10_000_000,
+        stats: Default::default(),
+    }
+}

@@ -1,8 +1,7 @@
 //! `scenarios::checkers::rw_exclusion`'s unit tests, moved here from the module: the `scenarios`
 //! library has no unit-test harness, which would compile it a second time.
 
-use sim::faults::FaultPlan;
-use sim::history::{Event, EventKind, History, LockMode, Op, OpF, Phase, RunParams};
+use sim::history::{Event, EventKind, History, LockMode, Op, OpF, Phase};
 
 use scenarios::checkers::rw_exclusion::*;
 use scenarios::checkers::{Checker, MutualExclusion, Safety, Verdict, safety};
@@ -45,23 +44,8 @@ fn history(holds: &[(&str, Option<LockMode>, u64, u64)]) -> History {
     }
     events.sort_by_key(|e| e.at_us);
     History {
-        seed: 1,
-        design: "design".into(),
-        scenario: "scenario".into(),
-        params: RunParams {
-            key: "lock".into(),
-            lease_ms: 1_000,
-            liveness_bound_ms: 2_000,
-            initial_stock: 10,
-            clients: 3,
-            masters: 1,
-            segments: None,
-            server_records: true,
-        },
-        plan: FaultPlan::default(),
         events,
-        end_us: 10_000 * MS,
-        stats: Default::default(),
+        ..crate::common::blank_history(1, 3)
     }
 }
 
