@@ -92,11 +92,12 @@ fn a_real_zookeeper_session_expires_under_a_paused_holder() {
     if lock_impl::testing::real_zookeeper().is_none() {
         return;
     }
-    // Two runs: on a loaded machine the paused holder's late write can miss the next
+    // Three runs: on a loaded machine the paused holder's late write can miss the next
     // holder's (no update lost, the run unknown without the server's record), so one
-    // run of the two must show the harm, and neither may be called safe.
-    let (cell, _) = real("zk-curator", "gc-pause", 0..2);
-    assert_eq!(cell.fault_seen, 2);
+    // run of the three must show the harm, and none may be called safe. (With two, both
+    // runs were unknown once in a CI run whose machine was busier than usual.)
+    let (cell, _) = real("zk-curator", "gc-pause", 0..3);
+    assert_eq!(cell.fault_seen, 3);
     assert!(
         cell.classes.get("unsafe").copied().unwrap_or(0) >= 1,
         "{cell:?}"
