@@ -1,7 +1,8 @@
 //! Where the main job's time goes: runs every cell of the catalog on one seed, one cell
 //! at a time, and prints each cell's CPU time (the world, then the checkers), the
 //! totals by scenario and by design, and the cells most expensive first:
-//! `cargo run --release --example cells -- [seed]`.
+//! `cargo run --release --example cells -- [seed] [design]` (with a design, only the
+//! designs whose name contains it).
 //!
 //! CPU time, not wall time, so the figures hold on a machine shared with builds.
 use std::collections::BTreeMap;
@@ -42,8 +43,13 @@ fn main() {
             std::process::exit(2);
         }),
     };
+    // An optional second argument keeps only the designs whose name contains it.
+    let only = std::env::args().nth(2).unwrap_or_default();
     let mut rows = Vec::new();
-    for d in lock_impl::DESIGNS {
+    for d in lock_impl::DESIGNS
+        .iter()
+        .filter(|d| d.name.contains(only.as_str()))
+    {
         let design = DesignSpec::from_info(d);
         for s in catalog::catalog()
             .into_iter()
