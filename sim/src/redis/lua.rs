@@ -4,7 +4,7 @@
 
 use std::collections::BTreeMap;
 
-use mlua::{Function, Lua, LuaOptions, MultiValue, StdLib, Table, Value};
+use mlua::{Function, Lua, LuaOptions, MultiValue, StdLib, Table, Value, ffi};
 
 use super::commands::{self, Core, Ctx, Lookup};
 use super::lua_shared::PENDING;
@@ -68,7 +68,7 @@ local redis = {}
 -- `return redis.call(...)` tail call keeps the script's frame, as in Redis).
 redis.call = function() error('redis.call outside a script', 0) end
 redis.pcall = function(...)
-  local _, v = current(false, ...)
+  local v = current(...)
   return v
 end
 redis.sha1hex = rawsha1
@@ -178,16 +178,20 @@ local function compile(body)
 end
 
 local stub = redis.call
-local function run(f, call, pcall_raw, keys, argv)
+local call_raw, pcall_raw -- the raw redis.call and redis.pcall, installed once
+local function install(call, pcall_)
+  call_raw, pcall_raw = call, pcall_
+end
+local function run(f, keys, argv)
   rawset(G, 'KEYS', keys)
   rawset(G, 'ARGV', argv)
-  redis.call, current = call, pcall_raw
+  redis.call, current = call_raw, pcall_raw
   local ok, res = xpcall(f, handler)
   redis.call, current = stub, nil
   return ok, res
 end
 
-return compile, run
+return compile, run, install
 "#;
 
 /// The engine's Lua VM and script cache.
@@ -203,14 +207,21 @@ pub struct LuaVm {
     /// Instructions the running script has run, as the budget hook counts them
     /// (reset at each run's start).
     counted: std::sync::Arc<std::sync::atomic::AtomicU64>,
-    /// The raw `redis.call` and `redis.pcall` the prelude installs for each run,
-    /// made once: they reach the running script's server through `running`.
-    call: Function,
-    pcall: Function,
     /// The running script's `RunState`, while [`LuaVm::run`] runs it; null between
     /// runs. (Scoped functions made per run cost a third of an `EVAL` that does
     /// little, in a five-master Redlock world.)
     running: std::sync::Arc<std::sync::atomic::AtomicPtr<()>>,
+    /// What the raw `redis.call` and `redis.pcall` (C functions the prelude installs
+    /// once) reach through their upvalue: boxed, so its address outlives every call.
+    raw: Box<RawCalls>,
+}
+
+/// What the raw `redis.call` and `redis.pcall` reach: the running script's state, and
+/// a panic caught inside a call, resumed once the script is over (a panic must not
+/// unwind through Lua's C frames).
+struct RawCalls {
+    running: std::sync::Arc<std::sync::atomic::AtomicPtr<()>>,
+    panic: std::cell::Cell<Option<Box<dyn std::any::Any + Send>>>,
 }
 
 /// What a script's `redis.call` runs against: the server's core and the command's
@@ -353,44 +364,33 @@ impl LuaVm {
             Ok(())
         })?;
         let libs = super::lua_libs::create(&lua)?;
-        let (compile, run): (Function, Function) = lua
+        let (compile, run, install): (Function, Function, Function) = lua
             .load(PRELUDE)
             .set_name("=prelude")
             .call((rawsha1, rawrand, rawseed, take_pending, rawlog, libs.tables))?;
         let running: std::sync::Arc<std::sync::atomic::AtomicPtr<()>> = Default::default();
-        let call = {
-            let running = running.clone();
-            lua.create_function(move |lua, args: MultiValue| {
-                let err = with_running(&running, |core, ctx| {
-                    Ok(match script_call(core, ctx, args) {
-                        Err(msg) => Err(error_table(lua, &format!("ERR {msg}"))?),
-                        Ok(Reply::Error(e)) => Err(error_table(lua, &e)?),
-                        Ok(r) => Ok(reply_to_lua(lua, &r)?),
-                    })
-                })?;
-                match err {
-                    Ok(value) => Ok(value),
-                    Err(err) => {
-                        lua.set_named_registry_value(PENDING, err)?;
-                        Err(mlua::Error::runtime("redis.call failed"))
-                    }
-                }
-            })?
-        };
-        let pcall = {
-            let running = running.clone();
-            lua.create_function(move |lua, (_raise, args): (bool, MultiValue)| {
-                with_running(&running, |core, ctx| {
-                    Ok((
-                        true,
-                        match script_call(core, ctx, args) {
-                            Err(msg) => error_table(lua, &format!("ERR {msg}"))?,
-                            Ok(r) => reply_to_lua(lua, &r)?,
-                        },
-                    ))
+        let raw = Box::new(RawCalls {
+            running: running.clone(),
+            panic: std::cell::Cell::new(None),
+        });
+        // `redis.call` and `redis.pcall` as C functions (`raw_call`), their upvalues
+        // the boxed `RawCalls` and whether a failed call raises: mlua's callbacks
+        // (each argument and result a registry reference) were most of an `EVAL` that
+        // does little, in a five-master Redlock world.
+        let raw_fn = |raises: bool| -> mlua::Result<Function> {
+            let env = &*raw as *const RawCalls as *mut std::ffi::c_void;
+            // SAFETY: pushes a light userdata, a boolean and a C closure over them
+            // (two stack slots, which `exec_raw` guarantees); `env` is boxed in the
+            // VM, which owns the Lua state, so it outlives every call of the closure.
+            unsafe {
+                lua.exec_raw((), |state| {
+                    ffi::lua_pushlightuserdata(state, env);
+                    ffi::lua_pushboolean(state, std::ffi::c_int::from(raises));
+                    ffi::lua_pushcclosure(state, raw_call, 2);
                 })
-            })?
+            }
         };
+        install.call::<()>((raw_fn(true)?, raw_fn(false)?))?;
         // The budget hook, installed once for the VM's life: installing it for each
         // run (mlua's `set_hook`: a boxed callback and a registry entry) cost a sixth
         // of an `EVAL` that does little, in a five-master Redlock world. Each run
@@ -430,9 +430,8 @@ impl LuaVm {
             json_config: libs.json,
             budget_spent,
             counted,
-            call,
-            pcall,
             running,
+            raw,
         })
     }
 
@@ -490,19 +489,20 @@ impl LuaVm {
         );
         let clear = ClearRunning(&self.running);
         let result = (|| -> mlua::Result<Reply> {
-            let keys = self.lua.create_sequence_from(
-                keys.iter()
-                    .map(|k| self.lua.create_string(k))
-                    .collect::<mlua::Result<Vec<_>>>()?,
-            )?;
-            let argv = self.lua.create_sequence_from(
-                args.iter()
-                    .map(|k| self.lua.create_string(k))
-                    .collect::<mlua::Result<Vec<_>>>()?,
-            )?;
-            let (ok, value): (bool, Value) =
-                self.run
-                    .call((f.clone(), self.call.clone(), self.pcall.clone(), keys, argv))?;
+            // The prelude's `run(f, KEYS, ARGV)`, the two tables built on the stack:
+            // made as registry references (mlua's strings and sequences), they cost
+            // a quarter of an `EVAL` that does little.
+            // SAFETY: the stack holds `run` and `f` (pushed by `exec_raw`); this pushes
+            // two tables, at most two slots at a time beyond them, and calls `run`
+            // with the three, which leaves its two results. Lua errors (only running
+            // out of memory here) unwind to `exec_raw`'s protected call.
+            let (ok, value): (bool, Value) = unsafe {
+                self.lua.exec_raw((&self.run, f), |state| {
+                    push_array(state, keys);
+                    push_array(state, args);
+                    ffi::lua_call(state, 3, 2);
+                })
+            }?;
             Ok(if ok {
                 lua_to_reply(&value)
             } else {
@@ -510,6 +510,9 @@ impl LuaVm {
             })
         })();
         drop(clear);
+        if let Some(panic) = self.raw.panic.take() {
+            std::panic::resume_unwind(panic);
+        }
         result.unwrap_or_else(|e| {
             Reply::err(commands::no_newlines(&format!(
                 "Error running script {sha}, {e}"
@@ -566,22 +569,153 @@ fn error_table(lua: &Lua, text: &str) -> mlua::Result<Value> {
     Ok(Value::Table(t))
 }
 
-/// The checks of Redis's `luaRedisGenericCommand` / `scriptCall`, then the command.
-/// `Err` is an error message without its `ERR ` code.
-fn script_call(core: &mut Core, ctx: &mut Ctx, args: MultiValue) -> Result<Reply, String> {
-    if args.is_empty() {
-        return Err("Please specify at least one argument for this redis lib call".into());
+/// The arguments of a `redis.call` / `redis.pcall`, as `luaRedisGenericCommand`
+/// reads them from the stack: strings as they are, numbers as `%.17g`.
+///
+/// # Safety
+///
+/// `state` is a Lua state inside a C function's call.
+unsafe fn call_args(state: *mut ffi::lua_State) -> Result<Vec<Vec<u8>>, String> {
+    // SAFETY: indexes 1..=top are the call's arguments; a string's bytes are read
+    // while it is on the stack.
+    unsafe {
+        let n = ffi::lua_gettop(state);
+        if n == 0 {
+            return Err("Please specify at least one argument for this redis lib call".into());
+        }
+        let mut argv = Vec::with_capacity(n as usize);
+        for i in 1..=n {
+            match ffi::lua_type(state, i) {
+                ffi::LUA_TSTRING => {
+                    let mut len = 0;
+                    let p = ffi::lua_tolstring(state, i, &mut len);
+                    argv.push(std::slice::from_raw_parts(p.cast::<u8>(), len).to_vec());
+                }
+                ffi::LUA_TNUMBER => argv.push(fmt_g17(ffi::lua_tonumber(state, i)).into_bytes()),
+                _ => {
+                    return Err(
+                        "Lua redis lib command arguments must be strings or integers".into(),
+                    );
+                }
+            }
+        }
+        Ok(argv)
     }
-    let mut argv = Vec::with_capacity(args.len());
-    for a in args.iter() {
-        match a {
-            Value::String(s) => argv.push(s.as_bytes().to_vec()),
-            Value::Integer(i) => argv.push(fmt_g17(*i as f64).into_bytes()),
-            Value::Number(n) => argv.push(fmt_g17(*n).into_bytes()),
-            _ => return Err("Lua redis lib command arguments must be strings or integers".into()),
+}
+
+/// `redis.call` (upvalue 2 true: a failed call raises its error table) and the raw
+/// call under `redis.pcall` (false: the error table is the result), as C functions;
+/// upvalue 1 is the VM's [`RawCalls`].
+unsafe extern "C-unwind" fn raw_call(state: *mut ffi::lua_State) -> std::ffi::c_int {
+    // SAFETY: upvalue 1 is the `RawCalls` the VM boxed when it made this closure,
+    // alive as long as the Lua state. Every Rust value made here is dropped before
+    // `lua_error`, which longjmps out of this frame; a panic is caught and kept for
+    // `LuaVm::run` to resume, not unwound through Lua's C frames.
+    unsafe {
+        let env = &*(ffi::lua_touserdata(state, ffi::lua_upvalueindex(1)) as *const RawCalls);
+        let raises = ffi::lua_toboolean(state, ffi::lua_upvalueindex(2)) != 0;
+        let raise = {
+            let reply = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                let argv = call_args(state)?;
+                running_call(&env.running, |core, ctx| script_call(core, ctx, &argv))
+            }));
+            let reply = match reply {
+                Ok(Err(msg)) => Reply::Error(format!("ERR {msg}")),
+                Ok(Ok(reply)) => reply,
+                Err(panic) => {
+                    env.panic.set(Some(panic));
+                    Reply::Error("ERR a panic in redis.call".into())
+                }
+            };
+            push_reply(state, &reply);
+            raises && matches!(reply, Reply::Error(_))
+        };
+        if raise {
+            ffi::lua_error(state);
+        }
+        1
+    }
+}
+
+/// Runs `f` on the running script's state; `Err` if no script runs (a `redis.call`
+/// kept past its script).
+fn running_call(
+    running: &std::sync::atomic::AtomicPtr<()>,
+    f: impl FnOnce(&mut Core, &mut Ctx) -> Result<Reply, String>,
+) -> Result<Reply, String> {
+    with_running(running, |core, ctx| Ok(f(core, ctx))).unwrap_or_else(|e| Err(e.to_string()))
+}
+
+/// Pushes `items` as a Lua array of strings.
+///
+/// # Safety
+///
+/// `state` has two free stack slots.
+unsafe fn push_array(state: *mut ffi::lua_State, items: &[Vec<u8>]) {
+    // SAFETY: a table, then one string at a time stored into it.
+    unsafe {
+        ffi::lua_createtable(state, items.len() as std::ffi::c_int, 0);
+        for (i, item) in items.iter().enumerate() {
+            ffi::lua_pushlstring(state, item.as_ptr().cast(), item.len());
+            ffi::lua_rawseti(state, -2, (i + 1) as ffi::lua_Integer);
         }
     }
-    let spec = match commands::lookup(&argv) {
+}
+
+/// Pushes `reply` as a script sees it: Redis → Lua, RESP2 rules (`redisProtocolToLuaType`).
+///
+/// # Safety
+///
+/// `state` is a Lua state inside a C function's call.
+unsafe fn push_reply(state: *mut ffi::lua_State, reply: &Reply) {
+    // SAFETY: each level checks for the three slots it uses (a table, a key or
+    // value, and the nested level's own).
+    unsafe {
+        ffi::lua_checkstack(state, 3);
+        let table_with = |state: *mut ffi::lua_State, field: &std::ffi::CStr, text: &[u8]| {
+            ffi::lua_createtable(state, 0, 1);
+            ffi::lua_pushlstring(state, text.as_ptr().cast(), text.len());
+            ffi::lua_setfield(state, -2, field.as_ptr());
+        };
+        match reply {
+            Reply::Simple(s) => table_with(state, c"ok", s.as_bytes()),
+            Reply::Error(e) => table_with(state, c"err", e.trim_matches(['\r', '\n']).as_bytes()),
+            Reply::Integer(i) => ffi::lua_pushnumber(state, *i as f64),
+            Reply::Bulk(b) => {
+                ffi::lua_pushlstring(state, b.as_ptr().cast(), b.len());
+            }
+            Reply::Nil | Reply::NilArray | Reply::Raw(_) | Reply::Close => {
+                ffi::lua_pushboolean(state, 0)
+            }
+            Reply::Double(d) => {
+                let s = fmt_g17(*d);
+                ffi::lua_pushlstring(state, s.as_ptr().cast(), s.len());
+            }
+            Reply::Array(items) | Reply::Push(items) | Reply::Frames(items) => {
+                ffi::lua_createtable(state, items.len() as std::ffi::c_int, 0);
+                for (i, item) in items.iter().enumerate() {
+                    push_reply(state, item);
+                    ffi::lua_rawseti(state, -2, (i + 1) as ffi::lua_Integer);
+                }
+            }
+            Reply::Map(pairs) => {
+                ffi::lua_createtable(state, (2 * pairs.len()) as std::ffi::c_int, 0);
+                for (i, (k, v)) in pairs.iter().enumerate() {
+                    push_reply(state, k);
+                    ffi::lua_rawseti(state, -2, (2 * i + 1) as ffi::lua_Integer);
+                    push_reply(state, v);
+                    ffi::lua_rawseti(state, -2, (2 * i + 2) as ffi::lua_Integer);
+                }
+            }
+        }
+    }
+}
+
+/// The checks of Redis's `luaRedisGenericCommand` / `scriptCall` on a call's
+/// arguments ([`call_args`]), then the command. `Err` is an error message without
+/// its `ERR ` code.
+fn script_call(core: &mut Core, ctx: &mut Ctx, argv: &[Vec<u8>]) -> Result<Reply, String> {
+    let spec = match commands::lookup(argv) {
         Lookup::Found(spec) => spec,
         _ => return Err("Unknown Redis command called from script".into()),
     };
@@ -603,42 +737,11 @@ fn script_call(core: &mut Core, ctx: &mut Ctx, args: MultiValue) -> Result<Reply
         return Ok(refusal);
     }
     let events_before = core.ks.pending_events();
-    let reply = core.exec(ctx, spec.name, &argv);
+    let reply = core.exec(ctx, spec.name, argv);
     if core.ks.pending_events() > events_before {
         ctx.wrote = true;
     }
     Ok(reply)
-}
-
-/// Redis → Lua (RESP2 rules, as scripts see them).
-fn reply_to_lua(lua: &Lua, reply: &Reply) -> mlua::Result<Value> {
-    Ok(match reply {
-        Reply::Simple(s) => {
-            let t = lua.create_table()?;
-            t.raw_set("ok", s.as_str())?;
-            Value::Table(t)
-        }
-        Reply::Error(e) => error_table(lua, e)?,
-        Reply::Integer(i) => Value::Number(*i as f64),
-        Reply::Bulk(b) => Value::String(lua.create_string(b)?),
-        Reply::Nil | Reply::NilArray | Reply::Raw(_) | Reply::Close => Value::Boolean(false),
-        Reply::Double(d) => Value::String(lua.create_string(fmt_g17(*d))?),
-        Reply::Array(items) | Reply::Push(items) | Reply::Frames(items) => {
-            let t = lua.create_table()?;
-            for (i, item) in items.iter().enumerate() {
-                t.raw_set(i + 1, reply_to_lua(lua, item)?)?;
-            }
-            Value::Table(t)
-        }
-        Reply::Map(pairs) => {
-            let t = lua.create_table()?;
-            for (i, (k, v)) in pairs.iter().enumerate() {
-                t.raw_set(2 * i + 1, reply_to_lua(lua, k)?)?;
-                t.raw_set(2 * i + 2, reply_to_lua(lua, v)?)?;
-            }
-            Value::Table(t)
-        }
-    })
 }
 
 fn string_field(t: &Table, name: &str) -> Option<String> {
