@@ -144,8 +144,12 @@ pub fn lookup(argv: &[Vec<u8>]) -> Lookup {
     let Some(first) = argv.first() else {
         return Lookup::Unknown;
     };
-    let name = String::from_utf8_lossy(first).to_ascii_lowercase();
-    let Some(base) = COMMANDS.iter().find(|s| s.name == name) else {
+    // Every name is lowercase ASCII, so an ASCII-case-insensitive match of the bytes
+    // is Redis's `strcasecmp`, without a lowercased copy of the name per command.
+    let Some(base) = COMMANDS
+        .iter()
+        .find(|s| s.name.as_bytes().eq_ignore_ascii_case(first))
+    else {
         return Lookup::Unknown;
     };
     if matches!(base.name, "client" | "script" | "config") && argv.len() >= 2 {
