@@ -270,7 +270,11 @@ impl NetFaults {
 
     fn park(&self, id: u64, waker: &Waker) {
         if let Some(conn) = self.lock().conns.get_mut(&id) {
-            conn.waker = Some(waker.clone());
+            // A task polls its stream again and again with the same waker: keep it
+            // rather than clone it each time.
+            if !conn.waker.as_ref().is_some_and(|w| w.will_wake(waker)) {
+                conn.waker = Some(waker.clone());
+            }
         }
     }
 
