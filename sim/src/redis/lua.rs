@@ -131,7 +131,7 @@ local function protect(t)
   proxies[p] = true
   return p
 end
--- pcall sees the error table redis.call raised (Rust raises it as userdata).
+-- pcall sees redis.call's error table, or an mlua function's userdata (table pending).
 local rawpcall = pcall
 -- Redis 7.0's pcall: an error table raised by redis.call (or error{err=...}) comes
 -- back as its `err` string.

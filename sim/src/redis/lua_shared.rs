@@ -2,8 +2,10 @@
 //! both use: C's `%g` number formatting, and the Lua registry slot through which a
 //! pending error reaches the script's error handler.
 
-/// Registry slot for the error (`redis.call`'s error table, or a library's message)
-/// the running script raises.
+/// Registry slot for the error (an error table, or a library's message) a Rust function
+/// made with mlua raises: mlua raises it as userdata, and the prelude's handler takes
+/// the pending value instead. (`redis.call` is a C function that raises its error
+/// table itself.)
 pub(super) const PENDING: &str = "locksim.redis.pending_error";
 
 /// C's `printf("%.<prec>g")` (glibc's output for NaN and infinities); `prec` >= 1.
