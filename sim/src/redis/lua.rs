@@ -228,23 +228,22 @@ struct RawCalls {
 /// context (time frozen for the script).
 type RunState<'a> = std::cell::RefCell<(&'a mut Core, &'a mut Ctx)>;
 
-/// Runs `f` on the running script's state (see [`LuaVm::run`]).
+/// Runs `f` on the running script's state (see [`LuaVm::run`]); `Err` if no script
+/// runs (a `redis.call` kept past its script) or its state is already borrowed.
 fn with_running<R>(
     running: &std::sync::atomic::AtomicPtr<()>,
-    f: impl FnOnce(&mut Core, &mut Ctx) -> mlua::Result<R>,
-) -> mlua::Result<R> {
+    f: impl FnOnce(&mut Core, &mut Ctx) -> Result<R, String>,
+) -> Result<R, String> {
     let p = running.load(std::sync::atomic::Ordering::Acquire);
     if p.is_null() {
-        return Err(mlua::Error::runtime("redis.call outside a script"));
+        return Err("redis.call outside a script".into());
     }
     // SAFETY: `LuaVm::run` stores a pointer to its own `RunState` for exactly as
     // long as the script it runs, and clears it before it returns (by a guard, so
     // also on unwind); the VM runs one script at a time, on the thread that owns
     // it. The state is only borrowed inside this call.
     let state = unsafe { &*(p as *const RunState<'_>) };
-    let mut st = state
-        .try_borrow_mut()
-        .map_err(|_| mlua::Error::runtime("busy"))?;
+    let mut st = state.try_borrow_mut().map_err(|_| "busy".to_string())?;
     let (core, ctx) = &mut *st;
     f(core, ctx)
 }
@@ -617,7 +616,7 @@ unsafe extern "C-unwind" fn raw_call(state: *mut ffi::lua_State) -> std::ffi::c_
         let raise = {
             let reply = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
                 let argv = call_args(state)?;
-                running_call(&env.running, |core, ctx| script_call(core, ctx, &argv))
+                with_running(&env.running, |core, ctx| script_call(core, ctx, &argv))
             }));
             let reply = match reply {
                 Ok(Err(msg)) => Reply::Error(format!("ERR {msg}")),
@@ -635,15 +634,6 @@ unsafe extern "C-unwind" fn raw_call(state: *mut ffi::lua_State) -> std::ffi::c_
         }
         1
     }
-}
-
-/// Runs `f` on the running script's state; `Err` if no script runs (a `redis.call`
-/// kept past its script).
-fn running_call(
-    running: &std::sync::atomic::AtomicPtr<()>,
-    f: impl FnOnce(&mut Core, &mut Ctx) -> Result<Reply, String>,
-) -> Result<Reply, String> {
-    with_running(running, |core, ctx| Ok(f(core, ctx))).unwrap_or_else(|e| Err(e.to_string()))
 }
 
 /// Pushes `items` as a Lua array of strings.
