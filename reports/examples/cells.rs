@@ -1,8 +1,10 @@
 //! Where the main job's time goes: runs every cell of the catalog on one seed, one cell
 //! at a time, and prints each cell's CPU time (the world, then the checkers), the
 //! totals by scenario and by design, and the cells most expensive first:
-//! `cargo run --release --example cells -- [seed] [design]` (with a design, only the
-//! designs whose name contains it).
+//! `cargo run --release --example cells -- [seed] [design] [scenario]` (with a design
+//! or a scenario, only those whose name contains it). `LOCKSIM_CELLS_TICK=1` steps every run tick by
+//! tick, as the stepping suite does (`scenarios/tests/suite/stepping.rs`), to see
+//! what that suite's runs cost.
 //!
 //! CPU time, not wall time, so the figures hold on a machine shared with builds.
 use std::collections::BTreeMap;
@@ -45,6 +47,9 @@ fn main() {
     };
     // An optional second argument keeps only the designs whose name contains it.
     let only = std::env::args().nth(2).unwrap_or_default();
+    // And an optional third the scenarios whose name contains it.
+    let only_scenario = std::env::args().nth(3).unwrap_or_default();
+    let tick = std::env::var_os("LOCKSIM_CELLS_TICK").is_some();
     let mut rows = Vec::new();
     for d in lock_impl::DESIGNS
         .iter()
@@ -54,9 +59,14 @@ fn main() {
         for s in catalog::catalog()
             .into_iter()
             .filter(|s| s.applies_to(design.backend, design.masters))
+            .filter(|s| s.name.contains(only_scenario.as_str()))
         {
+            let mut cfg = config(&design, &s, seed);
+            if tick {
+                cfg.stepping = sim::world::Stepping::Tick;
+            }
             let start = cpu_now();
-            let h = sim::world::run(&config(&design, &s, seed)).expect("run");
+            let h = sim::world::run(&cfg).expect("run");
             let ran = cpu_now();
             let summary = summarize(&s, &h);
             let judged = cpu_now();

@@ -53,3 +53,52 @@ fn a_malformed_history_has_no_latency_summary() {
     h.events.remove(0); // the first acquire's invocation
     assert!(LatencySummary::from_history(&h).is_err());
 }
+
+/// A plot's PNG file (written by `plot::render`, the report's `png/` folder) decodes
+/// as 8-bit RGB at the plot's size, with the white background and the drawing's
+/// colours both in it.
+#[test]
+fn a_plot_is_written_as_a_png_of_its_size() {
+    use reports::plot::{self, Draw, Percentiles, Series};
+    if let Err(e) = plot::init_font() {
+        // The plots need a TrueType font (fonts-dejavu-core); CI installs one.
+        assert!(std::env::var_os("LOCKSIM_REQUIRE_BROWSER").is_none(), "{e}");
+        eprintln!("skipped: {e}");
+        return;
+    }
+    let s = LatencySummary::from_history(&common::history()).unwrap();
+    let p = Percentiles {
+        title: "acquire latency".into(),
+        series: vec![Series {
+            label: "ok".into(),
+            color: plot::COLORS[3],
+            points: plot::percentile_points(&s.ok_us),
+            band: Vec::new(),
+        }],
+    };
+    let dir = std::env::temp_dir().join(format!("locksim-png-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("latency.png");
+    let svg = plot::render(&p, Some(&path)).unwrap();
+    assert!(svg.contains("<svg"), "the SVG is returned as well");
+    let bytes = std::fs::read(&path).unwrap();
+    std::fs::remove_dir_all(&dir).unwrap();
+    let mut reader = png::Decoder::new(std::io::Cursor::new(bytes))
+        .read_info()
+        .unwrap();
+    let mut pixels = vec![0; reader.output_buffer_size()];
+    let frame = reader.next_frame(&mut pixels).unwrap();
+    assert_eq!((frame.width, frame.height), p.size());
+    assert_eq!(frame.color_type, png::ColorType::Rgb);
+    assert_eq!(frame.bit_depth, png::BitDepth::Eight);
+    let rgb: Vec<&[u8]> = pixels[..frame.buffer_size()].chunks(3).collect();
+    assert!(
+        rgb.iter().any(|c| *c == [255, 255, 255]),
+        "a white background"
+    );
+    let red = plot::COLORS[3];
+    assert!(
+        rgb.iter().any(|c| *c == [red.0, red.1, red.2]),
+        "the series' line in its colour"
+    );
+}
