@@ -23,6 +23,32 @@ mod setnx_getset;
 mod wait_synced;
 mod zk_curator;
 
+/// What `lock-impl-tests`' unit tests (`tests/units`) reach inside the designs' private
+/// modules. Not an API.
+#[cfg(feature = "testing")]
+#[doc(hidden)]
+pub mod internals {
+    pub use super::redisson_retry::Version as RedissonVersion;
+    pub use super::setnx_getset::timestamp as setnx_getset_timestamp;
+    pub use super::zk_curator::fix_for_sorting;
+    use crate::zk::{ZkClient, ZkError};
+
+    /// [`super::ZkCurator`]'s current ZooKeeper handle.
+    pub fn zk_curator_handle(c: &super::ZkCurator) -> Result<ZkClient, ZkError> {
+        c.handle()
+    }
+
+    /// Runs `op` with [`super::ZkCurator`]'s retry loop (Curator's `RetryLoop`).
+    pub async fn zk_curator_retrying<T, F, Fut>(c: &super::ZkCurator, op: F) -> Result<T, ZkError>
+    where
+        F: FnMut(ZkClient) -> Fut + Send,
+        Fut: std::future::Future<Output = Result<T, ZkError>> + Send,
+        T: Send,
+    {
+        c.retrying(op).await
+    }
+}
+
 pub use etcd::EtcdMutex;
 pub use fenced::{FENCED_ACQUIRE, Fenced};
 pub use mongo::{MONGO_LOCKS_COLLECTION, MongoFindAndModify};

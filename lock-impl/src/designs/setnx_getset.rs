@@ -151,19 +151,6 @@ impl LockDesign for SetnxGetset {
 }
 
 /// The timestamp a lock value starts with (`<unix ms>:<owner>`, or a bare number).
-fn timestamp(value: &str) -> Option<u64> {
+pub fn timestamp(value: &str) -> Option<u64> {
     value.split(':').next()?.parse().ok()
-}
-
-#[cfg(test)]
-mod tests {
-    use super::timestamp;
-
-    #[test]
-    fn a_value_reads_as_its_leading_timestamp() {
-        assert_eq!(timestamp("1767225600123:abc"), Some(1_767_225_600_123));
-        assert_eq!(timestamp("42"), Some(42));
-        assert_eq!(timestamp("owner-value"), None);
-        assert_eq!(timestamp(""), None);
-    }
 }

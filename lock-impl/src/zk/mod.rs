@@ -5,8 +5,16 @@
 
 mod client;
 pub mod proto;
-#[cfg(test)]
-pub(crate) mod scripted;
+#[cfg(feature = "testing")]
+mod scripted;
+
+/// What `lock-impl-tests`' unit tests (`tests/units`) reach inside this module: a
+/// scripted server over in-memory streams, and the client's private rules. Not an API.
+#[cfg(feature = "testing")]
+#[doc(hidden)]
+pub mod internals {
+    pub use super::scripted::{Scripted, Step};
+}
 
 pub use client::{
     SessionState, StreamDial, StreamDialer, TokioDialer, Watch, WatchedEvent, ZkClient, ZkEnsemble,

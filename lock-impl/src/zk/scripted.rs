@@ -20,7 +20,7 @@ use crate::Task;
 
 /// What the server does with one dial.
 #[derive(Debug, Clone, Copy)]
-pub(crate) enum Step {
+pub enum Step {
     /// Refuse the connection.
     Refuse,
     /// Accept the dial and never answer.
@@ -36,18 +36,22 @@ pub(crate) enum Step {
 
 /// One dial's log: when (tokio time since the script started) and the connect request.
 #[derive(Debug, Clone)]
-pub(crate) struct Dial {
+pub struct Dial {
     pub at: Duration,
     pub request: Option<ConnectRequest>,
 }
 
-pub(crate) struct Scripted {
+/// A scripted ZooKeeper server: each dial takes the next step.
+pub struct Scripted {
     steps: Mutex<VecDeque<(Option<oneshot::Receiver<()>>, Step)>>,
+    /// Every dial so far.
     pub log: Arc<Mutex<Vec<Dial>>>,
     start: tokio::time::Instant,
 }
 
 impl Scripted {
+    /// A server that answers the dials with `steps`, in order (each released by its
+    /// receiver, if it has one).
     pub fn new(steps: Vec<(Option<oneshot::Receiver<()>>, Step)>) -> Arc<Self> {
         Arc::new(Self {
             steps: Mutex::new(steps.into()),
@@ -56,6 +60,7 @@ impl Scripted {
         })
     }
 
+    /// The dials so far.
     pub fn dials(&self) -> Vec<Dial> {
         self.log.lock().unwrap().clone()
     }

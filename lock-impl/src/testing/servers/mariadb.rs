@@ -61,7 +61,8 @@ fn mariadb_install() -> Result<(PathBuf, PathBuf), LaunchError> {
     mariadb_install_named("mariadbd")
 }
 
-pub(super) fn mariadb_install_named(mariadbd: &str) -> Result<(PathBuf, PathBuf), LaunchError> {
+/// The MariaDB install whose server is `mariadbd`, or which package to install.
+pub fn mariadb_install_named(mariadbd: &str) -> Result<(PathBuf, PathBuf), LaunchError> {
     let missing = |path: &str| LaunchError::Missing {
         what: "MariaDB",
         path: path.into(),

@@ -36,6 +36,14 @@ mod mariadb;
 mod sentinel;
 mod zk;
 
+/// What `lock-impl-tests`' unit tests (`tests/units`) reach inside the launchers'
+/// private modules. Not an API.
+#[doc(hidden)]
+pub mod internals {
+    pub use super::mariadb::mariadb_install_named;
+    pub use super::zk::zookeeper_install_from;
+}
+
 pub use etcd::*;
 pub use mariadb::*;
 pub use sentinel::*;
@@ -291,48 +299,4 @@ fn is_root() -> bool {
 fn kill_child(child: &mut Child) {
     let _ = child.kill();
     let _ = child.wait();
-}
-
-#[cfg(test)]
-mod tests {
-    use super::mariadb::mariadb_install_named;
-    use super::zk::zookeeper_install_from;
-    use super::*;
-
-    #[test]
-    fn a_missing_server_is_named_with_the_debian_package_to_install() {
-        let zk = zookeeper_install_from(Path::new("/nonexistent/zookeeper.jar")).unwrap_err();
-        assert!(
-            matches!(
-                zk,
-                LaunchError::Missing {
-                    package: "zookeeper",
-                    ..
-                }
-            ),
-            "{zk:?}"
-        );
-        assert_eq!(
-            zk.to_string(),
-            "ZooKeeper is not installed (/nonexistent/zookeeper.jar is missing); install it \
-             with `apt-get install -y zookeeper` (Debian)"
-        );
-        let db = mariadb_install_named("locksim-no-such-mariadbd").unwrap_err();
-        assert!(
-            db.to_string().contains(
-                "locksim-no-such-mariadbd is missing); install it with \
-                 `apt-get install -y mariadb-server`"
-            ),
-            "{db}"
-        );
-    }
-
-    #[test]
-    fn free_ports_are_distinct() {
-        let ports = free_ports(9);
-        let mut sorted = ports.clone();
-        sorted.sort_unstable();
-        sorted.dedup();
-        assert_eq!(sorted.len(), 9, "{ports:?}");
-    }
 }

@@ -67,7 +67,8 @@ fn zookeeper_install() -> Result<(PathBuf, String), LaunchError> {
     zookeeper_install_from(Path::new(ZOOKEEPER_JAR))
 }
 
-pub(super) fn zookeeper_install_from(jar: &Path) -> Result<(PathBuf, String), LaunchError> {
+/// The ZooKeeper install that `jar` belongs to, or which package to install.
+pub fn zookeeper_install_from(jar: &Path) -> Result<(PathBuf, String), LaunchError> {
     let java = std::env::var_os("JAVA_HOME")
         .map(|h| PathBuf::from(h).join("bin/java"))
         .filter(|p| p.is_file())
