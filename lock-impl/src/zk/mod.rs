@@ -9,7 +9,7 @@ pub mod proto;
 mod scripted;
 
 /// What `lock-impl-tests`' unit tests (`tests/units`) reach inside this module: a
-/// scripted server over in-memory streams, and the client's private rules. Not an API.
+/// scripted server over in-memory streams, to dial instead of a real one. Not an API.
 #[cfg(feature = "testing")]
 #[doc(hidden)]
 pub mod internals {
