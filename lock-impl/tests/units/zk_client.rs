@@ -25,8 +25,9 @@ fn start(dialer: &Arc<Scripted>, scale: TimeScale) -> ZkClient {
     )
 }
 
-/// Waits until the session was connected and then lost its connection.
-async fn connected_then_lost(c: &ZkClient) {
+/// Waits until the session was connected and then lost its connection (also Curator's
+/// tests, `zk_curator.rs`).
+pub(crate) async fn connected_then_lost(c: &ZkClient) {
     let mut changes = c.state_changes();
     let mut seen = false;
     loop {

@@ -35,16 +35,7 @@ async fn a_session_timeout_spent_disconnected_expires_the_handle_and_starts_a_ne
     let dialer = Scripted::new(steps);
     let design = curator(dialer.clone(), TimeScale::for_lease(200));
     let first = zk_curator_handle(&design).unwrap();
-    let mut changes = first.state_changes();
-    let mut seen = false;
-    loop {
-        match &*changes.borrow_and_update() {
-            SessionState::Connected { .. } => seen = true,
-            SessionState::Connecting if seen => break,
-            _ => {}
-        }
-        changes.changed().await.unwrap();
-    }
+    crate::zk_client::connected_then_lost(&first).await;
     let lost = dialer.dials()[0].at;
     tokio::time::sleep(Duration::from_millis(1_500)).await;
     assert_eq!(first.state(), SessionState::Expired);
