@@ -2,9 +2,9 @@
 //! at a time, and prints each cell's CPU time (the world, then the checkers), the
 //! totals by scenario and by design, and the cells most expensive first:
 //! `cargo run --release --example cells -- [seed] [design] [scenario]` (with a design
-//! or a scenario, only those whose name contains it). `LOCKSIM_CELLS_TICK=1` steps every run tick by
-//! tick, as the stepping suite does (`scenarios/tests/suite/stepping.rs`), to see
-//! what that suite's runs cost.
+//! or a scenario, only those whose name contains it). `LOCKSIM_CELLS_TICK=1` steps
+//! every run tick by tick, as the stepping suite does
+//! (`scenarios/tests/suite/stepping.rs`), to see what that suite's runs cost.
 //!
 //! CPU time, not wall time, so the figures hold on a machine shared with builds.
 use std::collections::BTreeMap;
