@@ -10,25 +10,6 @@
 #[global_allocator]
 static ALLOC: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
-/// The simulation tests give way to the real-server tests beside them. nextest runs two
-/// of each at once (`.config/nextest.toml`), and a real-server test times real events: a
-/// SIGSTOP that must outlast a lease, then the paused holder's late write before its run
-/// ends. With both cores busy with this suite's simulations, a resumed holder wrote too
-/// late in one CI run and its `unsafe` run was an `overlap`. At nice 10 this process, and
-/// every thread it starts, runs on what the real servers and runners leave: on two cores
-/// nearly all of it. Set before `main`, by the ELF initialisers (Linux only).
-#[cfg(target_os = "linux")]
-#[used]
-#[unsafe(link_section = ".init_array")]
-static GIVE_WAY: extern "C" fn() = give_way;
-
-#[cfg(target_os = "linux")]
-extern "C" fn give_way() {
-    // SAFETY: nice(2) changes this process's scheduling priority and nothing else; a
-    // failure (-1, errno set) leaves the priority as it was, which is only slower.
-    unsafe { libc::nice(10) };
-}
-
 mod common;
 
 mod adaptive;
