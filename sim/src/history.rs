@@ -332,9 +332,11 @@ pub enum FaultPhase {
     End,
 }
 
-/// The storage's own record.
+/// The storage's own record. Its tag is `action`, not `type`: inside an event it sits
+/// beside the event's own `type` (`{"type":"storage","action":"read",…}`), and two
+/// `type` keys in one object are a JSON no reader takes back.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(tag = "type", rename_all = "kebab-case")]
+#[serde(tag = "action", rename_all = "kebab-case")]
 pub enum StorageEvent {
     /// A read returned `value` (or was refused: a fencing storage refuses a read whose
     /// token is lower than one it has already seen).
@@ -390,9 +392,11 @@ fn accepted_default() -> bool {
     true
 }
 
-/// The Redis server's record of a key change, stamped with true time.
+/// The Redis server's record of a key change, stamped with true time. Its tag is
+/// `record` (`{"type":"server","record":"role",…}`), for the reason
+/// [`StorageEvent`]'s is `action`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(tag = "type", rename_all = "kebab-case")]
+#[serde(tag = "record", rename_all = "kebab-case")]
 pub enum ServerEvent {
     /// A string key was written, or a hash field (then `value` is the field).
     Written {
