@@ -46,8 +46,20 @@ fn a_real_holder_paused_past_its_lease_gives_two_holders_as_in_the_simulator() {
         cell.fault_seen, 2,
         "the SIGSTOP outlasted the lease in every run"
     );
-    assert_eq!(cell.classes.get("unsafe").copied(), Some(2), "{cell:?}");
-    assert_eq!(cell.per_checker.get("mutual-exclusion").copied(), Some(2));
+    assert_eq!(
+        cell.per_checker.get("mutual-exclusion").copied(),
+        Some(2),
+        "two holders in every run: {cell:?}"
+    );
+    // The simulator classes this cell's runs unsafe or overlap (196 and 4 of seeds
+    // 0..200): a pause that lands just after the holder's write, and the pauses after
+    // it that pick the same paused holder again, leave no stale write. Real runs draw
+    // their own landing points (a loaded machine's more often: one such run in about
+    // twenty beside the simulation suite), so a run may be either, and one must be
+    // unsafe.
+    let class = |c: &str| cell.classes.get(c).copied().unwrap_or(0);
+    assert_eq!(class("unsafe") + class("overlap"), 2, "{cell:?}");
+    assert!(class("unsafe") >= 1, "{cell:?}");
     assert!(cell.latency.count > 0, "acquire latencies were measured");
 }
 

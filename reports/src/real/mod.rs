@@ -642,6 +642,9 @@ impl Run {
                 vec![c[rng.random_range(0..c.len())].clone()]
             }
         };
+        if *target == Target::Holder {
+            return pick(self.next_holders());
+        }
         let servers = self.servers.lock().expect("servers");
         match target {
             Target::Host(h) => {
@@ -649,7 +652,6 @@ impl Run {
                     || servers.names().contains(h);
                 if known { vec![h.clone()] } else { Vec::new() }
             }
-            Target::Holder => pick(self.recorder.holders()),
             Target::Acquirer => pick(self.recorder.acquirers()),
             Target::AllClients => self
                 .clients
@@ -704,6 +706,26 @@ impl Run {
                 all
             }
             _ => Vec::new(),
+        }
+    }
+
+    /// The clients that hold the lock now or, if none does, the first to hold it within a
+    /// lease (polled every millisecond): a fault aimed at the holder that comes between
+    /// two holds waits for the next grant. In the simulator that gap is a round trip,
+    /// and a fault at a seed-drawn time nearly always finds a holder; here it is the
+    /// clients' and the runner's own latency, which a loaded machine stretches to many
+    /// milliseconds (a pause that found no holder, and three more that found only one
+    /// already releasing, left a run with no stale write while the simulator's same
+    /// seed had one).
+    fn next_holders(&self) -> Vec<String> {
+        let deadline = self.now_us() + self.cfg.workload.lease_ms * 1000;
+        loop {
+            let holders = self.recorder.holders();
+            if !holders.is_empty() || self.now_us() > deadline || self.over.load(Ordering::Relaxed)
+            {
+                return holders;
+            }
+            std::thread::sleep(Duration::from_millis(1));
         }
     }
 
