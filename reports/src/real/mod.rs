@@ -714,9 +714,9 @@ impl Run {
     /// two holds waits for the next grant. In the simulator that gap is a round trip,
     /// and a fault at a seed-drawn time nearly always finds a holder; here it is the
     /// clients' and the runner's own latency, which a loaded machine stretches to many
-    /// milliseconds (a pause that found no holder, and three more that found only one
-    /// already releasing, left a run with no stale write while the simulator's same
-    /// seed had one).
+    /// milliseconds. Beside the simulation suite, a `gc-pause` run's first pause found
+    /// no holder and its three others all stopped the one holder whose release was
+    /// already on its way: no stale write, where the simulator's same seed had one.
     fn next_holders(&self) -> Vec<String> {
         let deadline = self.now_us() + self.cfg.workload.lease_ms * 1000;
         loop {
