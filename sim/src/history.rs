@@ -333,8 +333,9 @@ pub enum FaultPhase {
 }
 
 /// The storage's own record. Its tag is `action`, not `type`: inside an event it sits
-/// beside the event's own `type` (`{"type":"storage","action":"read",…}`), and two
-/// `type` keys in one object are a JSON no reader takes back.
+/// beside the event's own `type` (`{"type":"storage","action":"read",…}`): with two
+/// `type` keys in one object, serde refused the history and other readers kept the
+/// second.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "action", rename_all = "kebab-case")]
 pub enum StorageEvent {

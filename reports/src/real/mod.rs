@@ -710,7 +710,8 @@ impl Run {
     }
 
     /// The clients that hold the lock now or, if none does, the first to hold it within a
-    /// lease (polled every millisecond): a fault aimed at the holder that comes between
+    /// lease and before the workload ends (polled every millisecond; nothing after that
+    /// end is part of the run): a fault aimed at the holder that comes between
     /// two holds waits for the next grant. In the simulator that gap is a round trip,
     /// and a fault at a seed-drawn time nearly always finds a holder; here it is the
     /// clients' and the runner's own latency, which a loaded machine stretches to many
@@ -718,7 +719,8 @@ impl Run {
     /// no holder and its three others all stopped the one holder whose release was
     /// already on its way: no stale write, where the simulator's same seed had one.
     fn next_holders(&self) -> Vec<String> {
-        let deadline = self.now_us() + self.cfg.workload.lease_ms * 1000;
+        let w = &self.cfg.workload;
+        let deadline = (self.now_us() + w.lease_ms * 1000).min((w.duration_ms + w.drain_ms) * 1000);
         loop {
             let holders = self.recorder.holders();
             if !holders.is_empty() || self.now_us() > deadline || self.over.load(Ordering::Relaxed)
