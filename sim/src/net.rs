@@ -35,6 +35,7 @@
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::io;
 use std::pin::Pin;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::task::{Context, Poll, Waker};
 use std::time::Duration;
@@ -43,12 +44,37 @@ use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 
 use crate::clock::true_now;
 
-#[derive(Debug, Default)]
+#[derive(Debug)]
 struct Conn {
     local: String,
     peer: String,
-    reset: bool,
-    waker: Option<Waker>,
+    /// What the registry shares with the connection end itself.
+    end: Arc<EndState>,
+}
+
+/// A connection end's state that its reads and writes look at on every poll, kept
+/// beside the registry's lock so that a poll does not take that lock and look the
+/// connection up: whether it was reset, and the waker of the task reading it (woken
+/// when a fault changes). Each world runs on one thread: the flag's ordering is
+/// `Relaxed`.
+#[derive(Debug, Default)]
+struct EndState {
+    reset: AtomicBool,
+    waker: Mutex<Option<Waker>>,
+}
+
+impl EndState {
+    fn is_reset(&self) -> bool {
+        self.reset.load(Ordering::Relaxed)
+    }
+
+    fn reset(&self) {
+        self.reset.store(true, Ordering::Relaxed);
+    }
+
+    fn waker(&self) -> MutexGuard<'_, Option<Waker>> {
+        self.waker.lock().unwrap_or_else(|e| e.into_inner())
+    }
 }
 
 #[derive(Debug)]
@@ -73,7 +99,47 @@ struct State {
 
 /// The registry of link faults, shared by every wrapped connection and the nemesis.
 #[derive(Debug, Clone, Default)]
-pub struct NetFaults(Arc<Mutex<State>>);
+pub struct NetFaults(Arc<Registry>);
+
+#[derive(Debug, Default)]
+struct Registry {
+    state: Mutex<State>,
+    /// Whether some hold, delay or black hole is in force (`State::faulted`), kept
+    /// beside the lock: while none is, every read passes on time without taking it.
+    faulted: AtomicBool,
+}
+
+impl State {
+    fn faulted(&self) -> bool {
+        !(self.holds.is_empty() && self.delays.is_empty() && self.black_holes.is_empty())
+    }
+}
+
+/// The registry's state, locked; on release, it records whether a link fault is in
+/// force (see [`Registry::faulted`]).
+struct Locked<'a> {
+    state: MutexGuard<'a, State>,
+    faulted: &'a AtomicBool,
+}
+
+impl std::ops::Deref for Locked<'_> {
+    type Target = State;
+    fn deref(&self) -> &State {
+        &self.state
+    }
+}
+
+impl std::ops::DerefMut for Locked<'_> {
+    fn deref_mut(&mut self) -> &mut State {
+        &mut self.state
+    }
+}
+
+impl Drop for Locked<'_> {
+    fn drop(&mut self) {
+        self.faulted.store(self.state.faulted(), Ordering::Relaxed);
+    }
+}
 
 impl NetFaults {
     /// No faults.
@@ -81,8 +147,16 @@ impl NetFaults {
         Self::default()
     }
 
-    fn lock(&self) -> MutexGuard<'_, State> {
-        self.0.lock().unwrap_or_else(|e| e.into_inner())
+    fn lock(&self) -> Locked<'_> {
+        Locked {
+            state: self.0.state.lock().unwrap_or_else(|e| e.into_inner()),
+            faulted: &self.0.faulted,
+        }
+    }
+
+    /// Whether some hold, delay or black hole is in force now.
+    fn faulted(&self) -> bool {
+        self.0.faulted.load(Ordering::Relaxed)
     }
 
     /// Wraps `stream`, whose local end is host `local` and remote end host `peer`.
@@ -90,18 +164,20 @@ impl NetFaults {
         let mut st = self.lock();
         let id = st.next_conn;
         st.next_conn += 1;
+        let end = Arc::new(EndState::default());
         st.conns.insert(
             id,
             Conn {
                 local: local.to_string(),
                 peer: peer.to_string(),
-                ..Conn::default()
+                end: end.clone(),
             },
         );
         FaultyStream {
             inner: stream,
             net: self.clone(),
             id,
+            shared: end,
             queue: VecDeque::new(),
             end: None,
             timer: None,
@@ -129,7 +205,7 @@ impl NetFaults {
             faults.remove(&fault);
             !faults.is_empty()
         });
-        wake_all(&mut st, |_| true);
+        wake_all(&st, |_| true);
     }
 
     /// Delays bytes arriving at `to` (from `from`, or from anyone if empty) by
@@ -149,7 +225,7 @@ impl NetFaults {
     pub fn end_delay(&self, fault: usize) {
         let mut st = self.lock();
         st.delays.remove(&fault);
-        wake_all(&mut st, |_| true);
+        wake_all(&st, |_| true);
     }
 
     /// `host`'s process died (`kill -9`), called once its software is gone: as a real
@@ -165,22 +241,22 @@ impl NetFaults {
     /// such ends: 0 in every locksim world (the crash asserts it in debug builds, so
     /// every test run checks it).
     pub fn process_died(&self, host: &str) -> usize {
-        let mut st = self.lock();
+        let st = self.lock();
         let mut outlived = Vec::new();
-        for conn in st.conns.values_mut() {
-            if conn.local == host && !conn.reset {
-                conn.reset = true;
+        for conn in st.conns.values() {
+            if conn.local == host && !conn.end.is_reset() {
+                conn.end.reset();
                 outlived.push(conn.peer.clone());
             }
         }
         let n = outlived.len();
-        for conn in st.conns.values_mut() {
+        for conn in st.conns.values() {
             if conn.peer == host && outlived.contains(&conn.local) {
-                conn.reset = true;
+                conn.end.reset();
             }
         }
         if n > 0 {
-            wake_all(&mut st, |c| c.local == host || c.peer == host);
+            wake_all(&st, |c| c.local == host || c.peer == host);
         }
         n
     }
@@ -188,32 +264,32 @@ impl NetFaults {
     /// Every connection to or from `host` fails at once on both ends (a rebooted
     /// machine's kernel answers the old connections with `RST`).
     pub fn reset_host(&self, host: &str) {
-        let mut st = self.lock();
-        for conn in st.conns.values_mut() {
+        let st = self.lock();
+        for conn in st.conns.values() {
             if conn.local == host || conn.peer == host {
-                conn.reset = true;
+                conn.end.reset();
             }
         }
-        wake_all(&mut st, |c| c.local == host || c.peer == host);
+        wake_all(&st, |c| c.local == host || c.peer == host);
     }
 
     /// Every connection between `host` and any of `peers` fails at once on both ends
     /// (a reset by a middlebox); `host`'s other connections and new dials are
     /// untouched. The number of connection ends reset.
     pub fn reset_between(&self, host: &str, peers: &[String]) -> usize {
-        let mut st = self.lock();
+        let st = self.lock();
         let hit = |c: &Conn| {
             (c.local == host && peers.contains(&c.peer))
                 || (c.peer == host && peers.contains(&c.local))
         };
         let mut n = 0;
-        for conn in st.conns.values_mut() {
-            if hit(conn) && !conn.reset {
-                conn.reset = true;
+        for conn in st.conns.values() {
+            if hit(conn) && !conn.end.is_reset() {
+                conn.end.reset();
                 n += 1;
             }
         }
-        wake_all(&mut st, hit);
+        wake_all(&st, hit);
         n
     }
 
@@ -239,15 +315,20 @@ impl NetFaults {
             && !st.holds.contains_key(&(to.to_string(), from.to_string()))
     }
 
-    /// How bytes from `peer` to `local` are treated now: `None` if held, else the delay.
-    fn passage(&self, id: u64) -> Passage {
+    /// How bytes from `peer` to `local` (connection `id`, whose shared state is `end`)
+    /// are treated now: reset, held, or handed over after a delay (none while no link
+    /// fault is in force: then the registry is not locked).
+    fn passage(&self, id: u64, end: &EndState) -> Passage {
+        if end.is_reset() {
+            return Passage::Reset;
+        }
+        if !self.faulted() {
+            return Passage::Open(Duration::ZERO);
+        }
         let st = self.lock();
         let Some(conn) = st.conns.get(&id) else {
             return Passage::Reset;
         };
-        if conn.reset {
-            return Passage::Reset;
-        }
         // (Holds are few and this runs at every read: a scan, not a lookup that
         // would clone both names.)
         if st.black_holes.contains(&conn.peer)
@@ -268,32 +349,29 @@ impl NetFaults {
         Passage::Open(latency)
     }
 
-    fn park(&self, id: u64, waker: &Waker) {
-        if let Some(conn) = self.lock().conns.get_mut(&id) {
-            // A task polls its stream again and again with the same waker: keep it
-            // rather than clone it each time.
-            if !conn.waker.as_ref().is_some_and(|w| w.will_wake(waker)) {
-                conn.waker = Some(waker.clone());
-            }
-        }
-    }
-
-    fn is_reset(&self, id: u64) -> bool {
-        self.lock().conns.get(&id).is_none_or(|c| c.reset)
-    }
-
     fn forget(&self, id: u64) {
         self.lock().conns.remove(&id);
     }
 }
 
-fn wake_all(st: &mut State, which: impl Fn(&Conn) -> bool) {
-    for conn in st.conns.values_mut() {
-        if which(conn)
-            && let Some(w) = conn.waker.take()
-        {
-            w.wake();
+fn wake_all(st: &State, which: impl Fn(&Conn) -> bool) {
+    for conn in st.conns.values() {
+        if which(conn) {
+            let taken = conn.end.waker().take();
+            if let Some(w) = taken {
+                w.wake();
+            }
         }
+    }
+}
+
+/// Keeps `waker` as the one a fault change wakes for this end.
+fn park(end: &EndState, waker: &Waker) {
+    let mut kept = end.waker();
+    // A task polls its stream again and again with the same waker: keep it rather
+    // than clone it each time.
+    if !kept.as_ref().is_some_and(|w| w.will_wake(waker)) {
+        *kept = Some(waker.clone());
     }
 }
 
@@ -308,6 +386,8 @@ pub struct FaultyStream<S> {
     inner: S,
     net: NetFaults,
     id: u64,
+    /// This end's reset flag and reader's waker, shared with the registry.
+    shared: Arc<EndState>,
     /// Bytes read from the socket, with their arrival time, not yet handed over.
     queue: VecDeque<(Duration, Vec<u8>)>,
     /// End of stream (or error) and its arrival time.
@@ -435,8 +515,9 @@ fn reset_error() -> io::Error {
 }
 
 impl<S: AsyncRead + Unpin> FaultyStream<S> {
-    /// Moves whatever the socket has into the queue, stamped with the time now.
-    fn pull(&mut self, cx: &mut Context<'_>, now: Duration) {
+    /// Moves whatever the socket has into the queue, stamped with the time now (read
+    /// through `now` only if something came).
+    fn pull(&mut self, cx: &mut Context<'_>, now: &mut impl FnMut() -> Duration) {
         // Uninitialised: a zeroed 8 KiB array per call was a third of a world's
         // instructions (a memset on every poll of every stream).
         let mut chunk = [std::mem::MaybeUninit::<u8>::uninit(); 8192];
@@ -444,10 +525,10 @@ impl<S: AsyncRead + Unpin> FaultyStream<S> {
             let mut buf = ReadBuf::uninit(&mut chunk);
             match Pin::new(&mut self.inner).poll_read(cx, &mut buf) {
                 Poll::Ready(Ok(())) if buf.filled().is_empty() => {
-                    self.end = Some((now, None));
+                    self.end = Some((now(), None));
                 }
-                Poll::Ready(Ok(())) => self.queue.push_back((now, buf.filled().to_vec())),
-                Poll::Ready(Err(e)) => self.end = Some((now, Some(e.kind()))),
+                Poll::Ready(Ok(())) => self.queue.push_back((now(), buf.filled().to_vec())),
+                Poll::Ready(Err(e)) => self.end = Some((now(), Some(e.kind()))),
                 Poll::Pending => break,
             }
         }
@@ -461,13 +542,15 @@ impl<S: AsyncRead + Unpin> AsyncRead for FaultyStream<S> {
         out: &mut ReadBuf<'_>,
     ) -> Poll<io::Result<()>> {
         let this = &mut *self;
-        // Time does not move within a poll: read it once.
-        let now = true_now();
-        this.pull(cx, now);
-        let latency = match this.net.passage(this.id) {
+        // Time does not move within a poll: read it once, and only if needed (most
+        // polls find nothing new, and reading the host's clock is not free).
+        let mut read = None;
+        let mut now = || *read.get_or_insert_with(true_now);
+        this.pull(cx, &mut now);
+        let latency = match this.net.passage(this.id, &this.shared) {
             Passage::Reset => return Poll::Ready(Err(reset_error())),
             Passage::Held => {
-                this.net.park(this.id, cx.waker());
+                park(&this.shared, cx.waker());
                 return Poll::Pending;
             }
             Passage::Open(latency) => latency,
@@ -479,12 +562,13 @@ impl<S: AsyncRead + Unpin> AsyncRead for FaultyStream<S> {
             .or(this.end.map(|(at, _)| at));
         let Some(arrived) = head else {
             // Nothing yet: the socket has our waker; a fault change wakes us too.
-            this.net.park(this.id, cx.waker());
+            park(&this.shared, cx.waker());
             return Poll::Pending;
         };
+        let now = now();
         let due = arrived + latency;
         if due > now {
-            this.net.park(this.id, cx.waker());
+            park(&this.shared, cx.waker());
             let deadline = tokio::time::Instant::now() + (due - now);
             let timer = this
                 .timer
@@ -531,7 +615,7 @@ impl<S: AsyncWrite + Unpin> AsyncWrite for FaultyStream<S> {
         cx: &mut Context<'_>,
         buf: &[u8],
     ) -> Poll<io::Result<usize>> {
-        if self.net.is_reset(self.id) {
+        if self.shared.is_reset() {
             return Poll::Ready(Err(reset_error()));
         }
         let written = Pin::new(&mut self.inner).poll_write(cx, buf);
@@ -544,7 +628,7 @@ impl<S: AsyncWrite + Unpin> AsyncWrite for FaultyStream<S> {
     }
 
     fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        if self.net.is_reset(self.id) {
+        if self.shared.is_reset() {
             return Poll::Ready(Err(reset_error()));
         }
         Pin::new(&mut self.inner).poll_flush(cx)

@@ -11,7 +11,7 @@ use crate::{
 
 use rand::RngCore;
 use scoped_tls::scoped_thread_local;
-use std::cell::RefCell;
+use std::cell::{Cell, RefCell};
 use std::io::Result;
 use std::net::{IpAddr, SocketAddr};
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -34,6 +34,13 @@ pub(crate) struct World {
 
     /// If set, this is the current host being executed.
     pub(crate) current: Option<IpAddr>,
+
+    /// The last host looked up by `current`, and its index in `hosts` (PATCH:
+    /// wake hints, cost): a host is asked for by the current address at every
+    /// clock read and socket operation of its software, and an index is stable
+    /// (hosts are never removed), so the hash lookup is done once per address in a
+    /// row rather than at each call.
+    current_index: Cell<Option<(IpAddr, usize)>>,
 
     /// Random number generator used for all decisions. To make execution
     /// deterministic, reuse the same seed.
@@ -150,6 +157,7 @@ impl World {
             dns: Dns::new(addrs),
             multicast_groups: MulticastGroups::default(),
             current: None,
+            current_index: Cell::new(None),
             rng,
             woken: Woken::default(),
             tick_duration,
@@ -222,17 +230,33 @@ impl World {
 
     pub(crate) fn current_host_mut(&mut self) -> &mut Host {
         let addr = self.current.expect("current host missing");
-        self.hosts.get_mut(&addr).expect("host missing")
+        let i = self.index_of(addr).expect("host missing");
+        &mut self.hosts[i]
     }
 
     pub(crate) fn current_host(&self) -> &Host {
         let addr = self.current.expect("current host missing");
-        self.hosts.get(&addr).expect("host missing")
+        let i = self.index_of(addr).expect("host missing");
+        &self.hosts[i]
     }
 
     pub(crate) fn try_current_host(&self) -> TurmoilResult<&Host> {
         let addr = self.current.ok_or("current host missing")?;
-        self.hosts.get(&addr).ok_or_else(|| "host missing".into())
+        let i = self.index_of(addr).ok_or("host missing")?;
+        Ok(&self.hosts[i])
+    }
+
+    /// `addr`'s index in `hosts`, from the one-entry cache when it holds `addr`
+    /// (PATCH: wake hints, cost).
+    fn index_of(&self, addr: IpAddr) -> Option<usize> {
+        if let Some((cached, i)) = self.current_index.get() {
+            if cached == addr {
+                return Some(i);
+            }
+        }
+        let i = self.hosts.get_index_of(&addr)?;
+        self.current_index.set(Some((addr, i)));
+        Some(i)
     }
 
     pub(crate) fn lookup(&mut self, host: impl ToIpAddr) -> IpAddr {
