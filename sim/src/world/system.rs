@@ -169,9 +169,9 @@ pub(crate) trait SystemSpec {
 
 /// A lock-server system's one record in the simulator: what it has, and how a
 /// workload names it. Each system's world module holds its record (`SYSTEM`), and
-/// [`SYSTEMS`] lists them; the world's build ([`systems_of`]), the scenarios' fit
+/// `SYSTEMS` lists them; the world's build (`systems_of`), the scenarios' fit
 /// ([`capabilities`]), `Workload::on_system` and `Workload::validate` read them, so a
-/// new system is its modules plus its line in [`SYSTEMS`] (and its `Workload` field).
+/// new system is its modules plus its line in `SYSTEMS` (and its `Workload` field).
 pub struct SystemInfo {
     /// The system, as designs name theirs ([`lock_impl::DesignInfo::backend`]).
     pub backend: Backend,
