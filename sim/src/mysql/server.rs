@@ -32,7 +32,7 @@
 //!   `ER_NO_SUCH_TABLE` (1146, 42S02), and an unknown column `ER_BAD_FIELD_ERROR` (1054,
 //!   42S22, "Unknown column 'x' in 'INSERT INTO'" / "'WHERE'" / "'SET'" / "'SELECT'").
 //!   `INSERT` of a key already present is `ER_DUP_ENTRY` (1062, 23000, "Duplicate entry
-//!   '<key as inserted>' for key 'PRIMARY'"), with `IGNORE` OK with 0 rows and one
+//!   '&lt;key as inserted&gt;' for key 'PRIMARY'"), with `IGNORE` OK with 0 rows and one
 //!   warning; a value longer than 255 characters `ER_DATA_TOO_LONG` (1406, 22001,
 //!   strict mode); a column left out `ER_NO_DEFAULT_FOR_FIELD` (1364, HY000). The key
 //!   compares under `utf8mb4_general_ci`: case-insensitively and ignoring trailing

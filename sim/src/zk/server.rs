@@ -22,7 +22,7 @@
 //! the session's connection), `NIOServerCnxn` (notifications have xid -1, zxid -1).
 //!
 //! Simplifications, stated: one server (no quorum, no leader: the ensemble is
-//! [`super::ensemble`], which prepares writes with the same [`prep`]); writes are applied as they
+//! [`super::ensemble`], which prepares writes with the same `prep`); writes are applied as they
 //! arrive (ZooKeeper's pipeline gives the same order for one server); sessions of one
 //! expiry bucket expire in id order (ZooKeeper: a hash set's order); no ACL checks (any
 //! non-empty ACL is accepted, `INVALIDACL` for an empty one), no auth, quotas,
