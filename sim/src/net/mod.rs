@@ -52,7 +52,7 @@ struct Conn {
     local: String,
     peer: String,
     /// What the registry shares with the connection end itself.
-    end: Arc<EndState>,
+    shared: Arc<EndState>,
 }
 
 /// A connection end's state that its reads and writes look at on every poll, kept
@@ -167,20 +167,20 @@ impl NetFaults {
         let mut st = self.lock();
         let id = st.next_conn;
         st.next_conn += 1;
-        let end = Arc::new(EndState::default());
+        let shared = Arc::new(EndState::default());
         st.conns.insert(
             id,
             Conn {
                 local: local.to_string(),
                 peer: peer.to_string(),
-                end: end.clone(),
+                shared: shared.clone(),
             },
         );
         FaultyStream {
             inner: stream,
             net: self.clone(),
             id,
-            shared: end,
+            shared,
             queue: VecDeque::new(),
             end: None,
             timer: None,
@@ -247,15 +247,15 @@ impl NetFaults {
         let st = self.lock();
         let mut outlived = Vec::new();
         for conn in st.conns.values() {
-            if conn.local == host && !conn.end.is_reset() {
-                conn.end.reset();
+            if conn.local == host && !conn.shared.is_reset() {
+                conn.shared.reset();
                 outlived.push(conn.peer.clone());
             }
         }
         let n = outlived.len();
         for conn in st.conns.values() {
             if conn.peer == host && outlived.contains(&conn.local) {
-                conn.end.reset();
+                conn.shared.reset();
             }
         }
         if n > 0 {
@@ -270,7 +270,7 @@ impl NetFaults {
         let st = self.lock();
         for conn in st.conns.values() {
             if conn.local == host || conn.peer == host {
-                conn.end.reset();
+                conn.shared.reset();
             }
         }
         wake_all(&st, |c| c.local == host || c.peer == host);
@@ -287,8 +287,8 @@ impl NetFaults {
         };
         let mut n = 0;
         for conn in st.conns.values() {
-            if hit(conn) && !conn.end.is_reset() {
-                conn.end.reset();
+            if hit(conn) && !conn.shared.is_reset() {
+                conn.shared.reset();
                 n += 1;
             }
         }
@@ -318,11 +318,11 @@ impl NetFaults {
             && !st.holds.contains_key(&(to.to_string(), from.to_string()))
     }
 
-    /// How bytes from `peer` to `local` (connection `id`, whose shared state is `end`)
+    /// How bytes from `peer` to `local` (connection `id`, whose shared state is `shared`)
     /// are treated now: reset, held, or handed over after a delay (none while no link
     /// fault is in force: then the registry is not locked).
-    fn passage(&self, id: u64, end: &EndState) -> Passage {
-        if end.is_reset() {
+    fn passage(&self, id: u64, shared: &EndState) -> Passage {
+        if shared.is_reset() {
             return Passage::Reset;
         }
         if !self.faulted() {
@@ -360,7 +360,7 @@ impl NetFaults {
 fn wake_all(st: &State, which: impl Fn(&Conn) -> bool) {
     for conn in st.conns.values() {
         if which(conn) {
-            let taken = conn.end.waker().take();
+            let taken = conn.shared.waker().take();
             if let Some(w) = taken {
                 w.wake();
             }
@@ -369,8 +369,8 @@ fn wake_all(st: &State, which: impl Fn(&Conn) -> bool) {
 }
 
 /// Keeps `waker` as the one a fault change wakes for this end.
-fn park(end: &EndState, waker: &Waker) {
-    let mut kept = end.waker();
+fn park(shared: &EndState, waker: &Waker) {
+    let mut kept = shared.waker();
     // A task polls its stream again and again with the same waker: keep it rather
     // than clone it each time.
     if !kept.as_ref().is_some_and(|w| w.will_wake(waker)) {
