@@ -29,6 +29,13 @@ struct Cli {
     /// at 95 % (a cell that spends its budget first is marked `~`, a weak bound).
     #[arg(long, allow_hyphen_values = true)]
     seeds: Option<String>,
+    /// Adaptive seeds' budget per cell, in host runs (the simulator's unit of work, the
+    /// same on every machine), or `none`: a cell that spends it stops with the clean
+    /// runs it has, marked `~`. The default keeps the main job under two minutes on two
+    /// cores; `none` runs every cell to its first unsafe run or its 60 clean runs (an
+    /// estimated quarter of an hour on two cores).
+    #[arg(long)]
+    budget: Option<String>,
     /// Worker threads (default: all cores).
     #[arg(long)]
     threads: Option<usize>,
@@ -299,6 +306,10 @@ struct RunArgs {
     /// adaptive: 0, 1, 2, … until the first unsafe run or 60 clean runs.
     #[arg(long, allow_hyphen_values = true)]
     seeds: Option<String>,
+    /// Adaptive seeds' budget in host runs, or `none` (as the main job's `--budget`;
+    /// default: the main job's).
+    #[arg(long)]
+    budget: Option<String>,
     /// Worker threads (default: all cores).
     #[arg(long)]
     threads: Option<usize>,
@@ -482,16 +493,30 @@ fn serve_model(args: ServeModelArgs) -> ExitCode {
 
 /// `--seeds` of the main job and `run`: a fixed range, or adaptive without it (which a
 /// shard cannot split: it has no range).
-fn seeds_of(seeds: Option<&str>, sharded: bool) -> Result<commands::Seeds, input::BadInput> {
-    match seeds {
-        Some(text) => Ok(commands::Seeds::Fixed(input::parse_seeds(text)?)),
-        None if sharded => Err(input::BadInput(
+fn seeds_of(
+    seeds: Option<&str>,
+    budget: Option<&str>,
+    sharded: bool,
+) -> Result<commands::Seeds, input::BadInput> {
+    match (seeds, budget) {
+        (Some(_), Some(_)) => Err(input::BadInput(
+            "--budget bounds adaptive seeds, and --seeds gives a fixed range that runs whole: give one of them".into(),
+        )),
+        (Some(text), None) => Ok(commands::Seeds::Fixed(input::parse_seeds(text)?)),
+        (None, _) if sharded => Err(input::BadInput(
             "--shard splits a fixed seed range: give --seeds A..B (without it, seeds are adaptive and have no range to split)".into(),
         )),
-        None => Ok(commands::Seeds::Adaptive(
-            scenarios::adaptive::Rule::DEFAULT,
-        )),
+        (None, budget) => Ok(commands::Seeds::Adaptive(rule_with(budget)?)),
     }
+}
+
+/// The main job's adaptive rule, with `--budget` if given.
+fn rule_with(budget: Option<&str>) -> Result<scenarios::adaptive::Rule, input::BadInput> {
+    let mut rule = scenarios::adaptive::Rule::DEFAULT;
+    if let Some(b) = budget {
+        rule.budget = input::parse_budget(b)?;
+    }
+    Ok(rule)
 }
 
 fn threads(asked: Option<usize>) -> usize {
@@ -552,7 +577,7 @@ fn run(cli: Cli, extra: Vec<DesignSpec>) -> ExitCode {
     let result = match cli.command {
         None => (|| {
             let shard = cli.shard.resolve()?;
-            let seeds = seeds_of(cli.seeds.as_deref(), shard.is_some())?;
+            let seeds = seeds_of(cli.seeds.as_deref(), cli.budget.as_deref(), shard.is_some())?;
             Ok(commands::catalog_table(
                 &every_design()?,
                 seeds,
@@ -576,8 +601,13 @@ fn run(cli: Cli, extra: Vec<DesignSpec>) -> ExitCode {
             let shard = a.shard.resolve()?;
             // Real runs take real time, one at a time: without `--seeds`, five.
             let seeds = match (a.real, a.seeds.as_deref()) {
+                (true, _) if a.budget.is_some() => {
+                    return Err(input::BadInput(
+                        "--budget bounds the simulator's adaptive seeds; --real runs a fixed range (--seeds A..B, five seeds without it)".into(),
+                    ));
+                }
                 (true, None) => commands::Seeds::Fixed(0..5),
-                (_, given) => seeds_of(given, shard.is_some())?,
+                (_, given) => seeds_of(given, a.budget.as_deref(), shard.is_some())?,
             };
             if a.real
                 && let commands::Seeds::Fixed(range) = &seeds
@@ -823,17 +853,7 @@ fn run(cli: Cli, extra: Vec<DesignSpec>) -> ExitCode {
             }
             let of = pairs.len();
             let pairs = crate::bench::sample(&pairs, a.sample as usize);
-            let mut rule = scenarios::adaptive::Rule::DEFAULT;
-            if let Some(b) = &a.budget {
-                rule.budget = match b.as_str() {
-                    "none" => None,
-                    n => Some(n.parse().map_err(|_| {
-                        input::BadInput(format!(
-                            "invalid --budget {n}: give a number of host runs or `none`"
-                        ))
-                    })?),
-                };
-            }
+            let rule = rule_with(a.budget.as_deref())?;
             let deep = if a.deep == "0" {
                 0..0
             } else {

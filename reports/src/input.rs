@@ -41,6 +41,20 @@ pub fn parse_seeds(text: &str) -> Result<Range<u64>, BadInput> {
     }
 }
 
+/// Parses `--budget`: a cell's budget of host runs under adaptive seeds (a positive
+/// number), or `none` for no budget.
+pub fn parse_budget(text: &str) -> Result<Option<u64>, BadInput> {
+    match text.trim() {
+        "none" => Ok(None),
+        n => match n.parse::<u64>() {
+            Ok(n) if n > 0 => Ok(Some(n)),
+            _ => Err(BadInput(format!(
+                "invalid --budget '{text}': expected a number of host runs above 0 (e.g. 300000) or `none`"
+            ))),
+        },
+    }
+}
+
 /// Resolves a design name (a built-in, or `broken/<name>` from the broken-design
 /// catalog), or says which are allowed.
 pub fn design(name: &str) -> Result<DesignSpec, BadInput> {

@@ -489,7 +489,8 @@ pub fn adaptive_legend(clean: u64) -> String {
     format!(
         "Adaptive seeds: each cell ran seeds 0, 1, 2, … until its first unsafe run (U7: at seed 7) or {clean} clean runs (no\n\
          unsafe run: unsafe rate {bound} at 95%); after U the number is that seed, not a count. ~ a weak bound: the cell\n\
-         stopped with fewer clean runs (its budget spent, or too many unknown runs; `--detail` says which)."
+         stopped with fewer clean runs (its budget spent, or too many unknown runs; `--detail` says which); `--budget none`\n\
+         runs every cell to its first unsafe run or its {clean} clean runs, at several times the main job's time."
     )
 }
 

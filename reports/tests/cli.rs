@@ -843,17 +843,20 @@ fn a_run_without_seeds_stops_an_unsafe_cell_at_its_first_violation() {
 }
 
 #[test]
-fn a_run_without_seeds_bounds_a_safe_cell_with_sixty_clean_runs() {
-    // A cell cheap enough to reach 60 clean runs inside the per-cell budget (some safe
-    // cells, such as `client-crash` here, spend it first and are marked weak).
+fn a_run_without_seeds_or_budget_bounds_a_safe_cell_with_sixty_clean_runs() {
+    // Without a budget a safe cell runs its 60 clean runs; under the main job's budget
+    // (below) it stops sooner, its bound marked weak.
     let (code, out, err) = locksim(&[
         "run",
         "--design",
         "set-nx-px-lua",
         "--scenario",
         "no-faults",
+        "--budget",
+        "none",
     ]);
     assert!(code == 0 || code == 1, "{out}{err}");
+    assert!(out.contains("60 clean runs, no budget)"), "{out}");
     assert!(
         out.contains("adaptive seeds stopped the cell: 60 clean runs: unsafe rate < 4.9% at 95%"),
         "{out}"
@@ -864,6 +867,79 @@ fn a_run_without_seeds_bounds_a_safe_cell_with_sixty_clean_runs() {
                 && l.ends_with(" 0/60: rate < 4.9% at 95%")),
         "{out}"
     );
+}
+
+#[test]
+fn the_default_budget_stops_a_safe_cell_with_a_weak_bound_and_says_so() {
+    let (code, out, err) = locksim(&[
+        "run",
+        "--design",
+        "set-nx-px-lua",
+        "--scenario",
+        "no-faults",
+    ]);
+    assert!(code == 0 || code == 1, "{out}{err}");
+    let line = out
+        .lines()
+        .find(|l| l.starts_with("adaptive seeds stopped the cell: "))
+        .unwrap_or_else(|| panic!("{out}"));
+    // `N of 60 clean runs (budget spent): unsafe rate < X% at 95%`, with N below 60.
+    let clean: u64 = line["adaptive seeds stopped the cell: ".len()..]
+        .split(' ')
+        .next()
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("{line}"));
+    assert!((1..60).contains(&clean), "{line}");
+    assert!(
+        out.contains(&format!(
+            "clean runs, within {} host runs)",
+            scenarios::adaptive::BUDGET_HOST_RUNS
+        )),
+        "the header names the budget: {out}"
+    );
+    assert!(
+        line.contains(" of 60 clean runs (budget spent): unsafe rate < "),
+        "{line}"
+    );
+}
+
+#[test]
+fn a_budget_is_a_positive_number_or_none_and_only_for_adaptive_seeds() {
+    for args in [
+        &["--budget", "lots"][..],
+        &["--budget", "0"][..],
+        &[
+            "run",
+            "--design",
+            "set-nx-px-lua",
+            "--scenario",
+            "no-faults",
+            "--budget",
+            "5x",
+        ][..],
+    ] {
+        let (code, out, err) = locksim(args);
+        assert_eq!(code, 2, "{args:?}: {out}{err}");
+        assert!(
+            err.contains("invalid --budget") && err.contains("or `none`"),
+            "{args:?}: {err}"
+        );
+    }
+    let (code, out, err) = locksim(&["--budget", "1000", "--seeds", "0..2"]);
+    assert_eq!(code, 2, "{out}{err}");
+    assert!(err.contains("--budget") && err.contains("--seeds"), "{err}");
+    let (code, out, err) = locksim(&[
+        "run",
+        "--design",
+        "set-nx-px-lua",
+        "--scenario",
+        "gc-pause",
+        "--real",
+        "--budget",
+        "1000",
+    ]);
+    assert_eq!(code, 2, "{out}{err}");
+    assert!(err.contains("--budget") && err.contains("--real"), "{err}");
 }
 
 #[test]
@@ -898,7 +974,7 @@ fn completeness_names_no_miss_on_a_cell_the_default_settles_and_refuses_a_bad_bu
     );
     let (code, _, err) = locksim(&["completeness", "--budget", "lots"]);
     assert_eq!(code, 2);
-    assert!(err.contains("--budget lots"), "{err}");
+    assert!(err.contains("invalid --budget 'lots'"), "{err}");
 }
 
 #[test]

@@ -49,18 +49,25 @@ pub const CLEAN_RUNS: u64 = 60;
 /// Unknown runs a cell may have before it stops with what it has.
 pub const UNKNOWN_RUNS: u64 = 10;
 
-/// The main job's budget per cell, in host runs: see [`Rule::budget`].
+/// The main job's budget per cell, in host runs: see [`Rule::budget`]. `--budget N`
+/// (or `none`) on `locksim` and `locksim run` asks for more.
 ///
-/// Measured (`locksim completeness --deep 0 --budget none --threads 2`, 846 cells, on
-/// a loaded two-core machine): without a budget the adaptive main job ran 28,054 runs
-/// in 2,807 s; 389 cells settled by an unsafe run, 457 bounded by 60 clean runs. The
-/// 80 costliest cells (Redlock-family designs on five masters under `flash-sale`,
-/// `partition`, the restarts, `client-clocks-apart`: 0.8 to 2.9 million host runs for
-/// 60 runs) took two thirds of the time. 300,000 host runs is about 20 runs of a
-/// typical Redlock world and 60 of most single-master ones: the costly cells stop
-/// early, marked weak, and say so, rather than the job taking three quarters of an
-/// hour.
-pub const BUDGET_HOST_RUNS: u64 = 300_000;
+/// The main job must finish in under two minutes on two cores, and 60 clean runs
+/// behind every cell do not fit: without a budget the job ran 28,054 runs in 2,807 s
+/// (`locksim completeness --deep 0 --budget none`, 846 cells, stop 38), and the 80
+/// costliest cells (Redlock-family designs on five masters, 0.8 to 2.9 million host
+/// runs for 60 runs) took two thirds of it. At 300,000 host runs a cell (this
+/// constant until stop 59) the job took 285 s on two cores (921 cells, 161 million
+/// host runs, 546 s of CPU): 388 cells settled by an unsafe run, 120 bounded by 60
+/// clean runs, 413 weak. From that run's cells (each one's host runs per run; a cell
+/// stops after the run that crosses its budget), 80,000 keeps 378 of the 388 unsafe
+/// cells settled (the other ten need more seeds than it buys: each is a miss of
+/// `locksim completeness`, named there) for about a third of the host runs, 54
+/// million; the cells without an unsafe run are then all weak but seven. A
+/// single-master world's run is 3,000 to 12,000 host runs, so such a cell gets 7 to
+/// 25 runs; a five-master or etcd world's, 40,000 to 75,000: two runs. Measured in
+/// docs/performance.md ("Stop 59").
+pub const BUDGET_HOST_RUNS: u64 = 80_000;
 
 /// When a cell stops.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

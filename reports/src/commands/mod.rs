@@ -150,8 +150,12 @@ impl Seeds {
         match self {
             Seeds::Fixed(r) => format!("seeds {}..{}", r.start, r.end),
             Seeds::Adaptive(rule) => format!(
-                "adaptive seeds (each cell from seed 0 until its first unsafe run or {} clean runs)",
-                rule.clean
+                "adaptive seeds (each cell from seed 0 until its first unsafe run or {} clean runs, {})",
+                rule.clean,
+                match rule.budget {
+                    Some(b) => format!("within {b} host runs"),
+                    None => "no budget".to_string(),
+                }
             ),
         }
     }

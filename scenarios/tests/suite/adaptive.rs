@@ -142,7 +142,7 @@ fn a_safe_cell_runs_sixty_seeds_in_order() {
     }];
     let out = run_cells(
         &jobs,
-        Rule::DEFAULT,
+        no_budget(),
         2,
         &|_, _| (),
         &|_: &mut (), _| {},
