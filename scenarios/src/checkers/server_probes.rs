@@ -317,9 +317,12 @@ pub fn lock_server_isolated_past_the_lease(h: &History) -> Option<String> {
 }
 
 /// The server granted a client the lock while a delay on the messages to that client
-/// was in force, and the client heard of it at least the delay later (or never in
-/// time: its acquire ended unknown). Proof from the server's record that replies, not
-/// requests or the retry loop, were slow.
+/// was in force, and the client heard of it at least the delay later, or never in
+/// time: its acquire ended unknown, or failed (it gave up, or failed for another reason,
+/// with the grant's reply still held or come late: an etcd waiter whose wait ran out
+/// before the delayed watch event reached it, a Redlock client short of its quorum).
+/// Proof from the server's record that replies, not requests or the retry loop, were
+/// slow; what the design did about it is the checkers' to judge.
 pub fn delayed_reply_to_a_granted_acquire(h: &History) -> Option<String> {
     let key = h.params.key.as_str();
     let ends = fault_ends(h);
@@ -371,6 +374,13 @@ pub fn delayed_reply_to_a_granted_acquire(h: &History) -> Option<String> {
                 format!("heard ok {} later", fmt_ms(c - e.at_us))
             }
             (Phase::Info, _) | (_, None) => "never heard in time (unknown outcome)".to_string(),
+            (Phase::Fail, Some(c)) if c >= e.at_us + held => {
+                format!("failed {} later, the grant's reply late", fmt_ms(c - e.at_us))
+            }
+            (Phase::Fail, Some(c)) => format!(
+                "gave up {} later, before the grant's reply could reach it",
+                fmt_ms(c - e.at_us)
+            ),
             _ => return None,
         };
         Some(format!(
