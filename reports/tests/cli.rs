@@ -846,15 +846,7 @@ fn a_run_without_seeds_stops_an_unsafe_cell_at_its_first_violation() {
 fn a_run_without_seeds_or_budget_bounds_a_safe_cell_with_sixty_clean_runs() {
     // Without a budget a safe cell runs its 60 clean runs; under the main job's budget
     // (below) it stops sooner, its bound marked weak.
-    let (code, out, err) = locksim(&[
-        "run",
-        "--design",
-        "set-nx-px-lua",
-        "--scenario",
-        "no-faults",
-        "--budget",
-        "none",
-    ]);
+    let (code, out, err) = run_safe_cell(&["--budget", "none"]);
     assert!(code == 0 || code == 1, "{out}{err}");
     assert!(out.contains("60 clean runs, no budget)"), "{out}");
     assert!(
@@ -869,15 +861,23 @@ fn a_run_without_seeds_or_budget_bounds_a_safe_cell_with_sixty_clean_runs() {
     );
 }
 
-#[test]
-fn the_default_budget_stops_a_safe_cell_with_a_weak_bound_and_says_so() {
-    let (code, out, err) = locksim(&[
+/// `locksim run` on a cheap cell that has no unsafe run (`set-nx-px-lua × no-faults`),
+/// adaptive seeds, with `extra` arguments.
+fn run_safe_cell(extra: &[&str]) -> (i32, String, String) {
+    let mut args = vec![
         "run",
         "--design",
         "set-nx-px-lua",
         "--scenario",
         "no-faults",
-    ]);
+    ];
+    args.extend_from_slice(extra);
+    locksim(&args)
+}
+
+#[test]
+fn the_default_budget_stops_a_safe_cell_with_a_weak_bound_and_says_so() {
+    let (code, out, err) = run_safe_cell(&[]);
     assert!(code == 0 || code == 1, "{out}{err}");
     let line = out
         .lines()
@@ -905,24 +905,15 @@ fn the_default_budget_stops_a_safe_cell_with_a_weak_bound_and_says_so() {
 
 #[test]
 fn a_budget_is_a_positive_number_or_none_and_only_for_adaptive_seeds() {
-    for args in [
-        &["--budget", "lots"][..],
-        &["--budget", "0"][..],
-        &[
-            "run",
-            "--design",
-            "set-nx-px-lua",
-            "--scenario",
-            "no-faults",
-            "--budget",
-            "5x",
-        ][..],
+    for (code, out, err) in [
+        locksim(&["--budget", "lots"]),
+        locksim(&["--budget", "0"]),
+        run_safe_cell(&["--budget", "5x"]),
     ] {
-        let (code, out, err) = locksim(args);
-        assert_eq!(code, 2, "{args:?}: {out}{err}");
+        assert_eq!(code, 2, "{out}{err}");
         assert!(
             err.contains("invalid --budget") && err.contains("or `none`"),
-            "{args:?}: {err}"
+            "{err}"
         );
     }
     let (code, out, err) = locksim(&["--budget", "1000", "--seeds", "0..2"]);
