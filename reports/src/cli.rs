@@ -32,8 +32,9 @@ struct Cli {
     /// Adaptive seeds' budget per cell, in host runs (the simulator's unit of work, the
     /// same on every machine), or `none`: a cell that spends it stops with the clean
     /// runs it has, marked `~`. The default keeps the main job under two minutes on two
-    /// cores; `none` runs every cell to its first unsafe run or its 60 clean runs (an
-    /// estimated quarter of an hour on two cores).
+    /// cores; `none` runs every cell to its first unsafe run or its 60 clean runs (about
+    /// 22 minutes on two cores; `--shard I/N --out FILE` on N machines and `locksim
+    /// merge` split that time).
     #[arg(long)]
     budget: Option<String>,
     /// Worker threads (default: all cores).
@@ -53,7 +54,9 @@ struct Cli {
 /// Splitting a sweep across machines.
 #[derive(Debug, Args)]
 struct ShardArgs {
-    /// Run only slice I of N of the seed range (a contiguous slice; needs --out).
+    /// Run only slice I of N of the seed range (a contiguous slice; needs --out). The
+    /// main job without --seeds splits its cells instead: cells I, I+N, I+2N, … of the
+    /// matrix, each under the adaptive seeds.
     #[arg(long)]
     shard: Option<String>,
     /// Also write the cells with their latency histograms to FILE (never replaces an
@@ -491,8 +494,9 @@ fn serve_model(args: ServeModelArgs) -> ExitCode {
     }
 }
 
-/// `--seeds` of the main job and `run`: a fixed range, or adaptive without it (which a
-/// shard cannot split: it has no range).
+/// `--seeds` of the main job and `run`: a fixed range, or adaptive without it, which
+/// `run`'s one cell cannot split (`sharded`: it has no range; the main job's shards
+/// split its cells and pass `false`).
 fn seeds_of(
     seeds: Option<&str>,
     budget: Option<&str>,
@@ -504,7 +508,7 @@ fn seeds_of(
         )),
         (Some(text), None) => Ok(commands::Seeds::Fixed(input::parse_seeds(text)?)),
         (None, _) if sharded => Err(input::BadInput(
-            "--shard splits a fixed seed range: give --seeds A..B (without it, seeds are adaptive and have no range to split)".into(),
+            "--shard splits a fixed seed range here: give --seeds A..B (without it, one cell's adaptive seeds are one sequence, with no range to split; the main job's shards split its cells instead)".into(),
         )),
         (None, budget) => Ok(commands::Seeds::Adaptive(rule_with(budget)?)),
     }
@@ -577,7 +581,8 @@ fn run(cli: Cli, extra: Vec<DesignSpec>) -> ExitCode {
     let result = match cli.command {
         None => (|| {
             let shard = cli.shard.resolve()?;
-            let seeds = seeds_of(cli.seeds.as_deref(), cli.budget.as_deref(), shard.is_some())?;
+            // Without `--seeds`, shards split the cells, not a seed range.
+            let seeds = seeds_of(cli.seeds.as_deref(), cli.budget.as_deref(), false)?;
             Ok(commands::catalog_table(
                 &every_design()?,
                 seeds,

@@ -2,6 +2,12 @@
 //! range, `--out FILE` writes the cells with their latency histograms, and
 //! `locksim merge` adds the shards back into exactly the cells of the unsharded run.
 //!
+//! The main job's adaptive seeds (no `--seeds`) have no range to slice: a cell's next
+//! seed depends on its own runs. Its shards split the cells instead: shard `I` of `N`
+//! runs cells `I`, `I + N`, `I + 2N`, … of the run (counted from 1, in the matrix's
+//! order), each one whole, and the merge puts them back in their places. A cell's
+//! adaptive runs do not depend on the other cells, so the merge is the unsharded run.
+//!
 //! locksim ships no scheduler: any job runner that can start N copies with an index
 //! (a CI matrix, a Kubernetes Indexed Job) and collect N files will do.
 
@@ -42,6 +48,13 @@ impl Shard {
         Ok(Shard { index, count })
     }
 
+    /// The indexes (from 0) of this shard's cells among `total`: every `count`-th from
+    /// `index - 1`, so each shard gets a share of every design's cells (the cells of a
+    /// five-master design cost many times a single master's).
+    pub fn cells_of(&self, total: usize) -> impl Iterator<Item = usize> + use<> {
+        (self.index as usize - 1..total).step_by(self.count as usize)
+    }
+
     /// This shard's contiguous slice of `seeds` (the slices of `1..=N` partition it;
     /// some are empty when there are fewer seeds than shards).
     pub fn seeds_of(&self, seeds: &Range<u64>) -> Range<u64> {
@@ -59,14 +72,47 @@ impl std::fmt::Display for Shard {
     }
 }
 
+/// How shards divide a run.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Split {
+    /// Each shard ran every cell over its slice of the seed range (`--seeds A..B`).
+    #[default]
+    Seeds,
+    /// Each shard ran every `N`-th cell whole ([`Shard::cells_of`]): the main job's
+    /// adaptive seeds.
+    Cells,
+}
+
+impl Split {
+    fn is_seeds(&self) -> bool {
+        *self == Split::Seeds
+    }
+
+    /// What is split, for messages.
+    fn what(self) -> &'static str {
+        match self {
+            Split::Seeds => "seeds",
+            Split::Cells => "cells",
+        }
+    }
+}
+
 /// What a shard writes with `--out`.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ShardFile {
-    /// The whole seed range the shards split (`A..B`).
+    /// The whole seed range the shards split (`A..B`); for shards that split the
+    /// cells, the adaptive rule the cells ran under, in words.
     pub seeds: String,
     /// Which shard this is (`I/N`).
     pub shard: String,
+    /// What the shards split (absent: the seed range).
+    #[serde(default, skip_serializing_if = "Split::is_seeds")]
+    pub split: Split,
+    /// For shards that split the cells: how many cells the whole run has.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub of_cells: Option<u64>,
     /// Its cells, in the order the run produced them.
     pub cells: Vec<ShardCell>,
     /// The whole seed range of the sweeps' points (`locksim sweep` and `report`).
@@ -198,16 +244,32 @@ pub fn merge_all(files: &[(String, ShardFile)]) -> Result<Merged, String> {
             .collect()
     };
     for ((name, f), s) in files.iter().zip(&shards) {
-        if f.seeds != first.seeds || f.sweep_seeds != first.sweep_seeds {
+        if f.split != first.split {
             return Err(format!(
-                "{name} covers seeds {} but {first_name} covers {}: shards of different runs",
-                f.seeds, first.seeds
+                "{name} split its run by {} but {first_name} by {}: shards of different runs",
+                f.split.what(),
+                first.split.what()
             ));
+        }
+        if f.seeds != first.seeds || f.sweep_seeds != first.sweep_seeds {
+            return Err(match f.split {
+                Split::Seeds => format!(
+                    "{name} covers seeds {} but {first_name} covers {}: shards of different runs",
+                    f.seeds, first.seeds
+                ),
+                Split::Cells => format!(
+                    "{name} ran its cells under {} but {first_name} under {}: shards of different runs",
+                    f.seeds, first.seeds
+                ),
+            });
         }
         if s.count != count {
             return Err(format!(
                 "{name} is shard {s} but {first_name} is one of {count}"
             ));
+        }
+        if f.split == Split::Cells {
+            continue;
         }
         let keys = |f: &ShardFile| -> Vec<(String, String)> {
             f.cells
@@ -232,6 +294,14 @@ pub fn merge_all(files: &[(String, ShardFile)]) -> Result<Merged, String> {
                 .collect::<Vec<_>>()
                 .join(", ")
         ));
+    }
+    if first.split == Split::Cells {
+        return Ok(Merged {
+            seeds: first.seeds.clone(),
+            cells: place_cells(files, &shards)?,
+            sweep_seeds: None,
+            sweeps: Vec::new(),
+        });
     }
     let cells = (0..first.cells.len())
         .map(|i| merge_cell(&files.iter().map(|(_, f)| &f.cells[i]).collect::<Vec<_>>()))
@@ -275,6 +345,51 @@ pub fn merge_all(files: &[(String, ShardFile)]) -> Result<Merged, String> {
     })
 }
 
+/// The cells of shards that split the cells (each shard once, checked), each put back
+/// in its place in the whole run's order ([`Shard::cells_of`]).
+fn place_cells(files: &[(String, ShardFile)], shards: &[Shard]) -> Result<Vec<ShardCell>, String> {
+    let (first_name, first) = &files[0];
+    let total = first.of_cells.ok_or_else(|| {
+        format!("{first_name} splits cells but does not say how many the run has (of_cells)")
+    })?;
+    let total = usize::try_from(total).map_err(|_| format!("{first_name}: of_cells {total}"))?;
+    let mut placed: Vec<Option<ShardCell>> = vec![None; total];
+    let mut seen = std::collections::BTreeSet::new();
+    for ((name, f), s) in files.iter().zip(shards) {
+        if f.of_cells != first.of_cells {
+            return Err(format!(
+                "{name} is a share of {} cells but {first_name} of {total}: shards of different runs",
+                f.of_cells
+                    .map_or("an unknown number of".to_string(), |n| n.to_string())
+            ));
+        }
+        if !f.sweeps.is_empty() {
+            return Err(format!(
+                "{name} splits cells but has sweeps: only the main job splits its cells"
+            ));
+        }
+        let places: Vec<usize> = s.cells_of(total).collect();
+        if f.cells.len() != places.len() {
+            return Err(format!(
+                "{name} has {} cells where shard {s} of a run of {total} has {}: not a whole shard",
+                f.cells.len(),
+                places.len()
+            ));
+        }
+        for (cell, at) in f.cells.iter().zip(places) {
+            if !seen.insert((cell.cell.design.clone(), cell.cell.scenario.clone())) {
+                return Err(format!(
+                    "{} × {} is in two shards ({name} and another): shards of different runs",
+                    cell.cell.design, cell.cell.scenario
+                ));
+            }
+            placed[at] = Some(cell.clone());
+        }
+    }
+    // Every shard once, each with its share's length: every place is filled.
+    Ok(placed.into_iter().flatten().collect())
+}
+
 /// Reads shard files, naming the file in every error.
 pub fn read_files(paths: &[std::path::PathBuf]) -> Result<Vec<(String, ShardFile)>, BadInput> {
     let mut files = Vec::new();
@@ -291,7 +406,8 @@ pub fn read_files(paths: &[std::path::PathBuf]) -> Result<Vec<(String, ShardFile
     Ok(files)
 }
 
-/// Writes a shard file (`--out`), refusing to replace an existing file.
+/// Writes a shard file (`--out`) of a fixed seed range, refusing to replace an
+/// existing file.
 pub fn write(
     path: &std::path::Path,
     seeds: &Range<u64>,
@@ -303,6 +419,31 @@ pub fn write(
         &ShardFile {
             seeds: format!("{}..{}", seeds.start, seeds.end),
             shard: shard.to_string(),
+            split: Split::Seeds,
+            of_cells: None,
+            cells,
+            sweep_seeds: None,
+            sweeps: Vec::new(),
+        },
+    )
+}
+
+/// Writes a shard file (`--out`) of cells run whole under the adaptive `rule` (its
+/// words), shard `shard`'s share of `of_cells`, refusing to replace an existing file.
+pub fn write_cells(
+    path: &std::path::Path,
+    rule: &str,
+    shard: Shard,
+    of_cells: usize,
+    cells: Vec<ShardCell>,
+) -> Result<(), BadInput> {
+    write_file(
+        path,
+        &ShardFile {
+            seeds: rule.to_string(),
+            shard: shard.to_string(),
+            split: Split::Cells,
+            of_cells: Some(of_cells as u64),
             cells,
             sweep_seeds: None,
             sweeps: Vec::new(),
@@ -353,5 +494,114 @@ mod tests {
         for bad in ["0/4", "5/4", "4", "a/b", "1/0"] {
             assert!(Shard::parse(bad).is_err(), "{bad}");
         }
+    }
+
+    #[test]
+    fn the_shares_of_the_cells_partition_them_round_robin() {
+        for (total, n) in [(10usize, 4u64), (3, 4), (0, 2), (921, 8)] {
+            let mut all: Vec<usize> = (1..=n)
+                .flat_map(|i| Shard { index: i, count: n }.cells_of(total))
+                .collect();
+            let sizes: Vec<usize> = (1..=n)
+                .map(|i| Shard { index: i, count: n }.cells_of(total).count())
+                .collect();
+            assert!(
+                sizes.iter().max().unwrap_or(&0) - sizes.iter().min().unwrap_or(&0) <= 1,
+                "{total} cells in {n}: {sizes:?}"
+            );
+            all.sort_unstable();
+            assert_eq!(all, (0..total).collect::<Vec<_>>(), "{total} cells in {n}");
+        }
+        let second: Vec<usize> = Shard { index: 2, count: 3 }.cells_of(8).collect();
+        assert_eq!(second, [1, 4, 7]);
+    }
+
+    /// The main job's shards (adaptive seeds: each shard runs its share of the cells
+    /// whole) merge into the cells the unsharded run gives, in its order, whatever the
+    /// order of the files; a shard missing, a shard of a seed range, or one of a run
+    /// with other cells is refused. One design's row, under a small budget.
+    #[test]
+    fn the_main_jobs_cell_shards_merge_into_the_unsharded_cells() {
+        use crate::commands::{Seeds, catalog_table};
+        use scenarios::adaptive::Rule;
+        use scenarios::sweep::DesignSpec;
+
+        let dir = std::env::temp_dir().join(format!("locksim-cell-shards-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).expect("temp dir");
+        let file = |name: &str| dir.join(name);
+        let rule = Rule {
+            budget: Some(6_000),
+            ..Rule::DEFAULT
+        };
+        let row = |designs: &[DesignSpec], shard: Shard, out: &str| {
+            catalog_table(
+                designs,
+                Seeds::Adaptive(rule),
+                2,
+                true,
+                false,
+                Some((shard, file(out))),
+            );
+        };
+        let one = [DesignSpec::builtin("set-nx-px-del").expect("built-in")];
+        row(&one, Shard::WHOLE, "whole.json");
+        for i in 1..=3 {
+            row(&one, Shard { index: i, count: 3 }, &format!("s{i}.json"));
+        }
+        let read = |names: &[&str]| {
+            let paths: Vec<std::path::PathBuf> = names.iter().map(|n| file(n)).collect();
+            read_files(&paths).expect("shard files")
+        };
+        let cells = |m: Merged| -> String {
+            let cells: Vec<CellResult> = m.cells.into_iter().map(|c| c.cell).collect();
+            serde_json::to_string(&cells).expect("json")
+        };
+        let whole = merge_all(&read(&["whole.json"])).expect("one shard of one");
+        let n = whole.cells.len();
+        assert!(n >= 20, "the design's row: {n} cells");
+        assert!(
+            whole.cells.iter().all(|c| c.cell.settled.is_some()),
+            "every cell ran under the adaptive seeds"
+        );
+        let three = merge_all(&read(&["s3.json", "s1.json", "s2.json"])).expect("three shards");
+        assert_eq!(whole.seeds, three.seeds);
+        assert!(
+            whole.seeds.contains("within 6000 host runs"),
+            "{}",
+            whole.seeds
+        );
+        assert_eq!(
+            cells(whole),
+            cells(three),
+            "merged shards differ from the unsharded run"
+        );
+        let sizes: Vec<usize> = read(&["s1.json", "s2.json", "s3.json"])
+            .iter()
+            .map(|(_, f)| f.cells.len())
+            .collect();
+        assert_eq!(sizes.iter().sum::<usize>(), n);
+
+        // Refused: a shard missing; a shard of one of three merged with the whole run;
+        // a shard of a seed range; a shard of a run with other cells.
+        let err = merge_all(&read(&["s1.json", "s3.json"])).unwrap_err();
+        assert!(err.contains("every shard 1..=3"), "{err}");
+        let err = merge_all(&read(&["whole.json", "s2.json"])).unwrap_err();
+        assert!(err.contains("one of 1"), "{err}");
+        let mut seeds_split = read(&["s2.json"]);
+        seeds_split[0].1.split = Split::Seeds;
+        let mut mixed = read(&["s1.json", "s3.json"]);
+        mixed.extend(seeds_split);
+        let err = merge_all(&mixed).unwrap_err();
+        assert!(err.contains("split its run by seeds but"), "{err}");
+        let mut other = read(&["s1.json", "s2.json", "s3.json"]);
+        other[1].1.of_cells = Some(n as u64 + 30);
+        let err = merge_all(&other).unwrap_err();
+        assert!(err.contains("share of"), "{err}");
+        let mut twice = read(&["s1.json", "s2.json", "s3.json"]);
+        twice[1].1.cells[0] = twice[0].1.cells[0].clone();
+        let err = merge_all(&twice).unwrap_err();
+        assert!(err.contains("is in two shards"), "{err}");
+        let _ = std::fs::remove_dir_all(&dir);
     }
 }

@@ -934,11 +934,21 @@ fn a_budget_is_a_positive_number_or_none_and_only_for_adaptive_seeds() {
 }
 
 #[test]
-fn adaptive_seeds_cannot_be_sharded_and_say_to_give_a_range() {
-    let (code, _, err) = locksim(&["--shard", "1/2", "--out", "/nonexistent/x.json"]);
+fn one_cells_adaptive_seeds_cannot_be_sharded_and_say_to_give_a_range() {
+    let (code, _, err) = locksim(&[
+        "run",
+        "--design",
+        "set-nx-px-lua",
+        "--scenario",
+        "gc-pause",
+        "--shard",
+        "1/2",
+        "--out",
+        "/nonexistent/x.json",
+    ]);
     assert_eq!(code, 2, "{err}");
     assert!(
-        err.contains("--shard") && err.contains("--seeds A..B"),
+        err.contains("--shard") && err.contains("--seeds A..B") && err.contains("split its cells"),
         "{err}"
     );
 }

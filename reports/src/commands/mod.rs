@@ -183,9 +183,21 @@ pub fn catalog_table(
     let seeds = match seeds {
         Seeds::Fixed(seeds) => seeds,
         Seeds::Adaptive(rule) => {
+            // A shard runs its share of the cells, each whole (`Shard::cells_of`).
+            let of_cells = pairs.len();
+            let pairs: Vec<(&DesignSpec, &Scenario)> = match &shard {
+                Some((s, _)) => s.cells_of(of_cells).map(|i| pairs[i]).collect(),
+                None => pairs,
+            };
             if !json {
+                let share = match &shard {
+                    Some((s, _)) if s.count > 1 => {
+                        format!(", shard {s}: {} of {of_cells} cells", pairs.len())
+                    }
+                    _ => String::new(),
+                };
                 println!(
-                    "locksim: {} designs × {} scenarios, {}, {} threads",
+                    "locksim: {} designs × {} scenarios, {}, {} threads{share}",
                     designs.len(),
                     scenarios.len(),
                     Seeds::Adaptive(rule).describe(),
@@ -203,16 +215,22 @@ pub fn catalog_table(
             };
             bar.finish_and_clear();
             let all_runs: Vec<_> = cells.iter().flat_map(|c| c.runs.iter().cloned()).collect();
-            let cells: Vec<CellResult> = cells.into_iter().map(|c| c.cell).collect();
-            print_cells(&cells, json, detail, "");
-            if !json {
-                println!("{}", adaptive_footer(&cells));
-                let by_system =
-                    crate::compare::for_terminal(&crate::compare::Comparison::of(&cells));
-                if !by_system.is_empty() {
-                    println!("\n{}", by_system.trim_end());
+            if let Some((s, path)) = &shard {
+                let part = cells
+                    .iter()
+                    .map(|c| crate::shard::ShardCell {
+                        cell: c.cell.clone(),
+                        latency: c.latency.clone(),
+                    })
+                    .collect();
+                let rule = Seeds::Adaptive(rule).describe();
+                if let Err(e) = crate::shard::write_cells(path, &rule, *s, of_cells, part) {
+                    eprintln!("locksim: {}", e.0);
+                    return ExitCode::from(EXIT_BAD_INPUT);
                 }
             }
+            let cells: Vec<CellResult> = cells.into_iter().map(|c| c.cell).collect();
+            print_adaptive(&cells, json, detail, "");
             return ExitCode::from(exit_code(&all_runs));
         }
     };
@@ -272,6 +290,19 @@ pub fn catalog_table(
         }
     }
     ExitCode::from(crate::exit::code_of_parts(codes))
+}
+
+/// The main job's cells under adaptive seeds: the matrix (or table, or JSON), then,
+/// for people, what the seeds came to and the comparison by system.
+fn print_adaptive(cells: &[CellResult], json: bool, detail: bool, title: &str) {
+    print_cells(cells, json, detail, title);
+    if !json {
+        println!("{}", adaptive_footer(cells));
+        let by_system = crate::compare::for_terminal(&crate::compare::Comparison::of(cells));
+        if !by_system.is_empty() {
+            println!("\n{}", by_system.trim_end());
+        }
+    }
 }
 
 /// What the main job's adaptive seeds came to, under the matrix: cells settled by a
@@ -818,6 +849,8 @@ pub fn sweep_cmd(
             &crate::shard::ShardFile {
                 seeds: whole_text.clone(),
                 shard: s.to_string(),
+                split: crate::shard::Split::Seeds,
+                of_cells: None,
                 cells: Vec::new(),
                 sweep_seeds: Some(whole_text),
                 sweeps: vec![part],
@@ -933,6 +966,19 @@ pub fn merge_files(
         m.seeds.clone(),
         m.cells.iter().map(|c| c.cell.clone()).collect(),
     );
+    if files[0].1.split == crate::shard::Split::Cells {
+        // The main job's cells, as its unsharded run prints them.
+        print_adaptive(
+            &cells,
+            json,
+            detail,
+            &format!("merged {} shard files, {seeds}", files.len()),
+        );
+        return Ok(ExitCode::from(code_of(
+            cells.iter().any(|c| c.invalid() > 0),
+            cells.iter().any(|c| c.unknown > 0),
+        )));
+    }
     let sweeps = crate::sweeps::from_shards(&m);
     if !cells.is_empty() || sweeps.is_empty() {
         print_cells(

@@ -394,6 +394,8 @@ pub fn compute(args: &ReportArgs, shard: crate::shard::Shard) -> Result<Computed
         file: crate::shard::ShardFile {
             seeds: format!("{}..{}", args.seeds.start, args.seeds.end),
             shard: shard.to_string(),
+            split: crate::shard::Split::Seeds,
+            of_cells: None,
             cells: matrix,
             sweep_seeds: args
                 .sweeps
