@@ -80,7 +80,10 @@ impl ShardArgs {
             (Some(_), None) => Err(input::BadInput(
                 "--shard needs --out FILE: a shard's cells are only useful merged".into(),
             )),
-            (s, Some(out)) => Ok(Some((s.unwrap_or(crate::shard::Shard::WHOLE), out.clone()))),
+            (s, Some(out)) => {
+                crate::shard::check_out(out)?;
+                Ok(Some((s.unwrap_or(crate::shard::Shard::WHOLE), out.clone())))
+            }
         }
     }
 }

@@ -451,6 +451,23 @@ pub fn write_cells(
     )
 }
 
+/// Why `--out` cannot be `path`: it exists, and locksim never replaces a file.
+fn exists_already(path: &std::path::Path) -> BadInput {
+    BadInput(format!(
+        "{} exists; locksim does not overwrite it (remove it or pick another --out)",
+        path.display()
+    ))
+}
+
+/// Refuses an `--out` that exists before any run starts (a main job's shard runs for
+/// minutes); [`write_file`] refuses it again at the end, should it appear meanwhile.
+pub fn check_out(path: &std::path::Path) -> Result<(), BadInput> {
+    if path.exists() {
+        return Err(exists_already(path));
+    }
+    Ok(())
+}
+
 /// Writes a shard file as it is, refusing to replace an existing file.
 pub fn write_file(path: &std::path::Path, file: &ShardFile) -> Result<(), BadInput> {
     let mut text = serde_json::to_string_pretty(file).expect("serializable");
@@ -460,14 +477,11 @@ pub fn write_file(path: &std::path::Path, file: &ShardFile) -> Result<(), BadInp
         .create_new(true)
         .open(path)
         .map_err(|e| {
-            BadInput(if e.kind() == std::io::ErrorKind::AlreadyExists {
-                format!(
-                    "{} exists; locksim does not overwrite it (remove it or pick another --out)",
-                    path.display()
-                )
+            if e.kind() == std::io::ErrorKind::AlreadyExists {
+                exists_already(path)
             } else {
-                format!("{}: {e}", path.display())
-            })
+                BadInput(format!("{}: {e}", path.display()))
+            }
         })?;
     std::io::Write::write_all(&mut f, text.as_bytes())
         .map_err(|e| BadInput(format!("{}: {e}", path.display())))

@@ -934,6 +934,25 @@ fn a_budget_is_a_positive_number_or_none_and_only_for_adaptive_seeds() {
 }
 
 #[test]
+fn a_main_job_shard_refuses_an_existing_out_before_it_runs_a_cell() {
+    let dir = std::env::temp_dir().join(format!("locksim-shard-out-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).expect("temp dir");
+    let out = dir.join("s1.json");
+    std::fs::write(&out, "a user's file\n").expect("write");
+    let (code, stdout, err) = locksim(&["--shard", "1/2", "--out", out.to_str().expect("utf-8")]);
+    assert_eq!(code, 2, "{stdout}{err}");
+    assert!(err.contains("does not overwrite"), "{err}");
+    // Refused before the header that starts the run: nothing ran.
+    assert!(stdout.is_empty(), "{stdout}");
+    assert_eq!(
+        std::fs::read_to_string(&out).expect("read"),
+        "a user's file\n"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
 fn one_cells_adaptive_seeds_cannot_be_sharded_and_say_to_give_a_range() {
     let (code, _, err) = locksim(&[
         "run",
