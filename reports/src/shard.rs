@@ -55,6 +55,13 @@ impl Shard {
         (self.index as usize - 1..total).step_by(self.count as usize)
     }
 
+    /// How many of `total` cells are this shard's ([`Shard::cells_of`]'s length),
+    /// without walking them (a shard file's `of_cells` is read from disk).
+    pub fn share_of(&self, total: u64) -> u64 {
+        // index <= count, so the numerator is never negative.
+        ((u128::from(total) + u128::from(self.count - self.index)) / u128::from(self.count)) as u64
+    }
+
     /// This shard's contiguous slice of `seeds` (the slices of `1..=N` partition it;
     /// some are empty when there are fewer seeds than shards).
     pub fn seeds_of(&self, seeds: &Range<u64>) -> Range<u64> {
@@ -352,9 +359,6 @@ fn place_cells(files: &[(String, ShardFile)], shards: &[Shard]) -> Result<Vec<Sh
     let total = first.of_cells.ok_or_else(|| {
         format!("{first_name} splits cells but does not say how many the run has (of_cells)")
     })?;
-    let total = usize::try_from(total).map_err(|_| format!("{first_name}: of_cells {total}"))?;
-    let mut placed: Vec<Option<ShardCell>> = vec![None; total];
-    let mut seen = std::collections::BTreeSet::new();
     for ((name, f), s) in files.iter().zip(shards) {
         if f.of_cells != first.of_cells {
             return Err(format!(
@@ -368,15 +372,21 @@ fn place_cells(files: &[(String, ShardFile)], shards: &[Shard]) -> Result<Vec<Sh
                 "{name} splits cells but has sweeps: only the main job splits its cells"
             ));
         }
-        let places: Vec<usize> = s.cells_of(total).collect();
-        if f.cells.len() != places.len() {
+        let share = s.share_of(total);
+        if f.cells.len() as u64 != share {
             return Err(format!(
-                "{name} has {} cells where shard {s} of a run of {total} has {}: not a whole shard",
-                f.cells.len(),
-                places.len()
+                "{name} has {} cells where shard {s} of a run of {total} has {share}: not a whole shard",
+                f.cells.len()
             ));
         }
-        for (cell, at) in f.cells.iter().zip(places) {
+    }
+    // Every shard once, each with its whole share: the cells read are all `total` of
+    // them, and every place gets one.
+    let total = files.iter().map(|(_, f)| f.cells.len()).sum();
+    let mut placed: Vec<Option<ShardCell>> = vec![None; total];
+    let mut seen = std::collections::BTreeSet::new();
+    for ((name, f), s) in files.iter().zip(shards) {
+        for (cell, at) in f.cells.iter().zip(s.cells_of(total)) {
             if !seen.insert((cell.cell.design.clone(), cell.cell.scenario.clone())) {
                 return Err(format!(
                     "{} × {} is in two shards ({name} and another): shards of different runs",
@@ -386,7 +396,6 @@ fn place_cells(files: &[(String, ShardFile)], shards: &[Shard]) -> Result<Vec<Sh
             placed[at] = Some(cell.clone());
         }
     }
-    // Every shard once, each with its share's length: every place is filled.
     Ok(placed.into_iter().flatten().collect())
 }
 
@@ -523,6 +532,14 @@ mod tests {
                 sizes.iter().max().unwrap_or(&0) - sizes.iter().min().unwrap_or(&0) <= 1,
                 "{total} cells in {n}: {sizes:?}"
             );
+            for i in 1..=n {
+                let shard = Shard { index: i, count: n };
+                assert_eq!(
+                    shard.share_of(total as u64) as usize,
+                    shard.cells_of(total).count(),
+                    "{total} cells, shard {shard}"
+                );
+            }
             all.sort_unstable();
             assert_eq!(all, (0..total).collect::<Vec<_>>(), "{total} cells in {n}");
         }
@@ -612,6 +629,14 @@ mod tests {
         other[1].1.of_cells = Some(n as u64 + 30);
         let err = merge_all(&other).unwrap_err();
         assert!(err.contains("share of"), "{err}");
+        // A file that claims a huge run is refused by arithmetic, not by a walk or an
+        // allocation of that size.
+        let mut huge = read(&["s1.json", "s2.json", "s3.json"]);
+        for f in &mut huge {
+            f.1.of_cells = Some(u64::MAX);
+        }
+        let err = merge_all(&huge).unwrap_err();
+        assert!(err.contains("not a whole shard"), "{err}");
         let mut twice = read(&["s1.json", "s2.json", "s3.json"]);
         twice[1].1.cells[0] = twice[0].1.cells[0].clone();
         let err = merge_all(&twice).unwrap_err();
