@@ -966,21 +966,17 @@ pub fn merge_files(
         m.seeds.clone(),
         m.cells.iter().map(|c| c.cell.clone()).collect(),
     );
+    let sweeps = crate::sweeps::from_shards(&m);
     if files[0].1.split == crate::shard::Split::Cells {
-        // The main job's cells, as its unsharded run prints them.
+        // The main job's cells, as its unsharded run prints them (cell shards carry no
+        // sweeps: the merge refuses them).
         print_adaptive(
             &cells,
             json,
             detail,
             &format!("merged {} shard files, {seeds}", files.len()),
         );
-        return Ok(ExitCode::from(code_of(
-            cells.iter().any(|c| c.invalid() > 0),
-            cells.iter().any(|c| c.unknown > 0),
-        )));
-    }
-    let sweeps = crate::sweeps::from_shards(&m);
-    if !cells.is_empty() || sweeps.is_empty() {
+    } else if !cells.is_empty() || sweeps.is_empty() {
         print_cells(
             &cells,
             json,
