@@ -163,8 +163,9 @@ pub struct BackendInfo {
     /// What the system promises a lock, and what it does not, in a sentence (the
     /// report's legend and docs/designs.md's design table).
     pub promise: &'static str,
-    /// The design seed 002's comparison of lock services names for it (its table
-    /// "常见分布式锁方案对比"; a comparison row of `scenarios::family`).
+    /// The design the lock-service comparison "常见分布式锁方案对比" names for it
+    /// (docs/designs.md, "Where the designs come from"; a comparison row of
+    /// `scenarios::family`).
     pub seed_design: &'static str,
 }
 

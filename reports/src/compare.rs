@@ -1,4 +1,5 @@
-//! The comparison by system seed 002 asks for: its table of lock services (a MySQL
+//! The comparison by system that the lock-service comparison "常见分布式锁方案对比"
+//! asks for (docs/designs.md, "Where the designs come from"): its table (a MySQL
 //! unique index, MongoDB `findAndModify`, ZooKeeper, Redis), measured. A row group per
 //! system family ([`Family`]: Redis single, Redis + Sentinel, Redlock, ZooKeeper, MySQL,
 //! MongoDB), two rows in each: the design the seed names for it
@@ -77,7 +78,7 @@ impl Tally {
 /// Which of a family's rows a design is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Role {
-    /// The design seed 002 names for the family.
+    /// The design the lock-service comparison names for the family.
     Seed,
     /// The family's best design over the runs.
     Best,

@@ -630,7 +630,7 @@ fn a_report_is_the_same_on_one_thread_or_two_and_never_writes_over_foreign_files
         !html.contains("ZooKeeper: a lock node"),
         "a system without rows"
     );
-    // Seed 002's comparison by system, in the page and in summary.md: Redis single's
+    // The lock-service comparison by system, in the page and in summary.md: Redis single's
     // only design is its best (the seed's set-nx-px-lua did not run), a column per
     // fault class that ran.
     assert!(

@@ -1,4 +1,4 @@
-//! The comparison by system (seed 002's table): families, worst class per fault class,
+//! The comparison by system (the lock-service comparison's table): families, worst class per fault class,
 //! the seed's and the best design, and its width.
 
 use lock_impl::Backend;

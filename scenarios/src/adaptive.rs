@@ -53,20 +53,19 @@ pub const UNKNOWN_RUNS: u64 = 10;
 /// (or `none`) on `locksim` and `locksim run` asks for more.
 ///
 /// The main job must finish in under two minutes on two cores, and 60 clean runs
-/// behind every cell do not fit: without a budget the job ran 28,054 runs in 2,807 s
-/// (`locksim completeness --deep 0 --budget none`, 846 cells, stop 38), and the 80
-/// costliest cells (Redlock-family designs on five masters, 0.8 to 2.9 million host
-/// runs for 60 runs) took two thirds of it. At 300,000 host runs a cell (this
-/// constant until stop 59) the job took 285 s on two cores (921 cells, 161 million
-/// host runs, 546 s of CPU): 388 cells settled by an unsafe run, 120 bounded by 60
-/// clean runs, 413 weak. From that run's cells (each one's host runs per run; a cell
-/// stops after the run that crosses its budget), 80,000 keeps 378 of the 388 unsafe
-/// cells settled (the other ten need more seeds than it buys: each is a miss of
-/// `locksim completeness`, named there) for about a third of the host runs, 54
-/// million; the cells without an unsafe run are then all weak but seven. A
-/// single-master world's run is 3,000 to 12,000 host runs, so such a cell gets 7 to
-/// 25 runs; a five-master or etcd world's, 40,000 to 75,000: two runs. Measured in
-/// docs/performance.md ("Stop 59").
+/// behind every cell do not fit: without a budget (`locksim --budget none`) the job is
+/// 32,194 runs, 510.8 million host runs, 23 min 40 s on two cores (921 cells), and the
+/// etcd and five-master Redlock cells are 60 % of it. At 300,000 host runs a cell the
+/// job takes 285 s on two cores (161 million host runs, 546 s of CPU): 388 cells
+/// settled by an unsafe run, 120 bounded by 60 clean runs, 413 weak. From that run's
+/// cells (each one's host runs per run; a cell stops after the run that crosses its
+/// budget), 80,000 keeps 378 of the 388 unsafe cells settled (the other ten need more
+/// seeds than it buys: each is a miss of `locksim completeness`) for about a third of
+/// the host runs, 54 million, and 95 s; the cells without an unsafe run are then all
+/// weak but seven. A single-master world's run is 3,000 to 12,000 host runs, so such a
+/// cell gets 7 to 25 runs; a five-master or etcd world's, 40,000 to 75,000: two runs.
+/// Measured in docs/performance.md ("The main job", its budget table, and "The depth
+/// run").
 pub const BUDGET_HOST_RUNS: u64 = 80_000;
 
 /// When a cell stops.

@@ -1,4 +1,5 @@
-//! The system families seed 002 compares as lock services (its table: a MySQL unique
+//! The system families the lock-service comparison "常见分布式锁方案对比" sets side by
+//! side (docs/designs.md, "Where the designs come from"; its table: a MySQL unique
 //! index, MongoDB `findAndModify`, ZooKeeper, Redis), with Redis split the way it is
 //! deployed: one master, a master with replicas under Sentinel, and Redlock's
 //! independent masters. A family is a system and the shape of its world, so one Redis
@@ -80,18 +81,18 @@ impl Family {
         Family::of(info.backend, info.masters, scenario.topology())
     }
 
-    /// The design seed 002 names for this family (`shared/seeds/002_*.txt`, its table
-    /// "常见分布式锁方案对比" of lock services):
+    /// The design the lock-service comparison names for this family (its table
+    /// "常见分布式锁方案对比"; docs/designs.md, "Where the designs come from"):
     /// - Redis single and Redis + Sentinel: `set-nx-px-lua`, the table's row "基于redis
     ///   Lua脚本能力" (`SET lock_name random_value EX seconds NX`, release by the Lua
     ///   compare-and-delete it quotes), the one it calls fit for production "apart from
     ///   the single point" (除了单点问题): the same design is what a Sentinel deployment
     ///   runs to answer that point. The table's other Redis row, SETNX then EXPIRE with
     ///   a plain DELETE (`setnx-expire`), the table itself discounts (not atomic,
-    ///   deletes another's lock); Redisson's RLock, which the seed explains after the
+    ///   deletes another's lock); Redisson's RLock, which its note explains after the
     ///   table, is a library, not a row of the comparison.
-    /// - Redlock: seed 002 names none; `redlock`, the algorithm as seeds 000 and 003
-    ///   state it (N = 5 masters, majority, validity = lease − elapsed).
+    /// - Redlock: the comparison names none; `redlock`, the algorithm as the Redis docs'
+    ///   "Distributed Locks with Redis" page states it (N = 5 masters, majority, validity = lease − elapsed).
     /// - Another system: its record's [`lock_impl::BackendInfo::seed_design`], which
     ///   quotes the table's row for it (ZooKeeper: `zk-curator`; MySQL:
     ///   `mysql-unique-index`; MongoDB: `mongo-find-and-modify`).

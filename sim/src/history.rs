@@ -76,7 +76,7 @@ pub struct RunParams {
     /// fewer than a majority of them is not held.
     #[serde(default = "one")]
     pub masters: u32,
-    /// Seed 004's segmented stock (`Workload::segments`): the stock is split into this
+    /// The segmented stock (`Workload::segments`, Dewu's article in docs/designs.md): the stock is split into this
     /// many segments, each its own counter guarded by its own lock key
     /// (`<key>:<segment>`); `None` for the one counter under the one key.
     #[serde(default, skip_serializing_if = "Option::is_none")]

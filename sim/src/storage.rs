@@ -1,5 +1,6 @@
 //! The protected resource: a stock counter on its own host, read and written over the
-//! network as in seeds 000 and 004 (read the stock, sell one, write it back).
+//! network as in the flash sale of "redis之分布式锁详解" and Dewu's ticket walk-through
+//! (read the stock, sell one, write it back).
 //!
 //! The storage keeps its own record of every read and write, including the value it
 //! held when a write arrived, so the lost-update checker needs no trust in clients. In

@@ -53,7 +53,7 @@ pub enum Capability {
     /// first leader inside the run, one `tickTime` after FastLeaderElection's wait in
     /// the model: at a 10 s lease (2 s ticks) that is past a one-second world.
     ServingAtStart,
-    /// The world's observers follow more than one lock key (seed 004's segments):
+    /// The world's observers follow more than one lock key (the segmented stock):
     /// only the Redis world's do.
     ManyKeys,
 }

@@ -16,8 +16,8 @@ static ACQUIRE: LazyLock<redis::Script> = LazyLock::new(|| redis::Script::new(FE
 /// it did, increments the counter `{key}:fencing-token` and returns it as the guard's
 /// token; release is the compare-and-delete of `set-nx-px-lua`.
 ///
-/// Kleppmann's answer to seeds 001 and 003's lease problem (Redisson's `RFencedLock` is
-/// the reference). What the token protects: a storage that remembers the highest token
+/// Kleppmann's answer ("How to do distributed locking", 2016) to the lease problem of a
+/// `SET NX PX` lock (Redisson's `RFencedLock` is the reference). What the token protects: a storage that remembers the highest token
 /// it accepted and rejects writes carrying a lower one turns a second holder (a client
 /// paused past its lease, whose lock was then taken by another) into a rejected write
 /// instead of a lost update.

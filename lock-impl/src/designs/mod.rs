@@ -121,7 +121,8 @@ pub(crate) fn guard(
 }
 
 /// `SET key owner NX PX lease`: one atomic command that takes the lock and arms its
-/// expiry (seed 001, idea 3).
+/// expiry (the Redis `SET` page's `NX`/`PX`; the four-ideas article's idea 3, named in
+/// docs/designs.md, "Where the designs come from").
 pub(crate) async fn set_nx_px(
     design: &str,
     deps: &Deps,
@@ -168,7 +169,8 @@ pub(crate) async fn setnx(
     }
 }
 
-/// The compare-and-delete script of seeds 001 (idea 4) and 003, verbatim.
+/// The compare-and-delete script of the Redis docs' "Distributed Locks with Redis" page
+/// (as the four-ideas and three-Redis-locks articles print it), verbatim.
 pub const COMPARE_AND_DELETE: &str = include_str!("../../scripts/compare_and_delete.lua");
 
 pub(crate) static COMPARE_AND_DELETE_SCRIPT: std::sync::LazyLock<redis::Script> =
@@ -189,8 +191,9 @@ pub(crate) async fn compare_and_delete(deps: &Deps, guard: &Guard) -> Result<Rel
     }
 }
 
-/// `DEL key`, whoever holds it: the release of seeds 001 and 004 before they add the
-/// owner check.
+/// `DEL key`, whoever holds it: the release of the four-ideas article and of Dewu's
+/// ticket walk-through before they add the owner check (docs/designs.md, "Where the
+/// designs come from").
 pub(crate) async fn blind_del(deps: &Deps, key: &str) -> Result<Release, LockError> {
     let reply: redis::RedisResult<i64> = redis::cmd("DEL")
         .arg(key)

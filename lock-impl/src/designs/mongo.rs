@@ -1,4 +1,4 @@
-//! The MongoDB designs: seed 002's `findAndModify` lock ("加锁：执行findAndModify原子命令
+//! The MongoDB designs: the lock-service comparison's `findAndModify` lock ("加锁：执行findAndModify原子命令
 //! 查找document，若不存在则新增 2.解锁：删除document"), with the expiry field that common
 //! libraries add, in three variants.
 //!

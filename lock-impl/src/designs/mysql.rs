@@ -1,10 +1,11 @@
-//! The MySQL designs: `mysql-unique-index` (seed 002's first row), `mysql-get-lock`
+//! The MySQL designs: `mysql-unique-index` (the first row of the lock-service
+//! comparison "常见分布式锁方案对比", docs/designs.md), `mysql-get-lock`
 //! (MariaDB's user-level locks), `mysql-for-update` (a row lock), and
 //! `mysql-unique-index-expiry` / `-fenced` (an expiry column), all over one connection
 //! per client
 //! ([`crate::mysql::MySqlConn`]) that is redialled, as a pool does, after it broke.
 //!
-//! `mysql-unique-index` (seed 002, "基于mysql 表唯一索引": a table with a unique index;
+//! `mysql-unique-index` (the comparison's "基于mysql 表唯一索引": a table with a unique index;
 //! lock = `INSERT`, an error means taken; unlock = `DELETE`):
 //! - on every new connection, `CREATE TABLE IF NOT EXISTS locks (name VARCHAR(255) NOT
 //!   NULL PRIMARY KEY, owner VARCHAR(255) NOT NULL)`;
@@ -15,7 +16,7 @@
 //!   concurrent `INSERT`s of one key racing its `DELETE`; the model never does);
 //! - release: `DELETE FROM locks WHERE name = '<key>' AND owner = '<owner>'`: one row
 //!   deleted is ours released, none means it was not ours (or gone);
-//! - known failure (seed 002's 缺点 1 and 2): no expiry, so a holder that dies leaves
+//! - known failure (the comparison's 缺点 1 and 2): no expiry, so a holder that dies leaves
 //!   the row forever and every other client waits: stuck; no reentrancy (a second
 //!   `INSERT` by the holder is a duplicate), no blocking wait (clients poll).
 //!
@@ -584,7 +585,7 @@ impl LockDesign for MySqlForUpdate {
     }
 }
 
-/// The table `mysql-unique-index-expiry` locks in: the unique index of seed 002 with
+/// The table `mysql-unique-index-expiry` locks in: the lock-service comparison's unique index with
 /// an expiry written from the client's wall clock (ms since the epoch).
 pub const MYSQL_LEASES_TABLE: &str = "CREATE TABLE IF NOT EXISTS lock_leases \
      (name VARCHAR(255) NOT NULL PRIMARY KEY, owner VARCHAR(255) NOT NULL, \

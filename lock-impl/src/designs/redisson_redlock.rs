@@ -12,7 +12,8 @@ use crate::scale::REDISSON_REDLOCK_UNLOCK_POLL;
 use crate::{Acquire, AcquireOptions, Conn, Deps, Guard, LockDesign, LockError, Release, Wait};
 
 /// `redisson-redlock`: Redisson's `RedissonRedLock`, i.e. `RedissonMultiLock.tryLock
-/// (waitTime, leaseTime)` as seed 003 prints it, over `Deps::servers`, followed line
+/// (waitTime, leaseTime)` as the three-Redis-locks article prints it (docs/designs.md,
+/// "Where the designs come from"), over `Deps::servers`, followed line
 /// for line:
 ///
 /// - `newLeaseTime = 2 × waitTime`: each node is locked with a lease of twice the wait

@@ -68,7 +68,7 @@ use crate::{Conn, Deps, Entropy, TimeScale};
 /// The Redisson version whose retry layers a design follows.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
 pub enum Version {
-    /// Redisson 3.20.0 (`reentrant-watchdog`, seed 000).
+    /// Redisson 3.20.0 (`reentrant-watchdog`).
     V3_20,
     /// Redisson 3.52.0 (`redisson-fenced`, `redisson-rw`).
     V3_52,

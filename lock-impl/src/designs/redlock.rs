@@ -14,7 +14,9 @@ use crate::{
 /// `redlock`: antirez's Redlock, as redis.io's distributed-lock page specifies it, over
 /// `Deps::servers` (N independent masters, 5 in locksim's world; no replication).
 ///
-/// Seeds 000 and 003 (the algorithm's five steps). One acquisition:
+/// The algorithm's five steps, as the page gives them (and the 2023 article and the
+/// three-Redis-locks article reprint them; docs/designs.md, "Where the designs come
+/// from"). One acquisition:
 ///
 /// 1. read the client's clock (`start`) and draw one random owner value;
 /// 2. `SET key owner NX PX lease` on every master **in turn**, each with a timeout

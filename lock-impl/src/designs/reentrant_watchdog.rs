@@ -13,14 +13,17 @@ use super::{check_guard, guard};
 use crate::lock::classify;
 use crate::{Acquire, AcquireOptions, Clock, Deps, Guard, LockDesign, LockError, Release, Wait};
 
-/// Redisson's lock script (`tryLockInnerAsync`), verbatim from seed 002: take or re-enter
+/// Redisson's lock script (`RedissonLock.tryLockInnerAsync`), verbatim as the lock-service
+/// comparison's note prints it: take or re-enter
 /// the hash `{owner: count}` and arm the lease (`nil`), or return the holder's `PTTL`.
 pub const REDISSON_LOCK: &str = include_str!("../../scripts/redisson_lock.lua");
-/// Redisson's unlock script (`unlockInnerAsync`), verbatim from seed 003: `nil` if this
+/// Redisson's unlock script (`RedissonLock.unlockInnerAsync`), verbatim as the
+/// three-Redis-locks article prints it: `nil` if this
 /// owner holds nothing, `0` if the count is still above zero (lease re-armed), `1` after
 /// `DEL` and `PUBLISH` of the unlock message.
 pub const REDISSON_UNLOCK: &str = include_str!("../../scripts/redisson_unlock.lua");
-/// Redisson 3.20's renewal script (`renewExpirationAsync`), from seed 000: `PEXPIRE` if
+/// Redisson 3.20.0's renewal script (`renewExpirationAsync`, as "redis之分布式锁详解" prints
+/// it): `PEXPIRE` if
 /// this owner still holds the lock (`1`), else `0`.
 pub const REDISSON_RENEW: &str = include_str!("../../scripts/redisson_renew.lua");
 
@@ -46,10 +49,12 @@ pub(crate) const UNLOCK_MESSAGE: i64 = 0;
 /// `redisson_lock__channel:{key}` and retry on an unlock message or when the holder's
 /// TTL runs out.
 ///
-/// Seeds 000 (Redisson 3.20 `lock()`: lock script, `scheduleExpirationRenewal`,
-/// `renewExpiration` every `internalLockLeaseTime / 3`, renewal script), 002 (the lock and
-/// unlock scripts with their arguments and return codes, the pub/sub unlock message) and
-/// 003 (`tryLock(wait, lease)` with pub/sub waiting, the unlock script). The owner field is
+/// Sources (docs/designs.md, "Where the designs come from"): Redisson 3.20.0's
+/// `RedissonLock` (`lock()`: lock script, `scheduleExpirationRenewal`, `renewExpiration`
+/// every `internalLockLeaseTime / 3`, renewal script), read line by line in
+/// "redis之分布式锁详解"; the lock-service comparison's note (the lock and unlock scripts
+/// with their arguments and return codes, the pub/sub unlock message); the three-Redis-
+/// locks article (`tryLock(wait, lease)` with pub/sub waiting, the unlock script). The owner field is
 /// one client id per design instance (Redisson's connection-manager UUID) plus a task id
 /// (Redisson's thread id); [`LockDesign`] uses task [`Self::DEFAULT_TASK`].
 ///
@@ -242,7 +247,7 @@ impl ReentrantWatchdog {
     }
 
     /// The Redisson version whose retry layers this instance follows
-    /// ([`super::redisson_retry`]): 3.20 for the `RLock` port (seed 000), 3.52.0 for
+    /// ([`super::redisson_retry`]): 3.20 for the `RLock` port, 3.52.0 for
     /// the fenced and read-write locks.
     pub fn version(&self) -> Version {
         match self.flavor {
@@ -418,7 +423,7 @@ impl ReentrantWatchdog {
         self.holds.lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    /// Seed 003's `tryLock` loop: one attempt; on failure subscribe, then retry on each
+    /// `RedissonLock.tryLock(waitTime, leaseTime)`'s loop: one attempt; on failure subscribe, then retry on each
     /// unlock message or once the holder's TTL has passed, until the budget is spent.
     async fn try_lock(
         &self,

@@ -7,7 +7,9 @@ use crate::{Acquire, AcquireOptions, Deps, Guard, LockDesign, LockError, Release
 /// `set-nx-px-check-del`: `SET key owner NX PX lease` to acquire; to release, `GET key`,
 /// compare with our owner value in the client, then `DEL key`: two commands.
 ///
-/// The commented-out code of seed 000 and the "unique value check" of seed 004. Known
+/// The commented-out code of "redis之分布式锁详解" (2023), the "unique value check" of
+/// Dewu's ticket walk-through, and Wu Dashan's second wrong release (docs/designs.md,
+/// "Where the designs come from"). Known
 /// failure: the check and the delete are not atomic. If the lease expires after the
 /// `GET` said "ours" and another client acquires before the `DEL` arrives, the `DEL`
 /// removes the other client's lock (ownership).

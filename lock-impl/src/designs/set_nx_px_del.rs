@@ -6,7 +6,8 @@ use crate::{Acquire, AcquireOptions, Deps, Guard, LockDesign, LockError, Release
 
 /// `set-nx-px-del`: `SET key owner NX PX lease` to acquire (atomic), `DEL key` to release.
 ///
-/// Seed 001 (idea 3) and seed 004. Known failure: if the holder's lease expires (a GC
+/// The four-ideas article's idea 3 and Dewu's ticket walk-through (docs/designs.md,
+/// "Where the designs come from"). Known failure: if the holder's lease expires (a GC
 /// pause, slow work, a delayed reply) and another client takes the lock, the first
 /// client's blind `DEL` removes the *other* client's lock (an ownership violation),
 /// letting a third in beside the second (mutual exclusion).

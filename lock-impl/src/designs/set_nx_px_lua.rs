@@ -7,7 +7,9 @@ use crate::{Acquire, AcquireOptions, Deps, Guard, LockDesign, LockError, Release
 /// `set-nx-px-lua`: `SET key owner NX PX lease` to acquire; release with a Lua
 /// compare-and-delete (`EVALSHA`, `SCRIPT LOAD` on `NOSCRIPT`), atomic on the server.
 ///
-/// Seed 001 (idea 4), seed 003 (the Jedis version) and seed 000. It never deletes
+/// The Redis docs' "Distributed Locks with Redis" single-instance lock: the four-ideas
+/// article's idea 4, Wu Dashan's Jedis version and "redis之分布式锁详解" (docs/designs.md,
+/// "Where the designs come from"). It never deletes
 /// another owner's lock. Known failure, Kleppmann's point: a correct release does not
 /// make a lease safe. If the holder is paused past its lease, another client acquires
 /// and both believe they hold the lock (mutual exclusion, lost updates) though neither

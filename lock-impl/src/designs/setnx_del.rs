@@ -6,7 +6,8 @@ use crate::{Acquire, AcquireOptions, Deps, Guard, LockDesign, LockError, Release
 
 /// `setnx-del`: `SETNX key owner` to acquire, `DEL key` to release. No expiry at all.
 ///
-/// The first step of seed 004's ticket walk-through. Known failure: a client that dies
+/// The first step of Dewu's ticket walk-through and the four-ideas article's idea 1
+/// (docs/designs.md, "Where the designs come from"). Known failure: a client that dies
 /// while holding the lock leaves it held forever (a liveness violation; the lease is
 /// ignored because the design has none).
 pub struct SetnxDel {

@@ -7,7 +7,9 @@ use crate::{Acquire, AcquireOptions, Deps, Guard, LockDesign, LockError, Release
 /// `setnx-expire`: `SETNX key owner`, then `PEXPIRE key lease` as a second command;
 /// `DEL key` to release.
 ///
-/// Seed 001 (idea 2) and seed 004. Known failure: the two commands are not atomic, so a
+/// The four-ideas article's idea 2, Dewu's ticket walk-through and the lock-service
+/// comparison's `SETNX` + `EXPIRE` row (docs/designs.md, "Where the designs come from").
+/// Known failure: the two commands are not atomic, so a
 /// client that dies between them leaves a lock without expiry, held forever (liveness).
 /// Also inherits the blind `DEL` of [`super::SetnxDel`].
 pub struct SetnxExpire {

@@ -140,7 +140,7 @@ pub const SYSTEM: crate::BackendInfo = crate::BackendInfo {
               the key goes when the lease expires on the server's clock, whatever the \
               holder believes, and its create revision is a fencing token that only a \
               resource that checks it can use",
-    // Seed 002 names no etcd row; its lock is the client library's mutex.
+    // The lock-service comparison has no etcd row; its lock is the client library's mutex.
     seed_design: crate::designs::EtcdMutex::NAME,
 };
 

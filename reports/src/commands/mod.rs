@@ -283,7 +283,7 @@ pub fn catalog_table(
     }
     print_cells(&cells, json, detail, "");
     if !json {
-        // Seed 002's comparison, by system and fault class, if it fits 120 columns.
+        // The lock-service comparison, by system and fault class, if it fits 120 columns.
         let by_system = crate::compare::for_terminal(&crate::compare::Comparison::of(&cells));
         if !by_system.is_empty() {
             println!("\n{}", by_system.trim_end());

@@ -18,7 +18,7 @@
 //! replica had the lock, the server's machine crashing after a grant and recovering
 //! what `innodb_flush_log_at_trx_commit` made durable), `profiles` (a design
 //! family's real time scale as the base of a world: Redisson's 30 s lease), `segments`
-//! (seed 004's segmented stock: one lock per stock segment). The probes
+//! (the segmented stock of Dewu's article: one lock per stock segment). The probes
 //! themselves are history readers in
 //! [`crate::checkers`] (several scenarios share one, and they are tested on hand-built
 //! histories there); a `Def` names the one it uses and with what arguments.
@@ -144,8 +144,8 @@ pub struct Def {
     pub probe: fn(&History, &Workload) -> Option<String>,
 }
 
-/// The families of faults, one column each in the comparison by system (seed 002's
-/// table): what a scenario injects, whatever system it runs on.
+/// The families of faults, one column each in the comparison by system (the
+/// lock-service comparison's table): what a scenario injects, whatever system it runs on.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum FaultClass {
     /// No fault: contention, long holds, reentrancy, the flash sale.

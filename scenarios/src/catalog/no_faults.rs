@@ -1,5 +1,5 @@
 //! Scenarios without faults: plain contention, critical sections ten leases long,
-//! nested acquisitions, and seed 000's flash sale.
+//! nested acquisitions, and the flash sale of "redis之分布式锁详解" (2023).
 
 use sim::faults::Fault;
 use sim::world::Workload;
@@ -70,8 +70,9 @@ pub(super) static FLASH_SALE: Def = Def {
     class: FaultClass::None,
     needs: &[Capability::ServingAtStart],
     // The world whose cost is its hosts: a hundred clients, most of them thinking at
-    // any moment. The seed's numbers: `kill:123`, a 10 s lease, `setIfAbsent` once (no
-    // waiting), stock 100. Each purchase takes one unit (the seed's random 1..9
+    // any moment. The numbers of "redis之分布式锁详解" (2023; docs/designs.md): `kill:123`,
+    // a 10 s lease, `setIfAbsent` once (no waiting), stock 100. Each purchase takes one
+    // unit (the article's random 1..9
     // changes nothing a checker sees), and buyers keep buying after the stock runs out
     // (the storage is not the point here).
     world: |base| Workload {

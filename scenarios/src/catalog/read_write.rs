@@ -1,4 +1,4 @@
-//! A read-write lock's worlds: a read/write mix (seed 004's cache/DB consistency, most
+//! A read-write lock's worlds: a read/write mix (Dewu's cache/DB consistency, most
 //! requests read), with no faults (`read-write-contention`, short holds, and
 //! `read-write-long-work`, holds that live on the watchdog: a correct read-write lock
 //! is safe in both, so a catch there is the design's own bug), and with a writer that

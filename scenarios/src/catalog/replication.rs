@@ -71,8 +71,8 @@ pub(super) static SPLIT_BRAIN_MIN_REPLICAS: Def = Def {
 /// notice a dead master within a second and a half (`down-after-milliseconds` 1000;
 /// Redis's default of 30 s would make every run half a minute longer and change
 /// nothing but the wait) and fail over within a few seconds. Leases are long and
-/// critical sections last seconds (8 s and 3 s), as in the jobs seeds 003 and 004
-/// describe, so a holder is still working when the failover completes.
+/// critical sections last seconds (8 s and 3 s), as in the jobs the three-Redis-locks
+/// article and Dewu's article describe, so a holder is still working when the failover completes.
 fn replicated(base: &Workload, replicas: usize, min_replicas: u64) -> Workload {
     let mut servers = vec![ServerSpec {
         min_replicas_to_write: min_replicas,

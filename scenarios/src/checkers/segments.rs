@@ -1,4 +1,4 @@
-//! Seed 004's segmented stock, judged segment by segment.
+//! The segmented stock (Dewu's article; `segmented-stock`), judged segment by segment.
 //!
 //! A segmented stock (`Workload::segments`) is N independent resources: segment `i`
 //! is a counter of its own, guarded by a lock key of its own (`<key>:<i>`). Every

@@ -1,5 +1,5 @@
-//! Masters, replicas and Sentinel: what a failover does to every design (seeds 003 and
-//! 004). Each test asserts its fault happened: the master crashed holding a lock write
+//! Masters, replicas and Sentinel: what a failover does to every design (the
+//! master that fails before replicating, of the three-Redis-locks and Dewu's articles). Each test asserts its fault happened: the master crashed holding a lock write
 //! no replica had, and a replica without it was promoted (or the master was cut off
 //! and another promoted).
 

@@ -1,4 +1,4 @@
-//! Redlock and clocks (seeds 000 and 003; Kleppmann's critique and antirez's reply):
+//! Redlock and clocks (the Redis docs' Redlock; Kleppmann's critique and antirez's reply):
 //! what a clock jump, a restart without persistence and a pause after the validity
 //! check do to `redlock` and `redisson-redlock`, and what clock faults do to the
 //! single-master designs. Every test asserts its fault happened.

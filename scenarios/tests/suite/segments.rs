@@ -1,4 +1,4 @@
-//! Seed 004's segmented stock (issue 26): five stock segments, each under its own lock
+//! The segmented stock of Dewu's article (`segmented-stock`): five stock segments, each under its own lock
 //! key, judged segment by segment. A lock that breaks under a holder's pause loses a
 //! segment's sales and oversells the stock; a fencing storage keeps each segment's
 //! arithmetic exact even though every segment's tokens count on their own; and two

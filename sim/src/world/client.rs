@@ -515,7 +515,7 @@ impl Client {
     }
 
     /// A reader's section: read the stock, then work as long as a writer would (the
-    /// cache refill of seed 004's read-write lock); nothing is written.
+    /// cache refill under Dewu's read-write lock, docs/designs.md); nothing is written.
     async fn read_section(&self, storage: &mut StorageClient, guard: &lock_impl::Guard) {
         let token = guard.token;
         let (rec, host) = (&self.recorder, self.name.as_str());

@@ -203,7 +203,7 @@ pub struct Workload {
     /// acquisition).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub read_share: Option<u8>,
-    /// Seed 004's segmented stock ("expand the inventory to different nodes ... like
+    /// The segmented stock of Dewu's article (docs/designs.md; "expand the inventory to different nodes ... like
     /// ConcurrentHashMap's segmented locks"): the stock is split into this many
     /// segments (2 to 64; [`crate::history::segment_stocks`]), segment `i` a counter of
     /// its own guarded by the lock key `<key>:<i>`. Each round a client picks a segment

@@ -82,9 +82,10 @@ impl std::fmt::Debug for Case {
     }
 }
 
-// The Redisson scripts exactly as the `reentrant-watchdog` design sends them (seed 002's
-// lock, seed 003's unlock, seed 000's renewal); `tests/scripts/` keeps every variant the
-// seeds print, for the engine tests.
+// The Redisson scripts exactly as the `reentrant-watchdog` design sends them (the lock as
+// the lock-service comparison's note prints it, the unlock as the three-Redis-locks
+// article does, Redisson 3.20.0's renewal); `tests/scripts/` keeps every variant the
+// articles print, for the engine tests (its README names them).
 const LOCK: &str = lock_impl::designs::REDISSON_LOCK;
 const UNLOCK: &str = lock_impl::designs::REDISSON_UNLOCK;
 const RENEW: &str = lock_impl::designs::REDISSON_RENEW;
