@@ -1,4 +1,4 @@
--- Redisson lock (tryLockInnerAsync), verbatim from seeds/002_27ed46da17f1f5aa.txt lines 83-99.
+-- Redisson 3.20.0 lock (RedissonLock.tryLockInnerAsync), verbatim as the lock-service comparison prints it.
 -- KEYS[1] lock name; ARGV[1] lease ms; ARGV[2] owner (client id:thread id).
 
 -- 若锁不存在：则新增锁，并设置锁重入计数为1、设置锁过期时间

@@ -135,8 +135,9 @@ pub struct DesignInfo {
     pub build: fn(Deps) -> Arc<dyn LockDesign>,
     /// One line: acquire and release.
     pub summary: &'static str,
-    /// The seed documents that describe it.
-    pub seeds: &'static str,
+    /// The documents that describe it, by the short names of `docs/designs.md`
+    /// ("Where the designs come from").
+    pub sources: &'static str,
     /// The failure it is known for.
     pub known_failure: &'static str,
     /// Whether the lock expires on its own after the lease.
@@ -243,7 +244,7 @@ pub static DESIGNS: &[DesignInfo] = &[
         name: designs::SetnxDel::NAME,
         build: |deps| Arc::new(designs::SetnxDel::new(deps)),
         summary: "SETNX to acquire, DEL to release; no expiry",
-        seeds: "004",
+        sources: "Dewu's article",
         known_failure: "a holder that dies leaves the lock held forever",
         expires: false,
         release_checks_owner: false,
@@ -254,7 +255,7 @@ pub static DESIGNS: &[DesignInfo] = &[
         name: designs::SetnxExpire::NAME,
         build: |deps| Arc::new(designs::SetnxExpire::new(deps)),
         summary: "SETNX, then PEXPIRE as a second command; DEL to release",
-        seeds: "001, 004",
+        sources: "the four-ideas article; Dewu's article",
         known_failure: "a crash between SETNX and PEXPIRE leaves a lock without expiry",
         expires: true,
         release_checks_owner: false,
@@ -266,7 +267,7 @@ pub static DESIGNS: &[DesignInfo] = &[
         build: |deps| Arc::new(designs::SetnxGetset::new(deps)),
         summary: "SETNX of an expiry timestamp; a waiter that finds it passed takes the lock \
                   with GETSET; DEL to release if the own timestamp has not passed",
-        seeds: "redis.io SETNX page",
+        sources: "the Redis SETNX command page",
         known_failure: "the timestamps are client wall clocks: clients whose clocks disagree \
                         by more than the lease take a live lock",
         expires: true,
@@ -278,7 +279,7 @@ pub static DESIGNS: &[DesignInfo] = &[
         name: designs::SetNxPxDel::NAME,
         build: |deps| Arc::new(designs::SetNxPxDel::new(deps)),
         summary: "SET NX PX to acquire, DEL to release",
-        seeds: "001, 004",
+        sources: "the four-ideas article; Dewu's article",
         known_failure: "a holder past its lease deletes the next holder's lock",
         expires: true,
         release_checks_owner: false,
@@ -289,7 +290,7 @@ pub static DESIGNS: &[DesignInfo] = &[
         name: designs::SetNxPxCheckDel::NAME,
         build: |deps| Arc::new(designs::SetNxPxCheckDel::new(deps)),
         summary: "SET NX PX; release by GET, compare, then DEL (two commands)",
-        seeds: "000, 004",
+        sources: "the 2023 article; Dewu's article",
         known_failure: "the lease expiring between GET and DEL deletes another's lock",
         expires: true,
         release_checks_owner: true,
@@ -300,7 +301,7 @@ pub static DESIGNS: &[DesignInfo] = &[
         name: designs::SetNxPxLua::NAME,
         build: |deps| Arc::new(designs::SetNxPxLua::new(deps)),
         summary: "SET NX PX; release by Lua compare-and-delete",
-        seeds: "001, 003",
+        sources: "the four-ideas article; the three-Redis-locks article",
         known_failure: "a pause past the lease gives two holders (no fencing)",
         expires: true,
         release_checks_owner: true,
@@ -312,7 +313,7 @@ pub static DESIGNS: &[DesignInfo] = &[
         build: |deps| Arc::new(designs::ReentrantWatchdog::new(deps)),
         summary: "Redisson RLock: reentrant Lua hash lock, watchdog renews every lease/3, \
                   pub/sub waiting; Lua unlock",
-        seeds: "000, 002, 003",
+        sources: "the 2023 article; the lock-service comparison; the three-Redis-locks article",
         known_failure: "a pause freezes the watchdog too: past the lease, two holders",
         expires: true,
         release_checks_owner: true,
@@ -323,7 +324,7 @@ pub static DESIGNS: &[DesignInfo] = &[
         name: designs::Fenced::NAME,
         build: |deps| Arc::new(designs::Fenced::new(deps)),
         summary: "Lua SET NX PX + INCR fencing token; release by Lua compare-and-delete",
-        seeds: "001, 003",
+        sources: "the four-ideas article; the three-Redis-locks article",
         known_failure: "two holders after a pause unless the storage checks tokens; \
                         a failover can reissue a token",
         expires: true,
@@ -335,7 +336,7 @@ pub static DESIGNS: &[DesignInfo] = &[
         name: designs::WaitSynced::NAME,
         build: |deps| Arc::new(designs::WaitSynced::new(deps)),
         summary: "SET NX PX, then WAIT for the master's replicas; released if fewer acknowledged",
-        seeds: "003, 004",
+        sources: "the three-Redis-locks article; Dewu's article",
         known_failure: "WAIT is not consensus: a replica it did not wait for can be promoted \
                         without the lock; a pause past the lease still gives two holders",
         expires: true,
@@ -348,7 +349,7 @@ pub static DESIGNS: &[DesignInfo] = &[
         build: |deps| Arc::new(designs::Redlock::new(deps)),
         summary: "Redlock: SET NX PX on 5 independent masters in turn; majority and \
                   validity = lease - elapsed - drift; Lua compare-and-delete on all",
-        seeds: "000, 003",
+        sources: "the 2023 article; the three-Redis-locks article",
         known_failure: "a master's clock jump or a restart without persistence breaks the \
                         promise; a pause after the validity check overruns it",
         expires: true,
@@ -361,7 +362,7 @@ pub static DESIGNS: &[DesignInfo] = &[
         build: |deps| Arc::new(designs::Redlock::unsigned_validity(deps)),
         summary: "redlock with the validity computed in unsigned arithmetic \
                   (lease - elapsed - drift wraps when elapsed > lease)",
-        seeds: "000, 003",
+        sources: "the 2023 article; the three-Redis-locks article",
         known_failure: "an acquisition slower than the lease wraps to a huge validity: \
                         the client believes it holds expired keys",
         expires: true,
@@ -374,7 +375,7 @@ pub static DESIGNS: &[DesignInfo] = &[
         build: |deps| Arc::new(designs::RedissonRedlock::new(deps)),
         summary: "Redisson RedLock (RedissonMultiLock.tryLock): per-node Redisson lock with \
                   lease 2 x wait, failed-locks limit, re-expire to the lease; no validity check",
-        seeds: "003",
+        sources: "the three-Redis-locks article",
         known_failure: "no validity check: a slow acquisition or a node's clock jump gives \
                         two holders",
         expires: true,
@@ -387,7 +388,7 @@ pub static DESIGNS: &[DesignInfo] = &[
         build: |deps| Arc::new(designs::ZkCurator::new(deps)),
         summary: "Curator InterProcessMutex: protected-mode ephemeral sequential node, \
                       lowest sequence holds, others watch their predecessor; delete to release",
-        seeds: "002, 004",
+        sources: "the lock-service comparison; Dewu's article",
         known_failure: "the lock lives as long as the session: a holder paused past its \
                             session timeout keeps working after its node is gone",
         expires: false,
@@ -399,7 +400,7 @@ pub static DESIGNS: &[DesignInfo] = &[
         name: designs::ZkCurator::FENCED_NAME,
         build: |deps| Arc::new(designs::ZkCurator::fenced(deps)),
         summary: "zk-curator with the lock node's czxid as fencing token",
-        seeds: "002, 004",
+        sources: "the lock-service comparison; Dewu's article",
         known_failure: "two holders in belief after a session expiry; a fencing storage \
                             refuses the stale one",
         expires: false,
@@ -412,7 +413,7 @@ pub static DESIGNS: &[DesignInfo] = &[
         build: |deps| Arc::new(designs::RedisPy::new(deps)),
         summary: "redis-py 5.3.1 Lock: SET NX PX with a uuid token, sleep 0.1 s between tries \
                   (at the world's scale) until blocking_timeout (time.monotonic); Lua GET-compare-DEL release",
-        seeds: "001, 003",
+        sources: "the four-ideas article; the three-Redis-locks article",
         known_failure: "a pause past the lease gives two holders: no fencing, no validity \
                         for the caller to check",
         expires: true,
@@ -425,7 +426,7 @@ pub static DESIGNS: &[DesignInfo] = &[
         build: |deps| Arc::new(designs::RedisPy::v3(deps)),
         summary: "redis-py 3.5.3 Lock: as redis-py, but blocking_timeout measured on \
                   time.time(), the wall clock",
-        seeds: "001, 003",
+        sources: "the four-ideas article; the three-Redis-locks article",
         known_failure: "as redis-py; and a client wall-clock step ends the wait early or \
                         stretches it far past its budget",
         expires: true,
@@ -439,7 +440,7 @@ pub static DESIGNS: &[DesignInfo] = &[
         summary: "go-redsync v4.17.0 Mutex: SET NX PX on every pool concurrently, quorum and \
                   until = now + expiry - elapsed - expiry x 0.01; 32 tries, 50-250 ms apart (at \
                   the world's scale); delete script on all",
-        seeds: "000, 003",
+        sources: "the 2023 article; the three-Redis-locks article",
         known_failure: "Redlock's: a pause past until, a master's clock jump or a restart \
                         without persistence gives two holders; nothing checks until",
         expires: true,
@@ -454,7 +455,7 @@ pub static DESIGNS: &[DesignInfo] = &[
                   the first quorum; expiration = start + duration - drift on Date.now() (the \
                   wall clock), never checked; 10 retries 200 +/- 100 ms (at \
                   the world's scale); Lua release, retried",
-        seeds: "000, 003",
+        sources: "the 2023 article; the three-Redis-locks article",
         known_failure: "Redlock's, plus the wall clock: a client clock step moves the \
                         expiration, and an already-expired lock is returned as acquired",
         expires: true,
@@ -469,7 +470,7 @@ pub static DESIGNS: &[DesignInfo] = &[
                   that extends the lock automaticExtensionThreshold (500 ms at the world's \
                   scale; a quarter of a lease too short for it) before its Date.now() expiration, retried at once while \
                   it has not passed, else the routine's signal aborts; release stops the timer",
-        seeds: "000, 003",
+        sources: "the 2023 article; the three-Redis-locks article",
         known_failure: "the extension timer freezes with a paused holder: past the expiration \
                         the signal aborts, and a routine that does not check it works on under \
                         the next holder",
@@ -484,7 +485,7 @@ pub static DESIGNS: &[DesignInfo] = &[
         summary: "Redisson 3.52.0 RFencedLock: the RLock hash lock, watchdog and pub/sub wait, \
                   with a lock script that INCRs redisson_lock_token:{key} and returns it as \
                   the fencing token; wait budget on currentTimeMillis (the wall clock)",
-        seeds: "001, 003",
+        sources: "the four-ideas article; the three-Redis-locks article",
         known_failure: "two holders in belief after a pause; a fencing storage refuses the \
                         stale one; a failover can reissue a token",
         expires: true,
@@ -495,9 +496,9 @@ pub static DESIGNS: &[DesignInfo] = &[
     DesignInfo {
         name: designs::MySqlUniqueIndex::NAME,
         build: |deps| Arc::new(designs::MySqlUniqueIndex::new(deps)),
-        summary: "seed 002's MySQL unique index: INSERT INTO locks (name, owner) to lock \
+        summary: "the lock-service comparison's MySQL unique index: INSERT INTO locks (name, owner) to lock \
                   (a duplicate key means held); DELETE ... WHERE name AND owner to unlock",
-        seeds: "002",
+        sources: "the lock-service comparison",
         known_failure: "no expiry: a holder that dies leaves its row, and every other client \
                         waits forever",
         expires: false,
@@ -510,7 +511,7 @@ pub static DESIGNS: &[DesignInfo] = &[
         build: |deps| Arc::new(designs::MySqlGetLock::new(deps)),
         summary: "MariaDB GET_LOCK(name, 0) to lock, RELEASE_LOCK(name) to unlock; \
                   the lock belongs to the connection",
-        seeds: "002",
+        sources: "the lock-service comparison",
         known_failure: "a dropped connection releases the lock on the server while the holder, \
                         reconnecting, keeps working: two holders",
         expires: false,
@@ -521,9 +522,9 @@ pub static DESIGNS: &[DesignInfo] = &[
     DesignInfo {
         name: designs::MongoFindAndModify::NAME,
         build: |deps| Arc::new(designs::MongoFindAndModify::new(deps)),
-        summary: "seed 002's MongoDB findAndModify: upsert {_id: key} unless its expiresAt \
+        summary: "the lock-service comparison's MongoDB findAndModify: upsert {_id: key} unless its expiresAt \
                   (the client's clock) is still ahead, w:1; delete {_id, owner} to unlock",
-        seeds: "002",
+        sources: "the lock-service comparison",
         known_failure: "w:1 acknowledges a lock only the primary has: a failover before a \
                         secondary copied it elects a member without it, and the old primary \
                         rolls it back: two holders",
@@ -537,7 +538,7 @@ pub static DESIGNS: &[DesignInfo] = &[
         build: |deps| Arc::new(designs::MongoFindAndModify::majority(deps)),
         summary: "mongo-find-and-modify with writeConcern w:\"majority\": acknowledged once a \
                   majority of the replica set has the lock",
-        seeds: "002",
+        sources: "the lock-service comparison",
         known_failure: "survives a failover; the lease is still on client clocks, so a pause \
                         past it gives two holders",
         expires: true,
@@ -551,7 +552,7 @@ pub static DESIGNS: &[DesignInfo] = &[
         summary: "mongo-find-and-modify-majority with the lock document's version ($inc per \
                   acquisition) as fencing token; release expires the document instead of \
                   deleting it",
-        seeds: "002",
+        sources: "the lock-service comparison",
         known_failure: "two holders in belief after a pause; a fencing storage refuses the \
                         stale one",
         expires: true,
@@ -566,7 +567,7 @@ pub static DESIGNS: &[DesignInfo] = &[
                   put with the session's lease, kept alive by the lease keeper; the lock is \
                   the oldest key under the prefix, waiters watch the next older one's \
                   deletion",
-        seeds: "002",
+        sources: "the lock-service comparison",
         known_failure: "the lease expires on the server while its holder is paused or cut \
                         off; the next waiter takes the lock and the old holder, never told, \
                         still acts: two holders (Jepsen, etcd 3.4.3)",
@@ -579,7 +580,7 @@ pub static DESIGNS: &[DesignInfo] = &[
         name: designs::EtcdMutex::FENCED_NAME,
         build: |deps| Arc::new(designs::EtcdMutex::fenced(deps)),
         summary: "etcd-mutex with the lock key's create revision as the fencing token",
-        seeds: "002",
+        sources: "the lock-service comparison",
         known_failure: "two holders in belief after a pause; a fencing storage refuses the \
                         stale one",
         expires: true,
@@ -592,7 +593,7 @@ pub static DESIGNS: &[DesignInfo] = &[
         build: |deps| Arc::new(designs::EtcdMutex::lock_service(deps)),
         summary: "etcd's v3lock Lock RPC with a session's lease (the server runs the mutex \
                   for the caller); Unlock RPC to release",
-        seeds: "002",
+        sources: "the lock-service comparison",
         known_failure: "as etcd-mutex: the lease can expire under a paused holder",
         expires: true,
         release_checks_owner: true,
@@ -605,7 +606,7 @@ pub static DESIGNS: &[DesignInfo] = &[
         summary: "a row per lock name; BEGIN; SELECT ... FOR UPDATE (waiting up to \
                   innodb_lock_wait_timeout) to lock, COMMIT to unlock; the row lock belongs \
                   to the transaction, and so to the connection",
-        seeds: "002",
+        sources: "the lock-service comparison",
         known_failure: "a dropped connection rolls the transaction back and frees the row lock \
                         while the holder, which never looks, keeps working: two holders",
         expires: false,
@@ -619,7 +620,7 @@ pub static DESIGNS: &[DesignInfo] = &[
         summary: "the unique index with an expires_at column written from the client's wall \
                   clock; a waiter that finds the row expired takes it over with UPDATE ... \
                   WHERE name AND expires_at < now",
-        seeds: "002",
+        sources: "the lock-service comparison",
         known_failure: "client clocks decide: a waiter whose clock runs ahead, or a holder \
                         paused past its lease, lets a second client take the row while the \
                         first still works",
@@ -633,7 +634,7 @@ pub static DESIGNS: &[DesignInfo] = &[
         build: |deps| Arc::new(designs::MySqlExpiry::fenced(deps)),
         summary: "mysql-unique-index-expiry with a fence column counted up on every take \
                   (LAST_INSERT_ID(fence + 1) returns it) as fencing token; rows are kept",
-        seeds: "002",
+        sources: "the lock-service comparison",
         known_failure: "two holders in belief when client clocks disagree; a fencing storage \
                         refuses the stale one",
         expires: true,
@@ -647,7 +648,7 @@ pub static DESIGNS: &[DesignInfo] = &[
         summary: "Redisson 3.52.0 RReadWriteLock: read and write locks in one hash (mode, \
                   per-holder counts, a timeout key per read hold), watchdog every lease/3, \
                   pub/sub wait; acquire takes the write lock, acquire_read the read lock",
-        seeds: "004",
+        sources: "Dewu's article",
         known_failure: "a pause freezes the watchdog too: past the lease a writer takes the \
                         lock under a paused reader or writer",
         expires: true,

@@ -338,8 +338,8 @@ fn legend_text(none: &str, full: bool) -> String {
         "U unsafe  F fenced  O overlap in belief only  P promise broken without harm  L safe, but stuck or \
          stranded  ? unknown  S safe  n the fault never happened (no evidence)  u f o p: every such run broke \
          before its fault began  {none} no scenario of the class ran the design. A cell: the worst mark over the \
-         design's runs in the class's scenarios, {count}. seed: the design seed 002's table \
-         names for the system (for Redlock, which 002 lacks, seeds 000/003's redlock). best: the design with the \
+         design's runs in the class's scenarios, {count}. seed: the design the lock-service comparison \
+         names for the system (for Redlock, which it lacks, the Redis docs' redlock). best: the design with the \
          smallest share of unsafe runs over the family's scenarios, then of fenced, overlap, promise, liveness, \
          unknown and no-fault runs."
     )
@@ -473,7 +473,7 @@ pub fn for_terminal(c: &Comparison) -> String {
     if c.rows.is_empty() {
         return String::new();
     }
-    let title = "By system (seed 002's comparison): per fault class, the worst class over a design's runs.\n";
+    let title = "By system (the lock-service comparison): per fault class, the worst class over a design's runs.\n";
     let fits = |s: &str| s.lines().all(|l| l.chars().count() <= WIDTH);
     for full in [true, false] {
         let table = render_table(c, full);
@@ -481,7 +481,7 @@ pub fn for_terminal(c: &Comparison) -> String {
             return format!("{title}{table}{}", legend(c, full));
         }
     }
-    "By system (seed 002's comparison): too wide for 120 columns; `locksim report` writes it to summary.md and index.html.\n"
+    "By system (the lock-service comparison): too wide for 120 columns; `locksim report` writes it to summary.md and index.html.\n"
         .to_string()
 }
 

@@ -12,8 +12,8 @@ pub fn list(extra: &[DesignSpec]) -> ExitCode {
     println!("designs:");
     for d in lock_impl::DESIGNS {
         println!(
-            "  {:<22} {} (seeds {}); known for: {}",
-            d.name, d.summary, d.seeds, d.known_failure
+            "  {:<22} {} (from {}); known for: {}",
+            d.name, d.summary, d.sources, d.known_failure
         );
     }
     for d in extra {

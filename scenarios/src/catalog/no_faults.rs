@@ -65,7 +65,7 @@ pub(super) static REENTRANCY: Def = Def {
 
 pub(super) static FLASH_SALE: Def = Def {
     name: "flash-sale",
-    description: "seed 000's flash sale: 100 buyers each try once for the lock on one product (lease 10 s, stock 100), again and again; nothing goes wrong",
+    description: "the 2023 article's flash sale: 100 buyers each try once for the lock on one product (lease 10 s, stock 100), again and again; nothing goes wrong",
     fault_about: "none (the lock must be contended)",
     class: FaultClass::None,
     needs: &[Capability::ServingAtStart],

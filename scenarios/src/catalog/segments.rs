@@ -13,7 +13,7 @@ use sim::system::Capability;
 
 pub(super) static SEGMENTED_STOCK: Def = Def {
     name: "segmented-stock",
-    description: "seed 004's segmented stock: 500 units in 5 segments, each under its own lock key; a buyer picks a segment and sells one unit if it has any; holders stop the world for 2-4 leases",
+    description: "Dewu's article's segmented stock: 500 units in 5 segments, each under its own lock key; a buyer picks a segment and sells one unit if it has any; holders stop the world for 2-4 leases",
     fault_about: "a pause began during a hold of a segment's lock and outlasted the lease",
     class: FaultClass::ClientPause,
     needs: &[Capability::ManyKeys],
