@@ -51,8 +51,8 @@ pub const FORMAT: &str = "locksim-report/1";
 
 /// What to put in the report.
 pub struct ReportArgs {
-    /// Seeds of every matrix cell.
-    pub seeds: Range<u64>,
+    /// Seeds of every matrix cell: a fixed range, or the main job's adaptive search.
+    pub seeds: crate::commands::Seeds,
     /// Seeds of every sweep point.
     pub sweep_seeds: Range<u64>,
     /// Designs (rows).
@@ -67,6 +67,9 @@ pub struct ReportArgs {
     pub threads: usize,
     /// Show a progress bar.
     pub progress: bool,
+    /// Everything on one page with a PNG of every plot (the details of each failing
+    /// cell inline), instead of a page per failing cell.
+    pub full: bool,
 }
 
 /// One design's acquire latency over every cell it ran.
@@ -253,7 +256,17 @@ pub struct Computed {
 /// Runs `shard`'s slice of the report's seeds (both ranges split the same way).
 pub fn compute(args: &ReportArgs, shard: crate::shard::Shard) -> Result<Computed, String> {
     let designs = &args.designs;
-    let seeds = shard.seeds_of(&args.seeds);
+    // A fixed range splits by seeds; the adaptive search runs each cell whole (the CLI
+    // refuses `--shard` without `--seeds`).
+    let (seeds, rule) = match &args.seeds {
+        crate::commands::Seeds::Fixed(range) => (shard.seeds_of(range), None),
+        crate::commands::Seeds::Adaptive(rule) => {
+            if shard != crate::shard::Shard::WHOLE {
+                return Err("--shard splits a fixed seed range: give --seeds A..B".into());
+            }
+            (0..0, Some(*rule))
+        }
+    };
     let sweep_seeds = shard.seeds_of(&args.sweep_seeds);
     // Every scenario a job runs: the matrix's columns, then each sweep point's.
     let mut scenarios: Vec<Scenario> = args.scenarios.clone();
@@ -324,8 +337,27 @@ pub fn compute(args: &ReportArgs, shard: crate::shard::Shard) -> Result<Computed
             }
         }
     }
+    // The main job's search: each cell from seed 0 until its rule stops it.
+    let adaptive = match rule {
+        Some(rule) => {
+            let pairs: Vec<(&DesignSpec, &Scenario)> = cells
+                .iter()
+                .map(|&(di, si)| (&designs[di], &scenarios[si]))
+                .collect();
+            let bar = crate::cells::progress_cells(pairs.len() as u64, args.progress);
+            bar.set_message("matrix (the main job's adaptive seeds)");
+            let run = crate::cells::run_cells_adaptive(&pairs, rule, 0, args.threads, &bar);
+            bar.finish_and_clear();
+            Some(run?)
+        }
+        None => None,
+    };
     let bar = crate::cells::progress(jobs.len() as u64, args.progress);
-    bar.set_message("matrix and sweeps");
+    bar.set_message(if adaptive.is_some() {
+        "sweeps"
+    } else {
+        "matrix and sweeps"
+    });
     let mut results = pool(designs, &scenarios, &jobs, args.threads, &bar)?;
     bar.finish_and_clear();
 
@@ -346,8 +378,16 @@ pub fn compute(args: &ReportArgs, shard: crate::shard::Shard) -> Result<Computed
             crate::shard::ShardCell { cell, latency }
         };
     let mut matrix = Vec::new();
-    for (k, &(di, si)) in cells.iter().enumerate() {
-        matrix.push(part_of(&results, di, si, &cell_jobs[k]));
+    match &adaptive {
+        Some(run) => matrix.extend(run.iter().map(|c| crate::shard::ShardCell {
+            cell: c.cell.clone(),
+            latency: c.latency.clone(),
+        })),
+        None => {
+            for (k, &(di, si)) in cells.iter().enumerate() {
+                matrix.push(part_of(&results, di, si, &cell_jobs[k]));
+            }
+        }
     }
     let mut sweeps = Vec::new();
     for (base, param, values, lines) in &sweep_specs {
@@ -372,8 +412,12 @@ pub fn compute(args: &ReportArgs, shard: crate::shard::Shard) -> Result<Computed
     }
     // The first invalid run of each failing cell, with its history (the pool kept the
     // histories of invalid runs; the rest are dropped with `results`).
+    // (The adaptive search keeps no history: `render` runs those seeds again.)
     let mut first_invalid = BTreeMap::new();
     for (k, (&(di, si), part)) in cells.iter().zip(&matrix).enumerate() {
+        if adaptive.is_some() {
+            break;
+        }
         if let Some(seed) = part.cell.first_invalid_seed
             && let Some((r, _)) = results[cell_jobs[k].clone()]
                 .iter_mut()
@@ -392,7 +436,10 @@ pub fn compute(args: &ReportArgs, shard: crate::shard::Shard) -> Result<Computed
     drop(results);
     Ok(Computed {
         file: crate::shard::ShardFile {
-            seeds: format!("{}..{}", args.seeds.start, args.seeds.end),
+            seeds: match &args.seeds {
+                crate::commands::Seeds::Fixed(r) => format!("{}..{}", r.start, r.end),
+                adaptive => adaptive.describe(),
+            },
             shard: shard.to_string(),
             split: crate::shard::Split::Seeds,
             of_cells: None,
@@ -410,7 +457,21 @@ pub fn compute(args: &ReportArgs, shard: crate::shard::Shard) -> Result<Computed
 pub fn build(args: &ReportArgs) -> Result<(Results, PathBuf), String> {
     plot::init_font()?;
     let mut computed = compute(args, crate::shard::Shard::WHOLE)?;
-    let merged = crate::shard::merge_all(&[("report".into(), computed.file.clone())])?;
+    let merged = match args.seeds {
+        // One shard's merge is the cells as they are (a fixed range: what `--from`
+        // gives, byte for byte).
+        crate::commands::Seeds::Fixed(_) => {
+            crate::shard::merge_all(&[("report".into(), computed.file.clone())])?
+        }
+        // The adaptive cells keep how each one stopped, which a merge of seed slices
+        // has no use for and drops.
+        crate::commands::Seeds::Adaptive(_) => crate::shard::Merged {
+            seeds: computed.file.seeds.clone(),
+            cells: computed.file.cells.clone(),
+            sweep_seeds: computed.file.sweep_seeds.clone(),
+            sweeps: computed.file.sweeps.clone(),
+        },
+    };
     render(
         &merged,
         &args.designs,
@@ -419,6 +480,7 @@ pub fn build(args: &ReportArgs) -> Result<(Results, PathBuf), String> {
         &args.out,
         args.threads,
         args.progress,
+        args.full,
     )
 }
 
@@ -432,6 +494,7 @@ pub fn render(
     out: &Path,
     threads: usize,
     progress: bool,
+    full: bool,
 ) -> Result<(Results, PathBuf), String> {
     plot::init_font()?;
     let di_of = |name: &str| designs.iter().position(|d| d.name == name);
@@ -503,39 +566,76 @@ pub fn render(
         }
     }
 
-    std::fs::create_dir_all(out.join("png"))
-        .map_err(|e| format!("cannot create {}: {e}", out.display()))?;
-    // An earlier report's plots (`check_out` let only a report's directory through):
-    // a cell that no longer fails must not leave its timeline behind.
-    if let Ok(entries) = std::fs::read_dir(out.join("png")) {
-        for e in entries.flatten() {
-            if e.path().extension().is_some_and(|x| x == "png") {
-                let _ = std::fs::remove_file(e.path());
+    std::fs::create_dir_all(out).map_err(|e| format!("cannot create {}: {e}", out.display()))?;
+    // An earlier report's plots and pages (`check_out` let only a report's directory
+    // through): a cell that no longer fails must not leave its page behind.
+    for (dir, ext) in [("png", "png"), ("cells", "html")] {
+        if let Ok(entries) = std::fs::read_dir(out.join(dir)) {
+            for e in entries.flatten() {
+                if e.path().extension().is_some_and(|x| x == ext) {
+                    let _ = std::fs::remove_file(e.path());
+                }
             }
         }
     }
-    let mut page = Page::default();
+    let _ = std::fs::remove_file(out.join("latency.html"));
+    if full {
+        std::fs::create_dir_all(out.join("png"))
+            .map_err(|e| format!("cannot create {}: {e}", out.join("png").display()))?;
+    }
+    let mut page = Page {
+        full,
+        ..Page::default()
+    };
     page.header(&results);
-    page.matrix(&results);
     page.comparison(&results);
+    page.matrix(&results, designs, scenarios);
     page.latency(&results, out)?;
     page.sweeps(&results, out)?;
+    if !full {
+        let mut plots = Page::default();
+        plots.sub_header("Acquire latency by percentile", &results);
+        plots.latency_plots(&results, out)?;
+        plots.sub_footer();
+        write(&out.join("latency.html"), &plots.html)?;
+        if !failing.is_empty() {
+            std::fs::create_dir_all(out.join("cells"))
+                .map_err(|e| format!("cannot create {}: {e}", out.join("cells").display()))?;
+        }
+    }
     let mut cell_sections = Vec::new();
     for (di, si, seed, summary) in failing {
         let (d, s) = (&designs[di], &scenarios[si]);
         let history = summary.history.as_ref().ok_or("a re-run kept no history")?;
-        cell_sections.push(page.cell(d, s, seed, summary, history, out)?);
+        if full {
+            cell_sections.push(page.cell(d, s, seed, summary, history, out)?);
+        } else {
+            let mut own = Page {
+                root: "../",
+                ..Page::default()
+            };
+            own.sub_header(&format!("{} / {}", d.name, s.name), &results);
+            cell_sections.push(own.cell(d, s, seed, summary, history, out)?);
+            own.sub_footer();
+            write(&out.join(page::cell_page_path(&d.name, s.name)), &own.html)?;
+        }
+    }
+    if !full {
+        page.violations(&cell_sections);
     }
     page.footer();
     let html_path = out.join("index.html");
-    std::fs::write(&html_path, &page.html)
-        .map_err(|e| format!("cannot write {}: {e}", html_path.display()))?;
+    write(&html_path, &page.html)?;
     let json = serde_json::to_string_pretty(&results).expect("serializable");
     std::fs::write(out.join("results.json"), json + "\n")
         .map_err(|e| format!("cannot write results.json: {e}"))?;
     std::fs::write(out.join("summary.md"), summary_md(&results, &cell_sections))
         .map_err(|e| format!("cannot write summary.md: {e}"))?;
     Ok((results, html_path))
+}
+
+fn write(path: &Path, text: &str) -> Result<(), String> {
+    std::fs::write(path, text).map_err(|e| format!("cannot write {}: {e}", path.display()))
 }
 
 /// `locksim report --shard I/N --out FILE`: runs the slice and writes the shard file.
@@ -557,7 +657,12 @@ pub fn write_shard(args: &ReportArgs, shard: crate::shard::Shard) -> Result<Exit
 
 /// `locksim report --from FILES… --out DIR`: merges the shards and writes the report,
 /// running each failing cell's first invalid run again for its timeline.
-pub fn from_shards(paths: &[PathBuf], out: &Path, threads: usize) -> Result<ExitCode, BadInput> {
+pub fn from_shards(
+    paths: &[PathBuf],
+    out: &Path,
+    threads: usize,
+    full: bool,
+) -> Result<ExitCode, BadInput> {
     let files = crate::shard::read_files(paths)?;
     let merged = crate::shard::merge_all(&files).map_err(BadInput)?;
     let mut designs: Vec<DesignSpec> = Vec::new();
@@ -583,6 +688,7 @@ pub fn from_shards(paths: &[PathBuf], out: &Path, threads: usize) -> Result<Exit
         out,
         threads,
         true,
+        full,
     ) {
         Ok((results, page)) => {
             println!(
