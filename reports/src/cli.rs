@@ -827,6 +827,11 @@ fn run(cli: Cli, extra: Vec<DesignSpec>) -> ExitCode {
             if !a.from.is_empty() {
                 return crate::report::from_shards(&a.from, &out, threads(a.threads), a.full);
             }
+            if shard.is_some() && a.seeds.is_none() {
+                return Err(input::BadInput(
+                    "report --shard splits a fixed seed range: give --seeds A..B (the default, the main job's adaptive seeds, has no range to split)".into(),
+                ));
+            }
             let args = crate::report::ReportArgs {
                 seeds: seeds_of(a.seeds.as_deref(), a.budget.as_deref(), shard.is_some())?,
                 sweep_seeds: input::parse_seeds(&a.sweep_seeds)?,
