@@ -751,6 +751,7 @@ fn a_report_without_seeds_runs_the_main_jobs_search_and_says_so() {
         .iter()
         .find(|c| c["scenario"] == "client-crash")
         .expect("the cell");
+    assert!(cell["settled"].is_object(), "how the cell stopped: {cell}");
     for key in [
         "runs",
         "classes",
