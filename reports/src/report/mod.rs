@@ -1,18 +1,26 @@
-//! `locksim report`: one self-contained HTML page (inline SVG and CSS, no scripts, no
-//! network), `summary.md` for a pull request or a README, `results.json` with
-//! everything the page shows (latency histograms in HdrHistogram's V2 deflate form, as
-//! hex), and a PNG copy of every plot.
+//! `locksim report`: a directory of HTML that opens from disk (inline SVG and CSS, no
+//! scripts, no network), `summary.md` for a pull request or a README, and
+//! `results.json` with everything the pages show (latency histograms in HdrHistogram's
+//! V2 deflate form, as hex).
 //!
-//! The page holds:
-//! - the comparison matrix, designs × scenarios, each cell coloured by its worst
-//!   safety class with its counts and fault-seen count, linking to the cell's section;
-//! - per design, acquire latency by percentile (ok, fail, info) and a table of
-//!   p50 / p99 / p99.9 / max in simulated ms;
+//! Its cells are the main job's: each runs seeds from 0 under the main job's adaptive
+//! rule ([`scenarios::adaptive`]), unless `--seeds` gives one fixed range for every cell;
+//! the page says which. `index.html` holds:
+//! - the comparison by system ([`crate::compare`]), first;
+//! - the matrix, one table per world (the designs that lock on one system the same way),
+//!   with only the scenarios that run there, grouped by fault class: each cell coloured
+//!   by its worst safety class, a failing cell linking to its first violation;
+//! - per design, a table of acquire latency p50 / p99 / p99.9 / max in simulated ms;
 //! - sweeps: the rate of unsafe runs as a fault grows, one line per design (pause /
 //!   lease, network delay / lease, replication lag, clock drift);
-//! - per failing cell, the first invalid run: its evidence, replay and shrink commands,
-//!   a holder timeline (a row of the faults, believed holds per client, the server's
-//!   record of the key, overlaps and the violation marked) and its sequence diagram.
+//! - the failing cells, each linking to its own page (`cells/DESIGN--SCENARIO.html`):
+//!   the first invalid run's evidence, replay and shrink commands, a holder timeline (a
+//!   row of the faults, believed holds per client, the server's record of the key,
+//!   overlaps and the violation marked) and its sequence diagram.
+//!
+//! `latency.html` draws each design's latency by percentile. A page per failing cell
+//! keeps the index small (a whole report's diagrams are tens of megabytes); `--full`
+//! puts every section on the one page, as anchors, and writes a PNG of every plot.
 //!
 //! Every run of every cell and sweep point goes into one pool of worker threads, so
 //! no core idles at the end of a small cell. The output depends only on the seeds and
@@ -21,7 +29,8 @@
 //! [`compute`] runs a report's seeds, or one shard's slice of them, into a shard file's
 //! cells and sweep points; [`render`] writes the directory from merged cells, running a
 //! failing cell's first invalid run again when its history is not at hand (`report
-//! --from`), so a report built from shards is the unsharded one, byte for byte.
+//! --from`, and the adaptive search, which keeps none), so a report built from shards
+//! is the unsharded one, byte for byte.
 
 mod page;
 

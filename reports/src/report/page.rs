@@ -1,6 +1,7 @@
-//! The report's page and `summary.md`: the HTML sections (matrix, latency, sweeps, one
-//! per failing cell with its holder timeline and sequence diagram), drawn from
-//! [`Results`] and the first invalid runs; how the runs were made is `mod.rs`'s business.
+//! The report's pages and `summary.md`: the HTML sections (comparison, matrix, latency,
+//! sweeps, one per failing cell with its holder timeline and sequence diagram, on the
+//! index or on the cell's own page), drawn from [`Results`] and the first invalid runs;
+//! how the runs were made is `mod.rs`'s business.
 
 use std::fmt::Write as _;
 use std::path::Path;
