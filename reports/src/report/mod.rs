@@ -486,11 +486,22 @@ pub fn build(args: &ReportArgs) -> Result<(Results, PathBuf), String> {
         &args.designs,
         &args.scenarios,
         &mut computed.first_invalid,
-        &args.out,
+        Out {
+            dir: &args.out,
+            full: args.full,
+        },
         args.threads,
         args.progress,
-        args.full,
     )
+}
+
+/// Where and how a report is written.
+#[derive(Clone, Copy)]
+pub struct Out<'a> {
+    /// The directory.
+    pub dir: &'a Path,
+    /// Everything on one page, with a PNG of every plot (`--full`).
+    pub full: bool,
 }
 
 /// Writes the report of merged cells and sweeps into `out`. The first invalid run of a
@@ -500,11 +511,11 @@ pub fn render(
     designs: &[DesignSpec],
     scenarios: &[Scenario],
     first_invalid: &mut BTreeMap<(String, String), RunSummary>,
-    out: &Path,
+    out: Out<'_>,
     threads: usize,
     progress: bool,
-    full: bool,
 ) -> Result<(Results, PathBuf), String> {
+    let Out { dir: out, full } = out;
     plot::init_font()?;
     let di_of = |name: &str| designs.iter().position(|d| d.name == name);
     let si_of = |name: &str| scenarios.iter().position(|s| s.name == name);
@@ -694,10 +705,9 @@ pub fn from_shards(
         &designs,
         &scenarios,
         &mut BTreeMap::new(),
-        out,
+        Out { dir: out, full },
         threads,
         true,
-        full,
     ) {
         Ok((results, page)) => {
             println!(
