@@ -614,7 +614,7 @@ pub fn render(
     page.sweeps(&results, out)?;
     if !full {
         let mut plots = Page::default();
-        plots.sub_header("Acquire latency by percentile", &results);
+        plots.sub_header("Acquire latency by percentile", &results, true);
         plots.latency_plots(&results, out)?;
         plots.sub_footer();
         write(&out.join("latency.html"), &plots.html)?;
@@ -634,7 +634,7 @@ pub fn render(
                 root: "../",
                 ..Page::default()
             };
-            own.sub_header(&format!("{} / {}", d.name, s.name), &results);
+            own.sub_header(&format!("{} / {}", d.name, s.name), &results, false);
             cell_sections.push(own.cell(d, s, seed, summary, history, out)?);
             own.sub_footer();
             write(&out.join(page::cell_page_path(&d.name, s.name)), &own.html)?;

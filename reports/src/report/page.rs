@@ -746,21 +746,24 @@ impl Page {
 
     /// The top of a page under the index (a failing cell's, the latency plots'): the
     /// index's style and a way back to it.
-    pub(super) fn sub_header(&mut self, title: &str, r: &Results) {
+    /// `heading`: open with `title` as the page's heading (a cell's page has its own).
+    pub(super) fn sub_header(&mut self, title: &str, r: &Results, heading: bool) {
         let _ = write!(
             self.html,
             "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\
              <meta name=\"generator\" content=\"locksim {}\">\
              <title>{} · locksim report</title><style>{CSS}</style></head><body>\n\
              <p class=\"small\"><a href=\"{}index.html\">← the report</a> · \
-             <a href=\"{}index.html#matrix\">matrix</a> · seeds: {}</p>\n<h1>{}</h1>\n",
+             <a href=\"{}index.html#matrix\">matrix</a> · seeds: {}</p>\n",
             env!("CARGO_PKG_VERSION"),
             esc(title),
             self.root,
             self.root,
             esc(&seeds_text(r)),
-            esc(title),
         );
+        if heading {
+            let _ = writeln!(self.html, "<h1>{}</h1>", esc(title));
+        }
     }
 
     /// The end of a page under the index.
