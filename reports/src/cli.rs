@@ -117,9 +117,11 @@ enum Command {
     /// Run designs at every value of one scenario parameter and print the rate of
     /// unsafe runs (and optionally plot it).
     Sweep(SweepArgs),
-    /// Write a report to a directory: index.html (self-contained: the matrix, latency
-    /// percentile plots, sweeps, and each failing cell's holder timeline and sequence
-    /// diagram), summary.md, results.json and a PNG of every plot.
+    /// Write a report to a directory, from the main job's adaptive seeds (or --seeds):
+    /// index.html (no scripts, no network: the comparison by system, the matrix, latency,
+    /// sweeps), a page per failing cell with its holder timeline and sequence diagram
+    /// (cells/), latency.html, summary.md and results.json; --full puts everything on
+    /// one page, with a PNG of every plot.
     Report(ReportCliArgs),
     /// Run the headline cells against real servers and in the simulator and print
     /// them side by side, flagging a cell where one side shows a safety class the
@@ -170,9 +172,15 @@ struct SweepArgs {
 
 #[derive(Debug, Args)]
 struct ReportCliArgs {
-    /// Seeds of every matrix cell: A..B or N.
-    #[arg(long, default_value = "0..2", allow_hyphen_values = true)]
-    seeds: String,
+    /// Seeds of every matrix cell: A..B or N, the same range in every cell. Without it,
+    /// the main job's search: each cell from seed 0 until its first unsafe run or 60
+    /// clean runs, within its budget (the cells `locksim` prints).
+    #[arg(long, allow_hyphen_values = true)]
+    seeds: Option<String>,
+    /// Adaptive seeds' budget per cell, in host runs, or `none` (as `locksim --budget`;
+    /// not with --seeds).
+    #[arg(long)]
+    budget: Option<String>,
     /// Seeds of every sweep point: A..B or N.
     #[arg(long, default_value = "0..2", allow_hyphen_values = true)]
     sweep_seeds: String,
@@ -185,6 +193,12 @@ struct ReportCliArgs {
     /// Leave out the sweeps.
     #[arg(long)]
     no_sweeps: bool,
+    /// Everything on one page (each failing cell's timeline and sequence diagram
+    /// inline, every latency plot) and a PNG of every plot: tens of megabytes for the
+    /// whole matrix. Without it, index.html links to a page per failing cell
+    /// (cells/DESIGN--SCENARIO.html) and to latency.html, with no PNG.
+    #[arg(long)]
+    full: bool,
     /// The directory to write (new, empty, or an earlier report's) [default: report];
     /// with --shard, the shard file to write.
     #[arg(long)]
@@ -811,10 +825,15 @@ fn run(cli: Cli, extra: Vec<DesignSpec>) -> ExitCode {
                 crate::report::check_out(&out)?;
             }
             if !a.from.is_empty() {
-                return crate::report::from_shards(&a.from, &out, threads(a.threads));
+                return crate::report::from_shards(&a.from, &out, threads(a.threads), a.full);
+            }
+            if shard.is_some() && a.seeds.is_none() {
+                return Err(input::BadInput(
+                    "report --shard splits a fixed seed range: give --seeds A..B (the default, the main job's adaptive seeds, has no range to split)".into(),
+                ));
             }
             let args = crate::report::ReportArgs {
-                seeds: input::parse_seeds(&a.seeds)?,
+                seeds: seeds_of(a.seeds.as_deref(), a.budget.as_deref(), shard.is_some())?,
                 sweep_seeds: input::parse_seeds(&a.sweep_seeds)?,
                 designs,
                 scenarios,
@@ -822,6 +841,7 @@ fn run(cli: Cli, extra: Vec<DesignSpec>) -> ExitCode {
                 out,
                 threads: threads(a.threads),
                 progress: true,
+                full: a.full,
             };
             match shard {
                 Some(s) => crate::report::write_shard(&args, s),

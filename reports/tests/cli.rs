@@ -637,7 +637,7 @@ fn a_report_is_the_same_on_one_thread_or_two_and_never_writes_over_foreign_files
         html.contains("<h2 id=\"by-system\">"),
         "no comparison by system"
     );
-    assert!(md.contains("## By system: seed 002's comparison"), "{md}");
+    assert!(md.contains("## By system: the lock-service comparison"), "{md}");
     assert!(
         md.contains("| system | row | design | no fault | client crash |"),
         "{md}"
@@ -712,6 +712,74 @@ fn explore_prints_the_same_grid_twice_and_each_breaking_placement_replays() {
         err.contains("allowed: pause, crash, delay, server-crash"),
         "{err}"
     );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn a_report_without_seeds_runs_the_main_jobs_search_and_says_so() {
+    let dir = std::env::temp_dir().join(format!("locksim-report-adaptive-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let (code, out, err) = locksim(&[
+        "report",
+        "--no-sweeps",
+        "--design",
+        "setnx-expire",
+        "--scenario",
+        "client-crash",
+        "--scenario",
+        "no-faults",
+        "--out",
+        dir.to_str().unwrap(),
+    ]);
+    assert_eq!(code, 0, "{out}{err}");
+    // The cell is the one `locksim run` gives under the same adaptive rule.
+    let (code, run, err) = locksim(&[
+        "run",
+        "--design",
+        "setnx-expire",
+        "--scenario",
+        "client-crash",
+        "--json",
+    ]);
+    assert!(code == 0 || code == 1, "{err}");
+    let run: serde_json::Value = serde_json::from_str(&run).unwrap();
+    let results: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(dir.join("results.json")).unwrap()).unwrap();
+    let cell = results["cells"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["scenario"] == "client-crash")
+        .expect("the cell");
+    assert!(cell["settled"].is_object(), "how the cell stopped: {cell}");
+    for key in [
+        "runs",
+        "classes",
+        "per_checker",
+        "first_invalid_seed",
+        "settled",
+    ] {
+        assert_eq!(cell[key], run["cell"][key], "{key}");
+    }
+    // The page and summary.md say which seeds ran, and a failing cell has its page.
+    let html = std::fs::read_to_string(dir.join("index.html")).unwrap();
+    let md = std::fs::read_to_string(dir.join("summary.md")).unwrap();
+    for text in [&html, &md] {
+        assert!(text.contains("the main job's search"), "{text}");
+    }
+    if cell["first_invalid_seed"].is_u64() {
+        let page = dir.join("cells/setnx-expire--client-crash.html");
+        assert!(page.is_file(), "no page for the failing cell");
+        assert!(html.contains("href=\"cells/setnx-expire--client-crash.html\""));
+    }
+    // A fixed range and a budget, or shards of the adaptive search: refused, by name.
+    let (code, _, err) = locksim(&["report", "--seeds", "0..1", "--budget", "5"]);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("--budget") && err.contains("--seeds"), "{err}");
+    let shard = dir.join("shard.json");
+    let (code, _, err) = locksim(&["report", "--shard", "1/2", "--out", shard.to_str().unwrap()]);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("--seeds A..B"), "{err}");
     let _ = std::fs::remove_dir_all(&dir);
 }
 

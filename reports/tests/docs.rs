@@ -189,21 +189,45 @@ fn the_readme_opens_with_the_fresh_machine_commands_and_stays_short() {
             .unwrap_or_else(|| panic!("README.md lacks the line `{needle}`"))
     };
     let main_job = first("cargo run --release --bin locksim");
-    let tests = first("cargo nextest run --workspace && cargo test --workspace --doc");
+    // The test line: what `.ci/run` reads (the line after `# the tests`) and runs as
+    // written. It installs nextest where a stock toolchain lacks it.
+    let tests = lines
+        .iter()
+        .position(|l| l.starts_with("# the tests"))
+        .expect("README.md lacks the `# the tests` comment")
+        + 1;
+    assert_eq!(
+        lines[tests],
+        "(cargo nextest --version >/dev/null 2>&1 || cargo install --locked cargo-nextest) \
+         && cargo nextest run --workspace && cargo test --workspace --doc"
+    );
     assert!(main_job < tests && tests < 40, "{main_job}, {tests}");
+    let block = &lines[..tests + 20];
     for package in [
         "redis-server",
         "redis-sentinel",
         "zookeeper",
         "mariadb-server",
+        "etcd-server",
         "chromium",
         "fonts-dejavu-core",
     ] {
         assert!(
-            lines[..tests].iter().any(|l| l.contains(package)),
-            "the fresh-machine block does not name {package}"
+            block.iter().any(|l| l.contains(package)),
+            "the fresh-machine section does not name {package}"
         );
     }
+    // The build needs nothing but cargo: no protoc to install first.
+    assert!(
+        !block.iter().any(|l| l.contains("protobuf-compiler")),
+        "the fresh-machine section asks for protoc"
+    );
+    let ci = read(".ci/run");
+    assert!(
+        ci.contains("sed -n '/^# the tests/{n;p;q}' README.md"),
+        ".ci/run does not read the README's test line"
+    );
+    assert!(!ci.contains("protobuf-compiler"), ".ci/run installs protoc");
     let heading = |h: &str| {
         lines
             .iter()

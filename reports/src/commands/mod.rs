@@ -916,11 +916,10 @@ fn plot_target(path: &std::path::Path) -> Result<(std::path::PathBuf, bool), Bad
 /// `locksim report`.
 pub fn report(args: &crate::report::ReportArgs) -> ExitCode {
     println!(
-        "locksim report: {} designs × {} scenarios, seeds {}..{}, sweeps {}, into {}",
+        "locksim report: {} designs × {} scenarios, {}, sweeps {}, into {}",
         args.designs.len(),
         args.scenarios.len(),
-        args.seeds.start,
-        args.seeds.end,
+        args.seeds.describe(),
         if args.sweeps {
             format!("seeds {}..{}", args.sweep_seeds.start, args.sweep_seeds.end)
         } else {
@@ -940,7 +939,14 @@ pub fn report(args: &crate::report::ReportArgs) -> ExitCode {
                 page.display(),
                 args.out.join("summary.md").display(),
                 args.out.join("results.json").display(),
-                args.out.join("png").display(),
+                if args.full {
+                    format!("{} (every plot)", args.out.join("png").display())
+                } else {
+                    format!(
+                        "{} (a page per failing cell)",
+                        args.out.join("cells").display()
+                    )
+                },
                 results.cells.len()
             );
             ExitCode::SUCCESS

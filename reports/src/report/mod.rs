@@ -1,18 +1,26 @@
-//! `locksim report`: one self-contained HTML page (inline SVG and CSS, no scripts, no
-//! network), `summary.md` for a pull request or a README, `results.json` with
-//! everything the page shows (latency histograms in HdrHistogram's V2 deflate form, as
-//! hex), and a PNG copy of every plot.
+//! `locksim report`: a directory of HTML that opens from disk (inline SVG and CSS, no
+//! scripts, no network), `summary.md` for a pull request or a README, and
+//! `results.json` with everything the pages show (latency histograms in HdrHistogram's
+//! V2 deflate form, as hex).
 //!
-//! The page holds:
-//! - the comparison matrix, designs × scenarios, each cell coloured by its worst
-//!   safety class with its counts and fault-seen count, linking to the cell's section;
-//! - per design, acquire latency by percentile (ok, fail, info) and a table of
-//!   p50 / p99 / p99.9 / max in simulated ms;
+//! Its cells are the main job's: each runs seeds from 0 under the main job's adaptive
+//! rule ([`scenarios::adaptive`]), unless `--seeds` gives one fixed range for every cell;
+//! the page says which. `index.html` holds:
+//! - the comparison by system ([`crate::compare`]), first;
+//! - the matrix, one table per world (the designs that lock on one system the same way),
+//!   with only the scenarios that run there, grouped by fault class: each cell coloured
+//!   by its worst safety class, a failing cell linking to its first violation;
+//! - per design, a table of acquire latency p50 / p99 / p99.9 / max in simulated ms;
 //! - sweeps: the rate of unsafe runs as a fault grows, one line per design (pause /
 //!   lease, network delay / lease, replication lag, clock drift);
-//! - per failing cell, the first invalid run: its evidence, replay and shrink commands,
-//!   a holder timeline (a row of the faults, believed holds per client, the server's
-//!   record of the key, overlaps and the violation marked) and its sequence diagram.
+//! - the failing cells, each linking to its own page (`cells/DESIGN--SCENARIO.html`):
+//!   the first invalid run's evidence, replay and shrink commands, a holder timeline (a
+//!   row of the faults, believed holds per client, the server's record of the key,
+//!   overlaps and the violation marked) and its sequence diagram.
+//!
+//! `latency.html` draws each design's latency by percentile. A page per failing cell
+//! keeps the index small (a whole report's diagrams are tens of megabytes); `--full`
+//! puts every section on the one page, as anchors, and writes a PNG of every plot.
 //!
 //! Every run of every cell and sweep point goes into one pool of worker threads, so
 //! no core idles at the end of a small cell. The output depends only on the seeds and
@@ -21,7 +29,8 @@
 //! [`compute`] runs a report's seeds, or one shard's slice of them, into a shard file's
 //! cells and sweep points; [`render`] writes the directory from merged cells, running a
 //! failing cell's first invalid run again when its history is not at hand (`report
-//! --from`), so a report built from shards is the unsharded one, byte for byte.
+//! --from`, and the adaptive search, which keeps none), so a report built from shards
+//! is the unsharded one, byte for byte.
 
 mod page;
 
@@ -51,8 +60,8 @@ pub const FORMAT: &str = "locksim-report/1";
 
 /// What to put in the report.
 pub struct ReportArgs {
-    /// Seeds of every matrix cell.
-    pub seeds: Range<u64>,
+    /// Seeds of every matrix cell: a fixed range, or the main job's adaptive search.
+    pub seeds: crate::commands::Seeds,
     /// Seeds of every sweep point.
     pub sweep_seeds: Range<u64>,
     /// Designs (rows).
@@ -67,6 +76,9 @@ pub struct ReportArgs {
     pub threads: usize,
     /// Show a progress bar.
     pub progress: bool,
+    /// Everything on one page with a PNG of every plot (the details of each failing
+    /// cell inline), instead of a page per failing cell.
+    pub full: bool,
 }
 
 /// One design's acquire latency over every cell it ran.
@@ -253,7 +265,17 @@ pub struct Computed {
 /// Runs `shard`'s slice of the report's seeds (both ranges split the same way).
 pub fn compute(args: &ReportArgs, shard: crate::shard::Shard) -> Result<Computed, String> {
     let designs = &args.designs;
-    let seeds = shard.seeds_of(&args.seeds);
+    // A fixed range splits by seeds; the adaptive search runs each cell whole (the CLI
+    // refuses `--shard` without `--seeds`).
+    let (seeds, rule) = match &args.seeds {
+        crate::commands::Seeds::Fixed(range) => (shard.seeds_of(range), None),
+        crate::commands::Seeds::Adaptive(rule) => {
+            if shard != crate::shard::Shard::WHOLE {
+                return Err("--shard splits a fixed seed range: give --seeds A..B".into());
+            }
+            (0..0, Some(*rule))
+        }
+    };
     let sweep_seeds = shard.seeds_of(&args.sweep_seeds);
     // Every scenario a job runs: the matrix's columns, then each sweep point's.
     let mut scenarios: Vec<Scenario> = args.scenarios.clone();
@@ -324,8 +346,27 @@ pub fn compute(args: &ReportArgs, shard: crate::shard::Shard) -> Result<Computed
             }
         }
     }
+    // The main job's search: each cell from seed 0 until its rule stops it.
+    let adaptive = match rule {
+        Some(rule) => {
+            let pairs: Vec<(&DesignSpec, &Scenario)> = cells
+                .iter()
+                .map(|&(di, si)| (&designs[di], &scenarios[si]))
+                .collect();
+            let bar = crate::cells::progress_cells(pairs.len() as u64, args.progress);
+            bar.set_message("matrix (the main job's adaptive seeds)");
+            let run = crate::cells::run_cells_adaptive(&pairs, rule, 0, args.threads, &bar);
+            bar.finish_and_clear();
+            Some(run?)
+        }
+        None => None,
+    };
     let bar = crate::cells::progress(jobs.len() as u64, args.progress);
-    bar.set_message("matrix and sweeps");
+    bar.set_message(if adaptive.is_some() {
+        "sweeps"
+    } else {
+        "matrix and sweeps"
+    });
     let mut results = pool(designs, &scenarios, &jobs, args.threads, &bar)?;
     bar.finish_and_clear();
 
@@ -346,8 +387,16 @@ pub fn compute(args: &ReportArgs, shard: crate::shard::Shard) -> Result<Computed
             crate::shard::ShardCell { cell, latency }
         };
     let mut matrix = Vec::new();
-    for (k, &(di, si)) in cells.iter().enumerate() {
-        matrix.push(part_of(&results, di, si, &cell_jobs[k]));
+    match &adaptive {
+        Some(run) => matrix.extend(run.iter().map(|c| crate::shard::ShardCell {
+            cell: c.cell.clone(),
+            latency: c.latency.clone(),
+        })),
+        None => {
+            for (k, &(di, si)) in cells.iter().enumerate() {
+                matrix.push(part_of(&results, di, si, &cell_jobs[k]));
+            }
+        }
     }
     let mut sweeps = Vec::new();
     for (base, param, values, lines) in &sweep_specs {
@@ -372,8 +421,12 @@ pub fn compute(args: &ReportArgs, shard: crate::shard::Shard) -> Result<Computed
     }
     // The first invalid run of each failing cell, with its history (the pool kept the
     // histories of invalid runs; the rest are dropped with `results`).
+    // (The adaptive search keeps no history: `render` runs those seeds again.)
     let mut first_invalid = BTreeMap::new();
     for (k, (&(di, si), part)) in cells.iter().zip(&matrix).enumerate() {
+        if adaptive.is_some() {
+            break;
+        }
         if let Some(seed) = part.cell.first_invalid_seed
             && let Some((r, _)) = results[cell_jobs[k].clone()]
                 .iter_mut()
@@ -392,7 +445,10 @@ pub fn compute(args: &ReportArgs, shard: crate::shard::Shard) -> Result<Computed
     drop(results);
     Ok(Computed {
         file: crate::shard::ShardFile {
-            seeds: format!("{}..{}", args.seeds.start, args.seeds.end),
+            seeds: match &args.seeds {
+                crate::commands::Seeds::Fixed(r) => format!("{}..{}", r.start, r.end),
+                adaptive => adaptive.describe(),
+            },
             shard: shard.to_string(),
             split: crate::shard::Split::Seeds,
             of_cells: None,
@@ -410,16 +466,42 @@ pub fn compute(args: &ReportArgs, shard: crate::shard::Shard) -> Result<Computed
 pub fn build(args: &ReportArgs) -> Result<(Results, PathBuf), String> {
     plot::init_font()?;
     let mut computed = compute(args, crate::shard::Shard::WHOLE)?;
-    let merged = crate::shard::merge_all(&[("report".into(), computed.file.clone())])?;
+    let merged = match args.seeds {
+        // One shard's merge is the cells as they are (a fixed range: what `--from`
+        // gives, byte for byte).
+        crate::commands::Seeds::Fixed(_) => {
+            crate::shard::merge_all(&[("report".into(), computed.file.clone())])?
+        }
+        // The adaptive cells keep how each one stopped, which a merge of seed slices
+        // has no use for and drops.
+        crate::commands::Seeds::Adaptive(_) => crate::shard::Merged {
+            seeds: computed.file.seeds.clone(),
+            cells: computed.file.cells.clone(),
+            sweep_seeds: computed.file.sweep_seeds.clone(),
+            sweeps: computed.file.sweeps.clone(),
+        },
+    };
     render(
         &merged,
         &args.designs,
         &args.scenarios,
         &mut computed.first_invalid,
-        &args.out,
+        Out {
+            dir: &args.out,
+            full: args.full,
+        },
         args.threads,
         args.progress,
     )
+}
+
+/// Where and how a report is written.
+#[derive(Clone, Copy)]
+pub struct Out<'a> {
+    /// The directory.
+    pub dir: &'a Path,
+    /// Everything on one page, with a PNG of every plot (`--full`).
+    pub full: bool,
 }
 
 /// Writes the report of merged cells and sweeps into `out`. The first invalid run of a
@@ -429,10 +511,11 @@ pub fn render(
     designs: &[DesignSpec],
     scenarios: &[Scenario],
     first_invalid: &mut BTreeMap<(String, String), RunSummary>,
-    out: &Path,
+    out: Out<'_>,
     threads: usize,
     progress: bool,
 ) -> Result<(Results, PathBuf), String> {
+    let Out { dir: out, full } = out;
     plot::init_font()?;
     let di_of = |name: &str| designs.iter().position(|d| d.name == name);
     let si_of = |name: &str| scenarios.iter().position(|s| s.name == name);
@@ -503,39 +586,76 @@ pub fn render(
         }
     }
 
-    std::fs::create_dir_all(out.join("png"))
-        .map_err(|e| format!("cannot create {}: {e}", out.display()))?;
-    // An earlier report's plots (`check_out` let only a report's directory through):
-    // a cell that no longer fails must not leave its timeline behind.
-    if let Ok(entries) = std::fs::read_dir(out.join("png")) {
-        for e in entries.flatten() {
-            if e.path().extension().is_some_and(|x| x == "png") {
-                let _ = std::fs::remove_file(e.path());
+    std::fs::create_dir_all(out).map_err(|e| format!("cannot create {}: {e}", out.display()))?;
+    // An earlier report's plots and pages (`check_out` let only a report's directory
+    // through): a cell that no longer fails must not leave its page behind.
+    for (dir, ext) in [("png", "png"), ("cells", "html")] {
+        if let Ok(entries) = std::fs::read_dir(out.join(dir)) {
+            for e in entries.flatten() {
+                if e.path().extension().is_some_and(|x| x == ext) {
+                    let _ = std::fs::remove_file(e.path());
+                }
             }
         }
     }
-    let mut page = Page::default();
+    let _ = std::fs::remove_file(out.join("latency.html"));
+    if full {
+        std::fs::create_dir_all(out.join("png"))
+            .map_err(|e| format!("cannot create {}: {e}", out.join("png").display()))?;
+    }
+    let mut page = Page {
+        full,
+        ..Page::default()
+    };
     page.header(&results);
-    page.matrix(&results);
     page.comparison(&results);
+    page.matrix(&results, designs, scenarios);
     page.latency(&results, out)?;
     page.sweeps(&results, out)?;
+    if !full {
+        let mut plots = Page::default();
+        plots.sub_header("Acquire latency by percentile", &results, true);
+        plots.latency_plots(&results, out)?;
+        plots.sub_footer();
+        write(&out.join("latency.html"), &plots.html)?;
+        if !failing.is_empty() {
+            std::fs::create_dir_all(out.join("cells"))
+                .map_err(|e| format!("cannot create {}: {e}", out.join("cells").display()))?;
+        }
+    }
     let mut cell_sections = Vec::new();
     for (di, si, seed, summary) in failing {
         let (d, s) = (&designs[di], &scenarios[si]);
         let history = summary.history.as_ref().ok_or("a re-run kept no history")?;
-        cell_sections.push(page.cell(d, s, seed, summary, history, out)?);
+        if full {
+            cell_sections.push(page.cell(d, s, seed, summary, history, out)?);
+        } else {
+            let mut own = Page {
+                root: "../",
+                ..Page::default()
+            };
+            own.sub_header(&format!("{} / {}", d.name, s.name), &results, false);
+            cell_sections.push(own.cell(d, s, seed, summary, history, out)?);
+            own.sub_footer();
+            write(&out.join(page::cell_page_path(&d.name, s.name)), &own.html)?;
+        }
+    }
+    if !full {
+        page.violations(&cell_sections);
     }
     page.footer();
     let html_path = out.join("index.html");
-    std::fs::write(&html_path, &page.html)
-        .map_err(|e| format!("cannot write {}: {e}", html_path.display()))?;
+    write(&html_path, &page.html)?;
     let json = serde_json::to_string_pretty(&results).expect("serializable");
     std::fs::write(out.join("results.json"), json + "\n")
         .map_err(|e| format!("cannot write results.json: {e}"))?;
     std::fs::write(out.join("summary.md"), summary_md(&results, &cell_sections))
         .map_err(|e| format!("cannot write summary.md: {e}"))?;
     Ok((results, html_path))
+}
+
+fn write(path: &Path, text: &str) -> Result<(), String> {
+    std::fs::write(path, text).map_err(|e| format!("cannot write {}: {e}", path.display()))
 }
 
 /// `locksim report --shard I/N --out FILE`: runs the slice and writes the shard file.
@@ -557,7 +677,12 @@ pub fn write_shard(args: &ReportArgs, shard: crate::shard::Shard) -> Result<Exit
 
 /// `locksim report --from FILES… --out DIR`: merges the shards and writes the report,
 /// running each failing cell's first invalid run again for its timeline.
-pub fn from_shards(paths: &[PathBuf], out: &Path, threads: usize) -> Result<ExitCode, BadInput> {
+pub fn from_shards(
+    paths: &[PathBuf],
+    out: &Path,
+    threads: usize,
+    full: bool,
+) -> Result<ExitCode, BadInput> {
     let files = crate::shard::read_files(paths)?;
     let merged = crate::shard::merge_all(&files).map_err(BadInput)?;
     let mut designs: Vec<DesignSpec> = Vec::new();
@@ -580,7 +705,7 @@ pub fn from_shards(paths: &[PathBuf], out: &Path, threads: usize) -> Result<Exit
         &designs,
         &scenarios,
         &mut BTreeMap::new(),
-        out,
+        Out { dir: out, full },
         threads,
         true,
     ) {

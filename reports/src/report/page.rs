@@ -1,12 +1,13 @@
-//! The report's page and `summary.md`: the HTML sections (matrix, latency, sweeps, one
-//! per failing cell with its holder timeline and sequence diagram), drawn from
-//! [`Results`] and the first invalid runs; how the runs were made is `mod.rs`'s business.
+//! The report's pages and `summary.md`: the HTML sections (comparison, matrix, latency,
+//! sweeps, one per failing cell with its holder timeline and sequence diagram, on the
+//! index or on the cell's own page), drawn from [`Results`] and the first invalid runs;
+//! how the runs were made is `mod.rs`'s business.
 
 use std::fmt::Write as _;
 use std::path::Path;
 
 use plotters::style::RGBColor;
-use scenarios::catalog::Scenario;
+use scenarios::catalog::{FaultClass, Scenario};
 use scenarios::checkers::{self, model};
 use scenarios::sweep::{DesignSpec, RunSummary};
 use sim::history::{EventKind, History, ServerEvent};
@@ -145,15 +146,50 @@ code,pre{font-family:ui-monospace,Menlo,Consolas,monospace;font-size:12px}pre{ba
 .legend span{display:inline-block;padding:2px 6px;margin-right:6px;font-size:12px}
 .diagram svg{max-width:100%;height:auto}
 .small{font-size:12px;color:#555}
+.matrix.grid{margin-bottom:14px}.matrix.grid td{padding:2px 3px;min-width:20px}
+.matrix.grid thead th{position:sticky;background:#fff;z-index:1}
+.matrix.grid thead tr.cls th{top:0;height:15px;font-size:11px;font-weight:normal;color:#444;background:#f4f4f4;white-space:nowrap;overflow:hidden}
+.matrix.grid thead tr.sc th{top:22px}
+.matrix.grid th.row{position:sticky;left:0;background:#fff}
+.matrix.grid .cls-start{border-left:2px solid #888}
+.matrix.grid th.broken{font-weight:normal;font-style:italic}
+h2 .world{font-size:14px;font-weight:normal;color:#555}
 ";
 
 #[derive(Default)]
 pub(super) struct Page {
     pub(super) html: String,
+    /// Everything inline and a PNG of every plot (`--full`); otherwise a page per
+    /// failing cell, the latency plots on a page of their own, and no PNG.
+    pub(super) full: bool,
+    /// The path from this page to the report's top directory (`../` for a cell's page).
+    pub(super) root: &'static str,
+}
+
+/// A failing cell's own page, from the report's top directory (`cells/D--S.html`).
+pub(super) fn cell_page_path(design: &str, scenario: &str) -> String {
+    format!("cells/{}--{}.html", slug(design), slug(scenario))
+}
+
+/// The seeds in words: the main job's adaptive search, or one fixed range in every
+/// cell (`Results::seeds` holds the rule's own words or the range).
+fn seeds_text(r: &Results) -> String {
+    if r.seeds.starts_with("adaptive") {
+        format!(
+            "the main job's search, as locksim with no subcommand runs it: {}; a cell's runs are its seeds from 0 (U17: unsafe at seed 17; ~: the cell spent its budget first, with the weaker bound its runs give)",
+            r.seeds
+        )
+    } else {
+        format!(
+            "seeds {} in every cell (a fixed range, not the main job's adaptive search)",
+            r.seeds
+        )
+    }
 }
 
 /// What a failing cell contributed (for `summary.md`).
 pub(super) struct CellNote {
+    seed: u64,
     design: String,
     scenario: String,
     checker: String,
@@ -168,15 +204,15 @@ impl Page {
             "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\
              <meta name=\"generator\" content=\"locksim {}\">\
              <title>locksim report</title><style>{CSS}</style></head><body>\n\
-             <h1>locksim report</h1>\n<p class=\"small\">{} designs × {} scenarios, seeds {} \
-             ({}). Every run is deterministic: each command below replays it. \
-             Times are simulated.</p>\n<p class=\"small\"><a href=\"#matrix\">matrix</a> · \
-             <a href=\"#by-system\">by system</a> · <a href=\"#latency\">latency</a> · <a href=\"#sweeps\">sweeps</a> · \
+             <h1>locksim report</h1>\n<p>{} designs × {} scenarios. Seeds: {} \
+             ({}).</p>\n<p class=\"small\">Every run is deterministic: each command below replays it. \
+             Times are simulated.</p>\n<p class=\"small\"><a href=\"#by-system\">by system</a> · \
+             <a href=\"#matrix\">matrix</a> · <a href=\"#latency\">latency</a> · <a href=\"#sweeps\">sweeps</a> · \
              <a href=\"#cells\">first violations</a></p>\n",
             env!("CARGO_PKG_VERSION"),
             r.designs.len(),
             r.scenarios.len(),
-            esc(&r.seeds),
+            esc(&seeds_text(r)),
             if r.sweeps.is_empty() {
                 "no sweeps".to_string()
             } else {
@@ -185,7 +221,11 @@ impl Page {
         );
     }
 
-    pub(super) fn matrix(&mut self, r: &Results) {
+    /// The matrix, one table per world (the designs that lock on one system the same
+    /// way: Redis, Redlock's independent masters, ZooKeeper, …), each with only the
+    /// scenarios that run there, grouped by fault class: no column of `·`, and every
+    /// table fits a 1,600-pixel window. Its header sticks while its rows scroll.
+    pub(super) fn matrix(&mut self, r: &Results, designs: &[DesignSpec], scenarios: &[Scenario]) {
         self.html.push_str(
             "<h2 id=\"matrix\">Comparison matrix</h2>\n<p class=\"legend\">\
              <span class=\"m-unsafe\">U unsafe: harm at the storage or server</span>\
@@ -196,65 +236,164 @@ impl Page {
              <span class=\"m-unknown\">? unknown</span>\
              <span class=\"m-liveness\">L stuck or starved (liveness)</span>\
              <span class=\"m-safe\">S safe, fault seen</span>\
-             <span class=\"m-nofault\">n fault never happened: no evidence</span></p>\n\
-             <p class=\"small\">A number after the mark counts the runs in that class when not all \
-             were; the line below counts the runs that saw the scenario's fault. Failing cells \
-             link to their first violation. What each system promises: <a href=\"#by-system\">by \
-             system</a>.</p>\n",
+             <span class=\"m-nofault\">n fault never happened: no evidence</span></p>\n",
         );
-        self.html.push_str("<table class=\"matrix\"><tr><th></th>");
-        for s in &r.scenarios {
-            let _ = write!(self.html, "<th class=\"col\">{}</th>", esc(s));
-        }
-        self.html.push_str("</tr>\n");
-        for d in &r.designs {
-            let _ = write!(self.html, "<tr><th class=\"row\">{}</th>", esc(d));
-            for s in &r.scenarios {
-                let Some(c) = r.cells.iter().find(|c| &c.design == d && &c.scenario == s) else {
-                    self.html.push_str(
-                        "<td class=\"m-none\" title=\"does not run in this world\">·</td>",
-                    );
-                    continue;
-                };
-                let (mark, text) = matrix_mark(c);
-                let title = format!(
-                    "{d} / {s}: {} runs; {}; fault seen in {}; {}",
-                    c.runs,
-                    c.classes
-                        .iter()
-                        .map(|(k, v)| format!("{k} {v}"))
-                        .collect::<Vec<_>>()
-                        .join(", "),
-                    c.fault_seen,
-                    c.unsafe_text()
-                );
-                let inner = format!(
-                    "{}<br><span class=\"small\">{}/{}</span>",
-                    esc(&text),
-                    c.fault_seen,
-                    c.runs
-                );
-                if c.first_invalid_seed.is_some() {
-                    let _ = write!(
-                        self.html,
-                        "<td class=\"{}\" title=\"{}\"><a href=\"#{}\">{inner}</a></td>",
-                        mark_class(mark),
-                        esc(&title),
-                        cell_anchor(d, s)
-                    );
-                } else {
-                    let _ = write!(
-                        self.html,
-                        "<td class=\"{}\" title=\"{}\">{inner}</td>",
-                        mark_class(mark),
-                        esc(&title)
-                    );
-                }
+        let _ = writeln!(
+            self.html,
+            "<p class=\"small\">One table per world, with the scenarios that run in it, grouped \
+             by fault class (the first header row; a number where the name does not fit: {}). \
+             {} Hover a cell for its runs, classes and fault-seen count; a failing cell links to \
+             its first violation{}. <i>Italic</i>: a deliberately broken design. What each \
+             system promises: <a href=\"#by-system\">by system</a>.</p>",
+            FaultClass::ALL
+                .iter()
+                .enumerate()
+                .map(|(i, k)| format!("{} {}", i + 1, k.name()))
+                .collect::<Vec<_>>()
+                .join(", "),
+            if r.seeds.starts_with("adaptive") {
+                "A number after U is the seed of the cell's first unsafe run; after another mark, \
+                 the runs in that class when not all were; ~: the cell spent its budget first."
+            } else {
+                "A number after the mark counts the runs in that class when not all were."
+            },
+            if self.full { "" } else { " (its own page)" }
+        );
+        // Worlds in the designs' order.
+        let world = |d: &DesignSpec| (d.backend, d.masters > 1);
+        let mut worlds: Vec<(lock_impl::Backend, bool)> = Vec::new();
+        for d in designs {
+            if !worlds.contains(&world(d)) {
+                worlds.push(world(d));
             }
-            self.html.push_str("</tr>\n");
         }
-        self.html.push_str("</table>\n");
+        let cell = |d: &str, s: &str| r.cells.iter().find(|c| c.design == d && c.scenario == s);
+        for w in worlds {
+            let rows: Vec<&DesignSpec> = designs.iter().filter(|d| world(d) == w).collect();
+            let mut cols: Vec<&Scenario> = scenarios
+                .iter()
+                .filter(|s| rows.iter().any(|d| cell(&d.name, s.name).is_some()))
+                .collect();
+            if cols.is_empty() {
+                continue;
+            }
+            let class_at = |s: &Scenario| FaultClass::ALL.iter().position(|k| *k == s.class);
+            cols.sort_by_key(|s| class_at(s));
+            let title = if w.1 {
+                format!("{} on independent masters (Redlock)", w.0.name())
+            } else {
+                w.0.name().to_string()
+            };
+            let _ = write!(
+                self.html,
+                "<h3>{}</h3>\n<table class=\"matrix grid\"><thead><tr class=\"cls\"><th></th>",
+                esc(&title)
+            );
+            // The class row: a cell per run of columns of one class.
+            let mut i = 0;
+            while i < cols.len() {
+                let k = cols[i].class;
+                let span = cols[i..].iter().take_while(|s| s.class == k).count();
+                let label = if k.name().len() * 6 <= span * 26 {
+                    k.name().to_string()
+                } else {
+                    (class_at(cols[i]).unwrap_or(0) + 1).to_string()
+                };
+                let _ = write!(
+                    self.html,
+                    "<th colspan=\"{span}\" class=\"cls-start\" title=\"{}\">{}</th>",
+                    esc(k.name()),
+                    esc(&label)
+                );
+                i += span;
+            }
+            self.html.push_str("</tr><tr class=\"sc\"><th></th>");
+            for (i, s) in cols.iter().enumerate() {
+                let start = i == 0 || cols[i - 1].class != s.class;
+                let _ = write!(
+                    self.html,
+                    "<th class=\"col{}\" title=\"{}\">{}</th>",
+                    if start { " cls-start" } else { "" },
+                    esc(s.description),
+                    esc(s.name)
+                );
+            }
+            self.html.push_str("</tr></thead><tbody>\n");
+            for d in rows {
+                let _ = write!(
+                    self.html,
+                    "<tr><th class=\"row{}\">{}</th>",
+                    if d.name.starts_with("broken/") {
+                        " broken"
+                    } else {
+                        ""
+                    },
+                    esc(&d.name)
+                );
+                for (i, s) in cols.iter().enumerate() {
+                    let start = if i == 0 || cols[i - 1].class != s.class {
+                        " cls-start"
+                    } else {
+                        ""
+                    };
+                    let Some(c) = cell(&d.name, s.name) else {
+                        let _ = write!(
+                            self.html,
+                            "<td class=\"m-none{start}\" title=\"does not run in this world\">·</td>"
+                        );
+                        continue;
+                    };
+                    let (mark, text) = matrix_mark(c);
+                    let mut title = format!(
+                        "{} / {}: {} runs; {}; fault seen in {}; {}",
+                        d.name,
+                        s.name,
+                        c.runs,
+                        c.classes
+                            .iter()
+                            .map(|(k, v)| format!("{k} {v}"))
+                            .collect::<Vec<_>>()
+                            .join(", "),
+                        c.fault_seen,
+                        c.unsafe_text()
+                    );
+                    if let Some(settled) = &c.settled {
+                        let _ = write!(title, "; {}", settled.text());
+                    }
+                    if c.first_invalid_seed.is_some() {
+                        let _ = write!(
+                            self.html,
+                            "<td class=\"{}{start}\" title=\"{}\"><a href=\"{}\">{}</a></td>",
+                            mark_class(mark),
+                            esc(&title),
+                            self.cell_href(&d.name, s.name),
+                            esc(&text)
+                        );
+                    } else {
+                        let _ = write!(
+                            self.html,
+                            "<td class=\"{}{start}\" title=\"{}\">{}</td>",
+                            mark_class(mark),
+                            esc(&title),
+                            esc(&text)
+                        );
+                    }
+                }
+                self.html.push_str("</tr>\n");
+            }
+            self.html.push_str("</tbody></table>\n");
+        }
         self.rates(r);
+    }
+
+    /// Where a failing cell's details are: its section on this page (`--full`), or its
+    /// own page.
+    fn cell_href(&self, design: &str, scenario: &str) -> String {
+        if self.full {
+            format!("#{}", cell_anchor(design, scenario))
+        } else {
+            format!("{}{}", self.root, cell_page_path(design, scenario))
+        }
     }
 
     /// Every cell's unsafe share and each checker's invalid share with its 95 %
@@ -293,7 +432,7 @@ impl Page {
         self.html.push_str("</table></details>\n");
     }
 
-    /// Seed 002's comparison: a row group per system family, a column per fault class
+    /// The lock-service comparison: a row group per system family, a column per fault class
     /// ([`crate::compare`]), and each system's promise.
     pub(super) fn comparison(&mut self, r: &Results) {
         let c = Comparison::of(&r.cells);
@@ -301,9 +440,9 @@ impl Page {
             return;
         }
         self.html.push_str(
-            "<h2 id=\"by-system\">By system: seed 002's comparison</h2>\n<p class=\"small\">\
-             Per system family, the design seed 002's table names for it (seed; for Redlock, \
-             which the seed lacks, seeds 000/003's redlock) and the family's best design over \
+            "<h2 id=\"by-system\">By system: the lock-service comparison</h2>\n<p class=\"small\">\
+             Per system family, the design the lock-service comparison names for it (seed; for \
+             Redlock, which it lacks, the Redis docs' redlock) and the family's best design over \
              these runs (best: the smallest share of unsafe runs over the family's scenarios, \
              then of fenced, overlap, promise, liveness, unknown and no-fault runs); per fault \
              class, the worst class over that design's runs in the class's scenarios (the \
@@ -353,22 +492,38 @@ impl Page {
         self.html.push_str("</ul>\n");
     }
 
-    fn plot(&mut self, name: &str, p: &impl plot::Draw, out: &Path) -> Result<(), String> {
-        let png = out.join("png").join(format!("{name}.png"));
-        let svg = plot::render(p, Some(&png))?;
+    /// Draws a plot inline as SVG, with a PNG copy in `png/` if `png` (a PNG costs 100
+    /// to 300 kB: only `--full` writes them).
+    fn plot(
+        &mut self,
+        name: &str,
+        p: &impl plot::Draw,
+        out: &Path,
+        png: bool,
+    ) -> Result<(), String> {
+        let png_path = out.join("png").join(format!("{name}.png"));
+        let svg = plot::render(p, png.then_some(png_path.as_path()))?;
         // Drop the XML declaration, if any, for inline use.
         let svg = svg.trim_start_matches(|c| c != '<');
         let svg = match svg.strip_prefix("<?xml") {
             Some(rest) => rest.split_once("?>").map_or(rest, |(_, r)| r),
             None => svg,
         };
+        let link = if png {
+            format!(
+                "<div class=\"small\">PNG: <a href=\"{}png/{}.png\">png/{}.png</a></div>",
+                self.root,
+                esc(name),
+                esc(name)
+            )
+        } else {
+            String::new()
+        };
         let _ = writeln!(
             self.html,
-            "<div class=\"plot\" id=\"plot-{}\">{}<div class=\"small\">PNG: <a href=\"png/{}.png\">png/{}.png</a></div></div>",
+            "<div class=\"plot\" id=\"plot-{}\">{}{link}</div>",
             esc(name),
             svg.trim(),
-            esc(name),
-            esc(name)
         );
         Ok(())
     }
@@ -390,6 +545,18 @@ impl Page {
             );
         }
         self.html.push_str("</table>\n");
+        if self.full {
+            self.latency_plots(r, out)?;
+        } else {
+            self.html.push_str(
+                "<p>The percentile plot of every design: <a href=\"latency.html\">latency.html</a>.</p>\n",
+            );
+        }
+        Ok(())
+    }
+
+    /// Per design, its acquire latency by percentile.
+    pub(super) fn latency_plots(&mut self, r: &Results, out: &Path) -> Result<(), String> {
         self.html.push_str("<div class=\"plots\">\n");
         for dl in &r.latency {
             let series: Vec<Series> = [
@@ -413,6 +580,7 @@ impl Page {
                     series,
                 },
                 out,
+                self.full,
             )?;
         }
         self.html.push_str("</div>\n");
@@ -438,7 +606,7 @@ impl Page {
                 esc(&s.scenario),
                 esc(&s.param)
             );
-            self.plot(&name, &s.plot(), out)?;
+            self.plot(&name, &s.plot(), out, self.full)?;
             self.html.push_str("<table><tr><th>design</th>");
             if let Some(l) = s.lines.first() {
                 for p in &l.points {
@@ -504,7 +672,7 @@ impl Page {
         history: &History,
         out: &Path,
     ) -> Result<CellNote, String> {
-        if !self.html.contains("<h2 id=\"cells\">") {
+        if self.full && !self.html.contains("<h2 id=\"cells\">") {
             self.html.push_str(
                 "<h2 id=\"cells\">First violations</h2>\n<p class=\"small\">For each failing cell, \
                  its first invalid run: the holder timeline (who believed it held the lock, what \
@@ -557,20 +725,85 @@ impl Page {
                 &format!("{} / {}", d.name, s.name),
             ),
             out,
+            self.full,
         )?;
         let svg = crate::diagram::svg(&diagram);
         let _ = writeln!(
             self.html,
-            "<details class=\"diagram\"><summary>Sequence diagram</summary>{}</details>",
+            "<details class=\"diagram\"{}><summary>Sequence diagram</summary>{}</details>",
+            if self.full { "" } else { " open" },
             svg.trim()
         );
         Ok(CellNote {
+            seed,
             design: d.name.clone(),
             scenario: s.name.to_string(),
             checker,
             summary: evidence.summary,
             replay,
         })
+    }
+
+    /// The top of a page under the index (a failing cell's, the latency plots'): the
+    /// index's style and a way back to it.
+    /// `heading`: open with `title` as the page's heading (a cell's page has its own).
+    pub(super) fn sub_header(&mut self, title: &str, r: &Results, heading: bool) {
+        let _ = write!(
+            self.html,
+            "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\
+             <meta name=\"generator\" content=\"locksim {}\">\
+             <title>{} · locksim report</title><style>{CSS}</style></head><body>\n\
+             <p class=\"small\"><a href=\"{}index.html\">← the report</a> · \
+             <a href=\"{}index.html#matrix\">matrix</a> · seeds: {}</p>\n",
+            env!("CARGO_PKG_VERSION"),
+            esc(title),
+            self.root,
+            self.root,
+            esc(&seeds_text(r)),
+        );
+        if heading {
+            let _ = writeln!(self.html, "<h1>{}</h1>", esc(title));
+        }
+    }
+
+    /// The end of a page under the index.
+    pub(super) fn sub_footer(&mut self) {
+        let _ = write!(
+            self.html,
+            "<p class=\"small\"><a href=\"{}index.html\">← the report</a></p>\n</body></html>\n",
+            self.root
+        );
+    }
+
+    /// The index's list of first violations, each linking to its cell's page.
+    pub(super) fn violations(&mut self, notes: &[CellNote]) {
+        if notes.is_empty() {
+            return;
+        }
+        let _ = writeln!(
+            self.html,
+            "<h2 id=\"cells\">First violations</h2>\n<p class=\"small\">{} failing cells. Each \
+             has a page of its own: its first invalid run's evidence, the replay, shrink and \
+             diagram commands, the holder timeline (who believed it held the lock, what the \
+             server recorded, the faults) and the sequence diagram around the violation.</p>\n\
+             <details><summary>Every failing cell</summary>\n<table><tr><th>design</th>\
+             <th>scenario</th><th>seed</th><th>checker</th><th>evidence</th></tr>",
+            notes.len()
+        );
+        for n in notes {
+            let _ = writeln!(
+                self.html,
+                "<tr><th class=\"row\">{}</th><td><a href=\"{}\">{}</a></td><td>{}</td><td>{}</td>\
+                 <td style=\"text-align:left\">{}</td></tr>",
+                esc(&n.design),
+                cell_page_path(&n.design, &n.scenario),
+                esc(&n.scenario),
+                n.seed,
+                esc(&n.checker),
+                esc(&n.summary)
+            );
+        }
+        self.html.push_str("</table></details>\n");
     }
 
     pub(super) fn footer(&mut self) {
@@ -762,12 +995,12 @@ pub(super) fn summary_md(r: &Results, cells: &[CellNote]) -> String {
     let mut o = String::new();
     let _ = writeln!(
         o,
-        "# locksim report\n\n{} designs × {} scenarios, seeds {} (sweeps: seeds {}). \
+        "# locksim report\n\n{} designs × {} scenarios. Seeds: {} (sweeps: seeds {}).\n\n\
          U unsafe, F fenced, O overlap in belief only (the stale holder never wrote after the newer grant), P promise broken without harm, ? unknown, L liveness, S safe, n fault never happened, · does not run; lower case (u f o p): every such run broke before the fault began; \
          a number counts the runs in that class when not all were.\n",
         r.designs.len(),
         r.scenarios.len(),
-        r.seeds,
+        seeds_text(r),
         r.sweep_seeds
     );
     o.push_str("| design |");
@@ -802,7 +1035,7 @@ pub(super) fn summary_md(r: &Results, cells: &[CellNote]) -> String {
     );
     let by_system = Comparison::of(&r.cells);
     if !by_system.rows.is_empty() {
-        o.push_str("\n\n## By system: seed 002's comparison\n\n");
+        o.push_str("\n\n## By system: the lock-service comparison\n\n");
         o.push_str(compare::render_markdown(&by_system).trim_end());
     }
     o.push_str("\n\n## Rates (95% intervals, exact Clopper–Pearson)\n\n");
