@@ -34,7 +34,7 @@
 //!
 //! **Time.** `WAIT`'s timeout (3.20's hard-coded 1 s, 3.52.0's `slavesSyncTimeout`) is a
 //! client constant that competes with the lease (a holder waits it out before it may
-//! work), so it is scaled with the world ([`SLAVES_SYNC_TIMEOUT`]). Redisson adds it to
+//! work), so it is scaled with the world ([`REDISSON_SLAVES_SYNC_TIMEOUT`]). Redisson adds it to
 //! the batch's reply timeout; locksim's reply timeout is the world's, longer than the
 //! scaled `WAIT` at every scale the catalog uses, so it is not lengthened.
 //!
@@ -52,17 +52,8 @@ use std::time::Duration;
 use redis::RedisResult;
 
 use super::redisson_retry::{self, Version};
-use crate::scale::{Constant, Scaling};
+use crate::scale::REDISSON_SLAVES_SYNC_TIMEOUT;
 use crate::{Conn, Deps};
-
-/// Redisson's `WAIT` timeout after a lock script.
-pub const SLAVES_SYNC_TIMEOUT: Constant = Constant {
-    name: "Redisson: WAIT timeout after a lock, unlock or renewal script (slavesSyncTimeout)",
-    source: "redisson 3.20.0 RedissonBaseLock.createCommandBatchService: syncSlaves(availableSlaves, 1, SECONDS); \
-             redisson 3.52.0 Config.slavesSyncTimeout = 1000",
-    real_ms: 1_000,
-    scaling: Scaling::Scaled,
-};
 
 /// The message of the failed sync (3.52.0's; 3.20's is its first sentence).
 pub const NOT_SYNCED: &str = "None of slaves were synced";
@@ -189,7 +180,7 @@ where
         // A batch of one: resent as the executor resends a batch.
         return bare(true).await;
     }
-    let timeout_ms = deps.scale.ms_of(&SLAVES_SYNC_TIMEOUT).max(1);
+    let timeout_ms = deps.scale.ms_of(&REDISSON_SLAVES_SYNC_TIMEOUT).max(1);
     let (reply, at) = redisson_retry::send(deps, version, true, |mut conn| async move {
         let mut pipe = redis::pipe();
         pipe.add_command(call.eval()).add_command({

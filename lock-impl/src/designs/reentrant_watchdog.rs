@@ -70,6 +70,16 @@ pub(crate) const UNLOCK_MESSAGE: i64 = 0;
 /// resends (about 16.5 s at real scale: four 3 s reply timeouts and three 1.5 s
 /// pauses) is survived; a longer one ends the watchdog and the lease runs out.
 ///
+/// **Synced writes** (3.20's `evalWriteAsync`, `checkLockSyncedSlaves` on by default;
+/// [`super::redisson_sync`]): in Sentinel mode the lock, unlock and renewal scripts go
+/// out pipelined with `WAIT <connected_slaves> 1000` (1 s scaled with the world), and a
+/// call that no replica acknowledged fails ("None of slaves were synced"). A failed
+/// acquisition is unlocked at once (`handleNoSync`) and not tried again (`tryLock`
+/// throws): [`Acquire::Unknown`]. A failed renewal stops the watchdog as a failed one
+/// does; a failed unlock is [`Release::Unknown`]. A single-server configuration (a
+/// connection that follows no Sentinel-named master) and a master with no replica
+/// send the bare script.
+///
 /// Known failure: the watchdog only helps a holder that is slow but alive *and* can reach
 /// Redis. A stop-the-world pause freezes the watchdog with its holder: past the lease the
 /// lock expires, another client takes it, and the paused holder resumes believing it
@@ -99,6 +109,18 @@ pub(crate) const UNLOCK_MESSAGE: i64 = 0;
 /// times, `EqualJitterDelay(1 s, 2 s)` apart; and a renewal that still failed does not
 /// stop the watchdog (`RenewalTask.run`, since 3.44.0, schedules the next one), so the
 /// lease lapses only if the holder stays cut off until it runs out.
+///
+/// **Synced writes** at 3.52.0 (`syncedEvalNoRetry` / `syncedEval`, `SyncMode.WAIT`;
+/// [`super::redisson_sync`]): as above, with the master's replica count cached per
+/// client from its first synced call (`MasterSlaveEntry.availableSlaves`, read again
+/// only after a `WAIT` answered another count), and the batch resent after a lost
+/// reply (the executor's retries; `noRetry` holds only for a single server). A fenced
+/// acquisition no replica acknowledged fails with the key left on the master to expire
+/// (`RedissonFencedLock.tryAcquireAsync` has no `handleNoSync`) and is not tried again;
+/// a failed unlock is [`Release::Unknown`] (3.52.0's `unlockAsync` runs it again, with
+/// an unlock latch this port's 3.20 unlock script lacks: not ported); a failed renewal
+/// is followed by the next, as a failed one is. A client whose first call found the
+/// master without replicas caches 0 and never waits.
 ///
 /// Known failure: the token protects only a storage that checks it; the counter lives on
 /// the lock's master, so a failover to a replica that missed an `INCR` reissues a token.
@@ -723,8 +745,7 @@ impl ReentrantWatchdog {
             self.deps.clone(),
             key.to_string(),
             owner.to_string(),
-            (lease_ms, side, self.version()),
-            self.synced.clone(),
+            (lease_ms, side, self.version(), self.synced.clone()),
             stopped,
             turn,
             AliveFlag(alive),
@@ -792,8 +813,7 @@ async fn renew_loop(
     deps: Deps,
     key: String,
     owner: String,
-    (lease_ms, side, version): (u64, Side, Version),
-    synced: ReplicaCount,
+    (lease_ms, side, version, synced): (u64, Side, Version, ReplicaCount),
     mut stop: watch::Receiver<bool>,
     turn: Arc<tokio::sync::Mutex<()>>,
     _alive: AliveFlag,
