@@ -399,6 +399,16 @@ pub const ETCD_DEADLINE_LOOP: Constant = Constant {
     scaling: Scaling::Scaled,
 };
 
+/// Redisson: how long the `WAIT` batched after a lock, unlock or renewal script waits
+/// for the master's replicas (`checkLockSyncedSlaves`). Scaled: a holder waits it out
+/// before it may work, and a refused grant costs the waiter as long.
+pub const REDISSON_SLAVES_SYNC_TIMEOUT: Constant = Constant {
+    name: "Redisson: WAIT timeout after a lock, unlock or renewal script (slavesSyncTimeout)",
+    source: "redisson 3.20.0 RedissonBaseLock.createCommandBatchService: syncSlaves(availableSlaves, 1, SECONDS); redisson 3.52.0 Config.slavesSyncTimeout = 1000",
+    real_ms: 1_000,
+    scaling: Scaling::Scaled,
+};
+
 /// etcd's Go client: the first keep-alive's deadline with no dial timeout set.
 pub const ETCD_FIRST_KEEPALIVE_TIMEOUT: Constant = Constant {
     name: "etcd clientv3: the first keep-alive's deadline (defaultTTL)",
@@ -423,6 +433,7 @@ pub const CONSTANTS: &[&Constant] = &[
     &REDISSON_3_20_RETRY_INTERVAL,
     &REDISSON_3_52_RETRY_DELAY_BASE,
     &REDISSON_3_52_RETRY_DELAY_MAX,
+    &REDISSON_SLAVES_SYNC_TIMEOUT,
     &CURATOR_RETRY_BASE,
     &CURATOR_CONNECTION_TIMEOUT,
     &REDIS_PY_SLEEP,

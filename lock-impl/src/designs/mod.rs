@@ -11,6 +11,7 @@ mod redisson_redlock;
 mod redisson_retry;
 mod redisson_rw;
 mod redisson_rw_scripts;
+mod redisson_sync;
 mod redlock;
 mod redsync;
 mod reentrant_watchdog;
@@ -67,6 +68,7 @@ pub use redisson_rw::{
     REDISSON_READ_LOCK, REDISSON_READ_RENEW, REDISSON_READ_UNLOCK, REDISSON_WRITE_LOCK,
     REDISSON_WRITE_UNLOCK, RedissonRw, UNLOCK_LATCH_MS, timeout_prefix,
 };
+pub use redisson_sync::NOT_SYNCED as REDISSON_NOT_SYNCED;
 pub use redlock::Redlock;
 pub use redsync::{REDSYNC_DELETE, REDSYNC_TOUCH, REDSYNC_TOUCH_SETNX, Redsync};
 pub use reentrant_watchdog::{

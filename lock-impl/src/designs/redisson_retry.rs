@@ -31,6 +31,10 @@
 //! | renewal | resent (`renewExpirationAsync` → `evalWriteAsync`) | resent (`LockTask` / `ReadLockTask` → `syncedEval`) |
 //! | connection not had within the delay | next attempt | next attempt |
 //!
+//! Under Sentinel, 3.52.0 sends these scripts in a synced batch (`syncedEval`, see
+//! [`super::redisson_sync`]) whose executor resends after a lost reply whatever the
+//! caller's `noRetry`: there the lock and unlock scripts are resent too.
+//!
 //! **The watchdog** ([`Version::watchdog_survives_failed_renewal`]). 3.20
 //! (`RedissonBaseLock.renewExpiration`): a renewal that ends in an error (its resends
 //! spent) logs "Can't update lock … expiration" and removes the entry: the watchdog

@@ -40,6 +40,15 @@ use crate::{Acquire, AcquireOptions, Deps, Guard, LockDesign, LockError, Release
 /// (`RenewalTask.run` schedules the next one); as `redisson-fenced`, and unlike
 /// `reentrant-watchdog` (3.20: the watchdog stops).
 ///
+/// **Synced writes** (3.52.0's `syncedEvalNoRetry` / `syncedEval`, `checkLockSyncedSlaves`;
+/// [`super::redisson_sync`]): in Sentinel mode each script goes out pipelined with
+/// `WAIT <replicas> 1000` (scaled), the replica count cached per client from its first
+/// call. An acquisition no replica acknowledged is unlocked (`handleNoSync`) and tried
+/// again up to `retryAttempts` (4) times, `retryDelay` apart (`RedissonLock.tryAcquire`
+/// through `ServiceManager.execute`), then fails ([`crate::Acquire::Unknown`]); an unlock
+/// is run again as often, with the same unlock latch, so a second run answers as the
+/// first; a failed renewal is followed by the next.
+///
 /// Not ported: the `DEL` of `redisson_unlock_latch:{key}:<client id>` that Redisson
 /// sends, unawaited, after each unlock (it names the client's id, not the unlock's
 /// request id, so it never deletes the latch just set; 3.52.0 never resends an unlock,

@@ -1,12 +1,13 @@
 //! The read-write lock's side of Redis: Redisson 3.52.0's `RedissonReadLock` and
 //! `RedissonWriteLock` scripts (verbatim, under `lock-impl/scripts/`), the key and
-//! channel names they use, and one run of each. Both the read-write design
+//! channel names they use, and each call ([`Call`]). Both the read-write design
 //! ([`super::RedissonRw`]) and the lock machinery it runs on
 //! ([`super::ReentrantWatchdog`]'s read-write flavour) use them; this file uses
 //! neither.
 
 use std::sync::LazyLock;
 
+use super::redisson_sync::Call;
 use crate::Deps;
 
 /// The design's user-facing name (`RedissonRw::NAME`).
@@ -102,54 +103,39 @@ fn key_prefix(key: &str, lock_name: &str) -> String {
     }
 }
 
-/// One run of the read lock script for `owner` (`getLockName(threadId)`).
-pub(crate) async fn lock_read(
-    conn: &mut crate::Conn,
-    key: &str,
-    owner: &str,
-    lease_ms: u64,
-) -> redis::RedisResult<Option<i64>> {
-    READ_LOCK
-        .key(key)
-        .key(timeout_prefix(key, owner))
-        .arg(lease_ms)
-        .arg(owner)
-        .arg(format!("{owner}:write"))
-        .invoke_async(conn)
-        .await
+/// The read lock script for `owner` (`getLockName(threadId)`).
+pub(crate) fn lock_read(key: &str, owner: &str, lease_ms: u64) -> Call {
+    Call {
+        script: &READ_LOCK,
+        source: REDISSON_READ_LOCK,
+        keys: vec![key.to_string(), timeout_prefix(key, owner)],
+        args: vec![
+            lease_ms.to_string(),
+            owner.to_string(),
+            format!("{owner}:write"),
+        ],
+    }
 }
 
-/// One run of the write lock script for `owner` (already `getLockName(threadId):write`).
-pub(crate) async fn lock_write(
-    conn: &mut crate::Conn,
-    key: &str,
-    owner: &str,
-    lease_ms: u64,
-) -> redis::RedisResult<Option<i64>> {
-    WRITE_LOCK
-        .key(key)
-        .arg(lease_ms)
-        .arg(owner)
-        .invoke_async(conn)
-        .await
+/// The write lock script for `owner` (already `getLockName(threadId):write`).
+pub(crate) fn lock_write(key: &str, owner: &str, lease_ms: u64) -> Call {
+    Call {
+        script: &WRITE_LOCK,
+        source: REDISSON_WRITE_LOCK,
+        keys: vec![key.to_string()],
+        args: vec![lease_ms.to_string(), owner.to_string()],
+    }
 }
 
-/// One run of the read lock's renewal for one lock: `Ok(1)` renewed, `Ok(0)` the
-/// holder holds nothing.
-pub(crate) async fn renew_read(
-    conn: &mut crate::Conn,
-    key: &str,
-    owner: &str,
-    lease_ms: u64,
-) -> redis::RedisResult<i64> {
-    let reply: Vec<i64> = READ_RENEW
-        .key(key)
-        .key(key_prefix(key, owner))
-        .arg(lease_ms)
-        .arg(owner)
-        .invoke_async(conn)
-        .await?;
-    Ok(reply.first().copied().unwrap_or(0))
+/// The read lock's renewal for one lock: one `1` (renewed) or `0` (the holder holds
+/// nothing) per lock, here one.
+pub(crate) fn renew_read(key: &str, owner: &str, lease_ms: u64) -> Call {
+    Call {
+        script: &READ_RENEW,
+        source: REDISSON_READ_RENEW,
+        keys: vec![key.to_string(), key_prefix(key, owner)],
+        args: vec![lease_ms.to_string(), owner.to_string()],
+    }
 }
 
 /// Whether `owner` is a write lock's field (`…:write`).
@@ -158,44 +144,45 @@ pub(crate) fn is_write_owner(owner: &str) -> bool {
 }
 
 /// The unlock of the side `owner` names, with a fresh unlock latch
-/// (`redisson_unlock_latch:{key}:<request id>`, the id from [`Deps::entropy`]).
-/// `lease_ms` is the hold's `internalLockLeaseTime` (the write unlock re-arms it).
-pub(crate) async fn unlock(
-    deps: &Deps,
-    conn: &mut crate::Conn,
-    key: &str,
-    owner: &str,
-    lease_ms: u64,
-) -> redis::RedisResult<Option<i64>> {
+/// (`redisson_unlock_latch:{key}:<request id>`, the id from [`Deps::entropy`]); the
+/// same call, resent, answers as the first did. `lease_ms` is the hold's
+/// `internalLockLeaseTime` (the write unlock re-arms it).
+pub(crate) fn unlock(deps: &Deps, key: &str, owner: &str, lease_ms: u64) -> Call {
     let latch = format!(
         "{}:{}",
         prefix_name("redisson_unlock_latch", key),
         deps.entropy.owner_value()
     );
     if is_write_owner(owner) {
-        WRITE_UNLOCK
-            .key(key)
-            .key(channel(key))
-            .key(latch)
-            .arg(READ_UNLOCK_MESSAGE)
-            .arg(lease_ms)
-            .arg(owner)
-            .arg(PUBLISH)
-            .arg(UNLOCK_LATCH_MS)
-            .invoke_async(conn)
-            .await
+        Call {
+            script: &WRITE_UNLOCK,
+            source: REDISSON_WRITE_UNLOCK,
+            keys: vec![key.to_string(), channel(key), latch],
+            args: vec![
+                READ_UNLOCK_MESSAGE.to_string(),
+                lease_ms.to_string(),
+                owner.to_string(),
+                PUBLISH.to_string(),
+                UNLOCK_LATCH_MS.to_string(),
+            ],
+        }
     } else {
-        READ_UNLOCK
-            .key(key)
-            .key(channel(key))
-            .key(timeout_prefix(key, owner))
-            .key(key_prefix(key, owner))
-            .key(latch)
-            .arg(UNLOCK_MESSAGE)
-            .arg(owner)
-            .arg(PUBLISH)
-            .arg(UNLOCK_LATCH_MS)
-            .invoke_async(conn)
-            .await
+        Call {
+            script: &READ_UNLOCK,
+            source: REDISSON_READ_UNLOCK,
+            keys: vec![
+                key.to_string(),
+                channel(key),
+                timeout_prefix(key, owner),
+                key_prefix(key, owner),
+                latch,
+            ],
+            args: vec![
+                UNLOCK_MESSAGE.to_string(),
+                owner.to_string(),
+                PUBLISH.to_string(),
+                UNLOCK_LATCH_MS.to_string(),
+            ],
+        }
     }
 }

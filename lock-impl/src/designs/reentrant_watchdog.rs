@@ -7,8 +7,9 @@ use async_trait::async_trait;
 use futures_util::StreamExt;
 use tokio::sync::watch;
 
-use super::redisson_retry::{self, Version};
+use super::redisson_retry::Version;
 use super::redisson_rw_scripts::{self, RW_NAME};
+use super::redisson_sync::{self, Call, ReplicaCount, Synced};
 use super::{check_guard, guard};
 use crate::lock::classify;
 use crate::{Acquire, AcquireOptions, Clock, Deps, Guard, LockDesign, LockError, Release, Wait};
@@ -74,6 +75,16 @@ pub(crate) const UNLOCK_MESSAGE: i64 = 0;
 /// resends (about 16.5 s at real scale: four 3 s reply timeouts and three 1.5 s
 /// pauses) is survived; a longer one ends the watchdog and the lease runs out.
 ///
+/// **Synced writes** (3.20's `evalWriteAsync`, `checkLockSyncedSlaves` on by default;
+/// [`super::redisson_sync`]): in Sentinel mode the lock, unlock and renewal scripts go
+/// out pipelined with `WAIT <connected_slaves> 1000` (1 s scaled with the world), and a
+/// call that no replica acknowledged fails ("None of slaves were synced"). A failed
+/// acquisition is unlocked at once (`handleNoSync`) and not tried again (`tryLock`
+/// throws): [`Acquire::Unknown`]. A failed renewal stops the watchdog as a failed one
+/// does; a failed unlock is [`Release::Unknown`]. A single-server configuration (a
+/// connection that follows no Sentinel-named master) and a master with no replica
+/// send the bare script.
+///
 /// Known failure: the watchdog only helps a holder that is slow but alive *and* can reach
 /// Redis. A stop-the-world pause freezes the watchdog with its holder: past the lease the
 /// lock expires, another client takes it, and the paused holder resumes believing it
@@ -104,6 +115,18 @@ pub(crate) const UNLOCK_MESSAGE: i64 = 0;
 /// stop the watchdog (`RenewalTask.run`, since 3.44.0, schedules the next one), so the
 /// lease lapses only if the holder stays cut off until it runs out.
 ///
+/// **Synced writes** at 3.52.0 (`syncedEvalNoRetry` / `syncedEval`, `SyncMode.WAIT`;
+/// [`super::redisson_sync`]): as above, with the master's replica count cached per
+/// client from its first synced call (`MasterSlaveEntry.availableSlaves`, read again
+/// only after a `WAIT` answered another count), and the batch resent after a lost
+/// reply (the executor's retries; `noRetry` holds only for a single server). A fenced
+/// acquisition no replica acknowledged fails with the key left on the master to expire
+/// (`RedissonFencedLock.tryAcquireAsync` has no `handleNoSync`) and is not tried again;
+/// a failed unlock is [`Release::Unknown`] (3.52.0's `unlockAsync` runs it again, with
+/// an unlock latch this port's 3.20 unlock script lacks: not ported); a failed renewal
+/// is followed by the next, as a failed one is. A client whose first call found the
+/// master without replicas caches 0 and never waits.
+///
 /// Known failure: the token protects only a storage that checks it; the counter lives on
 /// the lock's master, so a failover to a replica that missed an `INCR` reissues a token.
 pub struct ReentrantWatchdog {
@@ -111,6 +134,8 @@ pub struct ReentrantWatchdog {
     flavor: Flavor,
     client_id: String,
     holds: Arc<Mutex<BTreeMap<(String, String), Hold>>>,
+    /// The master's replica count as 3.52.0 caches it ([`redisson_sync`]).
+    synced: ReplicaCount,
 }
 
 /// What this instance knows about one owner field's hold on one key.
@@ -226,6 +251,7 @@ impl ReentrantWatchdog {
             flavor: Flavor::Lock,
             client_id,
             holds: Arc::new(Mutex::new(BTreeMap::new())),
+            synced: ReplicaCount::default(),
         }
     }
 
@@ -510,7 +536,52 @@ impl ReentrantWatchdog {
         }
     }
 
-    /// One run of the lock script.
+    /// The lock script of `side` for `owner`.
+    fn lock_call(&self, key: &str, owner: &str, lease: Lease, side: Side) -> Call {
+        match side {
+            Side::Only if self.flavor == Flavor::Fenced => Call {
+                script: &FENCED_LOCK,
+                source: REDISSON_FENCED_LOCK,
+                keys: vec![key.to_string(), Self::token_key(key)],
+                args: vec![lease.ms().to_string(), owner.to_string()],
+            },
+            Side::Only => Call {
+                script: &LOCK,
+                source: REDISSON_LOCK,
+                keys: vec![key.to_string()],
+                args: vec![lease.ms().to_string(), owner.to_string()],
+            },
+            Side::Read => redisson_rw_scripts::lock_read(key, owner, lease.ms()),
+            Side::Write => redisson_rw_scripts::lock_write(key, owner, lease.ms()),
+        }
+    }
+
+    /// The unlock script for `owner`'s hold on `key`, re-arming `lease_ms` if holds
+    /// remain.
+    fn unlock_call(&self, key: &str, owner: &str, lease_ms: u64) -> Call {
+        match self.flavor {
+            Flavor::ReadWrite => redisson_rw_scripts::unlock(&self.deps, key, owner, lease_ms),
+            Flavor::Lock | Flavor::Fenced => Call {
+                script: &UNLOCK,
+                source: REDISSON_UNLOCK,
+                keys: vec![key.to_string(), Self::channel(key)],
+                args: vec![
+                    UNLOCK_MESSAGE.to_string(),
+                    lease_ms.to_string(),
+                    owner.to_string(),
+                ],
+            },
+        }
+    }
+
+    /// One acquisition attempt as Redisson's `tryAcquire` makes it: the lock script,
+    /// synced ([`redisson_sync`]), and what the version does when no replica
+    /// acknowledged it. 3.20's `RLock` (`handleNoSync`): unlock, then fail. 3.52.0's
+    /// `RLock` and read-write locks: unlock, and run the attempt again up to
+    /// `retryAttempts` times, `retryDelay` apart (`ServiceManager.execute`), then fail.
+    /// 3.52.0's fenced lock (`RedissonFencedLock.tryAcquireAsync`, no `handleNoSync`):
+    /// fail, the key left on the master to expire (no watchdog: the grant's
+    /// continuation does not run). The failure is an unknown outcome: the script ran.
     async fn attempt(
         &self,
         key: &str,
@@ -518,69 +589,110 @@ impl ReentrantWatchdog {
         lease: Lease,
         side: Side,
     ) -> Result<Try, LockError> {
-        if self.flavor == Flavor::Fenced {
-            return self.attempt_fenced(key, owner, lease).await;
-        }
         let version = self.version();
-        let (reply, sent_at): (redis::RedisResult<Option<i64>>, _) = redisson_retry::send(
-            &self.deps,
-            version,
-            version.resends_lock_and_unlock(),
-            |mut conn| async move {
-                match side {
-                    Side::Only => {
-                        LOCK.key(key)
-                            .arg(lease.ms())
-                            .arg(owner)
-                            .invoke_async(&mut conn)
-                            .await
-                    }
-                    Side::Read => {
-                        redisson_rw_scripts::lock_read(&mut conn, key, owner, lease.ms()).await
-                    }
-                    Side::Write => {
-                        redisson_rw_scripts::lock_write(&mut conn, key, owner, lease.ms()).await
-                    }
+        let retries = match self.flavor {
+            Flavor::ReadWrite => version.retry_attempts(),
+            Flavor::Lock | Flavor::Fenced => 0,
+        };
+        let mut retry = 0;
+        loop {
+            let why = match self.attempt_once(key, owner, lease, side).await? {
+                Ok(done) => return Ok(done),
+                Err(why) => why,
+            };
+            if self.flavor == Flavor::Fenced {
+                return Ok(Try::Unknown(format!(
+                    "{why}; the lock is left on the master to expire"
+                )));
+            }
+            // `handleNoSync`: the unlock, itself synced; its failure is added to the
+            // acquisition's.
+            let unlock = self.unlock_call(key, owner, lease.ms().max(1));
+            let (reply, _) = redisson_sync::eval::<Option<i64>>(
+                &self.deps,
+                version,
+                version.resends_lock_and_unlock(),
+                &self.synced,
+                &unlock,
+            )
+            .await;
+            let why = match reply {
+                Ok(Synced::Done(_)) => format!("{why}; unlocked"),
+                Ok(Synced::NotSynced { replicas, .. }) => format!(
+                    "{why}; unlocked, the unlock {}",
+                    redisson_sync::not_synced(replicas)
+                ),
+                Err(e) => format!("{why}; the unlock after it: {}", classify("EVAL", e)?),
+            };
+            if retry >= retries {
+                return Ok(Try::Unknown(why));
+            }
+            retry += 1;
+            let delay = version.retry_delay(retry, self.deps.scale, &*self.deps.entropy);
+            self.deps.clock.sleep(delay).await;
+        }
+    }
+
+    /// One run of the lock script, synced: `Ok` its outcome, `Err` why the sync
+    /// failed.
+    async fn attempt_once(
+        &self,
+        key: &str,
+        owner: &str,
+        lease: Lease,
+        side: Side,
+    ) -> Result<Result<Try, String>, LockError> {
+        let version = self.version();
+        let call = self.lock_call(key, owner, lease, side);
+        // 3.20's `evalWriteAsync` resends; 3.52.0's `syncedEvalNoRetry` does not (but
+        // its synced batch does, see `redisson_sync`).
+        let resend = version.resends_lock_and_unlock();
+        if self.flavor == Flavor::Fenced {
+            let (reply, sent_at) =
+                redisson_sync::eval::<Vec<i64>>(&self.deps, version, resend, &self.synced, &call)
+                    .await;
+            let reply = match reply {
+                Ok(Synced::Done(reply)) => reply,
+                Ok(Synced::NotSynced { replicas, .. }) => {
+                    return Ok(Err(redisson_sync::not_synced(replicas)));
                 }
-            },
-        )
-        .await;
+                Err(e) => return classify("EVALSHA", e).map(|why| Ok(Try::Unknown(why))),
+            };
+            return self
+                .fenced_reply(key, owner, lease, sent_at, &reply)
+                .map(Ok);
+        }
+        let (reply, sent_at) =
+            redisson_sync::eval::<Option<i64>>(&self.deps, version, resend, &self.synced, &call)
+                .await;
         match reply {
-            Ok(None) => {
+            Ok(Synced::Done(None)) => {
                 self.acquired(key, owner, lease, side);
-                Ok(Try::Acquired(guard(
+                Ok(Ok(Try::Acquired(guard(
                     self.name_of(),
                     key,
                     owner.to_string(),
                     sent_at,
                     Some(lease.ms()),
-                )))
+                ))))
             }
-            Ok(Some(ttl_ms)) => Ok(Try::Held { ttl_ms }),
-            Err(e) => classify("EVALSHA", e).map(Try::Unknown),
+            Ok(Synced::Done(Some(ttl_ms))) => Ok(Ok(Try::Held { ttl_ms })),
+            Ok(Synced::NotSynced { replicas, .. }) => Ok(Err(redisson_sync::not_synced(replicas))),
+            Err(e) => classify("EVALSHA", e).map(|why| Ok(Try::Unknown(why))),
         }
     }
 
-    /// One run of the fenced lock script: `{-1, token}` acquired (Redisson: `ttl == -1`),
+    /// The fenced lock script's reply: `{-1, token}` acquired (Redisson: `ttl == -1`),
     /// else `{pttl, -1}`.
-    async fn attempt_fenced(&self, key: &str, owner: &str, lease: Lease) -> Result<Try, LockError> {
-        // `syncedEvalNoRetry`: not resent after a reply timeout.
-        let (reply, sent_at): (redis::RedisResult<Vec<i64>>, _) =
-            redisson_retry::send(&self.deps, Version::V3_52, false, |mut conn| async move {
-                FENCED_LOCK
-                    .key(key)
-                    .key(Self::token_key(key))
-                    .arg(lease.ms())
-                    .arg(owner)
-                    .invoke_async(&mut conn)
-                    .await
-            })
-            .await;
-        let reply = match reply {
-            Ok(reply) => reply,
-            Err(e) => return classify("EVALSHA", e).map(Try::Unknown),
-        };
-        match reply.as_slice() {
+    fn fenced_reply(
+        &self,
+        key: &str,
+        owner: &str,
+        lease: Lease,
+        sent_at: Duration,
+        reply: &[i64],
+    ) -> Result<Try, LockError> {
+        match reply {
             [-1, token] => {
                 self.acquired(key, owner, lease, Side::Only);
                 Ok(Try::Acquired(Guard {
@@ -638,7 +750,7 @@ impl ReentrantWatchdog {
             self.deps.clone(),
             key.to_string(),
             owner.to_string(),
-            (lease_ms, side, self.version()),
+            (lease_ms, side, self.version(), self.synced.clone()),
             stopped,
             turn,
             AliveFlag(alive),
@@ -706,7 +818,7 @@ async fn renew_loop(
     deps: Deps,
     key: String,
     owner: String,
-    (lease_ms, side, version): (u64, Side, Version),
+    (lease_ms, side, version, synced): (u64, Side, Version, ReplicaCount),
     mut stop: watch::Receiver<bool>,
     turn: Arc<tokio::sync::Mutex<()>>,
     _alive: AliveFlag,
@@ -729,29 +841,30 @@ async fn renew_loop(
             return;
         }
         let (key, owner) = (key.as_str(), owner.as_str());
-        let (renewed, sent_at): (redis::RedisResult<i64>, _) =
-            redisson_retry::send(&deps, version, true, |mut conn| async move {
-                match side {
-                    // `renewReadLock`: `ReadLockTask`'s script, which re-arms the hash
-                    // and every holder's timeout keys.
-                    Side::Read => {
-                        redisson_rw_scripts::renew_read(&mut conn, key, owner, lease_ms).await
-                    }
-                    // A write lock renews as `RedissonLock` does, under its `:write`
-                    // field.
-                    Side::Only | Side::Write => {
-                        RENEW
-                            .key(key)
-                            .arg(lease_ms)
-                            .arg(owner)
-                            .invoke_async(&mut conn)
-                            .await
-                    }
-                }
-            })
-            .await;
+        let call = match side {
+            // `renewReadLock`: `ReadLockTask`'s script, which re-arms the hash and
+            // every holder's timeout keys.
+            Side::Read => redisson_rw_scripts::renew_read(key, owner, lease_ms),
+            // A write lock renews as `RedissonLock` does, under its `:write` field.
+            Side::Only | Side::Write => Call {
+                script: &RENEW,
+                source: REDISSON_RENEW,
+                keys: vec![key.to_string()],
+                args: vec![lease_ms.to_string(), owner.to_string()],
+            },
+        };
+        // 3.20's `renewExpirationAsync` (`evalWriteAsync`) and 3.52.0's `LockTask` /
+        // `ReadLockTask` (`syncedEval`): synced, resent after a lost reply; a renewal
+        // no replica acknowledged fails as a lost one does.
+        let (renewed, sent_at) =
+            redisson_sync::eval::<redis::Value>(&deps, version, true, &synced, &call).await;
+        let renewed = match renewed {
+            Ok(Synced::Done(value)) => Ok(first_int(&value)),
+            Ok(Synced::NotSynced { replicas, .. }) => Err(redisson_sync::not_synced(replicas)),
+            Err(e) => Err(e.to_string()),
+        };
         match renewed {
-            Ok(1) => {}
+            Ok(Some(1)) => {}
             Err(_) if version.watchdog_survives_failed_renewal() => continue,
             _ => return,
         }
@@ -760,6 +873,16 @@ async fn renew_loop(
         if let Some(observer) = &deps.observer {
             observer.renewed(key, owner, sent_at + Duration::from_millis(lease_ms));
         }
+    }
+}
+
+/// A renewal's reply: the integer, or the first of a list (`ReadLockTask`'s one per
+/// lock).
+fn first_int(value: &redis::Value) -> Option<i64> {
+    match value {
+        redis::Value::Int(n) => Some(*n),
+        redis::Value::Array(items) => items.first().and_then(first_int),
+        _ => None,
     }
 }
 
@@ -802,31 +925,42 @@ impl LockDesign for ReentrantWatchdog {
                     })
             });
         let version = self.version();
-        let (deps, flavor, key, owner) = (&self.deps, self.flavor, &guard.key, &guard.owner);
-        let (reply, _): (redis::RedisResult<Option<i64>>, _) = redisson_retry::send(
-            deps,
-            version,
-            version.resends_lock_and_unlock(),
-            |mut conn| async move {
-                match flavor {
-                    Flavor::ReadWrite => {
-                        redisson_rw_scripts::unlock(deps, &mut conn, key, owner, lease_ms.max(1))
-                            .await
-                    }
-                    Flavor::Lock | Flavor::Fenced => {
-                        UNLOCK
-                            .key(key)
-                            .key(Self::channel(key))
-                            .arg(UNLOCK_MESSAGE)
-                            .arg(lease_ms.max(1))
-                            .arg(owner)
-                            .invoke_async(&mut conn)
-                            .await
-                    }
+        let call = self.unlock_call(&guard.key, &guard.owner, lease_ms.max(1));
+        // 3.52.0's `unlockAsync` runs the unlock again after a failed sync, up to
+        // `retryAttempts` times, `retryDelay` apart (`ServiceManager.execute`), with the
+        // same unlock latch, so a run after the first answers as the first did. The
+        // fenced lock's unlock here is 3.20's script, which has no latch: it is not run
+        // again (see the type's doc). 3.20 fails the unlock at once.
+        let retries = match self.flavor {
+            Flavor::ReadWrite => version.retry_attempts(),
+            Flavor::Lock | Flavor::Fenced => 0,
+        };
+        let mut retry = 0;
+        let reply = loop {
+            let (reply, _) = redisson_sync::eval::<Option<i64>>(
+                &self.deps,
+                version,
+                version.resends_lock_and_unlock(),
+                &self.synced,
+                &call,
+            )
+            .await;
+            match reply {
+                Ok(Synced::NotSynced { replicas, .. }) if retry >= retries => {
+                    // The unlock ran on the master; a replica promoted now may still
+                    // hold the lock. Its hold ends here for the client.
+                    self.released(&guard.key, &guard.owner, None).await;
+                    return Ok(Release::Unknown(redisson_sync::not_synced(replicas)));
                 }
-            },
-        )
-        .await;
+                Ok(Synced::NotSynced { .. }) => {
+                    retry += 1;
+                    let delay = version.retry_delay(retry, self.deps.scale, &*self.deps.entropy);
+                    self.deps.clock.sleep(delay).await;
+                }
+                Ok(Synced::Done(reply)) => break Ok(reply),
+                Err(e) => break Err(e),
+            }
+        };
         match reply {
             Ok(None) => {
                 self.released(&guard.key, &guard.owner, Some(false)).await;

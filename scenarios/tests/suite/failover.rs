@@ -17,7 +17,13 @@ fn safe_seeds() -> u64 {
 
 #[test]
 fn a_failover_that_loses_the_lock_write_breaks_every_single_master_design() {
-    for d in SINGLE_MASTER_DESIGNS {
+    // `reentrant-watchdog` waits for its replica after the lock script (Redisson's
+    // `checkLockSyncedSlaves`) and refuses the grant this scenario loses: see
+    // `redisson_refuses_a_grant_no_replica_acknowledged`.
+    for d in SINGLE_MASTER_DESIGNS
+        .into_iter()
+        .filter(|d| *d != "reentrant-watchdog")
+    {
         let run = expect_invalid(d, "failover", "mutual-exclusion");
         let seen = run.fault_seen.as_deref().unwrap_or_default();
         assert!(
@@ -29,6 +35,84 @@ fn a_failover_that_loses_the_lock_write_breaks_every_single_master_design() {
             "{d}: the crash came at the moment the write was on no replica: {seen}"
         );
     }
+}
+
+/// Redisson 3.20 batches its lock script with `WAIT <replicas> <slavesSyncTimeout>` and
+/// fails the call when no replica acknowledged (`checkLockSyncedSlaves`): the lock
+/// write this scenario's master dies with is never granted. Every run's crashed owner
+/// was refused (its acquisition ended `info`, not `ok`), at least one refusal says why
+/// ("None of slaves were synced"), and no run is unsafe.
+#[test]
+fn redisson_refuses_a_grant_no_replica_acknowledged() {
+    use sim::history::{EventKind, OpF, Phase};
+    let seeds = 12;
+    let runs = sweep(
+        &design("reentrant-watchdog"),
+        &scenario("failover"),
+        0..seeds,
+        2,
+        true,
+        &|_, _| {},
+    )
+    .expect("runs complete");
+    let mut refused_for_sync = 0;
+    let mut faulted = 0;
+    for run in &runs {
+        let replay = scenarios::sweep::replay_command("reentrant-watchdog", "failover", run.seed);
+        for checker in ["mutual-exclusion", "lost-update"] {
+            let verdict = run.verdict(checker).expect("checker ran");
+            assert!(
+                verdict.is_valid(),
+                "seed {}: {checker} is {verdict:?}; replay: {replay}",
+                run.seed
+            );
+        }
+        let Some(seen) = run.fault_seen.as_deref() else {
+            continue;
+        };
+        faulted += 1;
+        // "… holding lock:stock (owner=client-4-0-…:1) (lock write at offset …"
+        let owner = seen
+            .split("(owner=")
+            .nth(1)
+            .and_then(|rest| rest.split(')').next())
+            .unwrap_or_else(|| panic!("the probe names the lost owner: {seen}"));
+        let client = owner.rsplitn(3, '-').last().expect("client-N-…");
+        let history = run.history.as_ref().expect("history kept");
+        let ops: Vec<_> = history
+            .events
+            .iter()
+            .filter(|e| e.host == client)
+            .filter_map(|e| match &e.kind {
+                EventKind::Op(op) if op.f == OpF::Acquire => Some(op),
+                _ => None,
+            })
+            .collect();
+        assert!(
+            !ops.iter()
+                .any(|op| op.phase == Phase::Ok && op.owner.as_deref() == Some(owner)),
+            "seed {}: {client} was granted the lock write its master died with ({seen}); replay: {replay}",
+            run.seed
+        );
+        refused_for_sync += ops
+            .iter()
+            .filter(|op| {
+                op.phase == Phase::Info
+                    && op
+                        .detail
+                        .as_deref()
+                        .is_some_and(|d| d.contains(lock_impl::designs::REDISSON_NOT_SYNCED))
+            })
+            .count();
+    }
+    assert!(
+        faulted * 10 >= runs.len() * 8,
+        "the crash came in {faulted} of {seeds} runs"
+    );
+    assert!(
+        refused_for_sync > 0,
+        "no acquisition was refused for want of a synced replica"
+    );
 }
 
 #[test]

@@ -767,3 +767,94 @@ fn a_busy_replica_still_acknowledges_every_second() {
     }
     drop(real_replica);
 }
+
+/// Redisson's synced write (`checkLockSyncedSlaves`): its lock script and `WAIT <n>
+/// <timeout>` written together, pipelined, no `MULTI`. The model must answer the pair
+/// as Redis 7.0 does: the script's reply at once, then `WAIT`'s count once the replica
+/// acknowledged the script's write (or at the timeout, with the count so far); a
+/// `WAIT` after a script that wrote nothing counts the connection's earlier writes;
+/// and a master with no replica answers `WAIT 1 t` with 0 at the timeout.
+#[test]
+fn a_script_pipelined_with_wait_answers_like_redis() {
+    use common::read_reply;
+    let runtime = model_runtime();
+    let Some(Replicated {
+        real_master,
+        real_replica,
+        model_master,
+        ..
+    }) = replicated(&runtime)
+    else {
+        return;
+    };
+    let lock = lock_impl::designs::REDISSON_LOCK;
+    let pair = |c: &mut Conn, script: &[&str], wait: &[&str]| -> (String, String, Duration) {
+        let mut bytes = encode_request(script);
+        bytes.extend(encode_request(wait));
+        let started = Instant::now();
+        c.send_raw(&bytes).unwrap();
+        let first = read_reply(&mut c.reader).unwrap();
+        let second = read_reply(&mut c.reader).unwrap();
+        (
+            String::from_utf8_lossy(&first).into_owned(),
+            String::from_utf8_lossy(&second).into_owned(),
+            started.elapsed(),
+        )
+    };
+    let eval = |owner: &'static str| ["EVAL", lock, "1", "lock", "30000", owner];
+    for (name, master) in [("redis", real_master.addr()), ("model", model_master)] {
+        let mut c = Conn::open(master);
+        // Granted (nil), then synced by the one replica.
+        let (reply, acked, _) = pair(&mut c, &eval("a:1"), &["WAIT", "1", "2000"]);
+        assert_eq!(
+            (reply.as_str(), acked.as_str()),
+            ("$-1\r\n", ":1\r\n"),
+            "{name}"
+        );
+        // Held by another owner: the script answers the PTTL and writes nothing; WAIT
+        // counts the connection's earlier write, acknowledged already.
+        let mut other = Conn::open(master);
+        let (reply, acked, _) = pair(&mut other, &eval("b:1"), &["WAIT", "1", "2000"]);
+        assert!(reply.starts_with(':'), "{name}: the PTTL, {reply:?}");
+        assert_eq!(acked, ":1\r\n", "{name}");
+        // More replicas than there are: the count so far, at the timeout.
+        let (reply, acked, took) = pair(&mut c, &eval("a:1"), &["WAIT", "2", "150"]);
+        assert_eq!(
+            (reply.as_str(), acked.as_str()),
+            ("$-1\r\n", ":1\r\n"),
+            "{name}"
+        );
+        assert!(
+            took >= Duration::from_millis(140),
+            "{name}: WAIT blocked, {took:?}"
+        );
+        assert_eq!(c.text(&["DEL", "lock"]), ":1\r\n", "{name}");
+    }
+    // Without replicas (the replica gone): 0 at the timeout, the script applied.
+    drop(real_replica);
+    let real_alone = real_master.addr();
+    let (model_alone, _) = runtime
+        .block_on(sim::redis::server::spawn_tokio_model_with(None, true))
+        .expect("start a model master without replicas");
+    for (name, master) in [("redis", real_alone), ("model", model_alone)] {
+        let mut c = Conn::open(master);
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while info_field(&c.text(&["INFO", "replication"]), "connected_slaves").as_deref()
+            != Some("0")
+        {
+            assert!(Instant::now() < deadline, "{name}: the replica never left");
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        let (reply, acked, took) = pair(&mut c, &eval("c:1"), &["WAIT", "1", "100"]);
+        assert_eq!(
+            (reply.as_str(), acked.as_str()),
+            ("$-1\r\n", ":0\r\n"),
+            "{name}"
+        );
+        assert!(
+            took >= Duration::from_millis(90),
+            "{name}: WAIT blocked, {took:?}"
+        );
+        assert!(c.text(&["HGET", "lock", "c:1"]).contains('1'), "{name}");
+    }
+}
