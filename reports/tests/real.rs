@@ -118,6 +118,61 @@ fn a_real_zookeeper_session_expires_under_a_paused_holder() {
 }
 
 #[test]
+fn a_real_zookeeper_ensemble_expires_the_cut_off_holders_session_by_its_own_log() {
+    if lock_impl::testing::real_zookeeper().is_none() {
+        return;
+    }
+    // The holder is cut off from the ensemble for twice its session timeout and more:
+    // the leader logs the expiry, the runner reads it off the log and names the client
+    // by the lock node the session had (its `dump`), and the scenario's probe sees it.
+    let (h, summary) = real_history("zk-curator", "zk-session-expiry", 0);
+    let expiries: Vec<String> = h
+        .events
+        .iter()
+        .filter_map(|e| match &e.kind {
+            sim::history::EventKind::Server(sim::history::ServerEvent::ZkSession {
+                session,
+                client,
+                event,
+                ephemerals,
+                ..
+            }) if event == "expired" => Some(format!(
+                "{} {} {session} of {client} {ephemerals:?}",
+                e.at_us, e.host
+            )),
+            _ => None,
+        })
+        .collect();
+    assert!(!expiries.is_empty(), "faults: {:#?}", fault_starts(&h));
+    let seen = summary.fault_seen.unwrap_or_default();
+    assert!(
+        seen.contains("expired session"),
+        "the probe saw no expiry under a hold: {seen:?}; expiries: {expiries:#?}"
+    );
+}
+
+#[test]
+fn a_real_redisson_fenced_lock_grants_its_tokens_in_order() {
+    if !lock_impl::testing::redis_server_available() {
+        return;
+    }
+    // Every hold of a Redisson client writes the same owner value and the runner
+    // samples the key every 20 ms: token-order once placed a grant at an earlier
+    // hold's sampled write and called the real counter's order broken in every run.
+    let (cell, runs) = real("redisson-fenced", "gc-pause", 0..2);
+    assert!(cell.fault_seen >= 1, "{cell:?}");
+    assert_eq!(
+        cell.per_checker.get("token-order").copied().unwrap_or(0),
+        0,
+        "{cell:?}"
+    );
+    assert!(
+        runs.iter().any(|r| r.storage_refused),
+        "the storage turned the paused holder's token away: {cell:?}"
+    );
+}
+
+#[test]
 fn faults_the_runner_cannot_make_real_are_refused_naming_why() {
     let refused = |d: &str, s: &str| {
         reports::parity::real_refusals(&design(d).unwrap(), &scenario(s).unwrap(), 0..3).join("; ")

@@ -306,6 +306,9 @@ struct Run {
     down: Mutex<std::collections::BTreeSet<String>>,
     over: AtomicBool,
     readers: Mutex<Vec<std::thread::JoinHandle<()>>>,
+    /// ZooKeeper session expiries read off the servers' logs, recorded once the run is
+    /// over (see [`Run::record_zk_expiries`]).
+    zk_expiries: Mutex<Vec<record::ZkExpiry>>,
 }
 
 fn signal(pid: u32, sig: libc::c_int) {
@@ -1376,6 +1379,7 @@ pub fn run_real(cfg: &RunConfig, exe: &Path, logs: Option<&Path>) -> Result<Hist
         down: Mutex::new(Default::default()),
         over: AtomicBool::new(false),
         readers: Mutex::new(Vec::new()),
+        zk_expiries: Mutex::new(Vec::new()),
     });
     // An imperfect client clock is recorded at time zero, as the simulator does.
     for (i, spec) in cfg.client_clocks.iter().enumerate() {
@@ -1399,7 +1403,7 @@ pub fn run_real(cfg: &RunConfig, exe: &Path, logs: Option<&Path>) -> Result<Hist
     // ensemble's roles every 100 ms.
     let watched = {
         let servers = run.servers.lock().expect("servers");
-        !servers.redis_names().is_empty() || !servers.zk_members().is_empty()
+        !servers.redis_names().is_empty() || !servers.zk_servers().is_empty()
     };
     let roles = watched.then(|| {
         let run = run.clone();
@@ -1487,6 +1491,7 @@ pub fn run_real(cfg: &RunConfig, exe: &Path, logs: Option<&Path>) -> Result<Hist
         server_records: false,
     };
     let mut events = run.recorder.clone().into_events();
+    run.record_zk_expiries(&mut events);
     // Events after the end (a reader's last lines) are not part of the run.
     events.retain(|e| e.at_us <= end_us);
     Ok(History {

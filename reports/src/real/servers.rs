@@ -1039,6 +1039,21 @@ impl Servers {
             .unwrap_or_default()
     }
 
+    /// Every ZooKeeper server (standalone or of an ensemble) by world name, with its
+    /// client address and its log.
+    pub fn zk_servers(&self) -> Vec<(String, SocketAddr, PathBuf)> {
+        let mut all: Vec<(String, SocketAddr, PathBuf)> = Vec::new();
+        if let Some((n, z)) = &self.zk {
+            all.push((n.clone(), z.addr(), z.log_path().to_path_buf()));
+        }
+        if let Some((names, e)) = &self.ensemble {
+            for (n, m) in names.iter().zip(e.members()) {
+                all.push((n.clone(), m.addr(), m.log_path().to_path_buf()));
+            }
+        }
+        all
+    }
+
     /// A ZooKeeper ensemble's leader now.
     pub fn zk_leader(&self) -> Option<String> {
         let (names, e) = self.ensemble.as_ref()?;
