@@ -452,6 +452,36 @@ fn a_real_partition_cuts_the_master_and_holder_off_so_sentinel_promotes_and_two_
 }
 
 #[test]
+fn a_real_connection_reset_ends_the_for_update_holders_transaction_and_the_probe_sees_it() {
+    if lock_impl::testing::real_mysql().is_none() {
+        return;
+    }
+    // MariaDB rolls the reset holder's transaction back and frees its row lock; the
+    // runner names the session by `INNODB_TRX` before the reset and sees it leave the
+    // process list, and the scenario's probe reads that record.
+    let (h, r) = real_history("mysql-for-update", "mysql-connection-drop", 0);
+    let closed: Vec<String> = h
+        .events
+        .iter()
+        .filter_map(|e| match &e.kind {
+            sim::history::EventKind::Server(sim::history::ServerEvent::MySqlConnection {
+                client,
+                event,
+                row_locks,
+                ..
+            }) => Some(format!("{} {client} {event} {row_locks:?}", e.at_us)),
+            _ => None,
+        })
+        .collect();
+    let seen = r.fault_seen.clone().unwrap_or_default();
+    assert!(
+        !seen.is_empty(),
+        "the probe saw no holder's session end: closed {closed:#?}; faults {:#?}",
+        fault_starts(&h)
+    );
+}
+
+#[test]
 fn a_real_connection_reset_ends_the_holders_get_lock_and_another_client_takes_it() {
     if lock_impl::testing::real_mysql().is_none() {
         return;

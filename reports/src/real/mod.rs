@@ -861,17 +861,26 @@ impl Run {
                 let Some(net) = self.net.clone() else { return };
                 let servers = self.servers.lock().expect("servers").lock_servers.clone();
                 for host in self.resolve(target, rng, m) {
-                    // MariaDB's `GET_LOCK` holder before the reset, by its answer.
+                    // MariaDB's `GET_LOCK` holder and the sessions whose transactions
+                    // hold row locks (a `FOR UPDATE` holder's) before the reset, by its
+                    // answers.
                     let key = self.cfg.workload.key.clone();
-                    let holder = self
-                        .servers
-                        .lock()
-                        .expect("servers")
-                        .mysql_lock_holder(&key)
-                        .flatten();
+                    let (holder, row_holders) = {
+                        let servers = self.servers.lock().expect("servers");
+                        let holder = servers.mysql_lock_holder(&key).flatten();
+                        let rows = if servers.mysql_name().is_some() {
+                            servers.mysql_row_lock_holders().unwrap_or_default()
+                        } else {
+                            Vec::new()
+                        };
+                        (holder, rows)
+                    };
                     let n = net.reset(&host, &servers);
                     if let Some(id) = holder {
-                        self.watch_session_end(&host, id, key);
+                        self.watch_session_end(&host, id, key.clone(), record::Held::GetLock);
+                    }
+                    for id in row_holders.into_iter().filter(|id| Some(*id) != holder) {
+                        self.watch_session_end(&host, id, key.clone(), record::Held::RowLock);
                     }
                     self.fault(
                         &host,

@@ -64,11 +64,17 @@ impl Run {
     }
 
     /// After `client`'s connections were reset: if MariaDB ends the session `id` that
-    /// held `GET_LOCK(key)` (within 2 s, by its process list), records the end as the
-    /// simulator's MySQL server does (`MySqlConnection`, `closed`, releasing `key`); a
-    /// session that lives on (the lock was another client's, or released by a command)
-    /// records nothing.
-    pub(super) fn watch_session_end(self: &Arc<Self>, client: &str, id: u32, key: String) {
+    /// held `GET_LOCK(key)` or a transaction's row locks (within 2 s, by its process
+    /// list), records the end as the simulator's MySQL server does (`MySqlConnection`,
+    /// `closed`, releasing `key` or its row lock, as `held` says); a session that lives
+    /// on (the lock was another client's, or released by a command) records nothing.
+    pub(super) fn watch_session_end(
+        self: &Arc<Self>,
+        client: &str,
+        id: u32,
+        key: String,
+        held: Held,
+    ) {
         let (run, client) = (self.clone(), client.to_string());
         std::thread::spawn(move || {
             for _ in 0..100 {
@@ -83,6 +89,10 @@ impl Run {
                     )
                 };
                 if let (Some(false), Some(name)) = (alive, name) {
+                    let (released, row_locks) = match held {
+                        Held::GetLock => (vec![key], Vec::new()),
+                        Held::RowLock => (Vec::new(), vec![key]),
+                    };
                     run.recorder.record_at(
                         run.now_us(),
                         &name,
@@ -90,8 +100,8 @@ impl Run {
                             connection: id,
                             client,
                             event: "closed".into(),
-                            released: vec![key],
-                            row_locks: Vec::new(),
+                            released,
+                            row_locks,
                         }),
                     );
                     return;
@@ -353,6 +363,17 @@ pub(crate) fn writer_of(value: &str) -> Option<String> {
     let rest = value.strip_prefix("client-")?;
     let digits: String = rest.chars().take_while(char::is_ascii_digit).collect();
     (!digits.is_empty()).then(|| format!("client-{digits}"))
+}
+
+/// What a MariaDB session held that its end releases (see
+/// [`Run::watch_session_end`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Held {
+    /// A `GET_LOCK` (`IS_USED_LOCK` named the session).
+    GetLock,
+    /// Row locks of its open transaction (`INNODB_TRX` named the session): the lock
+    /// key's row, in a world whose lock is a row.
+    RowLock,
 }
 
 /// A ZooKeeper session's expiry as a real server logged it (see

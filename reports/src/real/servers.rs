@@ -916,6 +916,18 @@ impl Servers {
         Some(out.trim().parse().ok())
     }
 
+    /// The connections whose open transactions hold row locks, by MariaDB's answer
+    /// (`information_schema.INNODB_TRX`: a running transaction with rows locked, as a
+    /// `SELECT … FOR UPDATE` holder's is until its `COMMIT`); empty if none, `None` if
+    /// MariaDB could not be asked.
+    pub fn mysql_row_lock_holders(&self) -> Option<Vec<u32>> {
+        let out = self.mysql_query(
+            "SELECT trx_mysql_thread_id FROM information_schema.INNODB_TRX \
+             WHERE trx_state = 'RUNNING' AND trx_rows_locked > 0",
+        )?;
+        Some(out.lines().filter_map(|l| l.trim().parse().ok()).collect())
+    }
+
     /// Whether MariaDB still has a session with connection id `id` (its process list).
     pub fn mysql_session_alive(&self, id: u32) -> Option<bool> {
         let out = self.mysql_query(&format!(
