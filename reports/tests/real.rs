@@ -118,6 +118,61 @@ fn a_real_zookeeper_session_expires_under_a_paused_holder() {
 }
 
 #[test]
+fn a_real_zookeeper_ensemble_expires_the_cut_off_holders_session_by_its_own_log() {
+    if lock_impl::testing::real_zookeeper().is_none() {
+        return;
+    }
+    // The holder is cut off from the ensemble for twice its session timeout and more:
+    // the leader logs the expiry, the runner reads it off the log and names the client
+    // by the lock node the session had (its `dump`), and the scenario's probe sees it.
+    let (h, summary) = real_history("zk-curator", "zk-session-expiry", 0);
+    let expiries: Vec<String> = h
+        .events
+        .iter()
+        .filter_map(|e| match &e.kind {
+            sim::history::EventKind::Server(sim::history::ServerEvent::ZkSession {
+                session,
+                client,
+                event,
+                ephemerals,
+                ..
+            }) if event == "expired" => Some(format!(
+                "{} {} {session} of {client} {ephemerals:?}",
+                e.at_us, e.host
+            )),
+            _ => None,
+        })
+        .collect();
+    assert!(!expiries.is_empty(), "faults: {:#?}", fault_starts(&h));
+    let seen = summary.fault_seen.unwrap_or_default();
+    assert!(
+        seen.contains("expired session"),
+        "the probe saw no expiry under a hold: {seen:?}; expiries: {expiries:#?}"
+    );
+}
+
+#[test]
+fn a_real_redisson_fenced_lock_grants_its_tokens_in_order() {
+    if !lock_impl::testing::redis_server_available() {
+        return;
+    }
+    // Every hold of a Redisson client writes the same owner value and the runner
+    // samples the key every 20 ms: token-order once placed a grant at an earlier
+    // hold's sampled write and called the real counter's order broken in every run.
+    let (cell, runs) = real("redisson-fenced", "gc-pause", 0..2);
+    assert!(cell.fault_seen >= 1, "{cell:?}");
+    assert_eq!(
+        cell.per_checker.get("token-order").copied().unwrap_or(0),
+        0,
+        "{cell:?}"
+    );
+    assert!(
+        runs.iter().any(|r| r.storage_refused),
+        "the storage turned the paused holder's token away: {cell:?}"
+    );
+}
+
+#[test]
 fn faults_the_runner_cannot_make_real_are_refused_naming_why() {
     let refused = |d: &str, s: &str| {
         reports::parity::real_refusals(&design(d).unwrap(), &scenario(s).unwrap(), 0..3).join("; ")
@@ -394,6 +449,36 @@ fn a_real_partition_cuts_the_master_and_holder_off_so_sentinel_promotes_and_two_
         }
     }
     assert!(two_holders >= 1, "both sides granted the lock in a run");
+}
+
+#[test]
+fn a_real_connection_reset_ends_the_for_update_holders_transaction_and_the_probe_sees_it() {
+    if lock_impl::testing::real_mysql().is_none() {
+        return;
+    }
+    // MariaDB rolls the reset holder's transaction back and frees its row lock; the
+    // runner names the session by `INNODB_TRX` before the reset and sees it leave the
+    // process list, and the scenario's probe reads that record.
+    let (h, r) = real_history("mysql-for-update", "mysql-connection-drop", 0);
+    let closed: Vec<String> = h
+        .events
+        .iter()
+        .filter_map(|e| match &e.kind {
+            sim::history::EventKind::Server(sim::history::ServerEvent::MySqlConnection {
+                client,
+                event,
+                row_locks,
+                ..
+            }) => Some(format!("{} {client} {event} {row_locks:?}", e.at_us)),
+            _ => None,
+        })
+        .collect();
+    let seen = r.fault_seen.clone().unwrap_or_default();
+    assert!(
+        !seen.is_empty(),
+        "the probe saw no holder's session end: closed {closed:#?}; faults {:#?}",
+        fault_starts(&h)
+    );
 }
 
 #[test]

@@ -306,6 +306,9 @@ struct Run {
     down: Mutex<std::collections::BTreeSet<String>>,
     over: AtomicBool,
     readers: Mutex<Vec<std::thread::JoinHandle<()>>>,
+    /// ZooKeeper session expiries read off the servers' logs, recorded once the run is
+    /// over (see [`Run::record_zk_expiries`]).
+    zk_expiries: Mutex<Vec<record::ZkExpiry>>,
 }
 
 fn signal(pid: u32, sig: libc::c_int) {
@@ -858,17 +861,26 @@ impl Run {
                 let Some(net) = self.net.clone() else { return };
                 let servers = self.servers.lock().expect("servers").lock_servers.clone();
                 for host in self.resolve(target, rng, m) {
-                    // MariaDB's `GET_LOCK` holder before the reset, by its answer.
+                    // MariaDB's `GET_LOCK` holder and the sessions whose transactions
+                    // hold row locks (a `FOR UPDATE` holder's) before the reset, by its
+                    // answers.
                     let key = self.cfg.workload.key.clone();
-                    let holder = self
-                        .servers
-                        .lock()
-                        .expect("servers")
-                        .mysql_lock_holder(&key)
-                        .flatten();
+                    let (holder, row_holders) = {
+                        let servers = self.servers.lock().expect("servers");
+                        let holder = servers.mysql_lock_holder(&key).flatten();
+                        let rows = if servers.mysql_name().is_some() {
+                            servers.mysql_row_lock_holders().unwrap_or_default()
+                        } else {
+                            Vec::new()
+                        };
+                        (holder, rows)
+                    };
                     let n = net.reset(&host, &servers);
                     if let Some(id) = holder {
-                        self.watch_session_end(&host, id, key);
+                        self.watch_session_end(&host, id, key.clone(), record::Held::GetLock);
+                    }
+                    for id in row_holders.into_iter().filter(|id| Some(*id) != holder) {
+                        self.watch_session_end(&host, id, key.clone(), record::Held::RowLock);
                     }
                     self.fault(
                         &host,
@@ -1376,6 +1388,7 @@ pub fn run_real(cfg: &RunConfig, exe: &Path, logs: Option<&Path>) -> Result<Hist
         down: Mutex::new(Default::default()),
         over: AtomicBool::new(false),
         readers: Mutex::new(Vec::new()),
+        zk_expiries: Mutex::new(Vec::new()),
     });
     // An imperfect client clock is recorded at time zero, as the simulator does.
     for (i, spec) in cfg.client_clocks.iter().enumerate() {
@@ -1399,7 +1412,7 @@ pub fn run_real(cfg: &RunConfig, exe: &Path, logs: Option<&Path>) -> Result<Hist
     // ensemble's roles every 100 ms.
     let watched = {
         let servers = run.servers.lock().expect("servers");
-        !servers.redis_names().is_empty() || !servers.zk_members().is_empty()
+        !servers.redis_names().is_empty() || !servers.zk_servers().is_empty()
     };
     let roles = watched.then(|| {
         let run = run.clone();
@@ -1487,6 +1500,7 @@ pub fn run_real(cfg: &RunConfig, exe: &Path, logs: Option<&Path>) -> Result<Hist
         server_records: false,
     };
     let mut events = run.recorder.clone().into_events();
+    run.record_zk_expiries(&mut events);
     // Events after the end (a reader's last lines) are not part of the run.
     events.retain(|e| e.at_us <= end_us);
     Ok(History {

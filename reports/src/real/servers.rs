@@ -916,6 +916,18 @@ impl Servers {
         Some(out.trim().parse().ok())
     }
 
+    /// The connections whose open transactions hold row locks, by MariaDB's answer
+    /// (`information_schema.INNODB_TRX`: a running transaction with rows locked, as a
+    /// `SELECT … FOR UPDATE` holder's is until its `COMMIT`); empty if none, `None` if
+    /// MariaDB could not be asked.
+    pub fn mysql_row_lock_holders(&self) -> Option<Vec<u32>> {
+        let out = self.mysql_query(
+            "SELECT trx_mysql_thread_id FROM information_schema.INNODB_TRX \
+             WHERE trx_state = 'RUNNING' AND trx_rows_locked > 0",
+        )?;
+        Some(out.lines().filter_map(|l| l.trim().parse().ok()).collect())
+    }
+
     /// Whether MariaDB still has a session with connection id `id` (its process list).
     pub fn mysql_session_alive(&self, id: u32) -> Option<bool> {
         let out = self.mysql_query(&format!(
@@ -1037,6 +1049,21 @@ impl Servers {
             .as_ref()
             .map(|(names, e)| names.iter().cloned().zip(e.addrs()).collect())
             .unwrap_or_default()
+    }
+
+    /// Every ZooKeeper server (standalone or of an ensemble) by world name, with its
+    /// client address and its log.
+    pub fn zk_servers(&self) -> Vec<(String, SocketAddr, PathBuf)> {
+        let mut all: Vec<(String, SocketAddr, PathBuf)> = Vec::new();
+        if let Some((n, z)) = &self.zk {
+            all.push((n.clone(), z.addr(), z.log_path().to_path_buf()));
+        }
+        if let Some((names, e)) = &self.ensemble {
+            for (n, m) in names.iter().zip(e.members()) {
+                all.push((n.clone(), m.addr(), m.log_path().to_path_buf()));
+            }
+        }
+        all
     }
 
     /// A ZooKeeper ensemble's leader now.

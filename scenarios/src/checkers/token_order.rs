@@ -142,14 +142,40 @@ impl Checker for TokenOrder {
     }
 }
 
-/// Tokens must strictly increase in the order the server granted the lock: each `ok`
-/// that carries a token is placed at the server's last write of its owner value (by its
-/// host) before the `ok`. A grant whose token is lower than an earlier grant's (of
-/// another owner value) is `Invalid`; equal tokens are the "granted twice" case above.
+/// One grant that carries a token, with the span of the history it happened in.
+#[derive(Clone, Copy)]
+struct Grant<'a> {
+    /// The first event the grant can have happened at: the server's write of its owner
+    /// value, or else its acquire's invoke.
+    lo: usize,
+    /// The last: the same write, or else its acquire's `ok`.
+    hi: usize,
+    token: u64,
+    host: &'a str,
+    owner: &'a str,
+    /// The `ok` event.
+    ok: usize,
+}
+
+/// Tokens must strictly increase in the order the server granted the lock. A grant
+/// happened between its acquire's invoke and its `ok`; on a history with the servers'
+/// own record it is placed at the server's write of its owner value (by its host)
+/// within that span, which orders grants whose spans overlap (a token fetched before a
+/// wait, a grant whose reply came late). Grant `a` came before grant `b` when `a`'s
+/// span ends before `b`'s begins. A grant whose token is lower than an earlier grant's
+/// (of another owner value) is `Invalid`; equal tokens are the "granted twice" case
+/// above.
+///
+/// A write before the invoke is never the grant's own: an owner value a client uses for
+/// every hold (Redisson's `{client id}:{thread}` hash field) was written by its earlier
+/// holds too. And a real run's record of the servers is sampled (`server_records` is
+/// false): a sample names a value some time after the server wrote it, and misses a
+/// hold shorter than its period, so there the spans alone order grants.
 fn grants_out_of_order(h: &History) -> Option<Verdict> {
     let key = h.params.key.as_str();
-    // (write event, token, host, owner, ok event, ok time)
-    let mut grants: Vec<(usize, u64, &str, &str, usize, u64)> = Vec::new();
+    let mut grants: Vec<Grant<'_>> = Vec::new();
+    // (host, op) → the acquire's invoke event.
+    let mut invoked: std::collections::BTreeMap<(&str, u64), usize> = Default::default();
     // (writer, value) → the server's latest write of it so far.
     let mut written: std::collections::BTreeMap<(&str, &str), usize> = Default::default();
     for (i, e) in h.events.iter().enumerate() {
@@ -160,49 +186,95 @@ fn grants_out_of_order(h: &History) -> Option<Verdict> {
             continue;
         }
         let EventKind::Op(op) = &e.kind else { continue };
-        let (OpF::Acquire, Phase::Ok, Some(token), Some(owner)) =
-            (op.f, op.phase, op.token, op.owner.as_deref())
+        if op.f != OpF::Acquire || op.key.as_deref().is_some_and(|k| k != key) {
+            continue;
+        }
+        if op.phase == Phase::Invoke {
+            invoked.insert((e.host.as_str(), op.op), i);
+            continue;
+        }
+        let (Phase::Ok, Some(token), Some(owner)) = (op.phase, op.token, op.owner.as_deref())
         else {
             continue;
         };
-        if op.key.as_deref().is_some_and(|k| k != key) {
+        // An `ok` without its invoke (cut off at the history's start) may have
+        // happened at any time before it.
+        let invoke = invoked.get(&(e.host.as_str(), op.op)).copied();
+        let write = written
+            .get(&(e.host.as_str(), owner))
+            .copied()
+            .filter(|&w| h.params.server_records && invoke.is_some_and(|inv| w > inv));
+        let (lo, hi) = match write {
+            Some(w) => (w, w),
+            None => (invoke.unwrap_or(0), i),
+        };
+        grants.push(Grant {
+            lo,
+            hi,
+            token,
+            host: e.host.as_str(),
+            owner,
+            ok: i,
+        });
+    }
+    // Sweep the grants in the order their spans begin; `done` holds, by where their
+    // spans end, those that may have come before. Of the grants wholly before the
+    // current one, keep the highest token and the highest of another owner value.
+    let mut by_lo = grants.clone();
+    by_lo.sort_by_key(|g| (g.lo, g.ok));
+    let mut by_hi = grants;
+    by_hi.sort_by_key(|g| (g.hi, g.ok));
+    let mut before = by_hi.iter().peekable();
+    let mut best: Option<Grant<'_>> = None;
+    let mut other: Option<Grant<'_>> = None;
+    for g in &by_lo {
+        while let Some(a) = before.next_if(|a| a.hi < g.lo) {
+            match best {
+                Some(b) if a.token <= b.token => {
+                    if a.owner != b.owner && other.is_none_or(|o| a.token > o.token) {
+                        other = Some(*a);
+                    }
+                }
+                Some(b) => {
+                    if a.owner != b.owner {
+                        other = Some(b);
+                    }
+                    best = Some(*a);
+                }
+                None => best = Some(*a),
+            }
+        }
+        let m = match (best, other) {
+            (Some(b), _) if b.owner != g.owner => b,
+            (_, Some(o)) => o,
+            _ => continue,
+        };
+        if g.token >= m.token {
             continue;
         }
-        if let Some(&w) = written.get(&(e.host.as_str(), owner)) {
-            grants.push((w, token, e.host.as_str(), owner, i, e.at_us));
-        }
-    }
-    grants.sort_unstable();
-    let mut max: Option<(usize, u64, &str, &str, usize, u64)> = None;
-    for g in grants {
-        match max {
-            Some(m) if g.1 < m.1 && g.3 != m.3 => {
-                let mut hosts = vec![g.2.to_string(), m.2.to_string()];
-                hosts.dedup();
-                let mut events = vec![m.0, g.0, m.4, g.4];
-                events.sort_unstable();
-                events.dedup();
-                return Some(Verdict::Invalid(Evidence {
-                    summary: format!(
-                        "fencing tokens went down in the server's order of grants: {} was granted the lock (owner={}) with token {} at {} after {} had been granted it (owner={}) with token {}: a storage that fences by token would turn the newer holder away and let the older one through",
-                        g.2,
-                        g.3,
-                        g.1,
-                        fmt_s(h.events[g.0].at_us),
-                        m.2,
-                        m.3,
-                        m.1
-                    ),
-                    at_us: h.events[g.0].at_us,
-                    hosts,
-                    owners: vec![g.3.to_string(), m.3.to_string()],
-                    first_event: g.4,
-                    events,
-                }));
-            }
-            Some(m) if g.1 <= m.1 => {}
-            _ => max = Some(g),
-        }
+        let mut hosts = vec![g.host.to_string(), m.host.to_string()];
+        hosts.dedup();
+        let mut events = vec![m.lo, m.hi, g.lo, g.hi, m.ok, g.ok];
+        events.sort_unstable();
+        events.dedup();
+        let at = if g.lo == g.hi { g.lo } else { g.ok };
+        return Some(Verdict::Invalid(Evidence {
+            summary: format!(
+                "fencing tokens went down in the server's order of grants: {} was granted the lock (owner={}) with token {} at {} after {} had been granted it (owner={}) with token {}: a storage that fences by token would turn the newer holder away and let the older one through",
+                g.host,
+                g.owner,
+                g.token,
+                fmt_s(h.events[at].at_us),
+                m.host,
+                m.owner,
+                m.token
+            ),
+            at_us: h.events[at].at_us,
+            hosts,
+            owners: vec![g.owner.to_string(), m.owner.to_string()],
+            first_event: g.ok,
+            events,
+        }));
     }
     None
 }

@@ -928,6 +928,58 @@ fn tokens_rising_in_grant_order_are_valid_even_if_oks_arrive_out_of_order() {
     assert_eq!(TokenOrder.check(&h), Verdict::Valid);
 }
 
+/// Redisson's fenced lock against a real server (`redisson-fenced × gc-pause`, a real
+/// run's seed 0): every hold of a client writes the same owner value (its hash field
+/// `{client id}:{thread}`), and the runner samples the server's key every 20 ms, so a
+/// hold's sample comes after its `ok` or not at all.
+fn sampled_redisson_grants() -> B {
+    let mut b = B::new();
+    b.h.params.server_records = false;
+    b.believed("client-4", 20, 47, "o4", None, Some(2))
+        .written(51, "client-4", "o4")
+        .release("client-4", 60, "o4")
+        .believed("client-1", 53, 91, "o1", None, Some(3))
+        .written(85, "client-1", "o1")
+        .release("client-1", 95, "o1")
+        .believed("client-4", 99, 137, "o4", None, Some(5))
+        .release("client-4", 150, "o4")
+        .written(153, "client-4", "o4");
+    b
+}
+
+#[test]
+fn a_grant_is_not_placed_at_an_earlier_holds_write_of_the_same_owner_value() {
+    // The old placement put the token-5 grant at client-4's write of 0.051 s (its
+    // token-2 hold's), before client-1's token 3: "went down".
+    assert_eq!(
+        TokenOrder.check(&sampled_redisson_grants().build()),
+        Verdict::Valid
+    );
+    // The same history with a complete record (the simulator's) is valid too.
+    let mut b = sampled_redisson_grants();
+    b.h.params.server_records = true;
+    assert_eq!(TokenOrder.check(&b.build()), Verdict::Valid);
+}
+
+#[test]
+fn on_a_sampled_record_tokens_that_go_down_between_grants_apart_in_time_are_invalid() {
+    // client-2's acquire began after client-1's token-9 grant had returned, and got 6.
+    let mut b = sampled_redisson_grants();
+    b.believed("client-1", 200, 210, "o1", None, Some(9))
+        .release("client-1", 220, "o1")
+        .believed("client-2", 230, 240, "o2", None, Some(6));
+    let e = invalid(TokenOrder.check(&b.build()));
+    assert!(e.summary.contains("went down"), "{}", e.summary);
+    assert_eq!(e.hosts, ["client-2", "client-1"]);
+    // Overlapping in time, the sampled record cannot order them: not judged.
+    let mut b = sampled_redisson_grants();
+    b.believed("client-1", 200, 235, "o1", None, Some(9))
+        .written(236, "client-1", "o1")
+        .believed("client-2", 230, 240, "o2", None, Some(6))
+        .written(260, "client-2", "o2");
+    assert_eq!(TokenOrder.check(&b.build()), Verdict::Valid);
+}
+
 // ---- liveness: free and wanted, never granted ----
 
 #[test]

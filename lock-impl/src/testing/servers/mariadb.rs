@@ -23,13 +23,16 @@ pub const MARIADB_PASSWORD: &str = "locksim";
 
 /// Run by the server at each start (`--init-file`): the database and the user, over TCP
 /// from `127.0.0.1` and over the socket, with `mysql_native_password` (what the
-/// client speaks).
+/// client speaks). `PROCESS` lets the real runner read `information_schema.INNODB_TRX`
+/// (which session's transaction holds row locks).
 const MARIADB_INIT_SQL: &str = "\
 CREATE DATABASE IF NOT EXISTS locksim;
 CREATE USER IF NOT EXISTS 'locksim'@'127.0.0.1' IDENTIFIED VIA mysql_native_password USING PASSWORD('locksim');
 CREATE USER IF NOT EXISTS 'locksim'@'localhost' IDENTIFIED VIA mysql_native_password USING PASSWORD('locksim');
 GRANT ALL PRIVILEGES ON locksim.* TO 'locksim'@'127.0.0.1';
 GRANT ALL PRIVILEGES ON locksim.* TO 'locksim'@'localhost';
+GRANT PROCESS ON *.* TO 'locksim'@'127.0.0.1';
+GRANT PROCESS ON *.* TO 'locksim'@'localhost';
 ";
 
 /// Settings of a private MariaDB server.

@@ -24,8 +24,9 @@ pub const ZOOKEEPER_JAR: &str = "/usr/share/java/zookeeper.jar";
 const SLF4J_SIMPLE_JAR: &str = "/usr/share/java/slf4j-simple.jar";
 /// The four-letter words the servers answer: `srvr` (readiness and mode), `envi`
 /// (which server answers: its `user.dir` is its own directory, even before it serves),
-/// and the usual read-only ones for people.
-const FOUR_LETTER_WORDS: &str = "srvr,envi,conf,stat,ruok,mntr,cons";
+/// `dump` (the ephemeral nodes of each session: the real runner names the client of a
+/// session the server expires by them), and the usual read-only ones for people.
+const FOUR_LETTER_WORDS: &str = "srvr,envi,conf,stat,ruok,mntr,cons,dump";
 
 /// Settings of a private ZooKeeper server.
 #[derive(Debug, Clone)]
