@@ -623,3 +623,51 @@ fn a_failover_that_loses_a_connections_lock_says_it_was_never_replicated() {
     let fault = run.fault_seen.unwrap_or_default();
     assert!(fault.contains("before replicating"), "{fault}");
 }
+
+/// MariaDB counts a connection's nested `GET_LOCK`s and frees the lock at the last
+/// `RELEASE_LOCK` (its `1` answers every release): the design reports the holds left,
+/// the server's record keeps the lock until the outer release, and the cell is safe.
+#[test]
+fn mysql_get_lock_counts_nested_holds_down_and_frees_the_lock_at_the_last_release() {
+    for run in runs("mysql-get-lock", "reentrancy") {
+        let replay = replay_command("mysql-get-lock", "reentrancy", run.seed);
+        let history = run.history.as_ref().expect("kept");
+        let nested = probes::nested_acquisition(history);
+        assert!(nested.is_some(), "seed {}: no nested hold; {replay}", run.seed);
+        assert_eq!(run.fault_seen, nested, "seed {}", run.seed);
+        // Each round's releases, by their hold count before them, and what they said.
+        let pairs = scenarios::checkers::model::op_pairs(history).expect("paired");
+        let mut seen = std::collections::BTreeSet::new();
+        for p in pairs
+            .iter()
+            .filter(|p| p.f == sim::history::OpF::Release && p.outcome == sim::history::Phase::Ok)
+        {
+            let EventKind::Op(invoke) = &history.events[p.invoke].kind else {
+                unreachable!()
+            };
+            let EventKind::Op(done) = &history.events[p.completion.expect("ok")].kind else {
+                unreachable!()
+            };
+            seen.insert((invoke.value, done.detail.clone()));
+        }
+        assert_eq!(
+            seen,
+            [
+                (Some(1), Some("removed".to_string())),
+                (Some(2), Some("still-held count=1".to_string())),
+                (Some(3), Some("still-held count=2".to_string())),
+            ]
+            .into_iter()
+            .collect(),
+            "seed {}: {replay}",
+            run.seed
+        );
+        assert_eq!(
+            verdict(&run, "reentrancy"),
+            &scenarios::checkers::Verdict::Valid,
+            "seed {}: {replay}",
+            run.seed
+        );
+        assert_eq!(run.safety(), Safety::Safe, "seed {}: {replay}", run.seed);
+    }
+}
