@@ -633,7 +633,11 @@ fn mysql_get_lock_counts_nested_holds_down_and_frees_the_lock_at_the_last_releas
         let replay = replay_command("mysql-get-lock", "reentrancy", run.seed);
         let history = run.history.as_ref().expect("kept");
         let nested = probes::nested_acquisition(history);
-        assert!(nested.is_some(), "seed {}: no nested hold; {replay}", run.seed);
+        assert!(
+            nested.is_some(),
+            "seed {}: no nested hold; {replay}",
+            run.seed
+        );
         assert_eq!(run.fault_seen, nested, "seed {}", run.seed);
         // Each round's releases, by their hold count before them, and what they said.
         let pairs = scenarios::checkers::model::op_pairs(history).expect("paired");

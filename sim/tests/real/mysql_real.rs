@@ -635,3 +635,56 @@ async fn an_idle_connection_past_wait_timeout_loses_its_lock() {
     }
     assert_eq!(lines[0], lines[1], "real (left) and model (right) differ");
 }
+
+/// On real MariaDB, three nested `GET_LOCK`s by `mysql-get-lock` are three holds: each
+/// `RELEASE_LOCK` answers `1`, the design reports the holds left, and another client
+/// gets the lock only after the third release.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn mysql_get_lock_counts_nested_holds_as_real_mariadb_does() {
+    use lock_impl::testing::{Backend, MySqlBackend};
+    use lock_impl::{Acquire, AcquireOptions, Release};
+    let Some(addr) = real_mysql() else {
+        return;
+    };
+    let info = lock_impl::designs_on(lock_impl::Backend::MySql)
+        .find(|d| d.name == "mysql-get-lock")
+        .expect("the design");
+    let backend = MySqlBackend {
+        server: mysql_server(addr),
+    };
+    let (a, b) = (
+        (info.build)(backend.deps().await),
+        (info.build)(backend.deps().await),
+    );
+    let key = lock_impl::testing::fresh_key("nested");
+    let opts = AcquireOptions::new(10_000, 0).unwrap();
+    let mut guards = Vec::new();
+    for _ in 0..3 {
+        match a.acquire(&key, opts).await.unwrap() {
+            Acquire::Acquired(g) => guards.push(g),
+            other => panic!("nested acquire: {other:?}"),
+        }
+    }
+    let mut said = Vec::new();
+    while let Some(g) = guards.pop() {
+        let other = matches!(b.acquire(&key, opts).await.unwrap(), Acquire::Acquired(_));
+        assert!(
+            !other,
+            "another client got the lock with {} holds left",
+            guards.len() + 1
+        );
+        said.push(a.release(&g).await.unwrap());
+    }
+    assert_eq!(
+        said,
+        [
+            Release::StillHeld { count: 2 },
+            Release::StillHeld { count: 1 },
+            Release::Removed
+        ]
+    );
+    match b.acquire(&key, opts).await.unwrap() {
+        Acquire::Acquired(g) => assert_eq!(b.release(&g).await.unwrap(), Release::Removed),
+        other => panic!("after the last release: {other:?}"),
+    }
+}
