@@ -283,11 +283,14 @@ pub enum Safety {
 }
 
 impl Safety {
-    /// Every class, worst first: the order reports list them in.
+    /// Every class, worst first: the order reports list them in. An overlap ranks
+    /// above a fenced run: two holders with nothing refusing the stale one, the data
+    /// kept only because the stale holder happened not to write, is worse than two
+    /// holders whose stale write the storage refused (a protection that did its job).
     pub const WORST_FIRST: [Safety; 6] = [
         Safety::Unsafe,
-        Safety::Fenced,
         Safety::Overlap,
+        Safety::Fenced,
         Safety::Promise,
         Safety::Unknown,
         Safety::Safe,

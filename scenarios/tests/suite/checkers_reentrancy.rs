@@ -802,7 +802,7 @@ fn safety_classes_have_names_and_a_worst_first_order() {
     let names: Vec<&str> = Safety::WORST_FIRST.iter().map(|c| c.name()).collect();
     assert_eq!(
         names,
-        ["unsafe", "fenced", "overlap", "promise", "unknown", "safe"]
+        ["unsafe", "overlap", "fenced", "promise", "unknown", "safe"]
     );
     for c in Safety::WORST_FIRST {
         assert_eq!(Safety::from_name(c.name()), Some(c));
