@@ -142,7 +142,7 @@ fn merge(cells: &[&CellResult]) -> CellResult {
     m
 }
 
-/// How bad a design's runs are, worst first: the runs unsafe, fenced, overlapping,
+/// How bad a design's runs are, worst first: the runs unsafe, overlapping, fenced,
 /// breaking a promise, flagged by a liveness checker, unknown, and never seeing their
 /// fault; and the runs in all.
 fn badness(c: &CellResult) -> ([usize; 7], u64) {
@@ -155,8 +155,8 @@ fn badness(c: &CellResult) -> ([usize; 7], u64) {
     (
         [
             count("unsafe"),
-            count("fenced"),
             count("overlap"),
+            count("fenced"),
             count("promise"),
             liveness,
             count("unknown"),
@@ -167,7 +167,7 @@ fn badness(c: &CellResult) -> ([usize; 7], u64) {
 }
 
 /// Orders two designs' badness, better first: the smaller share of unsafe runs, then
-/// of fenced, overlap, promise, liveness, unknown and no-fault runs (shares compared
+/// of overlap, fenced, promise, liveness, unknown and no-fault runs (shares compared
 /// exactly), then more runs.
 fn better(a: &([usize; 7], u64), b: &([usize; 7], u64)) -> Ordering {
     let (ca, ra) = a;
@@ -191,7 +191,7 @@ impl Comparison {
     /// [`FaultClass`]; cells of designs or scenarios not built in are left out.
     ///
     /// A family's best design is the one whose runs over all the family's cells it
-    /// ran are least bad: the smallest share of unsafe runs, then of fenced, overlap,
+    /// ran are least bad: the smallest share of unsafe runs, then of overlap, fenced,
     /// promise, liveness-flagged, unknown, and no-fault runs (the matrix's order of
     /// marks, worst first), then the most runs; on a tie, the seed's design, then the
     /// first design in the cells' order. Nothing about a design's name decides it.
@@ -335,12 +335,12 @@ fn legend_text(none: &str, full: bool) -> String {
         "and, when not every run was in it, how many were"
     };
     format!(
-        "U unsafe  F fenced  O overlap in belief only  P promise broken without harm  L safe, but stuck or \
-         stranded  ? unknown  S safe  n the fault never happened (no evidence)  u f o p: every such run broke \
+        "U unsafe  O overlap in belief only  F fenced  P promise broken without harm  L safe, but stuck or \
+         stranded  ? unknown  S safe  n the fault never happened (no evidence)  u o f p: every such run broke \
          before its fault began  {none} no scenario of the class ran the design. A cell: the worst mark over the \
          design's runs in the class's scenarios, {count}. seed: the design the lock-service comparison \
          names for the system (for Redlock, which it lacks, the Redis docs' redlock). best: the design with the \
-         smallest share of unsafe runs over the family's scenarios, then of fenced, overlap, promise, liveness, \
+         smallest share of unsafe runs over the family's scenarios, then of overlap, fenced, promise, liveness, \
          unknown and no-fault runs."
     )
 }

@@ -413,8 +413,8 @@ pub fn cells_from_json(json: &str) -> Result<Vec<CellResult>, serde_json::Error>
 /// One cell of the compact matrix: the worst class's mark, and the number of runs in
 /// it when that is not every run (`U`, `U2`; `U+` for 100 or more).
 ///
-/// Marks: `U` unsafe, `F` fenced, `O` two holders in belief but the stale one never
-/// wrote after the newer grant, `P` a promise broken without harm (a fencing token
+/// Marks, worst first: `U` unsafe, `O` two holders in belief but the stale one never
+/// wrote after the newer grant (nothing refused it), `F` fenced, `P` a promise broken without harm (a fencing token
 /// issued twice), `L` no safety harm proven but a liveness checker failed (a stuck
 /// lock, a stranded waiter), `?` unknown and no liveness failure, `S` safe, `n` nothing broke but
 /// the fault never happened (no evidence), `-` no runs. `U`, `F`, `O` and `P` are in
@@ -451,7 +451,7 @@ fn fixed_mark(c: &CellResult, mark: char, n: usize) -> (char, String) {
 }
 
 /// A cell's [`matrix_mark`] and the number of runs behind it: the runs in its worst
-/// class (`U`, `F`, `O`, `P`, `?`, `S`), the runs a liveness checker flagged (`L`, at
+/// class (`U`, `O`, `F`, `P`, `?`, `S`), the runs a liveness checker flagged (`L`, at
 /// least the larger checker's count), or the runs that never saw the fault (`n`).
 pub fn worst_mark(c: &CellResult) -> (char, usize) {
     // Runs a liveness checker flagged: at least the larger of the two counts.
@@ -561,7 +561,7 @@ pub fn render_matrix(
     }
     let _ = writeln!(
         out,
-        "\nU unsafe  F fenced (the storage refused the stale holder)  O overlap in belief only (the stale holder never wrote\nafter the newer grant)  P a promise broken without harm (a token reissued)  ? unknown  L safe, but a lock got stuck or\na waiter stranded  S safe  n nothing broke, but the fault never happened (no evidence)  . world does not fit the design\nu f o p: every such run broke before the fault began (the world's doing)  A number after a mark: runs in that class."
+        "\nU unsafe  O overlap in belief only (nothing refused the stale holder; it never wrote after the newer grant)\nF fenced (the storage refused the stale holder)  P a promise broken without harm (a token reissued)  ? unknown\nL safe, but a lock got stuck or a waiter stranded  S safe  n nothing broke, but the fault never happened (no evidence)\n. world does not fit the design  u o f p: every such run broke before the fault began (the world's doing)\nA number after a mark: runs in that class."
     );
     if adaptive {
         let _ = writeln!(

@@ -151,6 +151,19 @@ fn the_class_column_lists_the_worst_class_first() {
     assert!(lines[2][col..].starts_with("fenced 18, safe 2  "), "{text}");
 }
 
+/// An overlap nothing refused ranks above a stale write the storage refused: a cell
+/// with both reads `O`, and its class column lists the overlap first.
+#[test]
+fn an_unprotected_overlap_ranks_above_a_fenced_run() {
+    let mut c = CellResult::new("fenced", "gc-pause");
+    c.runs = 20;
+    c.classes.insert("fenced".into(), 17);
+    c.classes.insert("overlap".into(), 3);
+    assert_eq!(c.worst_class(), Some(scenarios::checkers::Safety::Overlap));
+    assert_eq!(table::worst_mark(&c), ('O', 3));
+    assert_eq!(c.class_text(), "overlap 3, fenced 17");
+}
+
 #[test]
 fn a_table_written_before_classes_existed_still_reads_and_shows_a_dash() {
     let mut cells = cells();

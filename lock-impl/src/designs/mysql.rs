@@ -26,8 +26,18 @@
 //! - acquire: `SELECT GET_LOCK('<key>', 0)`: 1 is the lock, 0 held by another
 //!   connection (retried within the wait budget), NULL an error; the guard's owner
 //!   value names the holding connection ([`get_lock_owner`]);
-//! - release: `SELECT RELEASE_LOCK('<key>')`: 1 released, 0 held by another
-//!   connection, NULL held by nobody;
+//! - release: `SELECT RELEASE_LOCK('<key>')`: 1 one of this connection's holds
+//!   released, 0 held by another connection, NULL held by nobody. MariaDB (10.0.2 and
+//!   later) counts a connection's nested `GET_LOCK`s of one name and frees the lock only
+//!   at the last `RELEASE_LOCK` (<https://mariadb.com/kb/en/get_lock/>: "if a
+//!   connection obtains the same lock multiple times, it must release it the same
+//!   number of times"), and its `1` does not say which release that was. The design
+//!   counts its connection's holds as the server does ([`MySqlGetLock`]'s `holds`: one
+//!   up per `1` from `GET_LOCK`, one down per `1` from `RELEASE_LOCK`, on the
+//!   connection that answered), so a `1` with holds left is
+//!   [`Release::StillHeld`] and the last one is [`Release::Removed`]. A hold the
+//!   client never heard of (a `GET_LOCK` whose reply was lost) is not counted: its
+//!   count then runs short of the server's, as any client's would;
 //! - known failure: the lock belongs to the *connection*, not the client. When the
 //!   connection drops (a reset, a proxy, a pool recycling it) the server releases the
 //!   lock at once, another client takes it, and the holder, which never looks,
@@ -365,6 +375,9 @@ impl LockDesign for MySqlUniqueIndex {
 /// `mysql-get-lock` (see the module doc).
 pub struct MySqlGetLock {
     session: Session,
+    /// Lock name → (connection, holds): the nested `GET_LOCK`s this client was told it
+    /// got on that connection and has not released yet, as the server counts them.
+    holds: std::sync::Mutex<std::collections::BTreeMap<String, (u32, u64)>>,
 }
 
 impl MySqlGetLock {
@@ -375,7 +388,43 @@ impl MySqlGetLock {
     pub fn new(deps: Deps) -> Self {
         MySqlGetLock {
             session: Session::new(deps, &[]),
+            holds: std::sync::Mutex::default(),
         }
+    }
+
+    /// `GET_LOCK(key)` answered `1` on connection `id`: one hold more there (a hold
+    /// counted on another connection is gone with it: the server freed it).
+    fn held_once_more(&self, key: &str, id: u32) {
+        let mut holds = self.holds.lock().unwrap_or_else(|e| e.into_inner());
+        let entry = holds.entry(key.to_string()).or_insert((id, 0));
+        if entry.0 != id {
+            *entry = (id, 0);
+        }
+        entry.1 += 1;
+    }
+
+    /// The server says this connection holds `key` no more.
+    fn forget(&self, key: &str) {
+        self.holds
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .remove(key);
+    }
+
+    /// `RELEASE_LOCK(key)` answered `1` on connection `id`: one hold fewer; the holds
+    /// left (0: the server freed the lock, or the client counted none it knew of).
+    fn released_once(&self, key: &str, id: u32) -> u64 {
+        let mut holds = self.holds.lock().unwrap_or_else(|e| e.into_inner());
+        let left = match holds.get(key) {
+            Some(&(conn, n)) if conn == id => n.saturating_sub(1),
+            _ => 0,
+        };
+        if left == 0 {
+            holds.remove(key);
+        } else {
+            holds.insert(key.to_string(), (id, left));
+        }
+        left
     }
 }
 
@@ -417,6 +466,7 @@ impl LockDesign for MySqlGetLock {
                 }
                 Outcome::Reply(r, id) => match flag(&sql, &r)? {
                     Some(true) => {
+                        self.held_once_more(key, id);
                         Attempt::Acquired(guard(Self::NAME, key, get_lock_owner(id), sent_at, None))
                     }
                     Some(false) => Attempt::Held,
@@ -434,10 +484,20 @@ impl LockDesign for MySqlGetLock {
         let sql = format!("SELECT RELEASE_LOCK({})", quote(&guard.key));
         match self.session.run(Self::NAME, &sql).await? {
             Outcome::Reply(Reply::Err(e), _) => Err(server_error(&sql, Reply::Err(e))),
-            Outcome::Reply(r, _) => Ok(match flag(&sql, &r)? {
-                Some(true) => Release::Removed,
-                Some(false) => Release::HeldByOther,
-                None => Release::NotFound,
+            Outcome::Reply(r, id) => Ok(match flag(&sql, &r)? {
+                Some(true) => match self.released_once(&guard.key, id) {
+                    0 => Release::Removed,
+                    count => Release::StillHeld { count },
+                },
+                // Not held by this connection: whatever the client counted is gone.
+                Some(false) => {
+                    self.forget(&guard.key);
+                    Release::HeldByOther
+                }
+                None => {
+                    self.forget(&guard.key);
+                    Release::NotFound
+                }
             }),
             Outcome::NotSent(why) => Err(not_sent_release(&sql, why)),
             Outcome::Unknown(why) => Ok(Release::Unknown(why)),

@@ -444,7 +444,7 @@ impl Page {
              Per system family, the design the lock-service comparison names for it (seed; for \
              Redlock, which it lacks, the Redis docs' redlock) and the family's best design over \
              these runs (best: the smallest share of unsafe runs over the family's scenarios, \
-             then of fenced, overlap, promise, liveness, unknown and no-fault runs); per fault \
+             then of overlap, fenced, promise, liveness, unknown and no-fault runs); per fault \
              class, the worst class over that design's runs in the class's scenarios (the \
              matrix's marks and colours), the runs in it / the runs; · where no scenario of the \
              class ran the design in that family's world.</p>\n<table class=\"matrix\"><tr>\

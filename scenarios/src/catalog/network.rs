@@ -44,16 +44,23 @@ pub(super) static PARTITION: Def = Def {
 pub(super) static SERVER_ISOLATED: Def = Def {
     name: "server-isolated",
     description: "the server that holds the lock (a ZooKeeper leader, a MongoDB primary) is cut off from the rest of its system for 6-12 leases while clients still reach it, twice: the others elect a new one",
-    fault_about: "the lock's server was cut off from the rest of its system for longer than the lease while it held the lock",
+    fault_about: "the lock's server was cut off from the rest of its system for longer than the lease while it held the lock, and a holder's lease came due during the isolation",
     class: FaultClass::Partition,
     needs: &[Capability::Quorum],
+    // Critical sections of two leases: a hold outlives its grant's lease, so a renewal
+    // (an etcd keep-alive, a ZooKeeper session's ping) is due while the server is cut
+    // off. With sections shorter than the lease the isolation could not reach a lock.
     world: |base| Workload {
-        work_ms: base.lease_ms / 2,
+        work_ms: base.lease_ms * 2,
         ..base.clone()
     },
     quantities: &[Param::PartitionMs],
     plan: isolations,
-    probe: |h, _| crate::checkers::lock_server_isolated_past_the_lease(h),
+    probe: |h, _| {
+        let isolated = crate::checkers::lock_server_isolated_past_the_lease(h)?;
+        let due = crate::checkers::renewal_due_while_the_lock_server_was_isolated(h)?;
+        Some(format!("{isolated}; {due}"))
+    },
 };
 
 /// Two partitions of the lock's server from every other server, 6-12 leases each.

@@ -20,7 +20,11 @@
 //! watchdog or a monopolising re-entry keeping it). A lock a server brought back by
 //! itself (a recovery after a crash that lost the release: the server writes a value a
 //! client's command had removed from it) is nobody's: kept past the bound while
-//! another host was refused, it is a violation. So is a lock whose holder's outermost
+//! another host was refused, it is a violation. A lock without expiry (its grants
+//! reported no validity, no expiry was set on the key, no session or connection it
+//! lives with) held by nobody alive (brought back by the server, or its holder crashed)
+//! is freed by nothing: if every acquire after that until the run's end was refused, it
+//! is a violation even when the run ended before the bound. So is a lock whose holder's outermost
 //! release failed (`fail`, or `info`: the server had closed its connection, the reply
 //! timed out) while the server still held it under that holder's value, kept past the
 //! bound while another acquire was refused: a lock without expiry outlives a failed
@@ -100,6 +104,9 @@ impl Checker for Liveness {
                 continue;
             }
             if h.end_us < deadline_us {
+                if let Some(v) = crashed_holder_stuck_to_the_end(h, &acquires, &c) {
+                    return v;
+                }
                 skipped.push(format!("{} at {}", c.host, fmt_s(c.at_us)));
                 continue;
             }
@@ -120,7 +127,12 @@ impl Checker for Liveness {
                         _ => false,
                     }
             });
-            let Some(w) = waiter else { continue };
+            let Some(w) = waiter else {
+                if let Some(v) = crashed_holder_stuck_to_the_end(h, &acquires, &c) {
+                    return v;
+                }
+                continue;
+            };
             let (stuck, mut events) = match first_ok {
                 Some((ev, at)) => (
                     format!("for {} until {}", fmt_ms(at - c.at_us), fmt_s(at)),
@@ -506,6 +518,112 @@ fn refused_while_kept<'a>(
     Some((w, until))
 }
 
+/// The crash rule without the bound: a lock without expiry ([`without_expiry`]) whose
+/// holder crashed, refused to everyone else from the crash to the run's end
+/// ([`refused_to_the_end`]), is freed by nothing: stuck whatever the bound.
+fn crashed_holder_stuck_to_the_end(
+    h: &History,
+    acquires: &[&OpPair],
+    c: &model::CrashWhileHolding,
+) -> Option<Verdict> {
+    let server = h.events[c.written_event].host.as_str();
+    if !without_expiry(h, server, &c.owner, c.written_event) {
+        return None;
+    }
+    let (w, refused) = refused_to_the_end(h, acquires, c.crash_event, server, Some(&c.host))?;
+    let mut events = vec![c.written_event, c.crash_event, w.invoke];
+    events.extend(w.completion);
+    events.sort_unstable();
+    events.dedup();
+    Some(Verdict::Invalid(Evidence {
+        summary: format!(
+            "{} crashed at {} holding lock {} (owner={}), which has no expiry: nobody acquired it until the end of the run at {} ({refused} acquires refused, the first {}'s at {}): stuck whatever the bound ({} ms)",
+            c.host,
+            fmt_s(c.at_us),
+            h.params.key,
+            c.owner,
+            fmt_s(h.end_us),
+            w.host,
+            fmt_s(w.completion_us.unwrap_or(h.end_us)),
+            h.params.liveness_bound_ms
+        ),
+        at_us: c.at_us,
+        hosts: vec![c.host.clone(), w.host.clone()],
+        owners: vec![c.owner.clone()],
+        first_event: c.crash_event,
+        events,
+    }))
+}
+
+/// Whether lock value `value`, written on server `server` at event `from`, has no
+/// expiry by the history: every acquisition that reported it was told of no validity
+/// (`valid_until_us` absent), no command set an expiry on the key on that server after
+/// `from`, its holders had no ZooKeeper session (a node lives with its session) and the
+/// value names no MySQL connection the server recorded (a `GET_LOCK` or a row lock
+/// ends with its connection). Such a lock held by nobody alive is freed by nothing.
+fn without_expiry(h: &History, server: &str, value: &str, from: usize) -> bool {
+    let key = h.params.key.as_str();
+    let grants: Vec<(&sim::history::Event, &sim::history::Op)> = h
+        .ops()
+        .filter(|(_, op)| {
+            op.f == OpF::Acquire && op.phase == Phase::Ok && op.owner.as_deref() == Some(value)
+        })
+        .collect();
+    if grants.is_empty() || grants.iter().any(|(_, op)| op.valid_until_us.is_some()) {
+        return false;
+    }
+    let holders: std::collections::BTreeSet<&str> =
+        grants.iter().map(|(e, _)| e.host.as_str()).collect();
+    let expiring = h.events[from..].iter().any(|e| {
+        e.host == server
+            && matches!(&e.kind, EventKind::Server(ServerEvent::ExpireSet { key: k, .. }) if k == key)
+    });
+    let tied = h.events.iter().any(|e| match &e.kind {
+        EventKind::Server(ServerEvent::ZkSession { client, .. }) => {
+            holders.contains(client.as_str())
+        }
+        EventKind::Server(ServerEvent::MySqlConnection { connection, .. }) => {
+            lock_impl::designs::get_lock_owner(*connection) == value
+        }
+        _ => false,
+    });
+    !expiring && !tied
+}
+
+/// A lock kept on `server` from event `from` to the run's end: no removal of the key
+/// on that server after `from`, no acquire `ok` after it, and acquires (by hosts other
+/// than `not_by`) refused after it. The first refused waiter and how many were refused;
+/// `None` if the lock was freed or granted, or nobody was refused.
+fn refused_to_the_end<'a>(
+    h: &History,
+    acquires: &[&'a OpPair],
+    from: usize,
+    server: &str,
+    not_by: Option<&str>,
+) -> Option<(&'a OpPair, usize)> {
+    let key = h.params.key.as_str();
+    let freed = h.events[from + 1..].iter().any(|e| {
+        e.host == server
+            && matches!(&e.kind, EventKind::Server(ServerEvent::Removed { key: k, .. }) if k == key)
+    });
+    let after = |p: &&&OpPair| p.completion.is_some_and(|c| c > from);
+    if freed
+        || acquires
+            .iter()
+            .filter(after)
+            .any(|p| p.outcome == Phase::Ok)
+    {
+        return None;
+    }
+    let refused: Vec<&'a OpPair> = acquires
+        .iter()
+        .filter(after)
+        .filter(|p| p.outcome == Phase::Fail && not_by.is_none_or(|host| p.host != host))
+        .copied()
+        .collect();
+    Some((*refused.first()?, refused.len()))
+}
+
 /// The came-back rule (see the module docs): a server that wrote the lock key itself
 /// (its recovery after a crash brought the value back) with a value that a client's
 /// command had removed from that server before (the release was lost with the
@@ -543,7 +661,39 @@ fn came_back(h: &History, acquires: &[&OpPair]) -> (usize, Option<Verdict>) {
             continue;
         };
         let deadline_us = e.at_us + bound_us;
+        let stuck_to_the_end = || {
+            without_expiry(h, &e.host, value, i)
+                .then(|| refused_to_the_end(h, acquires, i, &e.host, None))
+                .flatten()
+                .map(|(w, refused)| {
+                    let mut events = vec![released, i, w.invoke];
+                    events.extend(w.completion);
+                    events.sort_unstable();
+                    Verdict::Invalid(Evidence {
+                        summary: format!(
+                            "{} brought lock {key} back by itself at {} (owner={value}), which {releaser} had released at {}: nobody held it and it has no expiry, yet it stayed until the end of the run at {} ({refused} acquires refused, the first {}'s at {}): stuck whatever the bound ({} ms)",
+                            e.host,
+                            fmt_s(e.at_us),
+                            fmt_s(released_us),
+                            fmt_s(h.end_us),
+                            w.host,
+                            fmt_s(w.completion_us.unwrap_or(h.end_us)),
+                            h.params.liveness_bound_ms
+                        ),
+                        at_us: e.at_us,
+                        hosts: vec![e.host.clone(), w.host.clone()],
+                        owners: vec![value.clone()],
+                        first_event: i,
+                        events,
+                    })
+                })
+        };
         if h.end_us < deadline_us {
+            // Nobody holds it; without an expiry nothing will ever free it: refused to
+            // everyone until the run's end, it is stuck whatever the bound.
+            if let Some(v) = stuck_to_the_end() {
+                return (judged + 1, Some(v));
+            }
             continue;
         }
         judged += 1;
@@ -555,6 +705,9 @@ fn came_back(h: &History, acquires: &[&OpPair]) -> (usize, Option<Verdict>) {
             |host| host == e.host,
             None,
         ) else {
+            if let Some(v) = stuck_to_the_end() {
+                return (judged, Some(v));
+            }
             continue;
         };
         let mut events = vec![released, i, w.invoke];

@@ -65,8 +65,9 @@ pub use rw_exclusion::RwExclusion;
 pub use server_probes::{
     acquire_ok_later_than_lease, delayed_reply_to_a_granted_acquire, failover_lost_the_lock,
     holder_partitioned_past_the_lease, lock_server_isolated_past_the_lease,
-    server_crashed_holding_the_lock, server_pause_outlasted_the_lease,
-    server_restart_lost_the_lock, server_restart_struck_the_lock, split_brain,
+    renewal_due_while_the_lock_server_was_isolated, server_crashed_holding_the_lock,
+    server_pause_outlasted_the_lease, server_restart_lost_the_lock, server_restart_struck_the_lock,
+    split_brain,
 };
 pub use token_order::TokenOrder;
 pub use validity::{Overrun, Validity};
@@ -283,11 +284,14 @@ pub enum Safety {
 }
 
 impl Safety {
-    /// Every class, worst first: the order reports list them in.
+    /// Every class, worst first: the order reports list them in. An overlap ranks
+    /// above a fenced run: two holders with nothing refusing the stale one, the data
+    /// kept only because the stale holder happened not to write, is worse than two
+    /// holders whose stale write the storage refused (a protection that did its job).
     pub const WORST_FIRST: [Safety; 6] = [
         Safety::Unsafe,
-        Safety::Fenced,
         Safety::Overlap,
+        Safety::Fenced,
         Safety::Promise,
         Safety::Unknown,
         Safety::Safe,

@@ -316,6 +316,98 @@ pub fn lock_server_isolated_past_the_lease(h: &History) -> Option<String> {
     })
 }
 
+/// A holder's lease came due while the lock's server was cut off from the rest of its
+/// system: during a partition of a server that keeps the lock's record from the other
+/// servers, a hold went on past the end of the validity it believed it had at the
+/// isolation's start (or at its own grant, if later): its grant's `valid_until_us`, or
+/// the last renewal's before that moment. The lock outlived that moment only if a
+/// renewal got through while its server was isolated, which is what the isolation can
+/// break. A hold without a validity (a lock that lives with a session, whose pings are
+/// due every third of its timeout) counts when it went on through more than a lease of
+/// the isolation. `None` if no hold needed a renewal during an isolation (its work
+/// ended within the lease it had).
+pub fn renewal_due_while_the_lock_server_was_isolated(h: &History) -> Option<String> {
+    let records = record_hosts(h);
+    let ends = fault_ends(h);
+    let lease_us = h.params.lease_ms * 1_000;
+    let holds = model::holds(h).ok()?;
+    for e in &h.events {
+        let EventKind::Fault {
+            fault,
+            phase: FaultPhase::Start,
+            peers,
+            detail,
+            ..
+        } = &e.kind
+        else {
+            continue;
+        };
+        let partition = h
+            .plan
+            .faults
+            .get(*fault)
+            .is_some_and(|f| matches!(f.kind, sim::faults::FaultKind::Partition { .. }));
+        if !partition
+            || !records.contains_key(e.host.as_str())
+            || !peers.iter().any(|p| records.contains_key(p.as_str()))
+        {
+            continue;
+        }
+        let (from_us, to_us) = (
+            e.at_us,
+            ends.get(&(*fault, e.host.as_str()))
+                .copied()
+                .unwrap_or(h.end_us),
+        );
+        for hold in holds.iter().filter(|d| d.key == h.params.key) {
+            let start = hold.start_us.max(from_us);
+            let end = hold.end_us.min(to_us);
+            if start >= end {
+                continue;
+            }
+            let granted = model::op_at(h, hold.acquire_event).and_then(|op| op.valid_until_us);
+            // The validity believed at `start`: the grant's, or the last renewal's.
+            let renewed = h.events[hold.acquire_event..]
+                .iter()
+                .take_while(|r| r.at_us <= start)
+                .filter_map(|r| match &r.kind {
+                    EventKind::Renewed {
+                        owner,
+                        valid_until_us,
+                        ..
+                    } if r.host == hold.host && *owner == hold.owner => Some(*valid_until_us),
+                    _ => None,
+                })
+                .last();
+            let due = match renewed.or(granted) {
+                Some(until) => (start..end)
+                    .contains(&until)
+                    .then(|| format!("its validity ran out at {}", fmt_s(until))),
+                None => (end - start > lease_us).then(|| {
+                    format!(
+                        "it held on, with no validity of its own, for {} of it",
+                        fmt_ms(end - start)
+                    )
+                }),
+            };
+            if let Some(due) = due {
+                return Some(format!(
+                    "{} held {} (owner={}) from {} while {} was cut off ({detail}) from {} to {}: {due}, so the lock lived on only by a renewal during the isolation (lease {} ms)",
+                    hold.host,
+                    hold.key,
+                    hold.owner,
+                    fmt_s(hold.start_us),
+                    e.host,
+                    fmt_s(from_us),
+                    fmt_s(to_us),
+                    h.params.lease_ms
+                ));
+            }
+        }
+    }
+    None
+}
+
 /// The server granted a client the lock while a delay on the messages to that client
 /// was in force, and the client heard of it at least the delay later, or never in
 /// time: its acquire ended unknown, or failed (it gave up, or failed for another reason,

@@ -621,6 +621,80 @@ fn a_released_lock_a_server_brought_back_by_itself_and_kept_is_invalid() {
 }
 
 #[test]
+fn a_lock_without_expiry_brought_back_and_refused_to_the_runs_end_is_stuck_before_the_bound() {
+    // The run ends 1.4 s after the lock came back, before the 2 s bound; the grant
+    // reported no validity and no expiry was set: nothing will ever free it.
+    let h = B::new()
+        .end_ms(2_000)
+        .acquire("client-1", 100, 110, "o1")
+        .release("client-1", 500, "o1")
+        .written(600, "redis", "o1")
+        .acquire_outcome("client-2", 700, 900, Phase::Fail)
+        .acquire_outcome("client-2", 1_000, 1_200, Phase::Fail)
+        .build();
+    let e = invalid(Liveness.check(&h));
+    assert!(
+        e.summary.contains("nobody held it and it has no expiry")
+            && e.summary
+                .contains("2 acquires refused, the first client-2's at 0.900 s")
+            && e.summary.contains("stuck whatever the bound"),
+        "{}",
+        e.summary
+    );
+    assert_eq!(e.hosts, ["redis", "client-2"]);
+}
+
+#[test]
+fn a_lock_with_a_validity_brought_back_is_not_judged_before_the_bound() {
+    // As above, but the grant reported a validity: the lock may expire after the run.
+    let h = B::new()
+        .end_ms(2_000)
+        .believed("client-1", 100, 110, "o1", Some(310), None)
+        .written(110, "client-1", "o1")
+        .release("client-1", 500, "o1")
+        .written(600, "redis", "o1")
+        .acquire_outcome("client-2", 700, 900, Phase::Fail)
+        .acquire_outcome("client-2", 1_000, 1_200, Phase::Fail)
+        .build();
+    assert_eq!(Liveness.check(&h), Verdict::Valid);
+}
+
+#[test]
+fn a_holder_of_a_lock_without_expiry_that_crashed_near_the_end_leaves_it_stuck() {
+    let h = B::new()
+        .end_ms(1_500)
+        .acquire("client-1", 100, 110, "o1")
+        .crash("client-1", 500)
+        .acquire_outcome("client-2", 600, 900, Phase::Fail)
+        .build();
+    let e = invalid(Liveness.check(&h));
+    assert!(
+        e.summary.contains(
+            "client-1 crashed at 0.500 s holding lock lock (owner=o1), which has no expiry"
+        ) && e.summary.contains("1 acquires refused"),
+        "{}",
+        e.summary
+    );
+    // A lock that lives with its holder's ZooKeeper session is freed by its expiry.
+    let mut h = h;
+    h.events.insert(
+        0,
+        Event {
+            at_us: 0,
+            host: "zk-1".into(),
+            kind: EventKind::Server(ServerEvent::ZkSession {
+                session: "0x1".into(),
+                client: "client-1".into(),
+                event: "created".into(),
+                timeout_ms: 1_000,
+                ephemerals: Vec::new(),
+            }),
+        },
+    );
+    assert!(!Liveness.check(&h).is_invalid(), "{:?}", Liveness.check(&h));
+}
+
+#[test]
 fn a_lock_brought_back_and_freed_within_the_bound_is_valid() {
     let h = B::new()
         .acquire("client-1", 100, 110, "o1")

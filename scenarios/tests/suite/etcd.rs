@@ -139,14 +139,14 @@ fn a_leader_crash_after_a_committed_lock_key_is_safe() {
     }
 }
 
-/// The leader is cut off from the other members while clients still reach it (twice,
-/// 6-12 leases each), or paused past the lease: it steps down (`CheckQuorum`) or is
-/// outvoted, the others elect a leader that promotes its lessor, and the lock's lease
-/// outlives the change. Safe, with the fault seen.
+/// The leader is paused past the lease: it is outvoted, the others elect a leader that
+/// promotes its lessor, and the lock's lease outlives the change. Safe, with the fault
+/// seen. (`server-isolated`, whose holders need renewals while the leader is cut off,
+/// is the next test's.)
 #[test]
-fn a_leader_cut_off_or_paused_hands_the_leases_to_the_next_leader() {
+fn a_leader_paused_hands_the_leases_to_the_next_leader() {
     let design = "etcd-mutex";
-    for scenario in ["server-isolated", "server-pause"] {
+    for scenario in ["server-pause"] {
         for run in runs(design, scenario) {
             let replay = replay_command(design, scenario, run.seed);
             assert!(
@@ -161,5 +161,41 @@ fn a_leader_cut_off_or_paused_hands_the_leases_to_the_next_leader() {
                 run.seed
             );
         }
+    }
+}
+
+/// `server-isolated`'s critical sections outlast the lease, so in every run a holder's
+/// lease comes due while the leader is cut off, and the probe says so; whatever the
+/// cell's class, nothing broke before the isolation. With sections of half a lease (the
+/// scenario's old workload) no hold needs a renewal during an isolation, and the probe
+/// says the fault never reached the lock.
+#[test]
+fn server_isolated_holds_need_a_renewal_during_the_isolation() {
+    let design = "etcd-mutex";
+    let scenario = "server-isolated";
+    for run in runs(design, scenario) {
+        let replay = replay_command(design, scenario, run.seed);
+        let seen = run.fault_seen.as_deref().unwrap_or_default();
+        assert!(
+            seen.contains("so the lock lived on only by a renewal during the isolation"),
+            "seed {}: {seen:?}; {replay}",
+            run.seed
+        );
+        assert!(!run.before_fault, "seed {}: {replay}", run.seed);
+    }
+    let short = common::scenario(scenario)
+        .with_param(scenarios::params::Param::WorkMs, 100)
+        .expect("work-ms");
+    let runs = scenarios::sweep::sweep(&common::design(design), &short, SEEDS, 2, true, &|_, _| {})
+        .expect("runs complete");
+    for run in runs {
+        let history = run.history.as_ref().expect("kept");
+        assert_eq!(
+            scenarios::checkers::renewal_due_while_the_lock_server_was_isolated(history),
+            None,
+            "seed {}",
+            run.seed
+        );
+        assert_eq!(run.fault_seen, None, "seed {}", run.seed);
     }
 }

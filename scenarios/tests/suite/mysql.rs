@@ -405,9 +405,7 @@ fn mysql_unique_index_is_unsafe_when_a_restart_loses_an_unflushed_row() {
         .collect();
     assert!(!unsafe_runs.is_empty(), "no unsafe run in seeds 0..10");
     // (A release lost with the grant, the previous holder's row brought back by the
-    // server's recovery, needs a grant within a flush of the release before it; with
-    // 3 s critical sections no seed of 0..30 has it: `liveness`'s "back by itself"
-    // is covered on hand-built histories in `checkers.rs`.)
+    // server's recovery: see the test below.)
     for run in unsafe_runs {
         let v = verdict(run, "mutual-exclusion");
         let summary = v.evidence().map(|e| e.summary.clone()).unwrap_or_default();
@@ -622,4 +620,86 @@ fn a_failover_that_loses_a_connections_lock_says_it_was_never_replicated() {
         .expect("a failover seen");
     let fault = run.fault_seen.unwrap_or_default();
     assert!(fault.contains("before replicating"), "{fault}");
+}
+
+/// MariaDB counts a connection's nested `GET_LOCK`s and frees the lock at the last
+/// `RELEASE_LOCK` (its `1` answers every release): the design reports the holds left,
+/// the server's record keeps the lock until the outer release, and the cell is safe.
+#[test]
+fn mysql_get_lock_counts_nested_holds_down_and_frees_the_lock_at_the_last_release() {
+    for run in runs("mysql-get-lock", "reentrancy") {
+        let replay = replay_command("mysql-get-lock", "reentrancy", run.seed);
+        let history = run.history.as_ref().expect("kept");
+        let nested = probes::nested_acquisition(history);
+        assert!(
+            nested.is_some(),
+            "seed {}: no nested hold; {replay}",
+            run.seed
+        );
+        assert_eq!(run.fault_seen, nested, "seed {}", run.seed);
+        // Each round's releases, by their hold count before them, and what they said.
+        let pairs = scenarios::checkers::model::op_pairs(history).expect("paired");
+        let mut seen = std::collections::BTreeSet::new();
+        for p in pairs
+            .iter()
+            .filter(|p| p.f == sim::history::OpF::Release && p.outcome == sim::history::Phase::Ok)
+        {
+            let EventKind::Op(invoke) = &history.events[p.invoke].kind else {
+                unreachable!()
+            };
+            let EventKind::Op(done) = &history.events[p.completion.expect("ok")].kind else {
+                unreachable!()
+            };
+            seen.insert((invoke.value, done.detail.clone()));
+        }
+        assert_eq!(
+            seen,
+            [
+                (Some(1), Some("removed".to_string())),
+                (Some(2), Some("still-held count=1".to_string())),
+                (Some(3), Some("still-held count=2".to_string())),
+            ]
+            .into_iter()
+            .collect(),
+            "seed {}: {replay}",
+            run.seed
+        );
+        assert_eq!(
+            verdict(&run, "reentrancy"),
+            &scenarios::checkers::Verdict::Valid,
+            "seed {}: {replay}",
+            run.seed
+        );
+        assert_eq!(run.safety(), Safety::Safe, "seed {}: {replay}", run.seed);
+    }
+}
+
+/// A release lost with the restart brings the previous holder's row back, held by
+/// nobody and without expiry: every later acquire is refused until the run's end,
+/// which comes before the liveness bound. Stuck whatever the bound.
+#[test]
+fn mysql_unique_index_row_brought_back_by_recovery_is_stuck_to_the_runs_end() {
+    let design = "mysql-unique-index";
+    let scenario = "mysql-restart-flush-2";
+    let mut back = 0;
+    for run in restart_runs(design, scenario) {
+        let replay = replay_command(design, scenario, run.seed);
+        let history = run.history.as_ref().expect("kept");
+        let came_back = history.events.iter().any(|e| {
+            matches!(&e.kind, EventKind::Server(ServerEvent::Written { by, .. }) if *by == e.host)
+        });
+        if !came_back {
+            continue;
+        }
+        back += 1;
+        let v = verdict(&run, "liveness");
+        let summary = v.evidence().map(|e| e.summary.clone()).unwrap_or_default();
+        assert!(
+            summary.contains("brought lock lock:stock back by itself")
+                && summary.contains("stuck whatever the bound"),
+            "seed {}: {v:?}; {replay}",
+            run.seed
+        );
+    }
+    assert!(back > 0, "no row came back in seeds 0..10");
 }

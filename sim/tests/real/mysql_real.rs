@@ -196,6 +196,25 @@ fn script(tag: &str) -> Vec<Step> {
         s(0, format!("SELECT RELEASE_LOCK('{k}')")),
         s(0, format!("SELECT IS_USED_LOCK('{k}')")),
         s(0, format!("SELECT RELEASE_LOCK('{k2}')")),
+        // Nested holds (MariaDB 10.0.2 and later): three GET_LOCKs by one connection
+        // are three holds; each RELEASE_LOCK answers 1 and only the third frees the
+        // lock, as IS_USED_LOCK and the other connection's GET_LOCK show after each.
+        s(0, format!("SELECT GET_LOCK('{k}', 0)")),
+        s(0, format!("SELECT GET_LOCK('{k}', 0)")),
+        s(0, format!("SELECT GET_LOCK('{k}', 0)")),
+        s(0, format!("SELECT RELEASE_LOCK('{k}')")),
+        s(1, format!("SELECT IS_USED_LOCK('{k}')")),
+        s(1, format!("SELECT GET_LOCK('{k}', 0)")),
+        s(0, format!("SELECT RELEASE_LOCK('{k}')")),
+        s(1, format!("SELECT IS_USED_LOCK('{k}')")),
+        s(1, format!("SELECT GET_LOCK('{k}', 0)")),
+        s(1, format!("SELECT RELEASE_LOCK('{k}')")),
+        s(0, format!("SELECT RELEASE_LOCK('{k}')")),
+        s(1, format!("SELECT IS_USED_LOCK('{k}')")),
+        s(1, format!("SELECT GET_LOCK('{k}', 0)")),
+        s(0, format!("SELECT RELEASE_LOCK('{k}')")),
+        s(1, format!("SELECT RELEASE_LOCK('{k}')")),
+        s(1, format!("SELECT IS_USED_LOCK('{k}')")),
         s(0, format!("select get_lock( '{k2}' ,0 )")),
         s(0, format!("SELECT GET_LOCK('{}', 0)", k2.to_uppercase())),
         s(0, format!("SELECT RELEASE_LOCK('{}')", k2.to_uppercase())),
@@ -615,4 +634,57 @@ async fn an_idle_connection_past_wait_timeout_loses_its_lock() {
         lines.push(line.join("\n"));
     }
     assert_eq!(lines[0], lines[1], "real (left) and model (right) differ");
+}
+
+/// On real MariaDB, three nested `GET_LOCK`s by `mysql-get-lock` are three holds: each
+/// `RELEASE_LOCK` answers `1`, the design reports the holds left, and another client
+/// gets the lock only after the third release.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn mysql_get_lock_counts_nested_holds_as_real_mariadb_does() {
+    use lock_impl::testing::{Backend, MySqlBackend};
+    use lock_impl::{Acquire, AcquireOptions, Release};
+    let Some(addr) = real_mysql() else {
+        return;
+    };
+    let info = lock_impl::designs_on(lock_impl::Backend::MySql)
+        .find(|d| d.name == "mysql-get-lock")
+        .expect("the design");
+    let backend = MySqlBackend {
+        server: mysql_server(addr),
+    };
+    let (a, b) = (
+        (info.build)(backend.deps().await),
+        (info.build)(backend.deps().await),
+    );
+    let key = lock_impl::testing::fresh_key("nested");
+    let opts = AcquireOptions::new(10_000, 0).unwrap();
+    let mut guards = Vec::new();
+    for _ in 0..3 {
+        match a.acquire(&key, opts).await.unwrap() {
+            Acquire::Acquired(g) => guards.push(g),
+            other => panic!("nested acquire: {other:?}"),
+        }
+    }
+    let mut said = Vec::new();
+    while let Some(g) = guards.pop() {
+        let other = matches!(b.acquire(&key, opts).await.unwrap(), Acquire::Acquired(_));
+        assert!(
+            !other,
+            "another client got the lock with {} holds left",
+            guards.len() + 1
+        );
+        said.push(a.release(&g).await.unwrap());
+    }
+    assert_eq!(
+        said,
+        [
+            Release::StillHeld { count: 2 },
+            Release::StillHeld { count: 1 },
+            Release::Removed
+        ]
+    );
+    match b.acquire(&key, opts).await.unwrap() {
+        Acquire::Acquired(g) => assert_eq!(b.release(&g).await.unwrap(), Release::Removed),
+        other => panic!("after the last release: {other:?}"),
+    }
 }
