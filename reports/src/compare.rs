@@ -7,7 +7,7 @@
 //! ([`Comparison::of`] says how it is chosen); a column per fault class
 //! ([`FaultClass::ALL`], in its order); each cell the worst class over that design's
 //! runs in the class's scenarios, with the matrix's marks and order ([`worst_mark`]:
-//! unsafe, fenced, overlap, promise, liveness, unknown, safe, no fault) and how many of
+//! unsafe, overlap, fenced, promise, liveness, unknown, safe, no fault) and how many of
 //! the runs fell in it (`U 12/40`).
 //!
 //! Like the table, it is plain data made from cells, never from runs: the main job,

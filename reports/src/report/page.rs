@@ -139,7 +139,7 @@ table{border-collapse:collapse;font-size:12px}td,th{border:1px solid #ddd;paddin
 th.row{text-align:left;white-space:nowrap}
 .matrix th.col{writing-mode:vertical-rl;transform:rotate(180deg);white-space:nowrap;font-weight:normal}
 .matrix td a{color:inherit;text-decoration:none;display:block}
-.m-unsafe{background:#e45756;color:#fff}.m-fenced{background:#f2a541}.m-overlap{background:#f6d18b}.m-world{background:#e8e8e8;color:#555;font-style:italic}.m-promise{background:#4c78a8;color:#fff}.m-unknown{background:#9d9d9d;color:#fff}
+.m-unsafe{background:#e45756;color:#fff}.m-overlap{background:#f2a541}.m-fenced{background:#f6d18b}.m-world{background:#e8e8e8;color:#555;font-style:italic}.m-promise{background:#4c78a8;color:#fff}.m-unknown{background:#9d9d9d;color:#fff}
 .m-liveness{background:#b279a2;color:#fff}.m-safe{background:#7fc97f}.m-nofault{background:#fdf0a6}.m-none{background:#f4f4f4;color:#aaa}
 code,pre{font-family:ui-monospace,Menlo,Consolas,monospace;font-size:12px}pre{background:#f6f6f6;padding:8px;overflow-x:auto}
 .plots{display:flex;flex-wrap:wrap;gap:8px}.plot{margin:8px 0}.plot svg{max-width:100%;height:auto;border:1px solid #eee}
@@ -229,10 +229,10 @@ impl Page {
         self.html.push_str(
             "<h2 id=\"matrix\">Comparison matrix</h2>\n<p class=\"legend\">\
              <span class=\"m-unsafe\">U unsafe: harm at the storage or server</span>\
+             <span class=\"m-overlap\">O holds overlapped in belief, nothing refused the stale holder (it happened not to write after the newer grant)</span>\
              <span class=\"m-fenced\">F fenced: holds overlapped, the stale holder was refused</span>\
-             <span class=\"m-overlap\">O holds overlapped in belief, the stale holder never wrote after the newer grant</span>\
              <span class=\"m-promise\">P a promise broken without harm (a fencing token reissued)</span>\
-             <span class=\"m-world\">u f o p every such run broke before the scenario's fault began: the world's doing, not the fault's</span>\
+             <span class=\"m-world\">u o f p every such run broke before the scenario's fault began: the world's doing, not the fault's</span>\
              <span class=\"m-unknown\">? unknown</span>\
              <span class=\"m-liveness\">L stuck or starved (liveness)</span>\
              <span class=\"m-safe\">S safe, fault seen</span>\
@@ -996,7 +996,7 @@ pub(super) fn summary_md(r: &Results, cells: &[CellNote]) -> String {
     let _ = writeln!(
         o,
         "# locksim report\n\n{} designs × {} scenarios. Seeds: {} (sweeps: seeds {}).\n\n\
-         U unsafe, F fenced, O overlap in belief only (the stale holder never wrote after the newer grant), P promise broken without harm, ? unknown, L liveness, S safe, n fault never happened, · does not run; lower case (u f o p): every such run broke before the fault began; \
+         U unsafe, O overlap in belief only (the stale holder never wrote after the newer grant), F fenced, P promise broken without harm, ? unknown, L liveness, S safe, n fault never happened, · does not run; lower case (u o f p): every such run broke before the fault began; \
          a number counts the runs in that class when not all were.\n",
         r.designs.len(),
         r.scenarios.len(),
