@@ -151,7 +151,10 @@ impl Session {
                         Err(e) => return (i, began, Err((None, format!("{addr}: {e}")))),
                     },
                 };
-                match conn.command("admin", Document::new().with("hello", 1)).await {
+                match conn
+                    .command("admin", Document::new().with("hello", 1))
+                    .await
+                {
                     Ok(hello) if hello.get("isWritablePrimary").is_some_and(Value::truthy) => {
                         (i, began, Ok(conn))
                     }
@@ -182,7 +185,11 @@ impl Session {
             }
         }
         let waited = clock.now().saturating_sub(started);
-        let tried: Vec<&str> = last.iter().filter(|w| !w.is_empty()).map(String::as_str).collect();
+        let tried: Vec<&str> = last
+            .iter()
+            .filter(|w| !w.is_empty())
+            .map(String::as_str)
+            .collect();
         Err(format!(
             "no writable primary within {} ms: {}",
             waited.as_millis(),
