@@ -163,3 +163,77 @@ fn a_leader_cut_off_or_paused_hands_the_leases_to_the_next_leader() {
         }
     }
 }
+
+/// clientv3 3.4's lease keeper opens its keep-alive stream `WithRequireLeader` and
+/// each new stream on the next member: when the member its stream is on is cut off
+/// from the others (and so knows no leader), the member refuses or cancels the stream
+/// ("etcdserver: no leader") and the keeper opens the next one on another member,
+/// where its renewals reach the leader. Read from the histories: during an isolation,
+/// clients dial the members that were not cut off and renew their leases through them
+/// (a client on one connection to the isolated member would never dial anyone).
+#[test]
+fn a_lease_keeper_on_a_member_cut_off_from_the_leader_moves_to_another_member() {
+    use sim::history::{EventKind, FaultPhase};
+    let mut moved = 0;
+    for run in runs("etcd-mutex", "server-isolated") {
+        let replay = replay_command("etcd-mutex", "server-isolated", run.seed);
+        assert!(run.fault_seen.is_some(), "seed {}: {replay}", run.seed);
+        let history = run.history.as_ref().expect("kept");
+        // The isolations: (start, end, the member cut off).
+        let mut open = std::collections::BTreeMap::new();
+        let mut windows = Vec::new();
+        for e in &history.events {
+            if let EventKind::Fault {
+                fault,
+                phase,
+                detail,
+                ..
+            } = &e.kind
+                && detail.contains("partition")
+            {
+                match phase {
+                    FaultPhase::Start => {
+                        open.insert(*fault, (e.at_us, e.host.clone()));
+                    }
+                    FaultPhase::End => {
+                        if let Some((from, member)) = open.remove(fault) {
+                            windows.push((from, e.at_us, member));
+                        }
+                    }
+                }
+            }
+        }
+        assert!(
+            !windows.is_empty(),
+            "seed {}: no isolation; {replay}",
+            run.seed
+        );
+        for e in &history.events {
+            let EventKind::Connect {
+                server, ok: true, ..
+            } = &e.kind
+            else {
+                continue;
+            };
+            let Some((_, end, _)) = windows
+                .iter()
+                .find(|(a, b, m)| (*a..*b).contains(&e.at_us) && m != server)
+            else {
+                continue;
+            };
+            // The client renewed a lease after it dialled, still inside the isolation.
+            let renewed = history.events.iter().any(|r| {
+                r.host == e.host
+                    && (e.at_us..*end).contains(&r.at_us)
+                    && matches!(r.kind, EventKind::Renewed { .. })
+            });
+            if renewed {
+                moved += 1;
+            }
+        }
+    }
+    assert!(
+        moved > 0,
+        "no client moved its lease keeper off an isolated member in seeds {SEEDS:?}"
+    );
+}
