@@ -8,14 +8,14 @@
 //! it decides when a lock is lost: the retry interceptor ([`EtcdConn::call`];
 //! `clientv3/retry_interceptor.go`, `retry.go`, `options.go`) and the lease keeper
 //! ([`session`]; `clientv3/lease.go`). Of the endpoint balancer (3.4's round robin
-//! over every member per call) it keeps the parts that decide whether a client finds
-//! a live member: a client's calls go over one connection, to a member it picked at
-//! random first, and each redial tries the members in turn from the next one (so a
-//! crashed member's clients move to another); its lease keeper opens each keep-alive
-//! stream `WithRequireLeader` (`hasleader: true`) on the next member in turn, so a
-//! stream that a member without a leader refuses or cancels ("etcdserver: no
-//! leader") is opened again on another member. Not ported: a round robin per unary
-//! call on live connections, auth tokens, and gRPC's own connection backoff (tonic
+//! over every member per call) it keeps the part that decides whether a client finds
+//! a live member: a client holds one connection, to a member it picked at random
+//! first, and each redial tries the members in turn from the next one (so a crashed
+//! member's clients move to another). Not ported: a round robin per call on live
+//! connections; the lease keeper's `WithRequireLeader` with each new stream on the
+//! next ready member (a keeper on a member cut off from the leader stays there; the
+//! model would refuse such a stream as etcd does, and `docs/designs.md` marks the
+//! verdicts this can change); auth tokens; and gRPC's own connection backoff (tonic
 //! redials on the next request).
 
 pub mod session;
@@ -76,49 +76,13 @@ impl EtcdServer {
         scale: TimeScale,
     ) -> Result<EtcdConn, etcd_client::Error> {
         let endpoints = Arc::new(self.endpoints.clone());
+        let first = self.endpoints.first().cloned().unwrap_or_default();
+        let dialer = self.dialer.clone();
         // The member dialled next: one at random first, then each redial starts from
         // the member after the last one tried.
-        let start = entropy.below(endpoints.len() as u64) as usize;
-        let next = Arc::new(std::sync::atomic::AtomicUsize::new(start));
-        let channel = self.channel(endpoints.clone(), next)?;
-        let client = Self::client(channel.clone(), false).await?;
-        // The lease keeper's streams, opened `WithRequireLeader`, each new one on the
-        // next member (3.4's balancer picks every new stream round robin over its
-        // members): the first over the client's own connection, the others over one
-        // lazily dialled connection to each other member in turn.
-        let mut keepers = vec![Self::client(channel, true).await?];
-        for k in 1..endpoints.len() {
-            let one = Arc::new(vec![endpoints[(start + k) % endpoints.len()].clone()]);
-            let next = Arc::new(std::sync::atomic::AtomicUsize::new(0));
-            keepers.push(Self::client(self.channel(one, next)?, true).await?);
-        }
-        Ok(EtcdConn {
-            client,
-            keepers: Arc::new(keepers),
-            clock,
-            entropy,
-            timeout: self.request_timeout,
-            scale,
-        })
-    }
-
-    /// A client on `channel`; `require_leader`: every call carries `hasleader: true`.
-    async fn client(
-        channel: tonic::transport::Channel,
-        require_leader: bool,
-    ) -> Result<etcd_client::Client, etcd_client::Error> {
-        let options = etcd_client::ConnectOptions::new().with_require_leader(require_leader);
-        etcd_client::Client::from_channel(etcd_client::Channel::Tonic(channel), Some(options)).await
-    }
-
-    /// One lazily dialled channel to `endpoints`, dialled in turn from `next`.
-    fn channel(
-        &self,
-        endpoints: Arc<Vec<(String, u16)>>,
-        next: Arc<std::sync::atomic::AtomicUsize>,
-    ) -> Result<tonic::transport::Channel, etcd_client::Error> {
-        let first = endpoints.first().cloned().unwrap_or_default();
-        let dialer = self.dialer.clone();
+        let next = Arc::new(std::sync::atomic::AtomicUsize::new(
+            entropy.below(endpoints.len() as u64) as usize,
+        ));
         let connector = tower::service_fn(move |_uri: tonic::transport::Uri| {
             let (dialer, endpoints, next) = (dialer.clone(), endpoints.clone(), next.clone());
             async move {
@@ -137,7 +101,7 @@ impl EtcdServer {
                 Err(last)
             }
         });
-        Ok(
+        let channel =
             tonic::transport::Endpoint::from_shared(format!("http://{}:{}", first.0, first.1))?
                 .executor(DialerExec(self.dialer.clone()))
                 // h2 forgets a locally reset stream (a call given up on) after
@@ -147,8 +111,16 @@ impl EtcdServer {
                 // time), up to 1,024 of them, the outcome is the run's own.
                 .http2_reset_stream_duration(RESET_STREAM_MEMORY)
                 .http2_max_concurrent_reset_streams(1_024)
-                .connect_with_connector_lazy(connector),
-        )
+                .connect_with_connector_lazy(connector);
+        let client =
+            etcd_client::Client::from_channel(etcd_client::Channel::Tonic(channel), None).await?;
+        Ok(EtcdConn {
+            client,
+            clock,
+            entropy,
+            timeout: self.request_timeout,
+            scale,
+        })
     }
 }
 
@@ -261,9 +233,6 @@ pub enum Policy {
 pub struct EtcdConn {
     /// The published client.
     pub client: etcd_client::Client,
-    /// The lease keeper's clients, one per member (the one `client` dialled first
-    /// first), each calling `WithRequireLeader`.
-    pub keepers: Arc<Vec<etcd_client::Client>>,
     /// The host's clock (deadlines, backoff).
     pub clock: Arc<dyn Clock>,
     /// Backoff jitter.

@@ -7,10 +7,7 @@
 //!   next one is due (at once at first, then a third of the TTL after each answer);
 //! - `recvKeepAliveLoop`: an answer with TTL > 0 sets the next keep-alive (TTL/3 on)
 //!   and the deadline (TTL on); TTL ≤ 0 means the lease is gone: the keeper stops; a
-//!   stream that fails is opened again after `retryConnWait`; the keeper's context is
-//!   `WithRequireLeader`, so a member that knows no leader refuses or cancels the
-//!   stream ("etcdserver: no leader"), and each new stream goes to the next member,
-//!   as 3.4's round-robin balancer picks it;
+//!   stream that fails is opened again after `retryConnWait`;
 //! - `deadlineLoop`: every second, a keeper whose deadline passed without an answer
 //!   stops (the lease may be gone). Its first deadline is `firstKeepAliveTimeout`
 //!   (`defaultTTL`, 5 s, with no dial timeout configured).
@@ -162,8 +159,6 @@ async fn keeper(
     // while no answer comes (its next keep-alive moves only on answers); the port sends
     // one and waits for its answer, which on one ordered stream comes first anyway.
     let mut pending_since: Option<Duration>;
-    // How many streams the keeper opened.
-    let mut streams = 0usize;
     let finish = |state: &Arc<Mutex<KeeperState>>| {
         state.lock().unwrap_or_else(|e| e.into_inner()).done = true;
     };
@@ -176,13 +171,7 @@ async fn keeper(
         // Go's would send one only if it were due. The deadline still runs.
         pending_since = None;
         let sent = clock.now();
-        // Each new stream on the next member, `WithRequireLeader` (see the module doc).
-        let mut lease_client = conn
-            .keepers
-            .get(streams % conn.keepers.len().max(1))
-            .unwrap_or(&conn.client)
-            .lease_client();
-        streams += 1;
+        let mut lease_client = conn.client.lease_client();
         let open = lease_client.keep_alive(lease);
         let wait = deadline.saturating_sub(sent).max(Duration::from_millis(1));
         let mut opened = tokio::select! {
