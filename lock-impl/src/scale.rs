@@ -452,7 +452,30 @@ pub const CONSTANTS: &[&Constant] = &[
     &ETCD_DEADLINE_LOOP,
     &ETCD_FIRST_KEEPALIVE_TIMEOUT,
     &ETCD_RETRY_BACKOFF,
+    &MONGO_MIN_HEARTBEAT_FREQUENCY,
+    &MONGO_SERVER_SELECTION_TIMEOUT,
 ];
+
+/// A MongoDB driver's floor between two checks of one server
+/// (`minHeartbeatFrequencyMS`): when a server selection finds no suitable server it
+/// asks every monitor for an immediate check, and a monitor checks its server again
+/// no sooner than this after the last check.
+pub const MONGO_MIN_HEARTBEAT_FREQUENCY: Constant = Constant {
+    name: "MongoDB driver: least time between two checks of a server (minHeartbeatFrequencyMS)",
+    source: "mongodb/specifications server-discovery-and-monitoring: minHeartbeatFrequencyMS = 500 (not configurable); server-selection: the selection loop requests an immediate check and waits for the topology to change",
+    real_ms: 500,
+    scaling: Scaling::Scaled,
+};
+
+/// A MongoDB driver's bound on one server selection (`serverSelectionTimeoutMS`): how
+/// long an operation waits for a suitable server (a writable primary) before it
+/// fails.
+pub const MONGO_SERVER_SELECTION_TIMEOUT: Constant = Constant {
+    name: "MongoDB driver: server selection timeout (serverSelectionTimeoutMS)",
+    source: "mongodb/specifications server-selection: serverSelectionTimeoutMS defaults to 30,000",
+    real_ms: 30_000,
+    scaling: Scaling::Scaled,
+};
 
 /// MariaDB's start after a crash, to its first answered ping: `mariadbd` 10.11.19
 /// (Debian 12's package) with Debian's `/etc/mysql/my.cnf`, on a datadir a `kill -9`

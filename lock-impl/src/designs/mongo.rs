@@ -44,8 +44,10 @@
 //! (limit 1) with the design's write concern: one deleted is ours released, none
 //! means it was not ours (taken over after expiry, or gone).
 //!
-//! Finding the primary: `hello` on every member of the seed list at once; the first
-//! that answers as writable primary is used. A command answered
+//! Finding the primary: a driver's server selection, `hello` on every member of the
+//! seed list at once, each member checked again every `minHeartbeatFrequencyMS` until
+//! one answers as writable primary (or `serverSelectionTimeoutMS` passes); see
+//! `Session::find_primary`. A command answered
 //! `NotWritablePrimary` (10107) did nothing: the connection is dropped and the next
 //! attempt looks for the primary again, as a driver marks the server unknown.
 
@@ -58,6 +60,7 @@ use crate::mongo::{
     CommandError, Document, MongoConn, MongoError, MongoServer, Value, first_write_error, is_ok,
     write_concern_error,
 };
+use crate::scale::{MONGO_MIN_HEARTBEAT_FREQUENCY, MONGO_SERVER_SELECTION_TIMEOUT};
 use crate::{Acquire, AcquireOptions, Deps, Guard, LockDesign, LockError, Release, retry_acquire};
 
 /// The collection the MongoDB designs lock in.
@@ -107,46 +110,91 @@ impl Session {
         self.server.as_ref().ok_or(LockError::NoMongo { design })
     }
 
-    /// Dials every member at once and returns a connection to the first that says it
-    /// is the writable primary, as a driver's monitors find it (they check every
-    /// member concurrently: one member that cannot be reached, its dial hanging across
-    /// a partition, does not hold up the others).
+    /// A server selection for a write, as a driver runs it (the server-selection and
+    /// SDAM specifications): every member is checked at once with `hello`, each on its
+    /// own (a member that cannot be reached, its dial hanging across a partition or to
+    /// a dead machine until the timeout, holds up none of the others); the first that
+    /// answers as the writable primary is selected, its connection used. A member that
+    /// answers otherwise (a secondary, a refused dial) is checked again no sooner than
+    /// `minHeartbeatFrequencyMS` after its last check began, as a selection that found
+    /// no primary asks every monitor for an immediate check, so a newly elected
+    /// primary is found within one such interval. The selection gives up after
+    /// `serverSelectionTimeoutMS` (both constants at the world's scale).
     async fn find_primary(&self, server: &MongoServer) -> Result<MongoConn, String> {
         use futures_util::StreamExt;
-        let probes: futures_util::stream::FuturesUnordered<_> = server
-            .seeds
-            .iter()
-            .map(|(host, port)| async move {
+        use std::time::Duration;
+        let clock = &self.deps.clock;
+        let interval = self.deps.scale.of(&MONGO_MIN_HEARTBEAT_FREQUENCY);
+        let selection = self.deps.scale.of(&MONGO_SERVER_SELECTION_TIMEOUT);
+        let started = clock.now();
+        // One check of member `i`, `delay` from now, over `conn` if the last check left
+        // one open: the member's index and a writable primary's connection, or why not
+        // (with the connection, to check again over it).
+        let check = |i: usize, conn: Option<MongoConn>, delay: Duration| {
+            let (host, port) = server.seeds[i].clone();
+            async move {
+                clock.sleep(delay).await;
+                let began = clock.now();
                 let addr = format!("{host}:{port}");
-                let mut conn = MongoConn::connect(
-                    server.dialer.as_ref(),
-                    host,
-                    *port,
-                    self.deps.clock.clone(),
-                    server.timeout_ms,
-                )
-                .await
-                .map_err(|e| format!("{addr}: {e}"))?;
-                let hello = conn
+                let mut conn = match conn.filter(|c| c.broken().is_none()) {
+                    Some(c) => c,
+                    None => match MongoConn::connect(
+                        server.dialer.as_ref(),
+                        &host,
+                        port,
+                        clock.clone(),
+                        server.timeout_ms,
+                    )
+                    .await
+                    {
+                        Ok(c) => c,
+                        Err(e) => return (i, began, Err((None, format!("{addr}: {e}")))),
+                    },
+                };
+                match conn
                     .command("admin", Document::new().with("hello", 1))
                     .await
-                    .map_err(|e| format!("{addr}: hello: {e}"))?;
-                if hello.get("isWritablePrimary").is_some_and(Value::truthy) {
-                    Ok(conn)
-                } else {
-                    Err(format!("{addr}: not primary"))
+                {
+                    Ok(hello) if hello.get("isWritablePrimary").is_some_and(Value::truthy) => {
+                        (i, began, Ok(conn))
+                    }
+                    Ok(_) => (i, began, Err((Some(conn), format!("{addr}: not primary")))),
+                    Err(e) => (i, began, Err((None, format!("{addr}: hello: {e}")))),
                 }
-            })
+            }
+        };
+        let mut checks: futures_util::stream::FuturesUnordered<_> = (0..server.seeds.len())
+            .map(|i| check(i, None, Duration::ZERO))
             .collect();
-        futures_util::pin_mut!(probes);
-        let mut tried = Vec::new();
-        while let Some(result) = probes.next().await {
-            match result {
-                Ok(conn) => return Ok(conn),
-                Err(why) => tried.push(why),
+        let mut last: Vec<String> = vec![String::new(); server.seeds.len()];
+        let deadline = clock.sleep(selection);
+        futures_util::pin_mut!(deadline);
+        loop {
+            tokio::select! {
+                biased;
+                next = checks.next() => match next {
+                    Some((_, _, Ok(conn))) => return Ok(conn),
+                    Some((i, began, Err((conn, why)))) => {
+                        last[i] = why;
+                        let since = clock.now().saturating_sub(began);
+                        checks.push(check(i, conn, interval.saturating_sub(since)));
+                    }
+                    None => break,
+                },
+                _ = &mut deadline => break,
             }
         }
-        Err(format!("no writable primary: {}", tried.join("; ")))
+        let waited = clock.now().saturating_sub(started);
+        let tried: Vec<&str> = last
+            .iter()
+            .filter(|w| !w.is_empty())
+            .map(String::as_str)
+            .collect();
+        Err(format!(
+            "no writable primary within {} ms: {}",
+            waited.as_millis(),
+            tried.join("; ")
+        ))
     }
 
     async fn run(&self, design: &'static str, body: Document) -> Result<Outcome, LockError> {

@@ -12,8 +12,11 @@
 //! a live member: a client holds one connection, to a member it picked at random
 //! first, and each redial tries the members in turn from the next one (so a crashed
 //! member's clients move to another). Not ported: a round robin per call on live
-//! connections, auth tokens, and gRPC's own connection backoff (tonic redials on the
-//! next request).
+//! connections; the lease keeper's `WithRequireLeader` with each new stream on the
+//! next ready member (a keeper on a member cut off from the leader stays there; the
+//! model would refuse such a stream as etcd does, and `docs/designs.md` marks the
+//! verdicts this can change); auth tokens; and gRPC's own connection backoff (tonic
+//! redials on the next request).
 
 pub mod session;
 

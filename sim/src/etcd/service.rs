@@ -26,7 +26,9 @@ use lock_impl::Clock;
 use tonic::{Request, Response, Status, Streaming};
 
 use super::op::{Applied, Op, Request as OpRequest};
-use super::raft::{LEASE_RENEW, LEASE_TTL, RaftLink, lease_at_primary};
+use super::raft::{
+    ELECTION_TICKS, HEARTBEAT_MILLIS, LEASE_RENEW, LEASE_TTL, RaftLink, lease_at_primary,
+};
 use super::store::{EtcdError, Store};
 
 /// The client host a request came from (put in each request's extensions by
@@ -270,24 +272,65 @@ pub struct Lease(pub SharedEtcd);
 struct KeepAlive {
     member: SharedEtcd,
     requests: Streaming<PbLeaseKeepAliveRequest>,
+    /// For a stream opened `WithRequireLeader`: when the member next looks for its
+    /// leader, and how many looks in a row found none.
+    monitor: Option<(Duration, usize)>,
+    /// The member's election timeout.
+    election: Duration,
+    /// The stream was cancelled for want of a leader.
+    ended: bool,
+}
+
+/// gRPC metadata a client sets to require a leader (`rpctypes.MetadataRequireLeaderKey`).
+const REQUIRE_LEADER_KEY: &str = "hasleader";
+
+/// `maxNoLeaderCnt` (v3.4.23 `v3rpc/interceptor.go`).
+const MAX_NO_LEADER_CNT: usize = 3;
+
+/// `rpctypes.ErrGRPCNoLeader`.
+fn no_leader() -> Status {
+    Status::unavailable("etcdserver: no leader")
+}
+
+/// Sleeps on the member's clock until `at` (forever without one).
+async fn sleep_until(member: &SharedEtcd, at: Option<Duration>) {
+    match at {
+        Some(at) => member.clock().sleep(at.saturating_sub(member.now())).await,
+        None => std::future::pending().await,
+    }
 }
 
 impl KeepAlive {
-    /// The answer to one renewal (`LeaseRenew`, on the primary lessor wherever it is):
-    /// a lease not found answers TTL 0; a renewal the leader did not answer within
-    /// `ReqTimeout` ends the stream with the error.
-    async fn renew(&self, id: i64) -> Result<PbLeaseKeepAliveResponse, Status> {
-        let m = &self.member;
-        let ttl = match lease_at_primary(m, LEASE_RENEW, id).await {
-            Ok(found) => found.map_or(0, |(ttl, _, _)| ttl),
-            Err(e) => return Err(status(e)),
+    /// `monitorLeader`'s look, every election timeout: whether the stream is now
+    /// cancelled (the member has known no leader for `maxNoLeaderCnt` looks in a row).
+    fn look_for_leader(&mut self) -> bool {
+        let leaderless = self.member.raft.status().leader == 0;
+        let Some((at, count)) = self.monitor.as_mut() else {
+            return false;
         };
-        Ok(PbLeaseKeepAliveResponse {
-            header: Some(m.with(|s| s.header())),
-            id,
-            ttl,
-        })
+        *count = if leaderless { *count + 1 } else { 0 };
+        *at += self.election;
+        if *count >= MAX_NO_LEADER_CNT {
+            self.monitor = None;
+            self.ended = true;
+        }
+        self.ended
     }
+}
+
+/// The answer to one renewal (`LeaseRenew`, on the primary lessor wherever it is): a
+/// lease not found answers TTL 0; a renewal the leader did not answer within
+/// `ReqTimeout` ends the stream with the error.
+async fn renew(m: SharedEtcd, id: i64) -> Result<PbLeaseKeepAliveResponse, Status> {
+    let ttl = match lease_at_primary(&m, LEASE_RENEW, id).await {
+        Ok(found) => found.map_or(0, |(ttl, _, _)| ttl),
+        Err(e) => return Err(status(e)),
+    };
+    Ok(PbLeaseKeepAliveResponse {
+        header: Some(m.with(|s| s.header())),
+        id,
+        ttl,
+    })
 }
 
 pub(super) type BoxStream<T> = Pin<Box<dyn Stream<Item = Result<T, Status>> + Send + 'static>>;
@@ -334,17 +377,58 @@ impl PbLeaseService for Lease {
         &self,
         r: Request<Streaming<PbLeaseKeepAliveRequest>>,
     ) -> Result<Response<Self::LeaseKeepAliveStream>, Status> {
+        // `WithRequireLeader` (v3.4.23 `v3rpc/interceptor.go`, `newStreamInterceptor`):
+        // a stream whose metadata says `hasleader: true` is refused by a member that
+        // knows no leader, and one it accepted is cancelled once the member has known
+        // none for `maxNoLeaderCnt` (3) election timeouts in a row (`monitorLeader`);
+        // `LeaseKeepAlive` then ends with `ErrGRPCNoLeader`.
+        let require_leader = r
+            .metadata()
+            .get(REQUIRE_LEADER_KEY)
+            .is_some_and(|v| v.as_bytes() == b"true");
+        if require_leader && self.0.raft.status().leader == 0 {
+            return Err(no_leader());
+        }
+        let election = self.0.seconds_millis(HEARTBEAT_MILLIS) * ELECTION_TICKS as u32;
         let state = KeepAlive {
             member: self.0.clone(),
             requests: r.into_inner(),
+            monitor: require_leader.then(|| (self.0.now() + election, 0)),
+            election,
+            ended: false,
         };
         let stream = futures_util::stream::unfold(state, |mut st| async move {
-            match st.requests.message().await {
-                Ok(Some(req)) => {
-                    let resp = st.renew(req.id).await;
-                    Some((resp, st))
+            if st.ended {
+                return None;
+            }
+            // The next request, then its answer, each raced against the monitor.
+            let id = loop {
+                tokio::select! {
+                    biased;
+                    m = st.requests.message() => match m {
+                        Ok(Some(req)) => break req.id,
+                        Ok(None) | Err(_) => return None,
+                    },
+                    _ = sleep_until(&st.member, st.monitor.map(|(at, _)| at)) => {
+                        if st.look_for_leader() {
+                            return Some((Err(no_leader()), st));
+                        }
+                    }
                 }
-                Ok(None) | Err(_) => None,
+            };
+            let member = st.member.clone();
+            let renew = renew(member, id);
+            tokio::pin!(renew);
+            loop {
+                tokio::select! {
+                    biased;
+                    resp = &mut renew => return Some((resp, st)),
+                    _ = sleep_until(&st.member, st.monitor.map(|(at, _)| at)) => {
+                        if st.look_for_leader() {
+                            return Some((Err(no_leader()), st));
+                        }
+                    }
+                }
             }
         });
         Ok(Response::new(Box::pin(stream)))

@@ -288,17 +288,39 @@ pub fn start_background(shared: &SharedMember, dialer: Arc<dyn StreamDialer>) {
                         .then(|| (m.start_election(now), m.term()))
                 });
                 let Some((req, term)) = req else { continue };
-                // Ask every voter at once; each answer counts as it comes.
-                let asks = voters.iter_mut().map(|p| {
-                    let req = req.clone();
-                    async move { (p.index, p.call("admin", req, heartbeat * 2).await) }
-                });
-                let answers = futures_util::future::join_all(asks).await;
-                let now = s.now();
-                for (from, r) in answers {
-                    if let Some(r) = r {
-                        s.with(|m| m.on_vote_reply(from, &r, term, now));
+                // Ask every voter at once; each answer counts as it comes, and the
+                // election is decided as soon as it can be, as `VoteRequester` (7.0,
+                // `vote_requester.cpp`) stops once a majority voted yes or a reply
+                // carried a newer term (`hasReceivedSufficientResponses`): a voter
+                // that does not answer (dead, cut off) holds nothing up. Each request
+                // may take the election timeout, as the real one's
+                // `RemoteCommandRequest` timeout (`getElectionTimeoutPeriod()`).
+                use futures_util::StreamExt;
+                let mut answered = vec![false; n];
+                {
+                    let mut asks: futures_util::stream::FuturesUnordered<_> = voters
+                        .iter_mut()
+                        .map(|p| {
+                            let req = req.clone();
+                            async move { (p.index, p.call("admin", req, election).await) }
+                        })
+                        .collect();
+                    while let Some((from, r)) = asks.next().await {
+                        answered[from] = true;
+                        let now = s.now();
+                        if let Some(r) = r {
+                            s.with(|m| m.on_vote_reply(from, &r, term, now));
+                        }
+                        // Decided: won, or a newer term made it step back.
+                        if s.read(|m| m.role() != Role::Candidate || m.term() != term) {
+                            break;
+                        }
                     }
+                }
+                // A request left unanswered is abandoned with its connection (its late
+                // reply must not be read as the answer to the next request).
+                for p in voters.iter_mut().filter(|p| !answered[p.index]) {
+                    p.conn = None;
                 }
             }
         }));

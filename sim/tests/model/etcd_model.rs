@@ -163,3 +163,56 @@ fn a_store_ranges_alike_over_live_keys_and_over_history() {
     // And the old revision still reads the old world.
     assert_eq!(store.range(&prefix(before_deletes)).unwrap().count, 50);
 }
+
+/// A keep-alive stream opened `WithRequireLeader` (`hasleader: true`, as clientv3
+/// 3.4's lease keeper opens it) is answered as `v3rpc/interceptor.go` answers it: while
+/// the member has a leader it renews; once the member has lost its leader, an open
+/// stream is cancelled after `maxNoLeaderCnt` election timeouts and a new one is
+/// refused, both with `etcdserver: no leader`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_require_leader_keep_alive_stream_ends_on_a_member_without_a_leader() {
+    use std::time::Duration;
+    let mut cluster = sim::etcd::spawn_tokio_cluster(3).unwrap();
+    let start = tokio::time::Instant::now();
+    while cluster.leader() != Some(0) {
+        assert!(start.elapsed() < Duration::from_secs(10), "no leader");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    // A client of the follower etcd-2, every call `WithRequireLeader`.
+    let addr = cluster.members[1].0;
+    let options = etcd_client::ConnectOptions::new().with_require_leader(true);
+    let mut client = etcd_client::Client::connect([format!("http://{addr}")], Some(options))
+        .await
+        .unwrap();
+    let lease = client.lease_grant(30, None).await.unwrap().id();
+    let (mut keeper, mut stream) = client.lease_keep_alive(lease).await.unwrap();
+    keeper.keep_alive().await.unwrap();
+    let answer = stream.message().await.unwrap().expect("an answer");
+    assert!(answer.ttl() > 0, "{answer:?}");
+    // etcd-2 alone: it loses its leader within an election timeout or two.
+    cluster.kill(0);
+    cluster.kill(2);
+    let lost = tokio::time::Instant::now();
+    let ended = tokio::time::timeout(Duration::from_secs(15), async {
+        loop {
+            match stream.message().await {
+                Ok(Some(_)) => {}
+                other => return other.map(|_| ()),
+            }
+        }
+    })
+    .await
+    .expect("the stream ends");
+    let err = ended.expect_err("ended with an error");
+    assert!(err.to_string().contains("etcdserver: no leader"), "{err}");
+    // Within the leaderless looks (3 election timeouts of 1 s) after the leader was
+    // lost, well before a renewal's `ReqTimeout` (7 s) would end it.
+    assert!(
+        lost.elapsed() < Duration::from_secs(6),
+        "{:?}",
+        lost.elapsed()
+    );
+    let refused = client.lease_keep_alive(lease).await;
+    let err = refused.map(|_| ()).expect_err("refused");
+    assert!(err.to_string().contains("etcdserver: no leader"), "{err}");
+}
