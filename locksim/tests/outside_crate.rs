@@ -192,7 +192,7 @@ fn write(path: &Path, text: &str) {
     std::fs::write(path, text).unwrap();
 }
 
-/// The workspace's crates (and the vendored turmoil they depend on), linked into the
+/// The workspace's crates (and the vendored turmoil and etcd-client they depend on), linked into the
 /// outside workspace under their own names.
 const LINKED: [&str; 6] = [
     "lock-impl",

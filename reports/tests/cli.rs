@@ -637,7 +637,10 @@ fn a_report_is_the_same_on_one_thread_or_two_and_never_writes_over_foreign_files
         html.contains("<h2 id=\"by-system\">"),
         "no comparison by system"
     );
-    assert!(md.contains("## By system: the lock-service comparison"), "{md}");
+    assert!(
+        md.contains("## By system: the lock-service comparison"),
+        "{md}"
+    );
     assert!(
         md.contains("| system | row | design | no fault | client crash |"),
         "{md}"
