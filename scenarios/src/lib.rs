@@ -8,6 +8,7 @@ pub mod checkers;
 pub mod explore;
 pub mod family;
 pub mod params;
+pub mod plancheck;
 pub mod planfile;
 pub mod shrink;
 pub mod stats;

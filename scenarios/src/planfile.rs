@@ -13,10 +13,11 @@
 
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
-use sim::faults::{FaultPlan, Target};
+use sim::faults::FaultPlan;
 use sim::world::Workload;
 
 use crate::catalog::Scenario;
+use crate::plancheck::{check_hosts, check_values};
 
 /// The file's shape.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -93,59 +94,4 @@ pub fn apply(mut scenario: Scenario, text: &str, label: &str) -> Result<Scenario
     check_values(&plan).map_err(|e| format!("invalid --plan {label}: {e}"))?;
     scenario.fixed_plan = Some((plan, label.to_string()));
     Ok(scenario)
-}
-
-/// Every fault's values are ones it can have: a slew needs a rate, and no rate may
-/// stop a clock or run it backwards.
-pub fn check_values(plan: &FaultPlan) -> Result<(), String> {
-    for (i, f) in plan.faults.iter().enumerate() {
-        if let sim::faults::FaultKind::ClockDrift { drift_ppm, .. } = f.kind
-            && !(-999_999..=1_000_000).contains(&drift_ppm)
-        {
-            return Err(format!(
-                "faults[{i}]: clock-drift's drift_ppm is {drift_ppm}; allowed: -999999 to 1000000 (a clock that stops or runs backwards is not one)"
-            ));
-        }
-        if let sim::faults::FaultKind::ClockSlew { rate_ppm, .. } = f.kind
-            && !(1..=1_000_000).contains(&rate_ppm)
-        {
-            return Err(format!(
-                "faults[{i}]: clock-slew's rate_ppm is {rate_ppm}; allowed: 1 to 1000000 (chrony slews at up to 83333 ppm, ntpd at 500)"
-            ));
-        }
-    }
-    Ok(())
-}
-
-/// Every host a plan names exists in `workload`'s world.
-pub fn check_hosts(plan: &FaultPlan, workload: &Workload) -> Result<(), String> {
-    let known = |h: &str| {
-        let client = h
-            .strip_prefix("client-")
-            .and_then(|n| n.parse::<u32>().ok())
-            .is_some_and(|n| (1..=workload.clients).contains(&n));
-        client || workload.servers.iter().any(|s| s.name == h)
-    };
-    let allowed = || {
-        let mut names = vec![format!("client-1 to client-{}", workload.clients)];
-        names.extend(workload.servers.iter().map(|s| s.name.clone()));
-        names.join(", ")
-    };
-    for (i, f) in plan.faults.iter().enumerate() {
-        for t in f.kind.targets() {
-            let named = match t {
-                Target::Host(h) | Target::LockServerOf { client: h, .. } => Some(h),
-                _ => None,
-            };
-            if let Some(h) = named
-                && !known(h)
-            {
-                return Err(format!(
-                    "faults[{i}] targets host '{h}'; allowed: {}",
-                    allowed()
-                ));
-            }
-        }
-    }
-    Ok(())
 }

@@ -266,7 +266,7 @@ impl Search<'_> {
     /// that is needed); `None` if it passes, cannot run, or names a missing host.
     fn run(&self, c: &Candidate) -> Option<String> {
         if c.workload.validate().is_err()
-            || crate::planfile::check_hosts(&c.plan, &c.workload).is_err()
+            || crate::plancheck::check_hosts(&c.plan, &c.workload).is_err()
         {
             return None;
         }

@@ -507,7 +507,7 @@ impl Scenario {
         // A pinned size must be one the scenario's faults can have, as a plan file's
         // must: refused with the fault's own rule, never clamped into range.
         if self.fixed_plan.is_none()
-            && let Err(e) = crate::planfile::check_values(&self.plan(0))
+            && let Err(e) = crate::plancheck::check_values(&self.plan(0))
         {
             return Err(format!(
                 "--param {param}={value}: scenario {} would run a fault it cannot have: {e}",
