@@ -511,35 +511,6 @@ fn serve_model(args: ServeModelArgs) -> ExitCode {
     }
 }
 
-/// `--seeds` of the main job and `run`: a fixed range, or adaptive without it, which
-/// `run`'s one cell cannot split (`sharded`: it has no range; the main job's shards
-/// split its cells and pass `false`).
-fn seeds_of(
-    seeds: Option<&str>,
-    budget: Option<&str>,
-    sharded: bool,
-) -> Result<commands::Seeds, input::BadInput> {
-    match (seeds, budget) {
-        (Some(_), Some(_)) => Err(input::BadInput(
-            "--budget bounds adaptive seeds, and --seeds gives a fixed range that runs whole: give one of them".into(),
-        )),
-        (Some(text), None) => Ok(commands::Seeds::Fixed(input::parse_seeds(text)?)),
-        (None, _) if sharded => Err(input::BadInput(
-            "--shard splits a fixed seed range here: give --seeds A..B (without it, one cell's adaptive seeds are one sequence, with no range to split; the main job's shards split its cells instead)".into(),
-        )),
-        (None, budget) => Ok(commands::Seeds::Adaptive(rule_with(budget)?)),
-    }
-}
-
-/// The main job's adaptive rule, with `--budget` if given.
-fn rule_with(budget: Option<&str>) -> Result<scenarios::adaptive::Rule, input::BadInput> {
-    let mut rule = scenarios::adaptive::Rule::DEFAULT;
-    if let Some(b) = budget {
-        rule.budget = input::parse_budget(b)?;
-    }
-    Ok(rule)
-}
-
 fn threads(asked: Option<usize>) -> usize {
     asked.unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
 }
@@ -599,7 +570,7 @@ fn run(cli: Cli, extra: Vec<DesignSpec>) -> ExitCode {
         None => (|| {
             let shard = cli.shard.resolve()?;
             // Without `--seeds`, shards split the cells, not a seed range.
-            let seeds = seeds_of(cli.seeds.as_deref(), cli.budget.as_deref(), false)?;
+            let seeds = crate::seeds::seeds_of(cli.seeds.as_deref(), cli.budget.as_deref(), false)?;
             Ok(commands::catalog_table(
                 &every_design()?,
                 seeds,
@@ -628,11 +599,11 @@ fn run(cli: Cli, extra: Vec<DesignSpec>) -> ExitCode {
                         "--budget bounds the simulator's adaptive seeds; --real runs a fixed range (--seeds A..B, five seeds without it)".into(),
                     ));
                 }
-                (true, None) => commands::Seeds::Fixed(0..5),
-                (_, given) => seeds_of(given, a.budget.as_deref(), shard.is_some())?,
+                (true, None) => crate::seeds::Seeds::Fixed(0..5),
+                (_, given) => crate::seeds::seeds_of(given, a.budget.as_deref(), shard.is_some())?,
             };
             if a.real
-                && let commands::Seeds::Fixed(range) = &seeds
+                && let crate::seeds::Seeds::Fixed(range) = &seeds
             {
                 let why = crate::parity::real_refusals(&d, &s, range.clone());
                 if !why.is_empty() {
@@ -833,7 +804,11 @@ fn run(cli: Cli, extra: Vec<DesignSpec>) -> ExitCode {
                 ));
             }
             let args = crate::report::ReportArgs {
-                seeds: seeds_of(a.seeds.as_deref(), a.budget.as_deref(), shard.is_some())?,
+                seeds: crate::seeds::seeds_of(
+                    a.seeds.as_deref(),
+                    a.budget.as_deref(),
+                    shard.is_some(),
+                )?,
                 sweep_seeds: input::parse_seeds(&a.sweep_seeds)?,
                 designs,
                 scenarios,
@@ -881,7 +856,7 @@ fn run(cli: Cli, extra: Vec<DesignSpec>) -> ExitCode {
             }
             let of = pairs.len();
             let pairs = crate::bench::sample(&pairs, a.sample as usize);
-            let rule = rule_with(a.budget.as_deref())?;
+            let rule = crate::seeds::rule_with(a.budget.as_deref())?;
             let deep = if a.deep == "0" {
                 0..0
             } else {

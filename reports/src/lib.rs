@@ -8,8 +8,8 @@
 //! binary also runs, with the user's designs), the front ends (`commands`, one per
 //! subcommand, and `gate`, `explore`) use `report`, `shard` and `sweeps` where they
 //! need them, and all of them stand on the core: `cells` (running cells), `input`
-//! (bad input and the argument helpers several commands share) and `exit` (exit
-//! codes). The core imports no command module.
+//! (bad input and the argument helpers several commands share), `seeds` (fixed or
+//! adaptive seeds) and `exit` (exit codes). The core imports no command module.
 
 pub mod bench;
 pub mod cells;
@@ -27,6 +27,7 @@ pub mod parity;
 pub mod plot;
 pub mod real;
 pub mod report;
+pub mod seeds;
 pub mod shard;
 pub mod sweeps;
 pub mod table;

@@ -553,7 +553,8 @@ mod tests {
     /// with other cells is refused. One design's row, under a small budget.
     #[test]
     fn the_main_jobs_cell_shards_merge_into_the_unsharded_cells() {
-        use crate::commands::{Seeds, catalog_table};
+        use crate::commands::catalog_table;
+        use crate::seeds::Seeds;
         use scenarios::adaptive::Rule;
         use scenarios::sweep::DesignSpec;
 

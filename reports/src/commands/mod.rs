@@ -9,6 +9,7 @@
 mod list;
 mod parity;
 
+pub use crate::seeds::Seeds;
 pub use list::{list, time_scale_table, unfit_cells_table};
 pub use parity::parity;
 
@@ -131,34 +132,6 @@ pub fn matrix_footer(failing: usize, cells: usize) -> String {
          replay and shrink commands; `locksim run --design D --scenario S`: one cell; `locksim report`: plots and\n\
          timelines in a page; `locksim explore --design D`: where each fault breaks the lock."
     )
-}
-
-/// The seeds of the main job or of one cell: a fixed range (`--seeds A..B`: every seed
-/// runs, the rates mean what they say), or the adaptive default
-/// ([`scenarios::adaptive`]: each cell until its first unsafe run or its clean runs).
-#[derive(Debug, Clone)]
-pub enum Seeds {
-    /// Every seed of the range.
-    Fixed(Range<u64>),
-    /// Seeds from 0 until the rule stops the cell.
-    Adaptive(scenarios::adaptive::Rule),
-}
-
-impl Seeds {
-    /// The header's words: `seeds 0..10`, or the adaptive rule.
-    pub fn describe(&self) -> String {
-        match self {
-            Seeds::Fixed(r) => format!("seeds {}..{}", r.start, r.end),
-            Seeds::Adaptive(rule) => format!(
-                "adaptive seeds (each cell from seed 0 until its first unsafe run or {} clean runs, {})",
-                rule.clean,
-                match rule.budget {
-                    Some(b) => format!("within {b} host runs"),
-                    None => "no budget".to_string(),
-                }
-            ),
-        }
-    }
 }
 
 /// `locksim` with no arguments: every design of `designs` × every scenario that fits it.

@@ -61,7 +61,7 @@ pub const FORMAT: &str = "locksim-report/1";
 /// What to put in the report.
 pub struct ReportArgs {
     /// Seeds of every matrix cell: a fixed range, or the main job's adaptive search.
-    pub seeds: crate::commands::Seeds,
+    pub seeds: crate::seeds::Seeds,
     /// Seeds of every sweep point.
     pub sweep_seeds: Range<u64>,
     /// Designs (rows).
@@ -268,8 +268,8 @@ pub fn compute(args: &ReportArgs, shard: crate::shard::Shard) -> Result<Computed
     // A fixed range splits by seeds; the adaptive search runs each cell whole (the CLI
     // refuses `--shard` without `--seeds`).
     let (seeds, rule) = match &args.seeds {
-        crate::commands::Seeds::Fixed(range) => (shard.seeds_of(range), None),
-        crate::commands::Seeds::Adaptive(rule) => {
+        crate::seeds::Seeds::Fixed(range) => (shard.seeds_of(range), None),
+        crate::seeds::Seeds::Adaptive(rule) => {
             if shard != crate::shard::Shard::WHOLE {
                 return Err("--shard splits a fixed seed range: give --seeds A..B".into());
             }
@@ -446,7 +446,7 @@ pub fn compute(args: &ReportArgs, shard: crate::shard::Shard) -> Result<Computed
     Ok(Computed {
         file: crate::shard::ShardFile {
             seeds: match &args.seeds {
-                crate::commands::Seeds::Fixed(r) => format!("{}..{}", r.start, r.end),
+                crate::seeds::Seeds::Fixed(r) => format!("{}..{}", r.start, r.end),
                 adaptive => adaptive.describe(),
             },
             shard: shard.to_string(),
@@ -469,12 +469,12 @@ pub fn build(args: &ReportArgs) -> Result<(Results, PathBuf), String> {
     let merged = match args.seeds {
         // One shard's merge is the cells as they are (a fixed range: what `--from`
         // gives, byte for byte).
-        crate::commands::Seeds::Fixed(_) => {
+        crate::seeds::Seeds::Fixed(_) => {
             crate::shard::merge_all(&[("report".into(), computed.file.clone())])?
         }
         // The adaptive cells keep how each one stopped, which a merge of seed slices
         // has no use for and drops.
-        crate::commands::Seeds::Adaptive(_) => crate::shard::Merged {
+        crate::seeds::Seeds::Adaptive(_) => crate::shard::Merged {
             seeds: computed.file.seeds.clone(),
             cells: computed.file.cells.clone(),
             sweep_seeds: computed.file.sweep_seeds.clone(),
