@@ -253,6 +253,9 @@ fn pool(
 /// index of each value's scenario among the jobs' scenarios.
 type SweepSpec = (Scenario, Param, Vec<u64>, Vec<(usize, Vec<usize>)>);
 
+/// Each sweep point's jobs, by (design, scenario) index.
+type PointJobs = BTreeMap<(usize, usize), Range<usize>>;
+
 /// What the runs of a report, or of one shard of it, came to: the shard file's cells
 /// and sweeps, and the first invalid run (with its history) of each failing cell.
 pub struct Computed {
@@ -262,31 +265,10 @@ pub struct Computed {
     pub first_invalid: BTreeMap<(String, String), RunSummary>,
 }
 
-/// Runs `shard`'s slice of the report's seeds (both ranges split the same way).
-pub fn compute(args: &ReportArgs, shard: crate::shard::Shard) -> Result<Computed, String> {
+/// The sweeps the report runs (of the designs that run each sweep's scenario), each
+/// point's scenario pushed on `scenarios`.
+fn plan_sweeps(args: &ReportArgs, scenarios: &mut Vec<Scenario>) -> Result<Vec<SweepSpec>, String> {
     let designs = &args.designs;
-    // A fixed range splits by seeds; the adaptive search runs each cell whole (the CLI
-    // refuses `--shard` without `--seeds`).
-    let (seeds, rule) = match &args.seeds {
-        crate::seeds::Seeds::Fixed(range) => (shard.seeds_of(range), None),
-        crate::seeds::Seeds::Adaptive(rule) => {
-            if shard != crate::shard::Shard::WHOLE {
-                return Err("--shard splits a fixed seed range: give --seeds A..B".into());
-            }
-            (0..0, Some(*rule))
-        }
-    };
-    let sweep_seeds = shard.seeds_of(&args.sweep_seeds);
-    // Every scenario a job runs: the matrix's columns, then each sweep point's.
-    let mut scenarios: Vec<Scenario> = args.scenarios.clone();
-    let mut cells: Vec<(usize, usize)> = Vec::new();
-    for (di, d) in designs.iter().enumerate() {
-        for (si, s) in args.scenarios.iter().enumerate() {
-            if s.applies_to(d.backend, d.masters) {
-                cells.push((di, si));
-            }
-        }
-    }
     let mut sweep_specs: Vec<SweepSpec> = Vec::new();
     if args.sweeps {
         let lease = scenarios::catalog::find("gc-pause")
@@ -315,9 +297,20 @@ pub fn compute(args: &ReportArgs, shard: crate::shard::Shard) -> Result<Computed
             }
         }
     }
+    Ok(sweep_specs)
+}
+
+/// A cell's seeds' jobs, and each sweep point's: the jobs, each cell's range of them
+/// (in `cells`' order), and each point's range by (design, scenario).
+fn jobs_of(
+    cells: &[(usize, usize)],
+    seeds: &Range<u64>,
+    sweep_specs: &[SweepSpec],
+    sweep_seeds: &Range<u64>,
+) -> (Vec<Job>, Vec<Range<usize>>, PointJobs) {
     let mut jobs = Vec::new();
     let mut cell_jobs: Vec<Range<usize>> = Vec::new();
-    for &(di, si) in &cells {
+    for &(di, si) in cells {
         let start = jobs.len();
         for seed in seeds.clone() {
             jobs.push(Job {
@@ -329,8 +322,8 @@ pub fn compute(args: &ReportArgs, shard: crate::shard::Shard) -> Result<Computed
         }
         cell_jobs.push(start..jobs.len());
     }
-    let mut point_jobs: BTreeMap<(usize, usize), Range<usize>> = BTreeMap::new();
-    for (_, _, _, lines) in &sweep_specs {
+    let mut point_jobs: PointJobs = BTreeMap::new();
+    for (_, _, _, lines) in sweep_specs {
         for (di, idxs) in lines {
             for &si in idxs {
                 let start = jobs.len();
@@ -346,6 +339,36 @@ pub fn compute(args: &ReportArgs, shard: crate::shard::Shard) -> Result<Computed
             }
         }
     }
+    (jobs, cell_jobs, point_jobs)
+}
+
+/// Runs `shard`'s slice of the report's seeds (both ranges split the same way).
+pub fn compute(args: &ReportArgs, shard: crate::shard::Shard) -> Result<Computed, String> {
+    let designs = &args.designs;
+    // A fixed range splits by seeds; the adaptive search runs each cell whole (the CLI
+    // refuses `--shard` without `--seeds`).
+    let (seeds, rule) = match &args.seeds {
+        crate::seeds::Seeds::Fixed(range) => (shard.seeds_of(range), None),
+        crate::seeds::Seeds::Adaptive(rule) => {
+            if shard != crate::shard::Shard::WHOLE {
+                return Err("--shard splits a fixed seed range: give --seeds A..B".into());
+            }
+            (0..0, Some(*rule))
+        }
+    };
+    let sweep_seeds = shard.seeds_of(&args.sweep_seeds);
+    // Every scenario a job runs: the matrix's columns, then each sweep point's.
+    let mut scenarios: Vec<Scenario> = args.scenarios.clone();
+    let mut cells: Vec<(usize, usize)> = Vec::new();
+    for (di, d) in designs.iter().enumerate() {
+        for (si, s) in args.scenarios.iter().enumerate() {
+            if s.applies_to(d.backend, d.masters) {
+                cells.push((di, si));
+            }
+        }
+    }
+    let sweep_specs = plan_sweeps(args, &mut scenarios)?;
+    let (jobs, cell_jobs, point_jobs) = jobs_of(&cells, &seeds, &sweep_specs, &sweep_seeds);
     // The main job's search: each cell from seed 0 until its rule stops it.
     let adaptive = match rule {
         Some(rule) => {
