@@ -308,6 +308,14 @@ fn peak_rss_kib() -> Option<u64> {
 /// Runs every benchmark and prints the figures.
 pub fn run_all(repeats: u64, memory_seeds: u64, threads: usize, sample_every: usize) {
     println!("locksim bench: repeats={repeats} memory_seeds={memory_seeds} threads={threads}");
+    print_throughput(repeats);
+    print_main_job(threads, sample_every);
+    print_memory(memory_seeds, threads);
+}
+
+/// 1: the reference world's throughput against bare turmoil, and each world's
+/// simulated seconds per wall second, jumping against tick-by-tick stepping.
+fn print_throughput(repeats: u64) {
     // Each world on both steppings, in this one process: jumping (what every command
     // runs) against tick-by-tick stepping (turmoil's own, what ran before; the same
     // histories, proven by scenarios/tests/suite/stepping.rs).
@@ -374,7 +382,11 @@ pub fn run_all(repeats: u64, memory_seeds: u64, threads: usize, sample_every: us
             jump.wall.as_secs_f64() * 1e6 / jump.host_runs.max(1) as f64
         );
     }
+}
 
+/// 2: the main job's adaptive pass over a sample of the catalog's cells, and the
+/// cells' first violations, slowest first.
+fn print_main_job(threads: usize, sample_every: usize) {
     let cells: Vec<(DesignSpec, Scenario)> = lock_impl::DESIGNS
         .iter()
         .flat_map(|d| {
@@ -449,7 +461,10 @@ pub fn run_all(repeats: u64, memory_seeds: u64, threads: usize, sample_every: us
             c.wall.as_secs_f64() * 1e3
         );
     }
+}
 
+/// 3: the peak memory of a long sweep.
+fn print_memory(memory_seeds: u64, threads: usize) {
     // The sweep's own peak: reset the process's high-water mark first (Linux:
     // `5` in /proc/self/clear_refs), so the earlier phases do not count.
     let before = peak_rss_kib();

@@ -320,6 +320,32 @@ pub struct GateArgs {
     pub extra_designs: Vec<DesignSpec>,
 }
 
+/// A partial update: `fresh`'s cells replace theirs in `old`, which keeps the rest in
+/// its order; cells `old` lacks come last.
+fn keep_others(old: &Baseline, fresh: &mut Baseline) {
+    let mut merged: Vec<BaselineCell> = old
+        .cells
+        .iter()
+        .map(|o| {
+            fresh
+                .cells
+                .iter()
+                .find(|f| f.design == o.design && f.scenario == o.scenario)
+                .unwrap_or(o)
+                .clone()
+        })
+        .collect();
+    for f in &fresh.cells {
+        if !merged
+            .iter()
+            .any(|m| m.design == f.design && m.scenario == f.scenario)
+        {
+            merged.push(f.clone());
+        }
+    }
+    fresh.cells = merged;
+}
+
 /// `locksim gate`: runs the cells of the baseline (or, with `--update`, of the
 /// catalog) over the baseline's seeds and compares; exit 0 when nothing got worse, 1
 /// on a regression, 2 on bad input.
@@ -436,27 +462,7 @@ pub fn gate(a: &GateArgs) -> Result<ExitCode, BadInput> {
         if let Some(old) = &existing
             && filtered
         {
-            let mut merged: Vec<BaselineCell> = old
-                .cells
-                .iter()
-                .map(|o| {
-                    fresh
-                        .cells
-                        .iter()
-                        .find(|f| f.design == o.design && f.scenario == o.scenario)
-                        .unwrap_or(o)
-                        .clone()
-                })
-                .collect();
-            for f in &fresh.cells {
-                if !merged
-                    .iter()
-                    .any(|m| m.design == f.design && m.scenario == f.scenario)
-                {
-                    merged.push(f.clone());
-                }
-            }
-            fresh.cells = merged;
+            keep_others(old, &mut fresh);
         }
         std::fs::write(&a.baseline, fresh.to_json())
             .map_err(|e| BadInput(format!("{}: {e}", a.baseline.display())))?;
