@@ -67,219 +67,218 @@ impl std::fmt::Debug for Broken {
 
 /// The broken-design catalog.
 pub fn catalog() -> Vec<Broken> {
-    vec![
-        Broken {
-            name: "constant-owner",
-            bug: "every client stores the same owner value, so a compare-and-delete cannot tell its own lock from the next holder's",
-            parent: "set-nx-px-lua",
-            scenario: "gc-pause",
-            checker: "ownership",
-            seeds: 10,
-            build: |d| Arc::new(ConstantOwner(d)),
-        },
-        Broken {
-            name: "ex-for-px",
-            bug: "the lease in milliseconds is passed to EX (seconds): a crashed holder's lock lives 1000 times too long",
-            parent: "set-nx-px-lua",
-            scenario: "client-crash",
-            checker: "liveness",
-            seeds: 10,
-            build: |deps| {
-                SetSlip::boxed("broken/ex-for-px", deps, &["NX", "EX"], |lease_ms| lease_ms)
-            },
-        },
-        Broken {
-            name: "px-given-seconds",
-            bug: "a lease configured in seconds is passed to PX: the lock expires after a millisecond while its holder believes the whole lease",
-            parent: "set-nx-px-lua",
-            scenario: "no-faults",
-            checker: "mutual-exclusion",
-            seeds: 10,
-            build: |deps| {
-                SetSlip::boxed("broken/px-given-seconds", deps, &["NX", "PX"], |lease_ms| {
-                    lease_ms.div_ceil(1000)
-                })
-            },
-        },
-        Broken {
-            name: "blind-renewal",
-            bug: "the watchdog renews with a bare PEXPIRE, so a holder back from a pause re-arms the next holder's lock",
-            parent: "reentrant-watchdog",
-            scenario: "gc-pause",
-            checker: "ownership",
-            seeds: 10,
-            build: |d| Arc::new(BlindRenewal::new(d)),
-        },
-        Broken {
-            name: "unknown-as-acquired",
-            bug: "a SET whose reply timed out is taken for a success: the client believes a lock the server may have refused",
-            parent: "set-nx-px-lua",
-            scenario: "network-delay",
-            checker: "belief",
-            seeds: 20,
-            build: |d| Arc::new(UnknownAsAcquired(d)),
-        },
-        Broken {
-            name: "release-ignores-count",
-            bug: "a reentrant lock that counts holds on the client but deletes the key on every release: the first nested release frees the lock",
-            parent: "reentrant-watchdog",
-            scenario: "reentrancy",
-            checker: "reentrancy",
-            seeds: 10,
-            build: |d| Arc::new(ReleaseIgnoresCount::new(d)),
-        },
-        Broken {
-            name: "per-client-token",
-            bug: "fencing tokens come from a counter in each client, not from the server: two holders get the same token",
-            parent: "fenced",
-            scenario: "no-faults",
-            checker: "token-order",
-            seeds: 10,
-            build: |d| Arc::new(PerClientToken::new(d)),
-        },
-        Broken {
-            name: "token-before-lock",
-            bug: "the fencing token is taken once before waiting for the lock: a waiter that wins later carries a lower token than the holder before it",
-            parent: "fenced",
-            scenario: "no-faults",
-            checker: "token-order",
-            seeds: 10,
-            build: |d| Arc::new(TokenBeforeLock(d)),
-        },
-        Broken {
-            name: "waiter-ignores-ttl",
-            bug: "a waiter sleeps until the unlock message and never falls back on the lock's TTL: a lost message strands it",
-            parent: "reentrant-watchdog",
-            scenario: "unlock-message-lost",
-            checker: "waiter-liveness",
-            seeds: 10,
-            build: |d| Arc::new(WaiterIgnoresTtl(d)),
-        },
-        Broken {
-            name: "validity-from-reply",
-            bug: "the lease is counted from when the reply arrived, not from when the request was sent: a slow reply stretches the believed validity past the server's expiry",
-            parent: "set-nx-px-lua",
-            scenario: "network-delay",
-            checker: "validity",
-            seeds: 20,
-            build: |d| Arc::new(ValidityFromReply(d)),
-        },
-        Broken {
-            name: "wall-clock-validity",
-            bug: "the validity is measured on the wall clock from a reading taken before the wait (node-redlock 5.0.0-beta.2's start = Date.now()): a backward step of the client's clock while it waits stretches the believed validity past the key's expiry",
-            parent: "set-nx-px-lua",
-            scenario: "client-clock-step",
-            checker: "validity",
-            seeds: 30,
-            build: |d| Arc::new(WallClockValidity(d)),
-        },
-        Broken {
-            name: "getset-timestamp",
-            bug: "the old SETNX + GETSET recipe: two waiters that see an expired timestamp both GETSET, and the loser overwrites the winner's lock",
-            parent: "set-nx-px-lua",
-            scenario: "gc-pause",
-            checker: "ownership",
-            seeds: 20,
-            build: |d| Arc::new(GetsetTimestamp(d)),
-        },
-        Broken {
-            name: "shared-reentrant-id",
-            bug: "a reentrant hash lock whose owner id is the service's name, the same in every instance: every client re-enters every other's lock",
-            parent: "reentrant-watchdog",
-            scenario: "no-faults",
-            checker: "mutual-exclusion",
-            seeds: 10,
-            build: |d| Arc::new(SharedReentrantId(d)),
-        },
-        Broken {
-            name: "xx-for-nx",
-            bug: "SET XX instead of SET NX: the lock is only ever set when it already exists, so nobody ever gets it",
-            parent: "set-nx-px-lua",
-            scenario: "no-faults",
-            checker: "liveness",
-            seeds: 10,
-            build: |deps| {
-                SetSlip::boxed("broken/xx-for-nx", deps, &["XX", "PX"], |lease_ms| lease_ms)
-            },
-        },
-        Broken {
-            name: "ex-truncated",
-            bug: "the lease in milliseconds becomes whole seconds for EX by integer division: a sub-second lease is EX 0, which Redis refuses with an error, so nobody ever gets the lock",
-            parent: "set-nx-px-lua",
-            scenario: "no-faults",
-            checker: "liveness",
-            seeds: 10,
-            build: |deps| {
-                SetSlip::boxed("broken/ex-truncated", deps, &["NX", "EX"], |lease_ms| {
-                    lease_ms / 1000
-                })
-            },
-        },
-        Broken {
-            name: "release-falls-back-to-del",
-            bug: "when the compare-and-delete removes nothing, release \"makes sure\" with a plain DEL, deleting the next holder's lock",
-            parent: "set-nx-px-lua",
-            scenario: "gc-pause",
-            checker: "ownership",
-            seeds: 10,
-            build: |d| Arc::new(ReleaseFallsBackToDel(d)),
-        },
-        Broken {
-            name: "check-then-set",
-            bug: "GET, and SET without NX if the key was absent: two clients that both saw it absent both take the lock",
-            parent: "set-nx-px-lua",
-            scenario: "no-faults",
-            checker: "mutual-exclusion",
-            seeds: 10,
-            build: |d| Arc::new(CheckThenSet(d)),
-        },
-        Broken {
-            name: "write-ignores-readers",
-            bug: "a read-write lock whose write script only looks for another writer: a writer walks in on readers (WeiJiadong/redislock's wlock.lua checks the writer field alone)",
-            parent: "redisson-rw",
-            scenario: "read-write-contention",
-            checker: "rw-exclusion",
-            seeds: 10,
-            build: |d| {
-                Arc::new(RedissonRwCopy::new(
-                    "broken/write-ignores-readers",
-                    d,
-                    RwEdit::WriteIgnoresReaders,
-                ))
-            },
-        },
-        Broken {
-            name: "read-unlock-deletes-hash",
-            bug: "a read-write lock whose read unlock deletes the whole lock, other readers or not: the first reader out lets a writer in under the rest (WeiJiadong/redislock's runlock.lua; Redisson's read unlock ignored a write hold until issue #891)",
-            parent: "redisson-rw",
-            scenario: "read-write-contention",
-            checker: "rw-exclusion",
-            seeds: 10,
-            build: |d| {
-                Arc::new(RedissonRwCopy::new(
-                    "broken/read-unlock-deletes-hash",
-                    d,
-                    RwEdit::ReadUnlockDeletesHash,
-                ))
-            },
-        },
-        Broken {
-            name: "read-renewal-skips-timeouts",
-            bug: "a read-write lock whose read watchdog re-arms the hash but not the readers' timeout keys: the next reader to leave finds none alive and deletes the lock under readers still reading (Redisson 3.5.4 to 3.7.5, issue #1604)",
-            parent: "redisson-rw",
-            scenario: "read-write-long-work",
-            checker: "rw-exclusion",
-            seeds: 10,
-            build: |d| {
-                Arc::new(RedissonRwCopy::new(
-                    "broken/read-renewal-skips-timeouts",
-                    d,
-                    RwEdit::ReadRenewalSkipsTimeouts,
-                ))
-            },
-        },
-    ]
+    CATALOG.to_vec()
 }
+
+/// Every broken design, in the order `locksim list` prints them.
+static CATALOG: &[Broken] = &[
+    Broken {
+        name: "constant-owner",
+        bug: "every client stores the same owner value, so a compare-and-delete cannot tell its own lock from the next holder's",
+        parent: "set-nx-px-lua",
+        scenario: "gc-pause",
+        checker: "ownership",
+        seeds: 10,
+        build: |d| Arc::new(ConstantOwner(d)),
+    },
+    Broken {
+        name: "ex-for-px",
+        bug: "the lease in milliseconds is passed to EX (seconds): a crashed holder's lock lives 1000 times too long",
+        parent: "set-nx-px-lua",
+        scenario: "client-crash",
+        checker: "liveness",
+        seeds: 10,
+        build: |deps| SetSlip::boxed("broken/ex-for-px", deps, &["NX", "EX"], |lease_ms| lease_ms),
+    },
+    Broken {
+        name: "px-given-seconds",
+        bug: "a lease configured in seconds is passed to PX: the lock expires after a millisecond while its holder believes the whole lease",
+        parent: "set-nx-px-lua",
+        scenario: "no-faults",
+        checker: "mutual-exclusion",
+        seeds: 10,
+        build: |deps| {
+            SetSlip::boxed("broken/px-given-seconds", deps, &["NX", "PX"], |lease_ms| {
+                lease_ms.div_ceil(1000)
+            })
+        },
+    },
+    Broken {
+        name: "blind-renewal",
+        bug: "the watchdog renews with a bare PEXPIRE, so a holder back from a pause re-arms the next holder's lock",
+        parent: "reentrant-watchdog",
+        scenario: "gc-pause",
+        checker: "ownership",
+        seeds: 10,
+        build: |d| Arc::new(BlindRenewal::new(d)),
+    },
+    Broken {
+        name: "unknown-as-acquired",
+        bug: "a SET whose reply timed out is taken for a success: the client believes a lock the server may have refused",
+        parent: "set-nx-px-lua",
+        scenario: "network-delay",
+        checker: "belief",
+        seeds: 20,
+        build: |d| Arc::new(UnknownAsAcquired(d)),
+    },
+    Broken {
+        name: "release-ignores-count",
+        bug: "a reentrant lock that counts holds on the client but deletes the key on every release: the first nested release frees the lock",
+        parent: "reentrant-watchdog",
+        scenario: "reentrancy",
+        checker: "reentrancy",
+        seeds: 10,
+        build: |d| Arc::new(ReleaseIgnoresCount::new(d)),
+    },
+    Broken {
+        name: "per-client-token",
+        bug: "fencing tokens come from a counter in each client, not from the server: two holders get the same token",
+        parent: "fenced",
+        scenario: "no-faults",
+        checker: "token-order",
+        seeds: 10,
+        build: |d| Arc::new(PerClientToken::new(d)),
+    },
+    Broken {
+        name: "token-before-lock",
+        bug: "the fencing token is taken once before waiting for the lock: a waiter that wins later carries a lower token than the holder before it",
+        parent: "fenced",
+        scenario: "no-faults",
+        checker: "token-order",
+        seeds: 10,
+        build: |d| Arc::new(TokenBeforeLock(d)),
+    },
+    Broken {
+        name: "waiter-ignores-ttl",
+        bug: "a waiter sleeps until the unlock message and never falls back on the lock's TTL: a lost message strands it",
+        parent: "reentrant-watchdog",
+        scenario: "unlock-message-lost",
+        checker: "waiter-liveness",
+        seeds: 10,
+        build: |d| Arc::new(WaiterIgnoresTtl(d)),
+    },
+    Broken {
+        name: "validity-from-reply",
+        bug: "the lease is counted from when the reply arrived, not from when the request was sent: a slow reply stretches the believed validity past the server's expiry",
+        parent: "set-nx-px-lua",
+        scenario: "network-delay",
+        checker: "validity",
+        seeds: 20,
+        build: |d| Arc::new(ValidityFromReply(d)),
+    },
+    Broken {
+        name: "wall-clock-validity",
+        bug: "the validity is measured on the wall clock from a reading taken before the wait (node-redlock 5.0.0-beta.2's start = Date.now()): a backward step of the client's clock while it waits stretches the believed validity past the key's expiry",
+        parent: "set-nx-px-lua",
+        scenario: "client-clock-step",
+        checker: "validity",
+        seeds: 30,
+        build: |d| Arc::new(WallClockValidity(d)),
+    },
+    Broken {
+        name: "getset-timestamp",
+        bug: "the old SETNX + GETSET recipe: two waiters that see an expired timestamp both GETSET, and the loser overwrites the winner's lock",
+        parent: "set-nx-px-lua",
+        scenario: "gc-pause",
+        checker: "ownership",
+        seeds: 20,
+        build: |d| Arc::new(GetsetTimestamp(d)),
+    },
+    Broken {
+        name: "shared-reentrant-id",
+        bug: "a reentrant hash lock whose owner id is the service's name, the same in every instance: every client re-enters every other's lock",
+        parent: "reentrant-watchdog",
+        scenario: "no-faults",
+        checker: "mutual-exclusion",
+        seeds: 10,
+        build: |d| Arc::new(SharedReentrantId(d)),
+    },
+    Broken {
+        name: "xx-for-nx",
+        bug: "SET XX instead of SET NX: the lock is only ever set when it already exists, so nobody ever gets it",
+        parent: "set-nx-px-lua",
+        scenario: "no-faults",
+        checker: "liveness",
+        seeds: 10,
+        build: |deps| SetSlip::boxed("broken/xx-for-nx", deps, &["XX", "PX"], |lease_ms| lease_ms),
+    },
+    Broken {
+        name: "ex-truncated",
+        bug: "the lease in milliseconds becomes whole seconds for EX by integer division: a sub-second lease is EX 0, which Redis refuses with an error, so nobody ever gets the lock",
+        parent: "set-nx-px-lua",
+        scenario: "no-faults",
+        checker: "liveness",
+        seeds: 10,
+        build: |deps| {
+            SetSlip::boxed("broken/ex-truncated", deps, &["NX", "EX"], |lease_ms| {
+                lease_ms / 1000
+            })
+        },
+    },
+    Broken {
+        name: "release-falls-back-to-del",
+        bug: "when the compare-and-delete removes nothing, release \"makes sure\" with a plain DEL, deleting the next holder's lock",
+        parent: "set-nx-px-lua",
+        scenario: "gc-pause",
+        checker: "ownership",
+        seeds: 10,
+        build: |d| Arc::new(ReleaseFallsBackToDel(d)),
+    },
+    Broken {
+        name: "check-then-set",
+        bug: "GET, and SET without NX if the key was absent: two clients that both saw it absent both take the lock",
+        parent: "set-nx-px-lua",
+        scenario: "no-faults",
+        checker: "mutual-exclusion",
+        seeds: 10,
+        build: |d| Arc::new(CheckThenSet(d)),
+    },
+    Broken {
+        name: "write-ignores-readers",
+        bug: "a read-write lock whose write script only looks for another writer: a writer walks in on readers (WeiJiadong/redislock's wlock.lua checks the writer field alone)",
+        parent: "redisson-rw",
+        scenario: "read-write-contention",
+        checker: "rw-exclusion",
+        seeds: 10,
+        build: |d| {
+            Arc::new(RedissonRwCopy::new(
+                "broken/write-ignores-readers",
+                d,
+                RwEdit::WriteIgnoresReaders,
+            ))
+        },
+    },
+    Broken {
+        name: "read-unlock-deletes-hash",
+        bug: "a read-write lock whose read unlock deletes the whole lock, other readers or not: the first reader out lets a writer in under the rest (WeiJiadong/redislock's runlock.lua; Redisson's read unlock ignored a write hold until issue #891)",
+        parent: "redisson-rw",
+        scenario: "read-write-contention",
+        checker: "rw-exclusion",
+        seeds: 10,
+        build: |d| {
+            Arc::new(RedissonRwCopy::new(
+                "broken/read-unlock-deletes-hash",
+                d,
+                RwEdit::ReadUnlockDeletesHash,
+            ))
+        },
+    },
+    Broken {
+        name: "read-renewal-skips-timeouts",
+        bug: "a read-write lock whose read watchdog re-arms the hash but not the readers' timeout keys: the next reader to leave finds none alive and deletes the lock under readers still reading (Redisson 3.5.4 to 3.7.5, issue #1604)",
+        parent: "redisson-rw",
+        scenario: "read-write-long-work",
+        checker: "rw-exclusion",
+        seeds: 10,
+        build: |d| {
+            Arc::new(RedissonRwCopy::new(
+                "broken/read-renewal-skips-timeouts",
+                d,
+                RwEdit::ReadRenewalSkipsTimeouts,
+            ))
+        },
+    },
+];
 
 /// The broken design named `name` (with or without [`PREFIX`]).
 pub fn find(name: &str) -> Option<Broken> {
