@@ -12,8 +12,7 @@
 //!    under the main job's adaptive rule, on every core): its wall and CPU time, host
 //!    runs, and the whole job's CPU time extrapolated from it; each sampled cell's
 //!    first violation (the seed that settled it and the wall time its runs took up to
-//!    it), the slowest named. (This pass used to search seeds 0..30 of every cell in
-//!    full: about 1,900 s of CPU, the bench's 15 minutes.)
+//!    it), the slowest named.
 //! 3. Peak resident memory of a 1,000-seed sweep on every core, measured on its own
 //!    (the process's high-water mark is reset before it).
 //!

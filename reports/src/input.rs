@@ -144,13 +144,14 @@ pub fn check_pair(design: &DesignSpec, scenario: &Scenario) -> Result<(), BadInp
         .filter(|s| s.applies_to(design.backend, design.masters))
         .map(|s| s.name)
         .collect();
-    let on = match design.backend {
-        lock_impl::Backend::Redis => format!(
+    let on = if counts_masters(design.backend) {
+        format!(
             "{} master{}",
             design.masters,
             if design.masters == 1 { "" } else { "s" }
-        ),
-        other => format!("a {} server", other.name()),
+        )
+    } else {
+        format!("a {} server", design.backend.name())
     };
     Err(BadInput(format!(
         "--scenario {} does not run design {} (it locks on {on}, and the scenario's world \
@@ -160,4 +161,13 @@ pub fn check_pair(design: &DesignSpec, scenario: &Scenario) -> Result<(), BadInp
         scenario.topology(),
         fitting.join(", ")
     )))
+}
+
+/// Whether a design on `backend` is told apart by the number of masters it locks on:
+/// the system has designs on several independent masters (Redlock's), so its worlds
+/// are one master or several.
+pub fn counts_masters(backend: lock_impl::Backend) -> bool {
+    lock_impl::DESIGNS
+        .iter()
+        .any(|d| d.backend == backend && d.masters > 1)
 }

@@ -56,10 +56,10 @@ pub fn list(extra: &[DesignSpec]) -> ExitCode {
 pub fn unfit_cells_table() -> String {
     let mut kinds: Vec<(&str, lock_impl::Backend, usize)> = Vec::new();
     for d in lock_impl::DESIGNS {
-        let label = match (d.backend, d.masters > 1) {
-            (lock_impl::Backend::Redis, true) => "Redlock",
-            (lock_impl::Backend::Redis, false) => "Redis",
-            (b, _) => b.name(),
+        let label = if d.masters > 1 {
+            "Redlock"
+        } else {
+            d.backend.name()
         };
         if !kinds.iter().any(|(l, _, _)| *l == label) {
             kinds.push((label, d.backend, d.masters));
