@@ -316,8 +316,8 @@ pub fn run_all(repeats: u64, memory_seeds: u64, threads: usize, sample_every: us
 /// simulated seconds per wall second, jumping against tick-by-tick stepping.
 fn print_throughput(repeats: u64) {
     // Each world on both steppings, in this one process: jumping (what every command
-    // runs) against tick-by-tick stepping (turmoil's own, what ran before; the same
-    // histories, proven by scenarios/tests/suite/stepping.rs).
+    // runs) against tick-by-tick stepping (turmoil's own; the same histories, proven
+    // by scenarios/tests/suite/stepping.rs).
     let worlds: Vec<(World, Throughput, Throughput)> = World::ALL
         .iter()
         .map(|&w| {

@@ -85,8 +85,7 @@ pub struct FixedCell {
 
 /// Every cell of `pairs` over the same `seeds` (the catalog table's, the gate's and a sweep's
 /// fixed seeds), on `threads` workers across the cells rather than one cell at a time:
-/// a cell with fewer seeds left than workers no longer leaves a core idle (one seed a
-/// cell used one core of two). Each cell as [`run_cell_with_latency`] gives it alone,
+/// a cell with fewer seeds left than workers does not leave a core idle. Each cell as [`run_cell_with_latency`] gives it alone,
 /// in `pairs`' order. A cell is made as its last run ends and its runs' summaries
 /// dropped (its histograms too unless `keep_latency`), so a long table does not hold
 /// every run of every cell at once. The bar counts runs and names the cell whose first seed ended last. A

@@ -102,7 +102,7 @@ pub fn check(
 }
 
 /// Runs every design at every value over `seeds`, the points across the workers
-/// ([`run_cells_fixed`]: a point with fewer seeds left than workers no longer leaves
+/// ([`run_cells_fixed`]: a point with fewer seeds left than workers does not leave
 /// a core idle until its slowest run ends). Returns each point's cell with its latency
 /// histograms (what a shard file carries) and the exit code of all its runs.
 pub fn run(
