@@ -592,6 +592,7 @@ impl ServerEvent {
             ServerEvent::Role { role } => LockFact::Role {
                 role,
                 rank: Rank::of(role),
+                quorum: fact::in_quorum(role),
             },
             ServerEvent::MessageDropped { channel } => LockFact::MessageDropped { channel },
             ServerEvent::Command { by, command } => LockFact::Command { by, command },

@@ -29,7 +29,8 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use sim::faults::FaultKind;
-use sim::history::{EventKind, History, ServerEvent};
+use sim::history::fact::{LockFact, Rank};
+use sim::history::{EventKind, History};
 
 use super::model::{self, FaultWindow};
 
@@ -52,21 +53,12 @@ impl Excuses {
         let mut roles: BTreeMap<String, Vec<(u64, bool)>> = BTreeMap::new();
         for e in &h.events {
             match &e.kind {
-                EventKind::Server(ServerEvent::Role { role }) => {
-                    roles
-                        .entry(e.host.clone())
-                        .or_default()
-                        // A Redis `master`, a MongoDB `primary (term n): …`, or a
-                        // ZooKeeper ensemble's leader: each world's one master.
-                        .push((
-                            e.at_us,
-                            role == "master"
-                                || role.starts_with("primary")
-                                || role.starts_with("leader"),
-                        ));
-                }
-                EventKind::Server(_) => {
-                    roles.entry(e.host.clone()).or_default();
+                EventKind::Server(s) => {
+                    let entry = roles.entry(e.host.clone()).or_default();
+                    // A master, an elected primary or leader: each world's one master.
+                    if let LockFact::Role { rank, .. } = s.fact() {
+                        entry.push((e.at_us, matches!(rank, Rank::Master | Rank::Elected)));
+                    }
                 }
                 _ => {}
             }

@@ -38,6 +38,7 @@
 //! since the client cannot tell) refuses as surely as a `fail`. A run in which no
 //! holder crashed and no acquire completed has nothing to judge and is `Unknown`.
 
+use sim::history::fact::LockFact;
 use sim::history::{EventKind, History, OpF, Phase, ServerEvent};
 
 use super::excuse::Excuses;
@@ -558,9 +559,9 @@ fn crashed_holder_stuck_to_the_end(
 /// Whether lock value `value`, written on server `server` at event `from`, has no
 /// expiry by the history: every acquisition that reported it was told of no validity
 /// (`valid_until_us` absent), no command set an expiry on the key on that server after
-/// `from`, its holders had no ZooKeeper session (a node lives with its session) and the
-/// value names no MySQL connection the server recorded (a `GET_LOCK` or a row lock
-/// ends with its connection). Such a lock held by nobody alive is freed by nothing.
+/// `from`, its holders had no session that all their locks live with (an ephemeral
+/// node) and the value names no session the server recorded (a lock scoped to a
+/// connection ends with it). Such a lock held by nobody alive is freed by nothing.
 fn without_expiry(h: &History, server: &str, value: &str, from: usize) -> bool {
     let key = h.params.key.as_str();
     let grants: Vec<(&sim::history::Event, &sim::history::Op)> = h
@@ -579,12 +580,12 @@ fn without_expiry(h: &History, server: &str, value: &str, from: usize) -> bool {
             && matches!(&e.kind, EventKind::Server(ServerEvent::ExpireSet { key: k, .. }) if k == key)
     });
     let tied = h.events.iter().any(|e| match &e.kind {
-        EventKind::Server(ServerEvent::ZkSession { client, .. }) => {
-            holders.contains(client.as_str())
-        }
-        EventKind::Server(ServerEvent::MySqlConnection { connection, .. }) => {
-            lock_impl::designs::get_lock_owner(*connection) == value
-        }
+        EventKind::Server(ev) => match ev.fact() {
+            LockFact::Session(s) => {
+                (s.holds_all && holders.contains(s.client)) || s.owner.as_deref() == Some(value)
+            }
+            _ => false,
+        },
         _ => false,
     });
     !expiring && !tied

@@ -53,6 +53,10 @@ pub enum LockFact<'a> {
         role: &'a str,
         /// What the role is, classified.
         rank: Rank,
+        /// Whether the server is a member of a consensus quorum (a leader by epoch or
+        /// term, a follower, a candidate, looking), whose one record of the lock
+        /// stands for every member's.
+        quorum: bool,
     },
     /// A notification to a subscriber was dropped.
     MessageDropped {
@@ -158,6 +162,20 @@ impl Rank {
             Rank::Follower
         }
     }
+}
+
+/// Whether `role`, as the servers record it, is a consensus quorum member's.
+pub fn in_quorum(role: &str) -> bool {
+    [
+        "leader (epoch",
+        "leader (term",
+        "follower of",
+        "follower (no leader)",
+        "candidate (term",
+        "looking",
+    ]
+    .iter()
+    .any(|p| role.starts_with(p))
 }
 
 /// A client's session with a lock server: its start or end.
