@@ -21,7 +21,7 @@
 //!   own records, which already show a key expired early or kept late), slow work
 //!   (it keeps the lock held, which no rule calls free), lost pub/sub messages (a
 //!   waiter must not depend on one message: Redisson's falls back to the lock's TTL),
-//!   and any fault of a Sentinel or the storage.
+//!   and any fault of a failover monitor or the storage.
 //!
 //! A history recorded before servers recorded their role at the start has no roles:
 //! then every server counts as a master (the conservative reading).
@@ -52,15 +52,12 @@ impl Excuses {
     pub fn new(h: &History) -> Self {
         let mut roles: BTreeMap<String, Vec<(u64, bool)>> = BTreeMap::new();
         for e in &h.events {
-            match &e.kind {
-                EventKind::Server(s) => {
-                    let entry = roles.entry(e.host.clone()).or_default();
-                    // A master, an elected primary or leader: each world's one master.
-                    if let LockFact::Role { rank, .. } = s.fact() {
-                        entry.push((e.at_us, matches!(rank, Rank::Master | Rank::Elected)));
-                    }
+            if let EventKind::Server(s) = &e.kind {
+                let entry = roles.entry(e.host.clone()).or_default();
+                // A master, an elected primary or leader: each world's one master.
+                if let LockFact::Role { rank, .. } = s.fact() {
+                    entry.push((e.at_us, matches!(rank, Rank::Master | Rank::Elected)));
                 }
-                _ => {}
             }
         }
         let kind = |w: &FaultWindow| h.plan.faults.get(w.fault).map(|f| &f.kind);

@@ -604,9 +604,8 @@ fn session_of_lock(h: &History, server: &str, client: &str, value: &str) -> Opti
     })
 }
 
-/// The quorum's leader (a ZooKeeper ensemble's, an etcd cluster's) crashed right after
-/// committing a lock's create (its crash record names the commit: a zxid, a revision),
-/// and a leader of a later epoch or term was elected after it (a survivor, or the
+/// A consensus quorum's leader crashed right after committing a lock's create (its
+/// crash record names the commit: a zxid, a revision), and a leader of a later epoch or term was elected after it (a survivor, or the
 /// crashed server itself once restarted): the witness names both.
 pub fn leader_crashed_after_a_lock_create(h: &History) -> Option<String> {
     h.events.iter().enumerate().find_map(|(i, e)| {

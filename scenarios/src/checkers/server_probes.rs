@@ -126,8 +126,8 @@ pub fn server_crashed_holding_the_lock(h: &History, min_down_ms: u64) -> Option<
 
 /// A server restarted after a crash that struck the lock: it came back without the lock
 /// key its record held ([`server_restart_lost_the_lock`]), or it crashed holding it and
-/// came back with it (a system that keeps its locks on disk: a ZooKeeper txn log, an
-/// InnoDB redo log, a MongoDB journal).
+/// came back with it (a system that keeps its locks on disk: a transaction log, a redo
+/// log, a journal).
 pub fn server_restart_struck_the_lock(h: &History) -> Option<String> {
     server_restart_lost_the_lock(h).or_else(|| server_crashed_holding_the_lock(h, 0))
 }
@@ -273,7 +273,7 @@ pub fn holder_partitioned_past_the_lease(h: &History) -> Option<String> {
     })
 }
 
-/// A server whose record (an ensemble's, for a ZooKeeper member) held the lock was cut
+/// A server whose record (a quorum's, for a quorum member) held the lock was cut
 /// off from other servers for longer than the lease.
 pub fn lock_server_isolated_past_the_lease(h: &History) -> Option<String> {
     let records = record_hosts(h);
@@ -406,7 +406,7 @@ pub fn renewal_due_while_the_lock_server_was_isolated(h: &History) -> Option<Str
 /// The server granted a client the lock while a delay on the messages to that client
 /// was in force, and the client heard of it at least the delay later, or never in
 /// time: its acquire ended unknown, or failed (it gave up, or failed for another reason,
-/// with the grant's reply still held or come late: an etcd waiter whose wait ran out
+/// with the grant's reply still held or come late: a waiter whose wait ran out
 /// before the delayed watch event reached it, a Redlock client short of its quorum).
 /// Proof from the server's record that replies, not requests or the retry loop, were
 /// slow; what the design did about it is the checkers' to judge.
