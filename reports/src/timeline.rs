@@ -16,7 +16,7 @@ use std::fmt::Write as _;
 
 use scenarios::checkers::Evidence;
 use sim::faults::FaultKind;
-use sim::history::{Event, EventKind, FaultPhase, History, Op, ServerEvent, StorageEvent};
+use sim::history::{Event, EventKind, FaultPhase, History, Op, StorageEvent};
 
 /// Formats microseconds as seconds with microsecond precision (`1.203000s`).
 pub fn fmt_time(us: u64) -> String {
@@ -132,87 +132,7 @@ pub fn describe(h: &History, e: &Event) -> String {
             (false, Some(why)) => format!("cannot connect to {server}: {why}"),
             (false, None) => format!("cannot connect to {server}"),
         },
-        EventKind::Server(ServerEvent::Written { by, key, value }) => {
-            format!("wrote {key} (owner={value} by {by})")
-        }
-        EventKind::Server(ServerEvent::Removed {
-            by,
-            key,
-            value,
-            cause,
-        }) => format!("removed {key} (owner={value} by {by}, {cause})"),
-        EventKind::Server(ServerEvent::FieldRemoved { by, key, field }) => {
-            format!("removed field {field} of {key} (by {by})")
-        }
-        EventKind::Server(ServerEvent::ExpireSet { by, key, ttl_ms }) => {
-            format!("expiry of {key} set to {ttl_ms} ms by {by}")
-        }
-        EventKind::Server(ServerEvent::Role { role }) => format!("is now {role}"),
-        EventKind::Server(ServerEvent::MessageDropped { channel }) => {
-            format!("dropped a message on {channel} to a subscriber")
-        }
-        EventKind::Server(ServerEvent::ZkSession {
-            session,
-            client,
-            event,
-            timeout_ms,
-            ephemerals,
-        }) => {
-            let nodes = if ephemerals.is_empty() {
-                String::new()
-            } else {
-                format!(", deleting {}", ephemerals.join(", "))
-            };
-            format!("session {session} of {client} {event} (timeout {timeout_ms} ms){nodes}")
-        }
-        EventKind::Server(ServerEvent::ZkNode {
-            by,
-            session,
-            path,
-            op,
-        }) => format!("node {path} {op} (session {session} of {by})"),
-        EventKind::Server(ServerEvent::ZkFollowerLag {
-            leader,
-            since_us,
-            txns_behind,
-            clients,
-        }) => format!(
-            "caught up with {leader}: behind since {:.3} s by up to {txns_behind} txns while serving {clients} clients",
-            *since_us as f64 / 1e6
-        ),
-        EventKind::Server(ServerEvent::MySqlConnection {
-            connection,
-            client,
-            event,
-            released,
-            row_locks,
-        }) => {
-            let mut locks = if released.is_empty() {
-                String::new()
-            } else {
-                format!(", releasing GET_LOCK {}", released.join(", "))
-            };
-            if !row_locks.is_empty() {
-                locks.push_str(&format!(
-                    ", rolling back the transaction that locked row {}",
-                    row_locks.join(", ")
-                ));
-            }
-            format!("connection {connection} of {client} {event}{locks}")
-        }
-        EventKind::Server(ServerEvent::MySqlRestart { detail, .. }) => detail.clone(),
-        EventKind::Server(ServerEvent::MongoRollback {
-            source,
-            common,
-            last_undone,
-            undone,
-        }) => format!(
-            "rolled back {undone} oplog entries (to {last_undone}) against {source}: common point {common}"
-        ),
-        EventKind::Server(ServerEvent::Command { by, command }) => {
-            format!("ran {command} from {by}")
-        }
-        EventKind::Sentinel { event, detail } => format!("sentinel {event} {detail}"),
+        EventKind::Server(s) => s.wording(),
         EventKind::Renewed {
             key,
             owner,
@@ -278,6 +198,8 @@ pub fn describe(h: &History, e: &Event) -> String {
         EventKind::Storage(StorageEvent::Final { value, segment }) => {
             format!("final stock{} {value}", segment_of(*segment))
         }
+        // A failover monitor's log line.
+        other => other.monitor_words().unwrap_or_default(),
     }
 }
 

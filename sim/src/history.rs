@@ -4,13 +4,19 @@
 //! Jepsen's shape: every client operation is an *invoke* event followed (unless the
 //! client died first) by one completion with the same `op` id: `ok` (it happened),
 //! `fail` (it certainly did not happen) or `info` (unknown: it may have happened).
-//! Fault starts and ends, the storage's record of every read and write, and the Redis
-//! server's record of which key it wrote or removed on whose behalf are events too, all
-//! stamped with true simulated time.
+//! Fault starts and ends, the storage's record of every read and write, and the lock
+//! servers' record of which key they wrote or removed on whose behalf are events too,
+//! all stamped with true simulated time. Readers take a server event's meaning from
+//! [`ServerEvent::fact`] and its words from [`ServerEvent::wording`] (the systems'
+//! record modules build both), never from a system's own variant.
+
+pub mod fact;
 
 use serde::{Deserialize, Serialize};
 
 use crate::faults::FaultPlan;
+use crate::{mongo, mysql, sentinel, zk};
+use fact::{LockFact, MonitorStep, Note, Rank, Removal};
 
 /// Everything recorded in one run.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -393,7 +399,7 @@ fn accepted_default() -> bool {
     true
 }
 
-/// The Redis server's record of a key change, stamped with true time. Its tag is
+/// A lock server's record of a key change, stamped with true time. Its tag is
 /// `record` (`{"type":"server","record":"role",…}`), for the reason
 /// [`StorageEvent`]'s is `action`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -572,3 +578,177 @@ impl History {
         })
     }
 }
+
+impl ServerEvent {
+    /// What the event means, in words every system shares.
+    pub fn fact(&self) -> LockFact<'_> {
+        match self {
+            ServerEvent::Written { by, key, value } => LockFact::Written { by, key, value },
+            ServerEvent::ExpireSet { by, key, ttl_ms } => LockFact::ExpirySet {
+                by,
+                key,
+                ttl_ms: *ttl_ms,
+            },
+            ServerEvent::Role { role } => LockFact::Role {
+                role,
+                rank: Rank::of(role),
+                quorum: fact::in_quorum(role),
+            },
+            ServerEvent::MessageDropped { channel } => LockFact::MessageDropped { channel },
+            ServerEvent::Command { by, command } => LockFact::Command { by, command },
+            ServerEvent::FieldRemoved { by, key, field } => {
+                LockFact::FieldRemoved { by, key, field }
+            }
+            ServerEvent::Removed {
+                by,
+                key,
+                value,
+                cause,
+            } => LockFact::Removed {
+                by,
+                key,
+                value,
+                why: Removal::of(cause),
+                cause,
+            },
+            ServerEvent::ZkSession {
+                session,
+                client,
+                event,
+                timeout_ms,
+                ephemerals,
+            } => zk::record::session_fact(session, client, event, *timeout_ms, ephemerals),
+            ServerEvent::MySqlConnection {
+                connection,
+                client,
+                event,
+                released,
+                row_locks,
+            } => mysql::record::connection_fact(*connection, client, event, released, row_locks),
+            ServerEvent::MySqlRestart {
+                held, kept, detail, ..
+            } => mysql::record::restart_fact(held.as_deref(), *kept, detail),
+            ServerEvent::MongoRollback {
+                source,
+                common,
+                last_undone,
+                undone,
+            } => mongo::record::rollback_fact(source, common, last_undone, *undone),
+            ServerEvent::ZkNode { .. } => LockFact::QueueEntry,
+            ServerEvent::ZkFollowerLag {
+                leader,
+                since_us,
+                txns_behind,
+                clients,
+            } => zk::record::lag_fact(leader, *since_us, *txns_behind, *clients),
+        }
+    }
+
+    /// The event in its system's words, for a timeline.
+    pub fn wording(&self) -> String {
+        match self {
+            ServerEvent::Written { by, key, value } => {
+                format!("wrote {key} (owner={value} by {by})")
+            }
+            ServerEvent::Removed {
+                by,
+                key,
+                value,
+                cause,
+            } => format!("removed {key} (owner={value} by {by}, {cause})"),
+            ServerEvent::FieldRemoved { by, key, field } => {
+                format!("removed field {field} of {key} (by {by})")
+            }
+            ServerEvent::ExpireSet { by, key, ttl_ms } => {
+                format!("expiry of {key} set to {ttl_ms} ms by {by}")
+            }
+            ServerEvent::Role { role } => format!("is now {role}"),
+            ServerEvent::MessageDropped { channel } => {
+                format!("dropped a message on {channel} to a subscriber")
+            }
+            ServerEvent::Command { by, command } => format!("ran {command} from {by}"),
+            ServerEvent::ZkSession {
+                session,
+                client,
+                event,
+                timeout_ms,
+                ephemerals,
+            } => zk::record::session_words(session, client, event, *timeout_ms, ephemerals),
+            ServerEvent::ZkNode {
+                by,
+                session,
+                path,
+                op,
+            } => zk::record::node_words(by, session, path, op),
+            ServerEvent::ZkFollowerLag {
+                leader,
+                since_us,
+                txns_behind,
+                clients,
+            } => zk::record::lag_words(leader, *since_us, *txns_behind, *clients),
+            ServerEvent::MySqlConnection {
+                connection,
+                client,
+                event,
+                released,
+                row_locks,
+            } => mysql::record::connection_words(*connection, client, event, released, row_locks),
+            ServerEvent::MySqlRestart { detail, .. } => detail.clone(),
+            ServerEvent::MongoRollback {
+                source,
+                common,
+                last_undone,
+                undone,
+            } => mongo::record::rollback_words(source, common, last_undone, *undone),
+        }
+    }
+
+    /// The note a sequence diagram draws for the event beyond the lock record's
+    /// writes, removals and roles (a session's end, a rollback), if any.
+    pub fn note(&self) -> Option<Note<'_>> {
+        match self {
+            ServerEvent::ZkSession {
+                session,
+                client,
+                event,
+                ephemerals,
+                ..
+            } => zk::record::session_note(session, client, event, ephemerals),
+            ServerEvent::MongoRollback {
+                source,
+                common,
+                undone,
+                ..
+            } => Some(mongo::record::rollback_note(source, common, *undone)),
+            _ => None,
+        }
+    }
+}
+
+impl EventKind {
+    /// A failover monitor's log line, classified, if the event is one.
+    pub fn monitor(&self) -> Option<MonitorStep<'_>> {
+        match self {
+            EventKind::Sentinel { event, detail } => Some(sentinel::record::step(event, detail)),
+            _ => None,
+        }
+    }
+
+    /// A failover monitor's log line in its words, for a timeline.
+    pub fn monitor_words(&self) -> Option<String> {
+        match self {
+            EventKind::Sentinel { event, detail } => {
+                Some(sentinel::record::line_words(event, detail))
+            }
+            _ => None,
+        }
+    }
+}
+
+/// Whether `host` is a failover monitor by the world's names (not a lock server).
+pub fn is_monitor_host(host: &str) -> bool {
+    sentinel::record::is_sentinel_host(host)
+}
+
+/// The failover monitors, as a witness names them.
+pub const MONITORS: &str = sentinel::record::SENTINELS;

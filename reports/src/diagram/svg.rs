@@ -154,8 +154,57 @@ pub fn svg(d: &Diagram) -> String {
     let n_lanes = d.lanes.len();
     let width = (LEFT + LANE_W * n_lanes as f64 + 200.0).max(1160.0);
     let lh = line_height(SIZE);
+    let (rows, at, mark) = rows_of(d, width);
+    let (order, ys, placed) = place(d, &rows, width);
+    let points = Rows {
+        points: order.iter().map(|&r| (rows[r].t, ys[r])).collect(),
+    };
+    let bottom = placed.iter().map(|b| b.y1).fold(points.bottom(), f64::max);
+    let footer = bottom + 40.0;
+    let footer_lines: Vec<String> = d
+        .violation
+        .as_ref()
+        .map(|(_, checker, summary)| {
+            fit(&format!("✗ {checker}: {summary}"), width - 20.0, 3, SIZE).0
+        })
+        .unwrap_or_default();
+    let legend_y = footer + footer_lines.len() as f64 * lh + 20.0;
+    let height = legend_y + 20.0;
 
-    // The rows.
+    let mut s = String::new();
+    let _ = writeln!(
+        s,
+        r##"<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" viewBox="0 0 {width} {height}" font-family="{FONT_FAMILY}" font-size="{SIZE}">"##
+    );
+    s.push_str(STYLE);
+    lanes(&mut s, d, width, height, bottom);
+    bars(&mut s, d, &points);
+    arrows(&mut s, d, &at, &ys);
+    labels(&mut s, &rows, &order, &ys);
+    if let (Some((_, _, summary)), Some(mark)) = (&d.violation, mark) {
+        let y = ys[mark.0];
+        violation(&mut s, summary, mark, y, width);
+        for (n, line) in footer_lines.iter().enumerate() {
+            let _ = writeln!(
+                s,
+                r##"<text class="violation" x="10" y="{}">{}</text>"##,
+                footer + n as f64 * lh,
+                esc(line)
+            );
+        }
+    }
+    legend(&mut s, legend_y);
+    s.push_str("</g>\n</svg>\n");
+    s
+}
+
+/// The violation's mark: its row, its text and the text's width.
+type Mark = (usize, String, f64);
+
+/// The rows of the diagram's items (per item: its row, and its arrowhead's row) and
+/// of the violation's mark.
+fn rows_of(d: &Diagram, width: f64) -> (Vec<Row>, Vec<(usize, usize)>, Option<Mark>) {
+    let n_lanes = d.lanes.len();
     let mut rows: Vec<Row> = vec![
         Row::new(d.start_us, 0, 0),
         Row::new(d.end_us.max(d.start_us), 3, 0),
@@ -261,8 +310,13 @@ pub fn svg(d: &Diagram) -> String {
         (rows.len() - 1, text, w)
     });
 
-    // Place the rows: in order, each at its true distance below the last (at least
-    // `GAP` apart when their times differ), then pushed down past whatever it touches.
+    (rows, at, mark)
+}
+
+/// Places the rows: in order, each at its true distance below the last (at least
+/// `GAP` apart when their times differ), then pushed down past whatever it touches.
+/// Returns the rows in order, each row's y, and the boxes placed.
+fn place(d: &Diagram, rows: &[Row], width: f64) -> (Vec<usize>, Vec<f64>, Vec<TextBox>) {
     let mut order: Vec<usize> = (0..rows.len()).collect();
     order.sort_by_key(|&r| rows[r].order);
     let span_ms = ((d.end_us.saturating_sub(d.start_us)) / 1000).max(1);
@@ -300,28 +354,11 @@ pub fn svg(d: &Diagram) -> String {
         ys[r] = y;
         prev = Some((row.t, y));
     }
-    let points = Rows {
-        points: order.iter().map(|&r| (rows[r].t, ys[r])).collect(),
-    };
-    let bottom = placed.iter().map(|b| b.y1).fold(points.bottom(), f64::max);
-    let footer = bottom + 40.0;
-    let footer_lines: Vec<String> = d
-        .violation
-        .as_ref()
-        .map(|(_, checker, summary)| {
-            fit(&format!("✗ {checker}: {summary}"), width - 20.0, 3, SIZE).0
-        })
-        .unwrap_or_default();
-    let legend_y = footer + footer_lines.len() as f64 * lh + 20.0;
-    let height = legend_y + 20.0;
+    (order, ys, placed)
+}
 
-    let mut s = String::new();
-    let _ = writeln!(
-        s,
-        r##"<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" viewBox="0 0 {width} {height}" font-family="{FONT_FAMILY}" font-size="{SIZE}">"##
-    );
-    s.push_str(
-        r##"<style>
+/// The page's style sheet and arrowhead.
+const STYLE: &str = r##"<style>
 .lane-line{stroke:#999;stroke-dasharray:4 3}
 line.request{stroke:#333}
 line.reply-ok{stroke:#1a7f37}
@@ -340,8 +377,10 @@ text.time{fill:#666}
 text.role{fill:#6f42c1}
 </style>
 <defs><marker id="arrow" viewBox="0 0 10 10" refX="9" refY="5" markerWidth="7" markerHeight="7" orient="auto-start-reverse"><path d="M0,0 L10,5 L0,10 z" fill="#333"/></marker></defs>
-"##,
-    );
+"##;
+
+/// The title and the lanes.
+fn lanes(s: &mut String, d: &Diagram, width: f64, height: f64, bottom: f64) {
     let _ = writeln!(
         s,
         r##"<rect width="{width}" height="{height}" fill="white"/><text x="10" y="20" font-size="13" font-weight="bold">{}</text>"##,
@@ -357,7 +396,10 @@ text.role{fill:#6f42c1}
             n = esc(name)
         );
     }
-    // Bars first, so arrows and text draw over them.
+}
+
+/// The bars, drawn first, so arrows and text draw over them.
+fn bars(s: &mut String, d: &Diagram, points: &Rows) {
     for item in &d.items {
         if let Item::Bar {
             lane,
@@ -385,6 +427,10 @@ text.role{fill:#6f42c1}
             );
         }
     }
+}
+
+/// The arrows, from their start's row to their head's.
+fn arrows(s: &mut String, d: &Diagram, at: &[(usize, usize)], ys: &[f64]) {
     for (i, item) in d.items.iter().enumerate() {
         if let Item::Arrow {
             from,
@@ -404,7 +450,11 @@ text.role{fill:#6f42c1}
             );
         }
     }
-    for &r in &order {
+}
+
+/// Every row's labels at its y.
+fn labels(s: &mut String, rows: &[Row], order: &[usize], ys: &[f64]) {
+    for &r in order {
         let y = ys[r];
         for l in &rows[r].labels {
             s.push_str(r##"<g class="label">"##);
@@ -425,30 +475,26 @@ text.role{fill:#6f42c1}
             s.push_str("</g>\n");
         }
     }
-    if let (Some((_, _, summary)), Some((r, text, w))) = (&d.violation, mark) {
-        let y = ys[r];
-        let _ = writeln!(
-            s,
-            r##"<g class="violation-mark"><line class="violation" x1="{LEFT}" y1="{y}" x2="{}" y2="{y}"/><rect x="{}" y="{}" width="{}" height="14" fill="white" stroke="#d73a49"/><text class="violation" x="{}" y="{}" text-anchor="end">{}</text><title>{}</title></g>"##,
-            width - 10.0,
-            width - 20.0 - w,
-            y - 7.0,
-            w + 10.0,
-            width - 16.0,
-            y + 4.0,
-            esc(&text),
-            esc(summary)
-        );
-        for (n, line) in footer_lines.iter().enumerate() {
-            let _ = writeln!(
-                s,
-                r##"<text class="violation" x="10" y="{}">{}</text>"##,
-                footer + n as f64 * lh,
-                esc(line)
-            );
-        }
-    }
-    // The legend, each entry after the last.
+}
+
+/// The violation's mark: a red line across every lane, its text at the right.
+fn violation(s: &mut String, summary: &str, (_, text, w): Mark, y: f64, width: f64) {
+    let _ = writeln!(
+        s,
+        r##"<g class="violation-mark"><line class="violation" x1="{LEFT}" y1="{y}" x2="{}" y2="{y}"/><rect x="{}" y="{}" width="{}" height="14" fill="white" stroke="#d73a49"/><text class="violation" x="{}" y="{}" text-anchor="end">{}</text><title>{}</title></g>"##,
+        width - 10.0,
+        width - 20.0 - w,
+        y - 7.0,
+        w + 10.0,
+        width - 16.0,
+        y + 4.0,
+        esc(&text),
+        esc(summary)
+    );
+}
+
+/// The legend, each entry after the last.
+fn legend(s: &mut String, legend_y: f64) {
     let mut x = 10.0;
     s.push_str(r##"<g class="legend">"##);
     for (class, text) in [
@@ -472,6 +518,4 @@ text.role{fill:#6f42c1}
         let _ = write!(s, r##"<text x="{x}" y="{legend_y}">{}</text>"##, esc(text));
         x += text_width(text, SIZE, false) + 24.0;
     }
-    s.push_str("</g>\n</svg>\n");
-    s
 }

@@ -7,7 +7,7 @@ use sim::faults::{Fault, FaultKind, Target};
 use sim::world::{MongoSpec, SystemSpecs, Workload};
 
 use super::{Def, Draw, FaultClass};
-use crate::checkers::mongo_probes;
+use crate::checkers::rollback_probes;
 use crate::params::Param;
 use sim::system::Capability;
 
@@ -20,7 +20,7 @@ pub(super) static MONGO_FAILOVER: Def = Def {
     world: mongo_world,
     quantities: &[Param::LagMs],
     plan: failover,
-    probe: |h, _| mongo_probes::rollback_of_a_lock_write(h),
+    probe: |h, _| rollback_probes::rollback_of_a_lock_write(h),
 };
 
 pub(super) static MONGO_PARTITION: Def = Def {
@@ -32,7 +32,7 @@ pub(super) static MONGO_PARTITION: Def = Def {
     world: mongo_world,
     quantities: &[Param::LagMs],
     plan: partition,
-    probe: |h, _| mongo_probes::rollback_of_a_lock_write(h),
+    probe: |h, _| rollback_probes::rollback_of_a_lock_write(h),
 };
 
 /// Three members `mongo-1` … `mongo-3` and no Redis server; leases and critical

@@ -156,7 +156,7 @@ pub(super) static MYSQL_FAILOVER: Def = Def {
     world: mysql_replicated_world,
     quantities: &[],
     plan: primary_crash,
-    probe: |h, _| probes::mysql_failover_lost_the_lock(h),
+    probe: |h, _| probes::failover_lost_the_lock(h),
 };
 
 /// The crash is armed early and hits the first grant the primary committed and the
@@ -205,7 +205,7 @@ pub(super) static MYSQL_RESTART: Def = Def {
     world: |base| mysql_restart_world(base, 1),
     quantities: &[Param::RestartMs],
     plan: machine_crash_after_a_grant,
-    probe: |h, _| probes::mysql_restart_struck_a_hold(h),
+    probe: |h, _| probes::restart_struck_a_hold(h),
 };
 
 pub(super) static MYSQL_RESTART_FLUSH_2: Def = Def {
@@ -217,7 +217,7 @@ pub(super) static MYSQL_RESTART_FLUSH_2: Def = Def {
     world: |base| mysql_restart_world(base, 2),
     quantities: &[Param::RestartMs],
     plan: machine_crash_after_a_grant,
-    probe: |h, _| probes::mysql_restart_struck_a_hold(h),
+    probe: |h, _| probes::restart_struck_a_hold(h),
 };
 
 /// The crash is armed early and hits the server as soon as a client holds a lock it

@@ -107,7 +107,7 @@ pub(super) static ZK_FOLLOWER_STALE: Def = Def {
     },
     quantities: &[],
     plan: follower_lags,
-    probe: |h, _| probes::zk_follower_served_stale(h, 100),
+    probe: |h, _| probes::replica_served_stale(h, 100),
 };
 
 /// Four one-way holds of the leader's messages to the busiest follower, 150-200 ms

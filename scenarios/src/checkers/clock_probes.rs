@@ -11,9 +11,9 @@ use super::{fmt_ms, fmt_s};
 /// A server's wall clock stepped forward by more than the lease while its record held
 /// the lock key, and the jump struck: the key expired early
 /// ([`clock_jump_freed_the_lock`]), or the server held the key with no expiry of its
-/// own to advance (no `ExpireSet` on it while held: a key without a TTL, a ZooKeeper
-/// node that lives with its session, a row, an etcd key whose lease the lessor times
-/// on the member's monotonic clock): its wall clock was all a jump could reach, and
+/// own to advance (no expiry set on it while held: a key without a TTL, a node that
+/// lives with its session, a row, a key whose lease the lessor times on the member's
+/// monotonic clock): its wall clock was all a jump could reach, and
 /// the lock outlived it.
 pub fn clock_jump_struck_the_lock(h: &History) -> Option<String> {
     clock_jump_freed_the_lock(h).or_else(|| clock_jump_over_a_lock_without_expiry(h))
@@ -269,7 +269,7 @@ pub fn client_wall_clocks_apart(h: &History) -> Option<String> {
 }
 
 /// A server's clock ran fast (a positive rate error) while clients took the lock on it
-/// (on its record: an ensemble's, for a ZooKeeper server): the highest such rate, with
+/// (on its record: a quorum's, for a quorum member): the highest such rate, with
 /// the server.
 pub fn server_clock_ran_fast(h: &History) -> Option<String> {
     let records = super::server_probes::record_hosts(h);

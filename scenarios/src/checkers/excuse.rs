@@ -21,7 +21,7 @@
 //!   own records, which already show a key expired early or kept late), slow work
 //!   (it keeps the lock held, which no rule calls free), lost pub/sub messages (a
 //!   waiter must not depend on one message: Redisson's falls back to the lock's TTL),
-//!   and any fault of a Sentinel or the storage.
+//!   and any fault of a failover monitor or the storage.
 //!
 //! A history recorded before servers recorded their role at the start has no roles:
 //! then every server counts as a master (the conservative reading).
@@ -29,7 +29,8 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use sim::faults::FaultKind;
-use sim::history::{EventKind, History, ServerEvent};
+use sim::history::fact::{LockFact, Rank};
+use sim::history::{EventKind, History};
 
 use super::model::{self, FaultWindow};
 
@@ -51,24 +52,12 @@ impl Excuses {
     pub fn new(h: &History) -> Self {
         let mut roles: BTreeMap<String, Vec<(u64, bool)>> = BTreeMap::new();
         for e in &h.events {
-            match &e.kind {
-                EventKind::Server(ServerEvent::Role { role }) => {
-                    roles
-                        .entry(e.host.clone())
-                        .or_default()
-                        // A Redis `master`, a MongoDB `primary (term n): …`, or a
-                        // ZooKeeper ensemble's leader: each world's one master.
-                        .push((
-                            e.at_us,
-                            role == "master"
-                                || role.starts_with("primary")
-                                || role.starts_with("leader"),
-                        ));
+            if let EventKind::Server(s) = &e.kind {
+                let entry = roles.entry(e.host.clone()).or_default();
+                // A master, an elected primary or leader: each world's one master.
+                if let LockFact::Role { rank, .. } = s.fact() {
+                    entry.push((e.at_us, matches!(rank, Rank::Master | Rank::Elected)));
                 }
-                EventKind::Server(_) => {
-                    roles.entry(e.host.clone()).or_default();
-                }
-                _ => {}
             }
         }
         let kind = |w: &FaultWindow| h.plan.faults.get(w.fault).map(|f| &f.kind);

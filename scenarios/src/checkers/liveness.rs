@@ -1,44 +1,32 @@
-//! `liveness`: a lock whose holder crashed becomes obtainable again within the bound.
+//! `liveness`: a lock whose holder crashed becomes obtainable again within the bound,
+//! and a lock that is free and wanted is granted.
 //!
-//! Only crashes of a host that held the key on the server matter (a lease, or a
-//! watchdog that dies with its process, should free it). After such a crash at `t`,
-//! some acquire must succeed by `t + liveness_bound_ms`, unless nobody wanted the
-//! lock. "Wanted" is shown by an acquire of another host that was still waiting at
-//! the bound (invoked at or before it, completed `ok` or `fail` after it), or one that
-//! failed after the bound: either shows the lock refused someone past the bound.
-//! `info` outcomes prove nothing either way and are ignored.
+//! "Wanted" is shown by another host's acquire still waiting at the bound, or refused
+//! after it; `info` outcomes prove nothing either way. The rules, each on its function:
 //!
-//! And without any crash: a lock that is free and wanted must be granted. An acquire
-//! that completed `fail` with no fault to explain it (see [`super::excuse`]: its own
-//! host stalled, or the masters it needs were out of reach) is a violation when the key was
-//! absent on every server from its invocation to its refusal (nobody held it, yet it
-//! was refused: an acquire that can never succeed), or absent on every server for at
-//! least the bound before its refusal (a waiter that slept through the release or the
-//! expiry and gave up). A lock its holder is done with (the server answered its
-//! outermost release `still-held`) must be freed within the bound: kept past it while
-//! another host was refused, it is a violation (a reentrant count gone astray, then a
-//! watchdog or a monopolising re-entry keeping it). A lock a server brought back by
-//! itself (a recovery after a crash that lost the release: the server writes a value a
-//! client's command had removed from it) is nobody's: kept past the bound while
-//! another host was refused, it is a violation. A lock without expiry (its grants
-//! reported no validity, no expiry was set on the key, no session or connection it
-//! lives with) held by nobody alive (brought back by the server, or its holder crashed)
-//! is freed by nothing: if every acquire after that until the run's end was refused, it
-//! is a violation even when the run ended before the bound. So is a lock whose holder's outermost
-//! release failed (`fail`, or `info`: the server had closed its connection, the reply
-//! timed out) while the server still held it under that holder's value, kept past the
-//! bound while another acquire was refused: a lock without expiry outlives a failed
-//! release. And an orphan: a value a client wrote during an acquire that did not
-//! succeed, which no acquisition ever reported (a create sent again after a lost reply
-//! without looking for the first one's node; a quorum attempt that gave up without
-//! unlocking), kept past the bound after that attempt while another acquire was
-//! refused. And a lock that nobody ever acquired (no acquire `ok`, no
-//! server ever recorded the key) while clients tried with no fault to explain it is a
-//! violation whatever the refusals looked like: an error reply (recorded `info`,
-//! since the client cannot tell) refuses as surely as a `fail`. A run in which no
-//! holder crashed and no acquire completed has nothing to judge and is `Unknown`.
+//! - a crash of a host that held the key on a server: some acquire must succeed by
+//!   the crash plus the bound ([`crash_rule`]), and a lock without expiry held by
+//!   nobody alive is stuck if every acquire to the run's end was refused
+//!   ([`crashed_holder_stuck_to_the_end`]);
+//! - an acquire refused while the key was absent on every server, with no fault to
+//!   excuse it ([`super::excuse`]): [`refused_while_free`]; a lock nobody ever got:
+//!   [`never_granted`];
+//! - a lock kept past the bound after its holder's outermost release said
+//!   `still-held`, or after that release failed while the server held it
+//!   ([`kept_after_release`]);
+//! - a lock a server brought back by itself after a crash ([`came_back`]), and an
+//!   orphan an unsuccessful acquire left behind ([`orphans`]).
+//!
+//! A run in which no holder crashed and no acquire completed is `Unknown`.
 
+use sim::history::fact::LockFact;
 use sim::history::{EventKind, History, OpF, Phase, ServerEvent};
+
+mod kept;
+
+use kept::{
+    held_as, refused_to_the_end, refused_while_kept, stuck_after, unsuccessful, without_expiry,
+};
 
 use super::excuse::Excuses;
 use super::model::{self, OpPair};
@@ -65,104 +53,14 @@ impl Checker for Liveness {
             .iter()
             .filter(|p| p.f == OpF::Acquire && p.key == h.params.key)
             .collect();
-        let bound_us = h.params.liveness_bound_ms * 1_000;
-        let servers = model::server_hosts(h);
         let mut judged = 0usize;
         let mut skipped: Vec<String> = Vec::new();
         for c in model::crashes_while_holding(h) {
-            let deadline_us = c.at_us + bound_us;
-            // The first time the lock was taken again after the crash (in event order,
-            // so a tie in time recorded after the crash counts): an acquire's ok, or
-            // the server's record of another client writing the key (a grant whose
-            // grantee crashed before its ok arrived was still a grant; a replica's copy,
-            // written "by" its master, is nobody taking the lock).
-            let first_ok = acquires
-                .iter()
-                .filter(|p| p.outcome == Phase::Ok)
-                .filter_map(|p| Some((p.completion?, p.completion_us?)))
-                .chain(
-                    h.events
-                        .iter()
-                        .enumerate()
-                        .filter_map(|(i, e)| match &e.kind {
-                            EventKind::Server(ServerEvent::Written { by, key, .. })
-                                if *key == h.params.key
-                                    && *by != c.host
-                                    && !servers.contains(by.as_str()) =>
-                            {
-                                Some((i, e.at_us))
-                            }
-                            _ => None,
-                        }),
-                )
-                .filter(|(ev, _)| *ev > c.crash_event)
-                .min_by_key(|(ev, _)| *ev);
-            if let Some((_, at)) = first_ok
-                && at <= deadline_us
-            {
-                judged += 1;
-                continue;
+            match crash_rule(h, &acquires, &c) {
+                Crash::Judged => judged += 1,
+                Crash::Skipped => skipped.push(format!("{} at {}", c.host, fmt_s(c.at_us))),
+                Crash::Stuck(v) => return v,
             }
-            if h.end_us < deadline_us {
-                if let Some(v) = crashed_holder_stuck_to_the_end(h, &acquires, &c) {
-                    return v;
-                }
-                skipped.push(format!("{} at {}", c.host, fmt_s(c.at_us)));
-                continue;
-            }
-            judged += 1;
-            // A refusal after the first success afterwards shows the new holder
-            // holding it, not the lock being stuck: only look before that success.
-            let before_ok = |ev: usize| first_ok.is_none_or(|(ok_ev, _)| ev <= ok_ev);
-            let waiter = acquires.iter().find(|p| {
-                let (Some(done), Some(done_us)) = (p.completion, p.completion_us) else {
-                    return false;
-                };
-                p.host != c.host
-                    && done_us > deadline_us
-                    && before_ok(done)
-                    && match p.outcome {
-                        Phase::Fail => true,
-                        Phase::Ok => p.invoke_us <= deadline_us,
-                        _ => false,
-                    }
-            });
-            let Some(w) = waiter else {
-                if let Some(v) = crashed_holder_stuck_to_the_end(h, &acquires, &c) {
-                    return v;
-                }
-                continue;
-            };
-            let (stuck, mut events) = match first_ok {
-                Some((ev, at)) => (
-                    format!("for {} until {}", fmt_ms(at - c.at_us), fmt_s(at)),
-                    vec![ev],
-                ),
-                None => ("until the end of the run".to_string(), vec![]),
-            };
-            events.extend([c.written_event, c.crash_event, w.invoke]);
-            events.extend(w.completion);
-            events.sort_unstable();
-            events.dedup();
-            let outcome = if w.outcome == Phase::Ok { "ok" } else { "fail" };
-            return Verdict::Invalid(Evidence {
-                summary: format!(
-                    "{} crashed at {} holding lock {} (owner={}); nobody acquired it {stuck} although {} wanted it (acquire invoked at {}, {outcome} at {}), bound {} ms",
-                    c.host,
-                    fmt_s(c.at_us),
-                    h.params.key,
-                    c.owner,
-                    w.host,
-                    fmt_s(w.invoke_us),
-                    fmt_s(w.completion_us.unwrap_or(h.end_us)),
-                    h.params.liveness_bound_ms
-                ),
-                at_us: c.at_us,
-                hosts: vec![c.host.clone(), w.host.clone()],
-                owners: vec![c.owner.clone()],
-                first_event: c.crash_event,
-                events,
-            });
         }
         let (completed, refused) = refused_while_free(h, &acquires);
         if let Some(v) = refused {
@@ -171,7 +69,7 @@ impl Checker for Liveness {
         if let Some(v) = never_granted(h, &acquires) {
             return v;
         }
-        let (kept_judged, kept) = kept_after_done(h, &pairs, &acquires);
+        let (kept_judged, kept) = kept_after_release(h, &pairs, &acquires, Release::StillHeld);
         if let Some(v) = kept {
             return v;
         }
@@ -181,7 +79,7 @@ impl Checker for Liveness {
             return v;
         }
         judged += back_judged;
-        let (failed_judged, failed) = kept_after_failed_release(h, &pairs, &acquires);
+        let (failed_judged, failed) = kept_after_release(h, &pairs, &acquires, Release::Failed);
         if let Some(v) = failed {
             return v;
         }
@@ -211,62 +109,200 @@ impl Checker for Liveness {
     }
 }
 
-/// The kept-after-done rule (see the module docs): a holder's outermost release (hold
-/// count 1) to which the server answered that the lock is still held (`still-held`):
-/// the holder is done, yet the lock stays under its name. If no server removed or
-/// expired the key within the bound after that release, while another host's acquire
-/// was refused past the bound, the lock was kept from those who wanted it. Returns how
-/// many such releases it judged (the run reached their bound) and the first violation.
-fn kept_after_done(
+/// What the crash rule made of one crash while holding.
+enum Crash {
+    /// Judged and found live: taken again in time, or nobody refused past the bound.
+    Judged,
+    /// The run ended before the bound.
+    Skipped,
+    /// The violation.
+    Stuck(Verdict),
+}
+
+/// The crash rule: after a crash of a host holding the key on a server, some acquire
+/// must succeed (or a server record another client writing the key) by the crash plus
+/// the bound, unless nobody wanted the lock. A refusal after the first success
+/// afterwards shows the new holder holding it, not the lock being stuck.
+fn crash_rule(h: &History, acquires: &[&OpPair], c: &model::CrashWhileHolding) -> Crash {
+    let deadline_us = c.at_us + h.params.liveness_bound_ms * 1_000;
+    let servers = model::server_hosts(h);
+    // The first time the lock was taken again after the crash (in event order, so a
+    // tie in time recorded after the crash counts): an acquire's ok, or the server's
+    // record of another client writing the key (a grant whose grantee crashed before
+    // its ok arrived was still a grant; a replica's copy, written "by" its master, is
+    // nobody taking the lock).
+    let first_ok = acquires
+        .iter()
+        .filter(|p| p.outcome == Phase::Ok)
+        .filter_map(|p| Some((p.completion?, p.completion_us?)))
+        .chain(
+            h.events
+                .iter()
+                .enumerate()
+                .filter_map(|(i, e)| match &e.kind {
+                    EventKind::Server(s) => match s.fact() {
+                        LockFact::Written { by, key, .. }
+                            if key == h.params.key && by != c.host && !servers.contains(by) =>
+                        {
+                            Some((i, e.at_us))
+                        }
+                        _ => None,
+                    },
+                    _ => None,
+                }),
+        )
+        .filter(|(ev, _)| *ev > c.crash_event)
+        .min_by_key(|(ev, _)| *ev);
+    if let Some((_, at)) = first_ok
+        && at <= deadline_us
+    {
+        return Crash::Judged;
+    }
+    if h.end_us < deadline_us {
+        return match crashed_holder_stuck_to_the_end(h, acquires, c) {
+            Some(v) => Crash::Stuck(v),
+            None => Crash::Skipped,
+        };
+    }
+    let before_ok = |ev: usize| first_ok.is_none_or(|(ok_ev, _)| ev <= ok_ev);
+    let waiter = acquires.iter().find(|p| {
+        let (Some(done), Some(done_us)) = (p.completion, p.completion_us) else {
+            return false;
+        };
+        p.host != c.host
+            && done_us > deadline_us
+            && before_ok(done)
+            && match p.outcome {
+                Phase::Fail => true,
+                Phase::Ok => p.invoke_us <= deadline_us,
+                _ => false,
+            }
+    });
+    let Some(w) = waiter else {
+        return match crashed_holder_stuck_to_the_end(h, acquires, c) {
+            Some(v) => Crash::Stuck(v),
+            None => Crash::Judged,
+        };
+    };
+    let (stuck, mut events) = match first_ok {
+        Some((ev, at)) => (
+            format!("for {} until {}", fmt_ms(at - c.at_us), fmt_s(at)),
+            vec![ev],
+        ),
+        None => ("until the end of the run".to_string(), vec![]),
+    };
+    events.extend([c.written_event, c.crash_event, w.invoke]);
+    events.extend(w.completion);
+    events.sort_unstable();
+    events.dedup();
+    let outcome = if w.outcome == Phase::Ok { "ok" } else { "fail" };
+    Crash::Stuck(Verdict::Invalid(Evidence {
+        summary: format!(
+            "{} crashed at {} holding lock {} (owner={}); nobody acquired it {stuck} although {} wanted it (acquire invoked at {}, {outcome} at {}), bound {} ms",
+            c.host,
+            fmt_s(c.at_us),
+            h.params.key,
+            c.owner,
+            w.host,
+            fmt_s(w.invoke_us),
+            fmt_s(w.completion_us.unwrap_or(h.end_us)),
+            h.params.liveness_bound_ms
+        ),
+        at_us: c.at_us,
+        hosts: vec![c.host.clone(), w.host.clone()],
+        owners: vec![c.owner.clone()],
+        first_event: c.crash_event,
+        events,
+    }))
+}
+
+/// Which outermost releases [`kept_after_release`] judges.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Release {
+    /// The server answered `still-held`: the holder is done, yet the lock stays under
+    /// its name (a reentrant count gone astray, then a watchdog or a re-entry keeping
+    /// it). The releaser's own later acquires do not count as refused.
+    StillHeld,
+    /// The release did not succeed (`fail`, or `info`: a connection the server had
+    /// closed, a timed-out reply) while the server still held the lock under the
+    /// holder's value: a lock without expiry whose release failed is stuck, which a
+    /// lease would have bounded.
+    Failed,
+}
+
+/// The kept-after-release rules: after a holder's outermost release (hold count 1)
+/// of the kind `rule` names, if no server removed or expired the key within the bound
+/// while another acquire was refused past the bound, the lock was kept from those who
+/// wanted it. Returns how many such releases it judged (the run reached their bound)
+/// and the first violation.
+fn kept_after_release(
     h: &History,
     pairs: &[OpPair],
     acquires: &[&OpPair],
+    rule: Release,
 ) -> (usize, Option<Verdict>) {
     let key = h.params.key.as_str();
-    let bound_us = h.params.liveness_bound_ms * 1_000;
     let mut judged = 0;
     for r in pairs.iter().filter(|p| p.f == OpF::Release && p.key == key) {
         let (Some(done), Some(done_us)) = (r.completion, r.completion_us) else {
             continue;
         };
-        let kept = model::op_at(h, r.invoke).is_some_and(|op| model::depth(op) == 1)
-            && r.outcome == Phase::Ok
-            && model::op_at(h, done)
-                .and_then(|op| op.detail.as_deref())
-                .is_some_and(|d| d.starts_with("still-held"));
-        if !kept {
+        let outermost = model::op_at(h, r.invoke).is_some_and(|op| model::depth(op) == 1);
+        let detail = model::op_at(h, done).and_then(|op| op.detail.as_deref());
+        let applies = outermost
+            && match rule {
+                Release::StillHeld => {
+                    r.outcome == Phase::Ok && detail.is_some_and(|d| d.starts_with("still-held"))
+                }
+                Release::Failed => {
+                    matches!(r.outcome, Phase::Fail | Phase::Info)
+                        && r.owner.as_deref().is_some_and(|o| held_as(h, done, o))
+                }
+            };
+        if !applies {
             continue;
         }
-        let deadline_us = done_us + bound_us;
+        let deadline_us = done_us + h.params.liveness_bound_ms * 1_000;
         if h.end_us < deadline_us {
             continue;
         }
         judged += 1;
         // Kept until the lock was freed (removed, or expired) on any server.
-        let Some((w, until)) = refused_while_kept(
-            h,
-            acquires,
-            (done, done_us, deadline_us),
-            |_| true,
-            Some(&r.host),
-        ) else {
+        let not_by = (rule == Release::StillHeld).then_some(r.host.as_str());
+        let Some((w, until)) =
+            refused_while_kept(h, acquires, (done, done_us, deadline_us), |_| true, not_by)
+        else {
             continue;
         };
         let mut events = vec![r.invoke, done, w.invoke];
         events.extend(w.completion);
         events.sort_unstable();
+        events.dedup();
+        let owner = r.owner.as_deref().unwrap_or("?");
+        let summary = match rule {
+            Release::StillHeld => format!(
+                "{} was done with lock {key} at {} (its outermost release), but the server still held it under its name (owner={owner}) {until}, although {} wanted it (acquire refused at {}), bound {} ms",
+                r.host,
+                fmt_s(done_us),
+                w.host,
+                fmt_s(w.completion_us.unwrap_or(h.end_us)),
+                h.params.liveness_bound_ms
+            ),
+            Release::Failed => format!(
+                "{}'s release of lock {key} {} at {}{}, and the server kept the lock under its name (owner={owner}) {until}, although {} wanted it (acquire refused at {}), bound {} ms: a release that failed left the lock stuck",
+                r.host,
+                unsuccessful(r.outcome),
+                fmt_s(done_us),
+                detail.map(|d| format!(" ({d})")).unwrap_or_default(),
+                w.host,
+                fmt_s(w.completion_us.unwrap_or(h.end_us)),
+                h.params.liveness_bound_ms
+            ),
+        };
         return (
             judged,
             Some(Verdict::Invalid(Evidence {
-                summary: format!(
-                    "{} was done with lock {key} at {} (its outermost release), but the server still held it under its name (owner={}) {until}, although {} wanted it (acquire refused at {}), bound {} ms",
-                    r.host,
-                    fmt_s(done_us),
-                    r.owner.as_deref().unwrap_or("?"),
-                    w.host,
-                    fmt_s(w.completion_us.unwrap_or(h.end_us)),
-                    h.params.liveness_bound_ms
-                ),
+                summary,
                 at_us: done_us,
                 hosts: vec![r.host.clone(), w.host.clone()],
                 owners: r.owner.iter().cloned().collect(),
@@ -276,126 +312,6 @@ fn kept_after_done(
         );
     }
     (judged, None)
-}
-
-/// The failed-release rule (see the module docs): a holder's outermost release that
-/// did not succeed (`fail`, or `info`: a connection the server had closed, a timed-out
-/// reply) while the server still held the lock under that holder's value. The holder
-/// is done and gone from the lock; if no server removed or expired the key within the
-/// bound after that release, while another acquire (the holder's own next one too) was
-/// refused past the bound, the lock was kept from those who wanted it: a lock without
-/// expiry whose release failed is stuck, which a lease would have bounded. Returns how
-/// many such releases it judged and the first violation.
-fn kept_after_failed_release(
-    h: &History,
-    pairs: &[OpPair],
-    acquires: &[&OpPair],
-) -> (usize, Option<Verdict>) {
-    let key = h.params.key.as_str();
-    let mut judged = 0;
-    for r in pairs.iter().filter(|p| p.f == OpF::Release && p.key == key) {
-        let (Some(done), Some(done_us), Some(owner)) = (r.completion, r.completion_us, &r.owner)
-        else {
-            continue;
-        };
-        let outermost = model::op_at(h, r.invoke).is_some_and(|op| model::depth(op) == 1);
-        if !outermost || !matches!(r.outcome, Phase::Fail | Phase::Info) {
-            continue;
-        }
-        // The server still held it under this holder's value when the release ended.
-        if !held_as(h, done, owner) {
-            continue;
-        }
-        let Some(stuck) = stuck_after(h, acquires, (done, done_us), vec![r.invoke, done]) else {
-            continue;
-        };
-        judged += 1;
-        let Some((w, until, events)) = stuck else {
-            continue;
-        };
-        let how = match model::op_at(h, done).and_then(|op| op.detail.as_deref()) {
-            Some(d) => format!(" ({d})"),
-            None => String::new(),
-        };
-        let outcome = unsuccessful(r.outcome);
-        return (
-            judged,
-            Some(Verdict::Invalid(Evidence {
-                summary: format!(
-                    "{}'s release of lock {key} {outcome} at {}{how}, and the server kept the lock under its name (owner={owner}) {until}, although {} wanted it (acquire refused at {}), bound {} ms: a release that failed left the lock stuck",
-                    r.host,
-                    fmt_s(done_us),
-                    w.host,
-                    fmt_s(w.completion_us.unwrap_or(h.end_us)),
-                    h.params.liveness_bound_ms
-                ),
-                at_us: done_us,
-                hosts: vec![r.host.clone(), w.host.clone()],
-                owners: vec![owner.clone()],
-                first_event: done,
-                events,
-            })),
-        );
-    }
-    (judged, None)
-}
-
-/// What the failed-release and orphan rules ask once a lock stayed on from event
-/// `from` (at `from_us`) with nobody believing they hold it: `None` if the run ended
-/// before the bound after it (not judged); else `Some(None)` if it was freed in time or
-/// nobody was refused, or `Some(Some(..))`: the waiter refused past the bound, how long
-/// the lock stayed, and the events to show (`shown`, then the waiter's).
-fn stuck_after<'a>(
-    h: &History,
-    acquires: &[&'a OpPair],
-    (from, from_us): (usize, u64),
-    mut shown: Vec<usize>,
-) -> Option<Option<(&'a OpPair, String, Vec<usize>)>> {
-    let deadline_us = from_us + h.params.liveness_bound_ms * 1_000;
-    if h.end_us < deadline_us {
-        return None;
-    }
-    Some(
-        refused_while_kept(h, acquires, (from, from_us, deadline_us), |_| true, None).map(
-            |(w, until)| {
-                shown.push(w.invoke);
-                shown.extend(w.completion);
-                shown.sort_unstable();
-                shown.dedup();
-                (w, until, shown)
-            },
-        ),
-    )
-}
-
-/// How an operation that did not succeed ended, for evidence.
-fn unsuccessful(outcome: Phase) -> &'static str {
-    if outcome == Phase::Fail {
-        "failed"
-    } else {
-        "ended with an unknown outcome"
-    }
-}
-
-/// Whether, just before event `at`, some server held the run's key with `value` as its
-/// current value (its last write of the key was `value` and nothing removed it since).
-fn held_as(h: &History, at: usize, value: &str) -> bool {
-    let key = h.params.key.as_str();
-    let mut current: std::collections::BTreeMap<&str, Option<&str>> = Default::default();
-    for e in &h.events[..at] {
-        match &e.kind {
-            EventKind::Server(ServerEvent::Written {
-                key: k, value: v, ..
-            }) if k == key => {
-                current.insert(e.host.as_str(), Some(v.as_str()));
-            }
-            EventKind::Server(ServerEvent::Removed { key: k, .. }) if k == key => {
-                current.insert(e.host.as_str(), None);
-            }
-            _ => {}
-        }
-    }
-    current.values().any(|v| *v == Some(value))
 }
 
 /// The orphan rule (see the module docs): a client wrote the lock key on a server
@@ -483,41 +399,6 @@ fn orphans(h: &History, pairs: &[OpPair], acquires: &[&OpPair]) -> (usize, Optio
     (judged, None)
 }
 
-/// What the stuck-lock rules ask once a lock stayed on from event `from` (at
-/// `from_us`) past `deadline_us`: the first removal of the key after `from` on a server
-/// `on` accepts (the lock freed), and an acquire refused after the deadline and before
-/// that removal (by any host but `not_by`): that waiter, and how long the lock stayed
-/// ("for … until …" or "until the end of the run"). `None` if the lock was freed by
-/// the deadline or nobody was refused in between.
-fn refused_while_kept<'a>(
-    h: &History,
-    acquires: &[&'a OpPair],
-    (from, from_us, deadline_us): (usize, u64, u64),
-    on: impl Fn(&str) -> bool,
-    not_by: Option<&str>,
-) -> Option<(&'a OpPair, String)> {
-    let key = h.params.key.as_str();
-    let freed = h.events[from + 1..].iter().position(|e| {
-        on(&e.host)
-            && matches!(&e.kind, EventKind::Server(ServerEvent::Removed { key: k, .. }) if k == key)
-    });
-    let freed_at = freed.map(|f| (from + 1 + f, h.events[from + 1 + f].at_us));
-    if freed_at.is_some_and(|(_, at)| at <= deadline_us) {
-        return None;
-    }
-    let before_free = |ev: usize| freed_at.is_none_or(|(f, _)| ev < f);
-    let w = acquires.iter().copied().find(|p| {
-        not_by.is_none_or(|host| p.host != host)
-            && p.outcome == Phase::Fail
-            && p.completion_us.is_some_and(|c| c > deadline_us)
-            && p.completion.is_some_and(before_free)
-    })?;
-    let until = freed_at.map_or("until the end of the run".to_string(), |(_, at)| {
-        format!("for {} until {}", fmt_ms(at - from_us), fmt_s(at))
-    });
-    Some((w, until))
-}
-
 /// The crash rule without the bound: a lock without expiry ([`without_expiry`]) whose
 /// holder crashed, refused to everyone else from the crash to the run's end
 /// ([`refused_to_the_end`]), is freed by nothing: stuck whatever the bound.
@@ -553,75 +434,6 @@ fn crashed_holder_stuck_to_the_end(
         first_event: c.crash_event,
         events,
     }))
-}
-
-/// Whether lock value `value`, written on server `server` at event `from`, has no
-/// expiry by the history: every acquisition that reported it was told of no validity
-/// (`valid_until_us` absent), no command set an expiry on the key on that server after
-/// `from`, its holders had no ZooKeeper session (a node lives with its session) and the
-/// value names no MySQL connection the server recorded (a `GET_LOCK` or a row lock
-/// ends with its connection). Such a lock held by nobody alive is freed by nothing.
-fn without_expiry(h: &History, server: &str, value: &str, from: usize) -> bool {
-    let key = h.params.key.as_str();
-    let grants: Vec<(&sim::history::Event, &sim::history::Op)> = h
-        .ops()
-        .filter(|(_, op)| {
-            op.f == OpF::Acquire && op.phase == Phase::Ok && op.owner.as_deref() == Some(value)
-        })
-        .collect();
-    if grants.is_empty() || grants.iter().any(|(_, op)| op.valid_until_us.is_some()) {
-        return false;
-    }
-    let holders: std::collections::BTreeSet<&str> =
-        grants.iter().map(|(e, _)| e.host.as_str()).collect();
-    let expiring = h.events[from..].iter().any(|e| {
-        e.host == server
-            && matches!(&e.kind, EventKind::Server(ServerEvent::ExpireSet { key: k, .. }) if k == key)
-    });
-    let tied = h.events.iter().any(|e| match &e.kind {
-        EventKind::Server(ServerEvent::ZkSession { client, .. }) => {
-            holders.contains(client.as_str())
-        }
-        EventKind::Server(ServerEvent::MySqlConnection { connection, .. }) => {
-            lock_impl::designs::get_lock_owner(*connection) == value
-        }
-        _ => false,
-    });
-    !expiring && !tied
-}
-
-/// A lock kept on `server` from event `from` to the run's end: no removal of the key
-/// on that server after `from`, no acquire `ok` after it, and acquires (by hosts other
-/// than `not_by`) refused after it. The first refused waiter and how many were refused;
-/// `None` if the lock was freed or granted, or nobody was refused.
-fn refused_to_the_end<'a>(
-    h: &History,
-    acquires: &[&'a OpPair],
-    from: usize,
-    server: &str,
-    not_by: Option<&str>,
-) -> Option<(&'a OpPair, usize)> {
-    let key = h.params.key.as_str();
-    let freed = h.events[from + 1..].iter().any(|e| {
-        e.host == server
-            && matches!(&e.kind, EventKind::Server(ServerEvent::Removed { key: k, .. }) if k == key)
-    });
-    let after = |p: &&&OpPair| p.completion.is_some_and(|c| c > from);
-    if freed
-        || acquires
-            .iter()
-            .filter(after)
-            .any(|p| p.outcome == Phase::Ok)
-    {
-        return None;
-    }
-    let refused: Vec<&'a OpPair> = acquires
-        .iter()
-        .filter(after)
-        .filter(|p| p.outcome == Phase::Fail && not_by.is_none_or(|host| p.host != host))
-        .copied()
-        .collect();
-    Some((*refused.first()?, refused.len()))
 }
 
 /// The came-back rule (see the module docs): a server that wrote the lock key itself

@@ -10,7 +10,8 @@
 //! other overlap is judged here; `rw-exclusion` judges the same holds and names the
 //! modes. A history without modes is judged as it always was.
 
-use sim::history::{EventKind, History, ServerEvent};
+use sim::history::fact::{LockFact, Rank, Removal, SessionState};
+use sim::history::{EventKind, History};
 
 use super::model;
 use super::{Checker, Evidence, Verdict, fmt_s};
@@ -49,50 +50,47 @@ impl Checker for MutualExclusion {
         };
         let mut events = vec![a.acquire_event, b.acquire_event];
         events.extend(a.end_event);
-        // A lock server that ended the first holder's session (ZooKeeper) between the
-        // two grants is why the second got the lock: named, as the evidence's cause.
-        let expiry = h.events.iter().enumerate().find_map(|(i, e)| match &e.kind {
-            EventKind::Server(ServerEvent::ZkSession {
-                session,
-                client,
-                event,
-                timeout_ms,
-                ..
-            }) if event == "expired"
-                && client == &a.host
-                && (a.start_us..=b.start_us).contains(&e.at_us) =>
+        let facts = || {
+            h.events
+                .iter()
+                .enumerate()
+                .filter_map(|(i, e)| match &e.kind {
+                    EventKind::Server(s) => Some((i, e, s.fact())),
+                    _ => None,
+                })
+        };
+        let between = |t: u64| (a.start_us..=b.start_us).contains(&t);
+        // A lock server that expired the first holder's session between the two grants
+        // (deleting the lock held through it) is why the second got the lock: named, as
+        // the evidence's cause.
+        let expiry = facts().find_map(|(i, e, f)| match f {
+            LockFact::Session(s)
+                if s.state == SessionState::Expired && s.client == a.host && between(e.at_us) =>
             {
                 Some((i, format!(
-                    "; {} expired {}'s session {session} (timeout {timeout_ms} ms) at {}, deleting its node, while {} still believed it held the lock",
-                    e.host, a.host, fmt_s(e.at_us), a.host
+                    "; {} expired {}'s {} (timeout {} ms) at {}, deleting its node, while {} still believed it held the lock",
+                    e.host, a.host, s.name, s.timeout_ms.unwrap_or_default(), fmt_s(e.at_us), a.host
                 )))
             }
             _ => None,
         });
-        // A MongoDB member that rolled the first holder's lock write back (it was on
-        // that member alone when it failed) and another member elected primary
-        // between the two grants: the second got the lock from a primary that never had
-        // the first one's write.
+        // A server that rolled the first holder's lock write back (it was on that
+        // server alone when it failed) and another server elected between the two
+        // grants: the second got the lock from one that never had the first one's write.
         let rollback = || {
-            let (ri, re) = h.events.iter().enumerate().find(|(_, e)| {
+            let (ri, re, _) = facts().find(|(_, e, f)| {
                 e.at_us >= a.start_us
-                    && matches!(&e.kind, EventKind::Server(ServerEvent::Removed { key, value, cause, .. })
-                        if *key == a.key && *value == a.owner && cause == "rolled-back")
+                    && matches!(f, LockFact::Removed { key, value, why: Removal::RolledBack, .. }
+                        if *key == a.key && *value == a.owner)
             })?;
-            let (pi, pe, role) = h
-                .events
-                .iter()
-                .enumerate()
-                .find_map(|(i, e)| match &e.kind {
-                    EventKind::Server(ServerEvent::Role { role })
-                        if e.host != re.host
-                            && role.starts_with("primary")
-                            && (a.start_us..=b.start_us).contains(&e.at_us) =>
-                    {
-                        Some((i, e, role))
-                    }
-                    _ => None,
-                })?;
+            let (pi, pe, role) = facts().find_map(|(i, e, f)| match f {
+                LockFact::Role {
+                    role,
+                    rank: Rank::Elected,
+                    ..
+                } if e.host != re.host && between(e.at_us) => Some((i, e, role)),
+                _ => None,
+            })?;
             Some((
                 vec![pi, ri],
                 format!(
@@ -106,47 +104,39 @@ impl Checker for MutualExclusion {
                 ),
             ))
         };
-        // A MySQL server that lost the first holder's lock in a crash and restart
-        // between the two grants (a row whose commit had not been flushed, or a
-        // connection's lock): its restart's record says why.
+        // A server that lost the first holder's lock in a crash and restart between the
+        // two grants (a commit not yet flushed, a lock scoped to a connection): its
+        // restart's record says why.
         let restart = || {
-            h.events
-                .iter()
-                .enumerate()
-                .find_map(|(i, e)| match &e.kind {
-                    EventKind::Server(ServerEvent::MySqlRestart {
-                        held: Some(v),
-                        kept: false,
-                        detail,
-                        ..
-                    }) if *v == a.owner && (a.start_us..=b.start_us).contains(&e.at_us) => {
-                        Some((i, format!("; {} {detail}", e.host)))
-                    }
-                    _ => None,
-                })
+            facts().find_map(|(i, e, f)| match f {
+                LockFact::Recovered {
+                    held: Some(v),
+                    kept: false,
+                    detail,
+                } if v == a.owner && between(e.at_us) => {
+                    Some((i, format!("; {} {detail}", e.host)))
+                }
+                _ => None,
+            })
         };
         // Any other server whose record shows the first holder's lock expiring between
-        // the two grants (a Redis key's TTL, an etcd lease the lessor revoked): the
-        // lease ran out on the server while its holder still believed in it.
+        // the two grants (a key's TTL, a lease the lessor revoked): the lease ran out on
+        // the server while its holder still believed in it.
         let lapsed = || {
-            h.events
-                .iter()
-                .enumerate()
-                .find_map(|(i, e)| match &e.kind {
-                    EventKind::Server(ServerEvent::Removed {
-                        key, value, cause, ..
-                    }) if cause == "expired"
-                        && *key == a.key
-                        && *value == a.owner
-                        && (a.start_us..=b.start_us).contains(&e.at_us) =>
-                    {
-                        Some((i, format!(
-                            "; {}'s lease of {} ran out on {} at {}, which deleted the lock, while {} still believed it held the lock; {} took it at {}",
-                            a.host, a.owner, e.host, fmt_s(e.at_us), a.host, b.host, fmt_s(b.start_us)
-                        )))
-                    }
-                    _ => None,
-                })
+            facts().find_map(|(i, e, f)| match f {
+                LockFact::Removed {
+                    key,
+                    value,
+                    why: Removal::Expired,
+                    ..
+                } if key == a.key && value == a.owner && between(e.at_us) => {
+                    Some((i, format!(
+                        "; {}'s lease of {} ran out on {} at {}, which deleted the lock, while {} still believed it held the lock; {} took it at {}",
+                        a.host, a.owner, e.host, fmt_s(e.at_us), a.host, b.host, fmt_s(b.start_us)
+                    )))
+                }
+                _ => None,
+            })
         };
         let cause = match (expiry, rollback()) {
             (Some((i, note)), _) => {

@@ -5,7 +5,8 @@
 //! a description of a witness event, or `None`, so scenario tests can assert
 //! `probes::crash_while_holding(&h).is_some()` next to the checker's verdict.
 
-use sim::history::{EventKind, FaultPhase, History, OpF, Phase, ServerEvent};
+use sim::history::fact::{LockFact, Rank, Session, SessionState};
+use sim::history::{Event, EventKind, FaultPhase, History, OpF, Phase, ServerEvent};
 
 use super::model::{self, HoldEnd};
 use super::{fmt_ms, fmt_s};
@@ -329,34 +330,34 @@ pub fn unlock_message_dropped_with_a_waiter(h: &History) -> Option<String> {
     })
 }
 
-/// The ZooKeeper server expired a session (deleting its ephemeral nodes) while its
-/// client believed it held the lock: the session's client has a believed hold open at
-/// the expiry. The witness names the session and the nodes it took.
+/// A lock server expired a session (deleting what lived with it) while its client
+/// believed it held the lock: the session's client has a believed hold open at the
+/// expiry. The witness names the session and what its end freed.
 pub fn session_expired_during_a_hold(h: &History) -> Option<String> {
     let holds = model::holds(h).ok()?;
     h.events.iter().find_map(|e| {
-        let EventKind::Server(ServerEvent::ZkSession {
-            session,
-            client,
-            event,
-            timeout_ms,
-            ephemerals,
-        }) = &e.kind
-        else {
+        let EventKind::Server(ev) = &e.kind else {
             return None;
         };
-        if event != "expired" {
+        let LockFact::Session(s) = ev.fact() else {
+            return None;
+        };
+        if s.state != SessionState::Expired {
             return None;
         }
+        let client = s.client;
         let hold = holds
             .iter()
-            .find(|o| &o.host == client && o.open_at(e.at_us))?;
+            .find(|o| o.host == client && o.open_at(e.at_us))?;
+        let freed: Vec<&str> = s.freed.iter().map(|f| f.words.as_str()).collect();
         Some(format!(
-            "{}: {} expired session {session} of {client} (timeout {timeout_ms} ms), deleting \
+            "{}: {} expired {} of {client} (timeout {} ms), deleting \
              [{}], while {client} believed it held {} as {}",
             fmt_s(e.at_us),
             e.host,
-            ephemerals.join(", "),
+            s.name,
+            s.timeout_ms.unwrap_or_default(),
+            freed.join(", "),
             hold.key,
             hold.owner,
         ))
@@ -416,71 +417,64 @@ pub fn holder_cut_off_with_lease_left(h: &History) -> Option<String> {
     })
 }
 
-/// The MySQL server ended a client's connection while that client believed it held
-/// the lock. The witness names the connection, the hold, and whether the key's
-/// `GET_LOCK` went with the connection (`mysql-get-lock`: the lock is gone) or not (a
-/// row of `mysql-unique-index` outlives its connection).
+/// A lock server ended a client's session (a connection) while that client believed
+/// it held the lock. The witness names the session, the hold, and whether the key's
+/// lock went with the session (a lock scoped to it is gone) or not (a record that
+/// outlives its session).
 pub fn connection_closed_during_a_hold(h: &History) -> Option<String> {
     let holds = model::holds(h).ok()?;
+    let key = h.params.key.as_str();
+    let closes: Vec<(&Event, Session<'_>)> = h
+        .events
+        .iter()
+        .filter_map(|e| match &e.kind {
+            EventKind::Server(ev) => match ev.fact() {
+                LockFact::Session(s) => Some((e, s)),
+                _ => None,
+            },
+            _ => None,
+        })
+        .collect();
     // A close that took the lock with it is the better witness; else the first close.
-    let took_the_lock = |e: &&sim::history::Event| {
-        matches!(&e.kind, EventKind::Server(ServerEvent::MySqlConnection { released, row_locks, .. })
-            if released.contains(&h.params.key) || row_locks.contains(&h.params.key))
-    };
-    let first = |pick: &dyn Fn(&&sim::history::Event) -> bool| {
-        h.events
+    let took_the_lock = |s: &Session<'_>| s.freed.iter().any(|f| f.key == key);
+    let first = |pick: &dyn Fn(&Session<'_>) -> bool| {
+        closes
             .iter()
-            .filter(pick)
-            .find_map(|e| witness(h, &holds, e))
+            .filter(|(_, s)| pick(s))
+            .find_map(|(e, s)| witness(h, &holds, e, s))
     };
     first(&took_the_lock).or_else(|| first(&|_| true))
 }
 
-fn witness(h: &History, holds: &[model::Hold], e: &sim::history::Event) -> Option<String> {
-    {
-        let EventKind::Server(ServerEvent::MySqlConnection {
-            connection,
-            client,
-            event,
-            released,
-            row_locks,
-        }) = &e.kind
-        else {
-            return None;
-        };
-        if event != "closed" {
-            return None;
-        }
-        let hold = holds
-            .iter()
-            .find(|o| &o.host == client && o.open_at(e.at_us))?;
-        let lock = if released.contains(&h.params.key) {
-            format!("releasing GET_LOCK {}", h.params.key)
-        } else if row_locks.contains(&h.params.key) {
-            format!(
-                "rolling back the transaction that held row {} FOR UPDATE",
-                h.params.key
-            )
-        } else {
-            format!("keeping the lock {}", h.params.key)
-        };
-        Some(format!(
-            "{}: {} closed connection {connection} of {client}, {lock}, while {client} \
-             believed it held {} as {}",
-            fmt_s(e.at_us),
-            e.host,
-            hold.key,
-            hold.owner,
-        ))
+fn witness(h: &History, holds: &[model::Hold], e: &Event, s: &Session<'_>) -> Option<String> {
+    if s.state != SessionState::Closed {
+        return None;
     }
+    let client = s.client;
+    let hold = holds
+        .iter()
+        .find(|o| o.host == client && o.open_at(e.at_us))?;
+    let key = &h.params.key;
+    let lock = match s.freed.iter().find(|f| f.key == key) {
+        Some(f) => f.words.clone(),
+        None => format!("keeping the lock {key}"),
+    };
+    Some(format!(
+        "{}: {} closed {} of {client}, {lock}, while {client} \
+         believed it held {} as {}",
+        fmt_s(e.at_us),
+        e.host,
+        s.name,
+        hold.key,
+        hold.owner,
+    ))
 }
 
-/// A MySQL server crashed while a client held a lock it had granted, and recovered:
-/// its restart's record (`MySqlRestart`) names the lock its record held at the crash,
-/// and a client's hold was open at the crash. The witness is the restart's own account
-/// (the crash, `innodb_flush_log_at_trx_commit`, the last flush, what was lost or
-/// kept) and the holder.
-pub fn mysql_restart_struck_a_hold(h: &History) -> Option<String> {
+/// A lock server crashed while a client held a lock it had granted, and recovered:
+/// its restart's record names the lock its record held at the crash, and a client's
+/// hold was open at the crash. The witness is the restart's own account (the crash,
+/// the settings, the last flush, what was lost or kept) and the holder.
+pub fn restart_struck_a_hold(h: &History) -> Option<String> {
     let holds = model::holds(h).ok()?;
     let mut crashed: std::collections::BTreeMap<&str, u64> = Default::default();
     for e in &h.events {
@@ -492,11 +486,15 @@ pub fn mysql_restart_struck_a_hold(h: &History) -> Option<String> {
             } if detail.starts_with("crash") || detail.starts_with("machine crash") => {
                 crashed.insert(e.host.as_str(), e.at_us);
             }
-            EventKind::Server(ServerEvent::MySqlRestart {
-                held: Some(_),
-                detail,
-                ..
-            }) => {
+            EventKind::Server(ev) => {
+                let LockFact::Recovered {
+                    held: Some(_),
+                    detail,
+                    ..
+                } = ev.fact()
+                else {
+                    continue;
+                };
                 let Some(&at) = crashed.get(e.host.as_str()) else {
                     continue;
                 };
@@ -516,24 +514,18 @@ pub fn mysql_restart_struck_a_hold(h: &History) -> Option<String> {
     None
 }
 
-/// A MySQL failover lost the lock: the orchestrator promoted a replica whose record
-/// lacked the lock the crashed primary had granted: a lock row whose binlog event the
-/// replica had not received, or a connection's lock (`GET_LOCK`, a `FOR UPDATE` row
-/// lock), which no replica ever has. The witness names the grant, the crash and the
-/// promotion, and which of the two the lock was.
-pub fn mysql_failover_lost_the_lock(h: &History) -> Option<String> {
-    let key = &h.params.key;
-    // Each server's record of the key: its value, and when it was written.
-    let mut held: std::collections::BTreeMap<&str, (String, u64, String)> = Default::default();
+/// A failover lost the lock: a master was promoted whose record lacked the lock the
+/// crashed primary had granted: a lock record whose replication event the replica had
+/// not received, or a lock scoped to a connection, which no replica ever has. The
+/// witness names the grant, the crash and the promotion, and which of the two the
+/// lock was.
+pub fn failover_lost_the_lock(h: &History) -> Option<String> {
+    let key = h.params.key.as_str();
+    // Each server's record of the key: its value, when it was written, and by whom.
+    let mut held: std::collections::BTreeMap<&str, (&str, u64, &str)> = Default::default();
     let mut crashed: std::collections::BTreeMap<&str, u64> = Default::default();
     for e in &h.events {
-        match &e.kind {
-            EventKind::Server(ServerEvent::Written { key: k, value, by }) if k == key => {
-                held.insert(e.host.as_str(), (value.clone(), e.at_us, by.clone()));
-            }
-            EventKind::Server(ServerEvent::Removed { key: k, .. }) if k == key => {
-                held.remove(e.host.as_str());
-            }
+        let promoted = match &e.kind {
             // A crash of the process or of its machine, by the plan's own kind.
             EventKind::Fault {
                 fault,
@@ -541,69 +533,79 @@ pub fn mysql_failover_lost_the_lock(h: &History) -> Option<String> {
                 ..
             } if super::model::is_crash(h, *fault) => {
                 crashed.insert(e.host.as_str(), e.at_us);
+                continue;
             }
-            EventKind::Server(ServerEvent::Role { role }) if role == "master" => {
-                let promoted = e.host.as_str();
-                let mine = held.get(promoted).map(|(v, _, _)| v.clone());
-                let lost = held.iter().find(|(server, (value, _, _))| {
-                    **server != promoted
-                        && crashed.contains_key(**server)
-                        && mine.as_ref() != Some(value)
-                })?;
-                let (primary, (value, granted, by)) = lost;
-                if let Some(conn) = connection_of_lock(h, primary, by, value) {
-                    return Some(format!(
-                        "{}: {promoted} was promoted without {key} (owner={value}), which \
-                         {primary} had granted to {by} at {} as a lock of its connection \
-                         {conn} (a GET_LOCK or a transaction's row lock: it lives in that \
-                         server's memory, scoped to the connection, and is never written \
-                         to the binlog); {primary} crashed at {}, and the new primary \
-                         never had the lock, whatever its replication lag",
-                        fmt_s(e.at_us),
-                        fmt_s(*granted),
-                        fmt_s(crashed[primary]),
-                    ));
+            EventKind::Server(ev) => match ev.fact() {
+                LockFact::Written { key: k, value, by } if k == key => {
+                    held.insert(e.host.as_str(), (value, e.at_us, by));
+                    continue;
                 }
-                return Some(format!(
-                    "{}: {promoted} was promoted without {key} (owner={value}), which \
-                     {primary} had granted to {by} at {} and crashed at {} before \
-                     replicating",
-                    fmt_s(e.at_us),
-                    fmt_s(*granted),
-                    fmt_s(crashed[primary]),
-                ));
-            }
-            _ => {}
+                LockFact::Removed { key: k, .. } if k == key => {
+                    held.remove(e.host.as_str());
+                    continue;
+                }
+                LockFact::Role {
+                    rank: Rank::Master, ..
+                } => e.host.as_str(),
+                _ => continue,
+            },
+            _ => continue,
+        };
+        let mine = held.get(promoted).map(|(v, _, _)| *v);
+        let lost = held.iter().find(|(server, (value, _, _))| {
+            **server != promoted && crashed.contains_key(**server) && mine != Some(*value)
+        })?;
+        let (primary, (value, granted, by)) = lost;
+        if let Some(conn) = session_of_lock(h, primary, by, value) {
+            return Some(format!(
+                "{}: {promoted} was promoted without {key} (owner={value}), which \
+                 {primary} had granted to {by} at {} as a lock of its {conn} \
+                 (a GET_LOCK or a transaction's row lock: it lives in that \
+                 server's memory, scoped to the connection, and is never written \
+                 to the binlog); {primary} crashed at {}, and the new primary \
+                 never had the lock, whatever its replication lag",
+                fmt_s(e.at_us),
+                fmt_s(*granted),
+                fmt_s(crashed[primary]),
+            ));
         }
+        return Some(format!(
+            "{}: {promoted} was promoted without {key} (owner={value}), which \
+             {primary} had granted to {by} at {} and crashed at {} before \
+             replicating",
+            fmt_s(e.at_us),
+            fmt_s(*granted),
+            fmt_s(crashed[primary]),
+        ));
     }
     None
 }
 
-/// The connection whose lock `value` is, if it names one of `client`'s connections
-/// on `server` (a `GET_LOCK` or a `FOR UPDATE` row lock: its owner value is the
-/// holding connection, `connection-<id>`, and the server logged that connection in):
-/// a lock that exists only in that server's memory, never in its binlog.
-fn connection_of_lock(h: &History, server: &str, client: &str, value: &str) -> Option<u32> {
-    h.events.iter().find_map(|e| match &e.kind {
-        EventKind::Server(ServerEvent::MySqlConnection {
-            connection,
-            client: c,
-            event,
-            ..
-        }) if e.host == server
-            && c == client
-            && event == "opened"
-            && lock_impl::designs::get_lock_owner(*connection) == value =>
-        {
-            Some(*connection)
+/// The session whose lock `value` is, if it names one of `client`'s sessions on
+/// `server` (a lock scoped to a connection: its owner value names the holding
+/// connection, and the server logged that connection in): a lock that exists only in
+/// that server's memory, never in its replication log.
+fn session_of_lock(h: &History, server: &str, client: &str, value: &str) -> Option<String> {
+    h.events.iter().find_map(|e| {
+        let EventKind::Server(ev) = &e.kind else {
+            return None;
+        };
+        match ev.fact() {
+            LockFact::Session(s)
+                if e.host == server
+                    && s.client == client
+                    && s.state == SessionState::Opened
+                    && s.owner.as_deref() == Some(value) =>
+            {
+                Some(s.name)
+            }
+            _ => None,
         }
-        _ => None,
     })
 }
 
-/// The quorum's leader (a ZooKeeper ensemble's, an etcd cluster's) crashed right after
-/// committing a lock's create (its crash record names the commit: a zxid, a revision),
-/// and a leader of a later epoch or term was elected after it (a survivor, or the
+/// A consensus quorum's leader crashed right after committing a lock's create (its
+/// crash record names the commit: a zxid, a revision), and a leader of a later epoch or term was elected after it (a survivor, or the
 /// crashed server itself once restarted): the witness names both.
 pub fn leader_crashed_after_a_lock_create(h: &History) -> Option<String> {
     h.events.iter().enumerate().find_map(|(i, e)| {
@@ -619,9 +621,14 @@ pub fn leader_crashed_after_a_lock_create(h: &History) -> Option<String> {
             return None;
         }
         let (at, leader, role) = h.events[i..].iter().find_map(|x| match &x.kind {
-            EventKind::Server(ServerEvent::Role { role }) if role.starts_with("leader") => {
-                Some((x.at_us, x.host.as_str(), role.as_str()))
-            }
+            EventKind::Server(ev) => match ev.fact() {
+                LockFact::Role {
+                    role,
+                    rank: Rank::Elected,
+                    ..
+                } => Some((x.at_us, x.host.as_str(), role)),
+                _ => None,
+            },
             _ => None,
         })?;
         Some(format!(
@@ -632,26 +639,31 @@ pub fn leader_crashed_after_a_lock_create(h: &History) -> Option<String> {
     })
 }
 
-/// A ZooKeeper follower served client sessions while it lagged behind its leader's
-/// commits for at least `min_ms` (its clients read a stale tree meanwhile).
-pub fn zk_follower_served_stale(h: &History, min_ms: u64) -> Option<String> {
-    h.events.iter().find_map(|e| match &e.kind {
-        EventKind::Server(ServerEvent::ZkFollowerLag {
-            leader,
-            since_us,
-            txns_behind,
-            clients,
-        }) if *clients > 0
-            && *txns_behind > 0
-            && e.at_us.saturating_sub(*since_us) >= min_ms * 1000 =>
-        {
-            Some(format!(
-                "{}: {} served {clients} client sessions while up to {txns_behind} txns behind {leader} for {}",
-                fmt_s(*since_us),
-                e.host,
-                fmt_ms(e.at_us - since_us)
-            ))
+/// A replica served client sessions while it lagged behind its leader's commits for
+/// at least `min_ms` (its clients read stale data meanwhile).
+pub fn replica_served_stale(h: &History, min_ms: u64) -> Option<String> {
+    h.events.iter().find_map(|e| {
+        let EventKind::Server(ev) = &e.kind else {
+            return None;
+        };
+        match ev.fact() {
+            LockFact::Lagged {
+                leader,
+                since_us,
+                behind,
+                clients,
+            } if clients > 0
+                && behind > 0
+                && e.at_us.saturating_sub(since_us) >= min_ms * 1000 =>
+            {
+                Some(format!(
+                    "{}: {} served {clients} client sessions while up to {behind} txns behind {leader} for {}",
+                    fmt_s(since_us),
+                    e.host,
+                    fmt_ms(e.at_us - since_us)
+                ))
+            }
+            _ => None,
         }
-        _ => None,
     })
 }

@@ -6,7 +6,10 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use sim::history::{Event, EventKind, FaultPhase, History, OpF, Phase, ServerEvent};
+use sim::history::fact::{LockFact, Rank};
+use sim::history::{
+    Event, EventKind, FaultPhase, History, MONITORS, OpF, Phase, ServerEvent, is_monitor_host,
+};
 
 use super::model;
 use super::{fmt_ms, fmt_s};
@@ -21,9 +24,8 @@ pub(super) fn servers(h: &History) -> BTreeSet<&str> {
 }
 
 /// The host whose record of the lock stands for each server's: itself, except for
-/// the members of a quorum (hosts that record a ZooKeeper ensemble's or an etcd
-/// cluster's roles: `leader (epoch N)`, `leader (term N)`, `follower of zk-K`,
-/// `candidate (term N)`, `looking (...)`), whose one record of the lock is kept on the
+/// the members of a consensus quorum (hosts whose roles are a quorum member's: see
+/// [`sim::history::fact::in_quorum`]), whose one record of the lock is kept on the
 /// member that records it (the first server, whichever leads). A fault on any member
 /// of the quorum hits the host that serves that record.
 pub(super) fn record_hosts(h: &History) -> BTreeMap<&str, &str> {
@@ -32,14 +34,7 @@ pub(super) fn record_hosts(h: &History) -> BTreeMap<&str, &str> {
     let mut recorder: Option<&str> = None;
     for e in &h.events {
         match &e.kind {
-            EventKind::Server(ServerEvent::Role { role })
-                if role.starts_with("leader (epoch")
-                    || role.starts_with("leader (term")
-                    || role.starts_with("follower of")
-                    || role.starts_with("follower (no leader)")
-                    || role.starts_with("candidate (term")
-                    || role.starts_with("looking") =>
-            {
+            EventKind::Server(s) if matches!(s.fact(), LockFact::Role { quorum: true, .. }) => {
                 members.insert(e.host.as_str());
             }
             EventKind::Server(ServerEvent::Written { key: k, .. }) if k == key => {
@@ -131,8 +126,8 @@ pub fn server_crashed_holding_the_lock(h: &History, min_down_ms: u64) -> Option<
 
 /// A server restarted after a crash that struck the lock: it came back without the lock
 /// key its record held ([`server_restart_lost_the_lock`]), or it crashed holding it and
-/// came back with it (a system that keeps its locks on disk: a ZooKeeper txn log, an
-/// InnoDB redo log, a MongoDB journal).
+/// came back with it (a system that keeps its locks on disk: a transaction log, a redo
+/// log, a journal).
 pub fn server_restart_struck_the_lock(h: &History) -> Option<String> {
     server_restart_lost_the_lock(h).or_else(|| server_crashed_holding_the_lock(h, 0))
 }
@@ -278,7 +273,7 @@ pub fn holder_partitioned_past_the_lease(h: &History) -> Option<String> {
     })
 }
 
-/// A server whose record (an ensemble's, for a ZooKeeper member) held the lock was cut
+/// A server whose record (a quorum's, for a quorum member) held the lock was cut
 /// off from other servers for longer than the lease.
 pub fn lock_server_isolated_past_the_lease(h: &History) -> Option<String> {
     let records = record_hosts(h);
@@ -411,7 +406,7 @@ pub fn renewal_due_while_the_lock_server_was_isolated(h: &History) -> Option<Str
 /// The server granted a client the lock while a delay on the messages to that client
 /// was in force, and the client heard of it at least the delay later, or never in
 /// time: its acquire ended unknown, or failed (it gave up, or failed for another reason,
-/// with the grant's reply still held or come late: an etcd waiter whose wait ran out
+/// with the grant's reply still held or come late: a waiter whose wait ran out
 /// before the delayed watch event reached it, a Redlock client short of its quorum).
 /// Proof from the server's record that replies, not requests or the retry loop, were
 /// slow; what the design did about it is the checkers' to judge.
@@ -489,7 +484,15 @@ fn promotions(h: &History) -> Vec<(&str, u64)> {
     h.events
         .iter()
         .filter_map(|e| match &e.kind {
-            EventKind::Server(ServerEvent::Role { role }) if role == "master" => {
+            EventKind::Server(s)
+                if matches!(
+                    s.fact(),
+                    LockFact::Role {
+                        rank: Rank::Master,
+                        ..
+                    }
+                ) =>
+            {
                 Some((e.host.as_str(), e.at_us))
             }
             _ => None,
@@ -597,13 +600,11 @@ pub fn split_brain(h: &History) -> Option<(String, u64)> {
     let promoted = promotions(h);
     let mut found = None;
     at_fault_starts(h, |e, fault, _held| {
-        // A Redis server on the partition's first side (one that never wrote a key has
-        // no record yet, so it is known by not being a client, a Sentinel or the
-        // storage, the world's reserved names).
+        // A lock server on the partition's first side (one that never wrote a key has
+        // no record yet, so it is known by not being a client, a failover monitor or
+        // the storage, the world's reserved names).
         let is_server = servers.contains(e.host.as_str())
-            || !(e.host.starts_with("client-")
-                || e.host.starts_with("sentinel-")
-                || e.host == "storage");
+            || !(e.host.starts_with("client-") || is_monitor_host(&e.host) || e.host == "storage");
         if found.is_some() || !is_server || !model::is_partition(h, fault) {
             return None::<()>;
         }
@@ -626,7 +627,7 @@ pub fn split_brain(h: &History) -> Option<(String, u64)> {
         let window = last_old_write.map_or(0, |t| t - when);
         found = Some((
             format!(
-                "{old} was partitioned from the Sentinels at {}; {to} was promoted at {}; {old} accepted lock writes for {} after that",
+                "{old} was partitioned from {MONITORS} at {}; {to} was promoted at {}; {old} accepted lock writes for {} after that",
                 fmt_s(e.at_us),
                 fmt_s(*when),
                 fmt_ms(window)

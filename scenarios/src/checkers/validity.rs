@@ -17,9 +17,9 @@
 //!   fencing check at the storage can.
 //!
 //! A lock that never expires (no validity recorded) is valid until its release, as the
-//! client believes, unless the server ended it by its own rule first: a ZooKeeper
-//! session that expired (the ephemeral node deleted with it), a MySQL connection the
-//! server closed (its `GET_LOCK` released with it). Such a lock promised "while your
+//! client believes, unless the server ended it by its own rule first: a session that
+//! expired (the ephemeral node deleted with it), a connection the server closed (its
+//! user lock released with it). Such a lock promised "while your
 //! session (connection) lives", and the server kept that promise: its validity ends
 //! there, so a client that went on is an `overrun`, not a broken promise. Neither checker changes a run's safety class: the effect checkers
 //! judge harm; these say whose fault it was.

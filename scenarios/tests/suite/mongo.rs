@@ -8,7 +8,7 @@
 
 use crate::common;
 
-use scenarios::checkers::{Safety, mongo_probes};
+use scenarios::checkers::{Safety, rollback_probes};
 use scenarios::sweep::{RunSummary, replay_command, sweep};
 use sim::history::{EventKind, ServerEvent};
 
@@ -65,7 +65,7 @@ fn mongo_designs_are_valid_without_faults() {
 fn assert_failover_happened(design: &str, scenario: &str, run: &RunSummary) {
     let replay = replay_command(design, scenario, run.seed);
     let history = run.history.as_ref().expect("kept");
-    let witness = mongo_probes::rollback_of_a_lock_write(history);
+    let witness = rollback_probes::rollback_of_a_lock_write(history);
     assert!(
         witness.is_some(),
         "seed {}: no rollback of a lock write; {replay}",

@@ -300,7 +300,7 @@ fn mysql_unique_index_is_unsafe_when_a_failover_loses_the_last_binlog_events() {
     for run in runs("mysql-unique-index", "mysql-failover") {
         let replay = replay_command("mysql-unique-index", "mysql-failover", run.seed);
         let history = run.history.as_ref().expect("kept");
-        let witness = probes::mysql_failover_lost_the_lock(history);
+        let witness = probes::failover_lost_the_lock(history);
         assert!(
             witness
                 .as_deref()
@@ -346,7 +346,7 @@ fn restart_runs(design: &str, scenario: &str) -> Vec<RunSummary> {
         let replay = replay_command(design, scenario, run.seed);
         let history = run.history.as_ref().expect("kept");
         assert!(
-            probes::mysql_restart_struck_a_hold(history).is_some(),
+            probes::restart_struck_a_hold(history).is_some(),
             "seed {}: the crash struck no hold; {replay}",
             run.seed
         );

@@ -208,7 +208,7 @@ fn zk_curator_on_a_lagging_follower_reads_stale_children_and_stays_safe() {
         let replay = replay_command("zk-curator", "zk-follower-stale", run.seed);
         let h = run.history.as_ref().expect("kept");
         assert!(
-            probes::zk_follower_served_stale(h, 100).is_some(),
+            probes::replica_served_stale(h, 100).is_some(),
             "seed {}: no follower served clients while lagging; {replay}",
             run.seed
         );

@@ -17,6 +17,7 @@
 pub mod driver;
 pub mod member;
 pub mod query;
+pub mod record;
 
 pub use driver::{
     SharedMember, TokioPeers, serve_connection, spawn_tokio_set, start_background, wait_for_primary,

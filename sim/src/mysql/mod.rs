@@ -11,6 +11,7 @@
 
 pub mod driver;
 pub mod innodb;
+pub mod record;
 pub mod server;
 pub mod sql;
 mod types;

@@ -59,6 +59,7 @@
 mod command;
 pub mod driver;
 mod info;
+pub mod record;
 mod timer;
 
 use std::collections::BTreeMap;

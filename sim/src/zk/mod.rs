@@ -19,6 +19,7 @@ pub mod ensemble;
 mod front;
 pub mod java;
 pub mod peer_host;
+pub mod record;
 pub mod server;
 pub mod tree;
 

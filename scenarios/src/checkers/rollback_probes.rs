@@ -1,9 +1,10 @@
-//! The MongoDB failover's witness: a primary lost holding a lock write no other member
-//! had, a member elected without it, and the old primary rolling the write back when
-//! it rejoined. Read from the members' own records (`Written`, `Role`,
-//! `MongoRollback`, `Removed` with cause `rolled-back`) and the fault records.
+//! The witness of a failover that rolled a lock write back: a primary lost holding a
+//! lock write no other server had, another elected without it, and the old primary
+//! rolling the write back when it rejoined. Read from the servers' own records (the
+//! facts of writes, removals, roles and rollbacks) and the fault records.
 
-use sim::history::{EventKind, FaultPhase, History, ServerEvent};
+use sim::history::fact::{LockFact, Rank, Removal};
+use sim::history::{Event, EventKind, FaultPhase, History};
 
 use super::{fmt_s, model};
 
@@ -31,45 +32,41 @@ pub fn rollback_of_a_lock_write(h: &History) -> Option<String> {
         let host = e.host.as_str();
         // The lock value the member's record held at the fault.
         let mut held = None;
-        for x in h.events[..i].iter().filter(|x| x.host == host) {
-            match &x.kind {
-                EventKind::Server(ServerEvent::Written { key: k, value, .. }) if k == key => {
-                    held = Some(value.clone())
-                }
-                EventKind::Server(ServerEvent::Removed { key: k, .. }) if k == key => held = None,
+        for (_, f) in facts(&h.events[..i]).filter(|(x, _)| x.host == host) {
+            match f {
+                LockFact::Written { key: k, value, .. } if k == key => held = Some(value),
+                LockFact::Removed { key: k, .. } if k == key => held = None,
                 _ => {}
             }
         }
         let Some(owner) = held else { continue };
-        let elected = h.events[i..].iter().find_map(|x| match &x.kind {
-            EventKind::Server(ServerEvent::Role { role })
-                if x.host != host && role.starts_with("primary") =>
-            {
-                Some((x.host.as_str(), x.at_us, role.as_str()))
-            }
+        let elected = facts(&h.events[i..]).find_map(|(x, f)| match f {
+            LockFact::Role {
+                role,
+                rank: Rank::Elected,
+                ..
+            } if x.host != host => Some((x.host.as_str(), x.at_us, role)),
             _ => None,
         });
         let Some((to, elected_at, role)) = elected else {
             continue;
         };
-        let rollback = h.events[i..].iter().find_map(|x| match &x.kind {
-            EventKind::Server(ServerEvent::MongoRollback {
+        let rollback = facts(&h.events[i..]).find_map(|(x, f)| match f {
+            LockFact::RolledBack {
                 source,
                 common,
                 undone,
                 ..
-            }) if x.host == host && x.at_us > elected_at => {
-                Some((x.at_us, source.as_str(), common.as_str(), *undone))
-            }
+            } if x.host == host && x.at_us > elected_at => Some((x.at_us, source, common, undone)),
             _ => None,
         });
         let Some((rolled_at, source, common, undone)) = rollback else {
             continue;
         };
-        let removed = h.events[i..].iter().any(|x| {
+        let removed = facts(&h.events[i..]).any(|(x, f)| {
             x.host == host
-                && matches!(&x.kind, EventKind::Server(ServerEvent::Removed { key: k, value, cause, .. })
-                    if k == key && *value == owner && cause == "rolled-back")
+                && matches!(f, LockFact::Removed { key: k, value, why: Removal::RolledBack, .. }
+                    if k == key && value == owner)
         });
         if !removed {
             continue;
@@ -91,4 +88,12 @@ pub fn rollback_of_a_lock_write(h: &History) -> Option<String> {
         ));
     }
     None
+}
+
+/// The servers' facts among `events`, with their events.
+fn facts(events: &[Event]) -> impl Iterator<Item = (&Event, LockFact<'_>)> {
+    events.iter().filter_map(|e| match &e.kind {
+        EventKind::Server(s) => Some((e, s.fact())),
+        _ => None,
+    })
 }
