@@ -1,6 +1,6 @@
 //! ZooKeeper: the wire protocol ([`proto`], shared with locksim's server model) and a
 //! client ([`ZkClient`]) over the streams a [`StreamDialer`] gives, timed by the
-//! design's [`Clock`](crate::Clock); its record ([`SYSTEM`]) and the designs'
+//! design's [`Clock`]; its record ([`SYSTEM`]) and the designs'
 //! dependencies ([`zookeeper_deps`], [`production_zk_deps`]). The designs built on it
 //! are `zk-curator` and `zk-curator-fenced` (`designs::ZkCurator`).
 
