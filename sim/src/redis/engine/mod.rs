@@ -116,7 +116,7 @@ pub enum SessionKind {
 ///   `cjson` nests at most 1000 deep even with a raised `encode_max_depth` /
 ///   `decode_max_depth`, and a library call returning within a slot of Lua's
 ///   8000-slot C stack limit fails in the model (mlua needs a spare slot) where Redis
-///   succeeds. See `lua.rs` for the conversion limit.
+///   succeeds. See `lua::convert` for the conversion limit.
 /// - A long script: Redis lets it run and, past `lua-time-limit` (5 s), answers other
 ///   clients `BUSY` until `SCRIPT KILL` (or, once it wrote, `UNKILLABLE` until
 ///   `SHUTDOWN NOSAVE`). The model counts Lua instructions instead of time
