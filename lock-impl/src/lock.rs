@@ -326,7 +326,55 @@ pub enum Release {
 /// Implementations hold their [`Deps`]. `acquire` honours the wait budget through
 /// [`crate::retry_acquire`], which designs may use; `release` takes the guard that
 /// `acquire` returned. Implement this for your own lock to run every locksim scenario
-/// on it (see `examples/custom_design.rs`).
+/// on it.
+///
+/// # Your own design
+///
+/// Checking *your* lock is the point. Implement [`LockDesign`]; [`retry_acquire`]
+/// gives you the wait-budget loop. `examples/custom_design.rs` is a complete one (a
+/// `SET NX EX` lock with a `GETDEL` release), and the real-Redis test suite runs the
+/// same conformance bodies on it as on the built-in designs:
+///
+/// ```no_run
+/// use async_trait::async_trait;
+/// use lock_impl::{Acquire, AcquireOptions, Attempt, Deps, Guard, LockDesign, LockError,
+///                 Release, retry_acquire};
+///
+/// struct MyLock { deps: Deps }
+///
+/// #[async_trait]
+/// impl LockDesign for MyLock {
+///     fn name(&self) -> &str { "my-lock" }
+///
+///     async fn acquire(&self, key: &str, options: AcquireOptions) -> Result<Acquire, LockError> {
+///         let deps = &self.deps;
+///         retry_acquire(deps, key, options, || async move {
+///             let owner = deps.entropy.owner_value();
+///             let sent_at = deps.clock.now();
+///             let set: Option<String> = redis::cmd("SET").arg(key).arg(&owner)
+///                 .arg("NX").arg("PX").arg(options.lease_ms)
+///                 .query_async(&mut deps.conn.clone()).await
+///                 .map_err(|source| LockError::Redis { command: "SET", source })?;
+///             Ok(match set {
+///                 Some(_) => Attempt::Acquired(Guard {
+///                     design: "my-lock".into(), key: key.into(), owner,
+///                     acquired_at: sent_at,
+///                     valid_until: Some(sent_at + std::time::Duration::from_millis(options.lease_ms)),
+///                     token: None,
+///                 }),
+///                 None => Attempt::Held,
+///             })
+///         }).await
+///     }
+///
+///     async fn release(&self, guard: &Guard) -> Result<Release, LockError> {
+///         let n: i64 = redis::cmd("DEL").arg(&guard.key)
+///             .query_async(&mut self.deps.conn.clone()).await
+///             .map_err(|source| LockError::Redis { command: "DEL", source })?;
+///         Ok(if n == 1 { Release::Removed } else { Release::NotFound })
+///     }
+/// }
+/// ```
 #[async_trait]
 pub trait LockDesign: Send + Sync {
     /// The user-facing identifier, e.g. `set-nx-px-lua`.

@@ -15,6 +15,7 @@ mod redisson_sync;
 mod redlock;
 mod redsync;
 mod reentrant_watchdog;
+pub(crate) mod registry;
 mod set_nx_px_check_del;
 mod set_nx_px_del;
 mod set_nx_px_lua;

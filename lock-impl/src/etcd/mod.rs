@@ -26,8 +26,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use crate::scale::{ETCD_RETRY_BACKOFF, ETCD_SECOND};
+use crate::system::{production_system_deps, system_deps};
 use crate::zk::StreamDialer;
-use crate::{Clock, Entropy, TimeScale};
+use crate::{Clock, Deps, Entropy, Spawner, TimeScale};
 
 pub use session::Session;
 
@@ -144,7 +145,7 @@ pub const SYSTEM: crate::BackendInfo = crate::BackendInfo {
               holder believes, and its create revision is a fencing token that only a \
               resource that checks it can use",
     // The lock-service comparison has no etcd row; its lock is the client library's mutex.
-    seed_design: crate::designs::EtcdMutex::NAME,
+    seed_design: "etcd-mutex",
 };
 
 /// The channel's tasks on the dialer's spawner.
@@ -299,4 +300,25 @@ impl EtcdConn {
             _ = self.clock.sleep(deadline) => Err(CallError::Timeout),
         }
     }
+}
+
+/// Dependencies for the etcd designs: the member, and `clock`, `entropy` and
+/// `spawner` as given; [`Deps::conn`] reaches no Redis.
+pub fn etcd_deps(
+    server: EtcdServer,
+    clock: Arc<dyn Clock>,
+    entropy: Arc<dyn Entropy>,
+    spawner: Arc<dyn Spawner>,
+) -> Deps {
+    system_deps(server, clock, entropy, spawner)
+}
+
+/// Production dependencies for the etcd designs: the member at `host:port` (over
+/// tokio TCP) with tokio's clock and OS randomness.
+pub fn production_etcd_deps(host: &str, port: u16) -> Deps {
+    production_system_deps(EtcdServer::new(
+        host,
+        port,
+        Arc::new(crate::zk::TokioDialer),
+    ))
 }

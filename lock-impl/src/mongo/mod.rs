@@ -30,6 +30,11 @@ pub mod bson;
 pub mod client;
 pub mod wire;
 
+use std::sync::Arc;
+
+use crate::system::{production_system_deps, system_deps};
+use crate::{Clock, Deps, Entropy, Spawner};
+
 pub use bson::{BsonError, Document, Value};
 pub use client::{
     CommandError, MONGO_PORT, MongoConn, MongoError, MongoServer, first_write_error, is_ok,
@@ -51,5 +56,22 @@ pub const SYSTEM: crate::BackendInfo = crate::BackendInfo {
               clients write and compare with their own clocks",
     // The row "基于MongoDB findAndModify原子操作", at the driver's default write
     // concern (w:1).
-    seed_design: crate::designs::MongoFindAndModify::NAME,
+    seed_design: "mongo-find-and-modify",
 };
+
+/// Dependencies for the MongoDB designs: the replica set's members, and `clock`,
+/// `entropy` and `spawner` as given; [`Deps::conn`] reaches no Redis.
+pub fn mongo_deps(
+    server: MongoServer,
+    clock: Arc<dyn Clock>,
+    entropy: Arc<dyn Entropy>,
+    spawner: Arc<dyn Spawner>,
+) -> Deps {
+    system_deps(server, clock, entropy, spawner)
+}
+
+/// Production dependencies for the MongoDB designs: `server` (over tokio TCP) with
+/// tokio's clock and OS randomness.
+pub fn production_mongo_deps(server: MongoServer) -> Deps {
+    production_system_deps(server)
+}

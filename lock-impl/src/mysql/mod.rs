@@ -25,6 +25,11 @@
 pub mod client;
 pub mod proto;
 
+use std::sync::Arc;
+
+use crate::system::{production_system_deps, system_deps};
+use crate::{Clock, Deps, Entropy, Spawner};
+
 pub use client::{MySqlConn, MySqlError, MySqlServer, describe, quote, scalar};
 pub use proto::{Column, EofPacket, ErrPacket, OkPacket, Reply, ResultSet};
 
@@ -42,5 +47,23 @@ pub const SYSTEM: crate::BackendInfo = crate::BackendInfo {
               whatever the client still believes",
     // The row "基于mysql 表唯一索引": INSERT to lock (a duplicate key error means
     // held), DELETE to unlock, no expiry.
-    seed_design: crate::designs::MySqlUniqueIndex::NAME,
+    seed_design: "mysql-unique-index",
 };
+
+/// Dependencies for the MySQL designs: the server, and `clock`, `entropy` and
+/// `spawner` as given; [`Deps::conn`] reaches no Redis and no other system's
+/// handle is set.
+pub fn mysql_deps(
+    server: MySqlServer,
+    clock: Arc<dyn Clock>,
+    entropy: Arc<dyn Entropy>,
+    spawner: Arc<dyn Spawner>,
+) -> Deps {
+    system_deps(server, clock, entropy, spawner)
+}
+
+/// Production dependencies for the MySQL designs: `server` (over tokio TCP, see
+/// [`MySqlServer`]) with tokio's clock and OS randomness.
+pub fn production_mysql_deps(server: MySqlServer) -> Deps {
+    production_system_deps(server)
+}

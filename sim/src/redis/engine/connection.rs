@@ -1,10 +1,74 @@
 //! Connection commands: `HELLO` and the pub/sub subscriptions.
 
-use super::{BAD_CLIENT_NAME, Engine, Session, WRONGPASS, one_or_frames, valid_client_name};
+use super::{
+    BAD_CLIENT_NAME, Engine, Session, SessionKind, WRONGPASS, one_or_frames, valid_client_name,
+};
 use crate::redis::commands::{self, REDIS_VERSION};
 use crate::redis::reply::Reply;
 
 impl Engine {
+    /// The connection commands (`QUIT`, `HELLO`, `RESET`, `AUTH`, `CLIENT`, the subscriptions); `None` for another command.
+    pub(super) fn session_command(
+        &mut self,
+        session: &mut Session,
+        name: &str,
+        argv: &[Vec<u8>],
+    ) -> Option<Reply> {
+        Some(match name {
+            "quit" => {
+                session.close_after_reply = true;
+                Reply::ok()
+            }
+            "hello" => self.hello(session, argv),
+            "reset" => {
+                self.disconnect(session);
+                self.sessions
+                    .insert(session.id, (SessionKind::Normal, false));
+                session.channels.clear();
+                session.protocol = 2;
+                session.name = None;
+                session.multi = None;
+                session.multi_failed = false;
+                Reply::Simple("RESET".into())
+            }
+            "auth" => match argv.len() {
+                2 => Reply::err(
+                    "AUTH <password> called without any password configured for the default user. Are you sure your configuration is correct?",
+                ),
+                3 if argv[1] == b"default" => Reply::ok(),
+                3 => Reply::Error(WRONGPASS.into()),
+                _ => Reply::err("syntax error"),
+            },
+            "client|id" => Reply::Integer(session.id as i64),
+            "client|getname" => session.name.clone().map_or(Reply::Nil, Reply::Bulk),
+            "client|setname" => {
+                if !valid_client_name(&argv[2]) {
+                    return Some(Reply::err(BAD_CLIENT_NAME));
+                }
+                session.name = if argv[2].is_empty() {
+                    None
+                } else {
+                    Some(argv[2].clone())
+                };
+                Reply::ok()
+            }
+            "client|kill" => self.client_kill(session, argv),
+            "subscribe" => {
+                let reply = self.subscribe(session, &argv[1..]);
+                self.sessions.insert(session.id, (session.kind, true));
+                reply
+            }
+            "unsubscribe" => {
+                let reply = self.unsubscribe(session, &argv[1..]);
+                let subscribing = !session.channels.is_empty();
+                self.sessions
+                    .insert(session.id, (session.kind, subscribing));
+                reply
+            }
+            _ => return None,
+        })
+    }
+
     pub(super) fn hello(&mut self, session: &mut Session, argv: &[Vec<u8>]) -> Reply {
         let mut ver = None;
         if argv.len() >= 2 {

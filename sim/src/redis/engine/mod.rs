@@ -7,50 +7,20 @@
 //!
 //! The public API below is the contract between the engine and the server layer.
 //!
-//! The model claims to be Redis 7.0.15 (the `redis-server` the project tests against)
-//! and its replies and error texts were checked against it. Choices where Redis itself
-//! is not deterministic, or where the model knowingly differs:
-//! - `DBSIZE` counts keys not yet reclaimed (expired but not touched), as Redis does;
-//!   `active_expire` reclaims all of them at once (Redis samples), in database then
-//!   key order. Expiry follows Redis's `now > when`: a key set with `PX 100` at `t`
-//!   is still visible at exactly `t + 100 ms` and gone one millisecond later.
-//! - `UNSUBSCRIBE` with no argument walks the session's channels in subscription
-//!   order (Redis walks a hash table, in an order that varies per process).
-//! - An empty command (`*0`) produces no reply: `Reply::Frames(vec![])`.
-//! - Only the commands in `commands.rs` exist; any other is answered as an unknown
-//!   command (or unknown `CLIENT`/`SCRIPT` subcommand). No pattern subscriptions.
-//!   `CLIENT SETINFO` is unknown, as in 7.0.15 (it arrived in 7.2).
-//! - Lua: no `redis.setresp`. `cjson`, `cmsgpack`, `bit` and `struct` are there
-//!   (`lua_libs.rs`, checked against 7.0.15 by `tests/lua_libs_real.rs`). Library
-//!   tables are read-only through proxies: assigning or `rawset` fails as in Redis,
-//!   but `pairs`/`next` see them empty (so `cjson.encode(math)` gives `{}`),
-//!   `getmetatable` gives `false` and `setmetatable` fails with Lua's own message.
-//!   `cjson` nests at most 1000 deep even with a raised `encode_max_depth` /
-//!   `decode_max_depth`, and a library call returning within a slot of Lua's
-//!   8000-slot C stack limit fails in the model (mlua needs a spare slot) where Redis
-//!   succeeds. See `lua.rs` for the conversion limit.
-//! - A long script: Redis lets it run and, past `lua-time-limit` (5 s), answers other
-//!   clients `BUSY` until `SCRIPT KILL` (or, once it wrote, `UNKILLABLE` until
-//!   `SHUTDOWN NOSAVE`). The model counts Lua instructions instead of time
-//!   (`lua::SCRIPT_BUDGET_INSTRUCTIONS`, deterministic) and, at the budget, *stops* the
-//!   script and holds its caller's reply: every other command gets the same `BUSY`
-//!   (`AUTH` and `HELLO` still work), `SCRIPT KILL` releases the caller's
-//!   `Script killed by user with SCRIPT KILL...` error, or answers `UNKILLABLE` if the
-//!   script wrote. The difference: a script that would have finished on its own after
-//!   the limit never does here, and the caller's own pipelined commands get `BUSY`
-//!   instead of waiting. No run and no `serve-model` client can hang on a script.
-//! - `INFO` has the `server`, `replication`, `cluster` and `keyspace` sections only; host
-//!   fields are fixed and `run_id` / `master_replid` derive from the engine's seed.
-//! - Error replies are `String`s: non-UTF-8 bytes echoed in an error are lossy.
+//! The model claims to be Redis 7.0.15; where it knowingly differs is listed on
+//! [`Engine`].
 //!
-//! Layout: this file dispatches commands and holds the engine's state; `connection.rs`
-//! has `HELLO` and the subscriptions, `transactions.rs` `MULTI`/`EXEC`/`WATCH`,
-//! `replica.rs` replication (`WAIT`, `REPLICAOF`, `PSYNC`, the link's API), `admin.rs`
-//! `CLIENT KILL` and `CONFIG`.
+//! Layout: this file admits and routes commands and holds the engine's state;
+//! `connection.rs` has the connection commands (`HELLO`, `AUTH`, `CLIENT`, the
+//! subscriptions), `scripts.rs` `EVAL` and `SCRIPT`, `transactions.rs`
+//! `MULTI`/`EXEC`/`WATCH`, `replica.rs` replication (`WAIT`, `REPLICAOF`, `PSYNC`, the
+//! link's API), `admin.rs` `CLIENT KILL` and `CONFIG`; the data commands are
+//! `commands`'.
 
 mod admin;
 mod connection;
 mod replica;
+mod scripts;
 mod transactions;
 
 use std::collections::BTreeMap;
@@ -124,6 +94,42 @@ pub enum SessionKind {
 }
 
 /// The Redis model's state: keyspace with expiry, script cache, pub/sub registry.
+///
+/// The model claims to be Redis 7.0.15 (the `redis-server` the project tests against)
+/// and its replies and error texts were checked against it. Choices where Redis itself
+/// is not deterministic, or where the model knowingly differs:
+/// - `DBSIZE` counts keys not yet reclaimed (expired but not touched), as Redis does;
+///   `active_expire` reclaims all of them at once (Redis samples), in database then
+///   key order. Expiry follows Redis's `now > when`: a key set with `PX 100` at `t`
+///   is still visible at exactly `t + 100 ms` and gone one millisecond later.
+/// - `UNSUBSCRIBE` with no argument walks the session's channels in subscription
+///   order (Redis walks a hash table, in an order that varies per process).
+/// - An empty command (`*0`) produces no reply: `Reply::Frames(vec![])`.
+/// - Only the commands in `commands`' table exist; any other is answered as an unknown
+///   command (or unknown `CLIENT`/`SCRIPT` subcommand). No pattern subscriptions.
+///   `CLIENT SETINFO` is unknown, as in 7.0.15 (it arrived in 7.2).
+/// - Lua: no `redis.setresp`. `cjson`, `cmsgpack`, `bit` and `struct` are there
+///   (`lua_libs`, checked against 7.0.15 by `tests/lua_libs_real.rs`). Library
+///   tables are read-only through proxies: assigning or `rawset` fails as in Redis,
+///   but `pairs`/`next` see them empty (so `cjson.encode(math)` gives `{}`),
+///   `getmetatable` gives `false` and `setmetatable` fails with Lua's own message.
+///   `cjson` nests at most 1000 deep even with a raised `encode_max_depth` /
+///   `decode_max_depth`, and a library call returning within a slot of Lua's
+///   8000-slot C stack limit fails in the model (mlua needs a spare slot) where Redis
+///   succeeds. See `lua::convert` for the conversion limit.
+/// - A long script: Redis lets it run and, past `lua-time-limit` (5 s), answers other
+///   clients `BUSY` until `SCRIPT KILL` (or, once it wrote, `UNKILLABLE` until
+///   `SHUTDOWN NOSAVE`). The model counts Lua instructions instead of time
+///   (`lua::SCRIPT_BUDGET_INSTRUCTIONS`, deterministic) and, at the budget, *stops* the
+///   script and holds its caller's reply: every other command gets the same `BUSY`
+///   (`AUTH` and `HELLO` still work), `SCRIPT KILL` releases the caller's
+///   `Script killed by user with SCRIPT KILL...` error, or answers `UNKILLABLE` if the
+///   script wrote. The difference: a script that would have finished on its own after
+///   the limit never does here, and the caller's own pipelined commands get `BUSY`
+///   instead of waiting. No run and no `serve-model` client can hang on a script.
+/// - `INFO` has the `server`, `replication`, `cluster` and `keyspace` sections only; host
+///   fields are fixed and `run_id` / `master_replid` derive from the engine's seed.
+/// - Error replies are `String`s: non-UTF-8 bytes echoed in an error are lossy.
 pub struct Engine {
     next_client_id: u64,
     core: Core,
@@ -414,152 +420,21 @@ impl Engine {
             (true, false) => ExpiryMode::Hide,
             (true, true) => ExpiryMode::Keep,
         };
-        match spec.name {
+        let name = spec.name;
+        if let Some(reply) = self.session_command(session, name, argv) {
+            return reply;
+        }
+        if let Some(reply) = self.script_command(session, &mut ctx, name, argv) {
+            return reply;
+        }
+        if let Some(reply) = self.transaction_command(session, name, argv, queueing, now_us) {
+            return reply;
+        }
+        match name {
             "ping" if subscribed => Reply::Array(vec![
                 Reply::bulk("pong"),
                 Reply::Bulk(argv.get(1).cloned().unwrap_or_default()),
             ]),
-            "quit" => {
-                session.close_after_reply = true;
-                Reply::ok()
-            }
-            "hello" => self.hello(session, argv),
-            "reset" => {
-                self.disconnect(session);
-                self.sessions
-                    .insert(session.id, (SessionKind::Normal, false));
-                session.channels.clear();
-                session.protocol = 2;
-                session.name = None;
-                session.multi = None;
-                session.multi_failed = false;
-                Reply::Simple("RESET".into())
-            }
-            "auth" => match argv.len() {
-                2 => Reply::err(
-                    "AUTH <password> called without any password configured for the default user. Are you sure your configuration is correct?",
-                ),
-                3 if argv[1] == b"default" => Reply::ok(),
-                3 => Reply::Error(WRONGPASS.into()),
-                _ => Reply::err("syntax error"),
-            },
-            "client|id" => Reply::Integer(session.id as i64),
-            "client|getname" => session.name.clone().map_or(Reply::Nil, Reply::Bulk),
-            "client|setname" => {
-                if !valid_client_name(&argv[2]) {
-                    return Reply::err(BAD_CLIENT_NAME);
-                }
-                session.name = if argv[2].is_empty() {
-                    None
-                } else {
-                    Some(argv[2].clone())
-                };
-                Reply::ok()
-            }
-            "client|kill" => self.client_kill(session, argv),
-            "subscribe" => {
-                let reply = self.subscribe(session, &argv[1..]);
-                self.sessions.insert(session.id, (session.kind, true));
-                reply
-            }
-            "unsubscribe" => {
-                let reply = self.unsubscribe(session, &argv[1..]);
-                let subscribing = !session.channels.is_empty();
-                self.sessions
-                    .insert(session.id, (session.kind, subscribing));
-                reply
-            }
-            "eval" | "evalsha" | "eval_ro" | "evalsha_ro" => {
-                ctx.read_only = spec.name.ends_with("_ro");
-                let writes_before = self.core.ks.pending_events();
-                let reply = self.eval(&mut ctx, spec.name.starts_with("evalsha"), argv);
-                if !self.lua.budget_spent() {
-                    return reply;
-                }
-                // The script ran past its budget: the server is busy until SCRIPT KILL;
-                // the caller hears nothing until then (its reply is held).
-                self.busy = Some(BusyScript {
-                    session: session.id,
-                    reply,
-                    wrote: self.core.ks.pending_events() > writes_before,
-                });
-                Reply::Frames(Vec::new())
-            }
-            "script|kill" => match self.busy.take() {
-                None => Reply::Error(NOTBUSY.into()),
-                Some(busy) if busy.wrote => {
-                    self.busy = Some(busy);
-                    Reply::Error(UNKILLABLE.into())
-                }
-                Some(busy) => {
-                    self.core.pushes.push((busy.session, busy.reply));
-                    Reply::ok()
-                }
-            },
-            "script|load" => match self.lua.load(&argv[2]) {
-                Ok(sha) => Reply::bulk(sha),
-                Err(e) => compile_error(&e),
-            },
-            "script|exists" => Reply::Array(
-                argv[2..]
-                    .iter()
-                    .map(|sha| {
-                        let sha = String::from_utf8_lossy(sha).to_ascii_lowercase();
-                        Reply::Integer(i64::from(self.lua.exists(&sha)))
-                    })
-                    .collect(),
-            ),
-            "script|flush" => {
-                if argv.len() > 3
-                    || (argv.len() == 3
-                        && !argv[2].eq_ignore_ascii_case(b"sync")
-                        && !argv[2].eq_ignore_ascii_case(b"async"))
-                {
-                    return Reply::err("SCRIPT FLUSH only support SYNC|ASYNC option");
-                }
-                self.lua.flush();
-                Reply::ok()
-            }
-            "multi" => {
-                if queueing {
-                    return Reply::err("MULTI calls can not be nested");
-                }
-                session.multi = Some(Vec::new());
-                session.multi_failed = false;
-                Reply::ok()
-            }
-            "discard" => {
-                if !queueing {
-                    return Reply::err("DISCARD without MULTI");
-                }
-                session.multi = None;
-                self.watches.remove(&session.id);
-                Reply::ok()
-            }
-            "exec" => self.exec(session, now_us),
-            "watch" => {
-                if queueing {
-                    return Reply::err("WATCH inside MULTI is not allowed");
-                }
-                let db = self.selected_db(session);
-                let now_ms = (now_us / 1000) as i64;
-                let entry = self.watches.entry(session.id).or_default();
-                for key in &argv[1..] {
-                    if !entry.keys.iter().any(|(d, k, _)| *d == db && k == key) {
-                        let expired = self
-                            .core
-                            .ks
-                            .peek(db, key)
-                            .is_some_and(|e| super::keyspace::is_expired(e, now_ms));
-                        entry.keys.push((db, key.clone(), expired));
-                    }
-                }
-                Reply::ok()
-            }
-            "unwatch" => {
-                self.watches.remove(&session.id);
-                Reply::ok()
-            }
             "wait" => self.wait(session, argv, now_us),
             "role" => self.core.repl.role_reply(),
             "replicaof" | "slaveof" => self.replicaof(argv, now_us),
@@ -585,33 +460,6 @@ impl Engine {
             session.multi_failed = true;
         }
         reply
-    }
-
-    fn eval(&mut self, ctx: &mut Ctx, by_sha: bool, argv: &[Vec<u8>]) -> Reply {
-        let Some(numkeys) = commands::parse_i64(&argv[2]) else {
-            return Reply::err("value is not an integer or out of range");
-        };
-        if numkeys > (argv.len() - 3) as i64 {
-            return Reply::err("Number of keys can't be greater than number of args");
-        }
-        if numkeys < 0 {
-            return Reply::err("Number of keys can't be negative");
-        }
-        let sha = if by_sha {
-            let sha = String::from_utf8_lossy(&argv[1]).to_ascii_lowercase();
-            if sha.len() != 40 || !self.lua.exists(&sha) {
-                return Reply::Error("NOSCRIPT No matching script. Please use EVAL.".into());
-            }
-            sha
-        } else {
-            match self.lua.load(&argv[1]) {
-                Ok(sha) => sha,
-                Err(e) => return compile_error(&e),
-            }
-        };
-        let split = 3 + numkeys as usize;
-        self.lua
-            .run(&mut self.core, ctx, &sha, &argv[3..split], &argv[split..])
     }
 
     /// One active-expiry cycle at `now_us`: removes expired keys (each propagated as its

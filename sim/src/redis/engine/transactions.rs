@@ -13,6 +13,60 @@ pub(super) struct Watches {
 }
 
 impl Engine {
+    /// The transaction commands (`MULTI`, `DISCARD`, `EXEC`, `WATCH`, `UNWATCH`); `None` for another command.
+    pub(super) fn transaction_command(
+        &mut self,
+        session: &mut Session,
+        name: &str,
+        argv: &[Vec<u8>],
+        queueing: bool,
+        now_us: u64,
+    ) -> Option<Reply> {
+        Some(match name {
+            "multi" => {
+                if queueing {
+                    return Some(Reply::err("MULTI calls can not be nested"));
+                }
+                session.multi = Some(Vec::new());
+                session.multi_failed = false;
+                Reply::ok()
+            }
+            "discard" => {
+                if !queueing {
+                    return Some(Reply::err("DISCARD without MULTI"));
+                }
+                session.multi = None;
+                self.watches.remove(&session.id);
+                Reply::ok()
+            }
+            "exec" => self.exec(session, now_us),
+            "watch" => {
+                if queueing {
+                    return Some(Reply::err("WATCH inside MULTI is not allowed"));
+                }
+                let db = self.selected_db(session);
+                let now_ms = (now_us / 1000) as i64;
+                let entry = self.watches.entry(session.id).or_default();
+                for key in &argv[1..] {
+                    if !entry.keys.iter().any(|(d, k, _)| *d == db && k == key) {
+                        let expired = self
+                            .core
+                            .ks
+                            .peek(db, key)
+                            .is_some_and(|e| crate::redis::keyspace::is_expired(e, now_ms));
+                        entry.keys.push((db, key.clone(), expired));
+                    }
+                }
+                Reply::ok()
+            }
+            "unwatch" => {
+                self.watches.remove(&session.id);
+                Reply::ok()
+            }
+            _ => return None,
+        })
+    }
+
     /// Marks the transactions watching a key that changed since `events_before`.
     pub(super) fn touch_watched(&mut self, events_before: usize) {
         if self.watches.is_empty() {

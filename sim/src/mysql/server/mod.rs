@@ -2,68 +2,9 @@
 //! login, commands), the tables (through [`super::innodb`]: transactions, row locks),
 //! and the user-level locks of `GET_LOCK`.
 //!
-//! Rules, from MariaDB's documentation and source (`sql/item_func.cc`:
-//! `Item_func_get_lock`, `Item_func_release_lock`, `Item_func_is_used_lock`;
-//! `sql/mdl.cc`), checked against Debian's `mariadb-server` 10.11 by
-//! `sim/tests/real/mysql_real.rs`:
-//!
-//! - Handshake V10 with server version `5.5.5-10.11.19-MariaDB-0+deb12u1`, a 20-byte
-//!   scramble, `mysql_native_password`; a login with a wrong password, an unknown user
-//!   or another database is refused with `ER_ACCESS_DENIED_ERROR` (1045, 28000),
-//!   `ER_ACCESS_DENIED_NO_PASSWORD_ERROR` (1698, 28000) or `ER_DBACCESS_DENIED_ERROR`
-//!   (1044, 42000), and the connection closed.
-//! - `GET_LOCK(name, timeout)`: 1 if the connection now holds `name` (free, or held by
-//!   this connection already: the hold is counted, since 10.0.2 one `RELEASE_LOCK`
-//!   per `GET_LOCK`), 0 if another connection holds it and `timeout` ran out; NULL for
-//!   a NULL or empty name. Lock names compare byte for byte (case and trailing spaces
-//!   matter). A connection may hold several locks.
-//! - `RELEASE_LOCK(name)`: 1 if this connection held it (one hold less), 0 if another
-//!   connection holds it, NULL if nobody does (or the name is NULL or empty).
-//! - `IS_USED_LOCK(name)`: the holder's connection id, or NULL.
-//! - All three answer a one-column resultset: the column named by the expression as
-//!   written, type `LONG` (3), binary collation (63), flags `BINARY` (128), length 1
-//!   (10 for `IS_USED_LOCK`); the row's value in text, or NULL.
-//! - Every user lock of a connection is released when the connection ends, however
-//!   it ends (`COM_QUIT`, a reset, the server noticing a closed socket).
-//! - Tables (the designs' `locks`, `lock_rows`, `lock_leases`, ...: a `VARCHAR(255)`
-//!   primary key first, `VARCHAR(255)` and `BIGINT` columns, all `NOT NULL`; InnoDB,
-//!   `utf8mb4_general_ci`): exist once created by `CREATE TABLE IF NOT EXISTS` (a
-//!   second create answers OK with one warning); before that, statements on them answer
-//!   `ER_NO_SUCH_TABLE` (1146, 42S02), and an unknown column `ER_BAD_FIELD_ERROR` (1054,
-//!   42S22, "Unknown column 'x' in 'INSERT INTO'" / "'WHERE'" / "'SET'" / "'SELECT'").
-//!   `INSERT` of a key already present is `ER_DUP_ENTRY` (1062, 23000, "Duplicate entry
-//!   '&lt;key as inserted&gt;' for key 'PRIMARY'"), with `IGNORE` OK with 0 rows and one
-//!   warning; a value longer than 255 characters `ER_DATA_TOO_LONG` (1406, 22001,
-//!   strict mode); a column left out `ER_NO_DEFAULT_FOR_FIELD` (1364, HY000). The key
-//!   compares under `utf8mb4_general_ci`: case-insensitively and ignoring trailing
-//!   spaces. `DELETE` answers OK with the rows deleted; `UPDATE` with the rows changed
-//!   and the info "Rows matched: m  Changed: c  Warnings: 0" (the client does not ask
-//!   for `CLIENT_FOUND_ROWS`), and as insert id the argument of a `LAST_INSERT_ID(expr)`
-//!   it evaluated; `SELECT ... FOR UPDATE` a resultset with the table's column
-//!   definitions. Transactions and row locks: [`super::innodb`].
-//! - Status flags: `SERVER_STATUS_AUTOCOMMIT` (2) on every reply, with
-//!   `SERVER_STATUS_IN_TRANS` (1) inside `BEGIN` ... `COMMIT`.
-//!
-//! - `GET_LOCK` with a timeout of `n` > 0 seconds on a lock another connection holds
-//!   waits: it gets the lock (1) as soon as it is released, or answers 0 after `n`
-//!   seconds of the server's true time.
-//!
-//! - `wait_timeout` (global default 28800 s, `SET SESSION wait_timeout = n` clamped to
-//!   1..=31536000 with a warning): a connection idle that long between commands is
-//!   closed by the server, without a packet, and its user locks go with it (and its
-//!   open transaction is rolled back, its row locks freed).
-//! - `innodb_lock_wait_timeout` (global default 50 s, `SET SESSION
-//!   innodb_lock_wait_timeout = n` clamped to 0..=100000000 with a warning): how long a
-//!   statement waits for a row lock before `ER_LOCK_WAIT_TIMEOUT` (1205, HY000).
-//!
-//! Simplifications (stated): a negative timeout (wait forever) is answered with
-//! `ER_NOT_SUPPORTED_YET` (1235, 42000); a waiting connection is not watched for a
-//! close until its wait ends (nor is it on the server); a freed lock goes to the
-//! connection that waited longest for it; the
-//! collation compares ASCII case only (no accent folding); `COM_PING`,
-//! `COM_QUIT` and `COM_QUERY` are the only commands (others: `ER_UNKNOWN_COM_ERROR`,
-//! 1047, 08S01); an auth plugin other than `mysql_native_password` is refused rather
-//! than switched.
+//! The server's rules and simplifications, as checked against Debian's
+//! `mariadb-server` 10.11 by `sim/tests/real/mysql_real.rs`, are listed on
+//! [`MySqlModel`]; what a statement does is in `query`.
 
 use std::collections::BTreeMap;
 
@@ -74,8 +15,10 @@ use lock_impl::mysql::proto::{
 use rand::{RngExt, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
-use super::innodb::{BinlogEvent, Engine, Refusal};
-use super::sql::{Statement, Value, parse};
+mod query;
+
+use super::innodb::{BinlogEvent, Engine};
+use super::sql::Value;
 pub use super::types::{ConnId, ServerEvent};
 
 /// The server's version string in its handshake (MariaDB prefixes `5.5.5-`).
@@ -226,6 +169,69 @@ struct Conn {
 }
 
 /// The server.
+///
+/// Rules, from MariaDB's documentation and source (`sql/item_func.cc`:
+/// `Item_func_get_lock`, `Item_func_release_lock`, `Item_func_is_used_lock`;
+/// `sql/mdl.cc`), checked against Debian's `mariadb-server` 10.11 by
+/// `sim/tests/real/mysql_real.rs`:
+///
+/// - Handshake V10 with server version `5.5.5-10.11.19-MariaDB-0+deb12u1`, a 20-byte
+///   scramble, `mysql_native_password`; a login with a wrong password, an unknown user
+///   or another database is refused with `ER_ACCESS_DENIED_ERROR` (1045, 28000),
+///   `ER_ACCESS_DENIED_NO_PASSWORD_ERROR` (1698, 28000) or `ER_DBACCESS_DENIED_ERROR`
+///   (1044, 42000), and the connection closed.
+/// - `GET_LOCK(name, timeout)`: 1 if the connection now holds `name` (free, or held by
+///   this connection already: the hold is counted, since 10.0.2 one `RELEASE_LOCK`
+///   per `GET_LOCK`), 0 if another connection holds it and `timeout` ran out; NULL for
+///   a NULL or empty name. Lock names compare byte for byte (case and trailing spaces
+///   matter). A connection may hold several locks.
+/// - `RELEASE_LOCK(name)`: 1 if this connection held it (one hold less), 0 if another
+///   connection holds it, NULL if nobody does (or the name is NULL or empty).
+/// - `IS_USED_LOCK(name)`: the holder's connection id, or NULL.
+/// - All three answer a one-column resultset: the column named by the expression as
+///   written, type `LONG` (3), binary collation (63), flags `BINARY` (128), length 1
+///   (10 for `IS_USED_LOCK`); the row's value in text, or NULL.
+/// - Every user lock of a connection is released when the connection ends, however
+///   it ends (`COM_QUIT`, a reset, the server noticing a closed socket).
+/// - Tables (the designs' `locks`, `lock_rows`, `lock_leases`, ...: a `VARCHAR(255)`
+///   primary key first, `VARCHAR(255)` and `BIGINT` columns, all `NOT NULL`; InnoDB,
+///   `utf8mb4_general_ci`): exist once created by `CREATE TABLE IF NOT EXISTS` (a
+///   second create answers OK with one warning); before that, statements on them answer
+///   `ER_NO_SUCH_TABLE` (1146, 42S02), and an unknown column `ER_BAD_FIELD_ERROR` (1054,
+///   42S22, "Unknown column 'x' in 'INSERT INTO'" / "'WHERE'" / "'SET'" / "'SELECT'").
+///   `INSERT` of a key already present is `ER_DUP_ENTRY` (1062, 23000, "Duplicate entry
+///   '&lt;key as inserted&gt;' for key 'PRIMARY'"), with `IGNORE` OK with 0 rows and one
+///   warning; a value longer than 255 characters `ER_DATA_TOO_LONG` (1406, 22001,
+///   strict mode); a column left out `ER_NO_DEFAULT_FOR_FIELD` (1364, HY000). The key
+///   compares under `utf8mb4_general_ci`: case-insensitively and ignoring trailing
+///   spaces. `DELETE` answers OK with the rows deleted; `UPDATE` with the rows changed
+///   and the info "Rows matched: m  Changed: c  Warnings: 0" (the client does not ask
+///   for `CLIENT_FOUND_ROWS`), and as insert id the argument of a `LAST_INSERT_ID(expr)`
+///   it evaluated; `SELECT ... FOR UPDATE` a resultset with the table's column
+///   definitions. Transactions and row locks: [`super::innodb`].
+/// - Status flags: `SERVER_STATUS_AUTOCOMMIT` (2) on every reply, with
+///   `SERVER_STATUS_IN_TRANS` (1) inside `BEGIN` ... `COMMIT`.
+///
+/// - `GET_LOCK` with a timeout of `n` > 0 seconds on a lock another connection holds
+///   waits: it gets the lock (1) as soon as it is released, or answers 0 after `n`
+///   seconds of the server's true time.
+///
+/// - `wait_timeout` (global default 28800 s, `SET SESSION wait_timeout = n` clamped to
+///   1..=31536000 with a warning): a connection idle that long between commands is
+///   closed by the server, without a packet, and its user locks go with it (and its
+///   open transaction is rolled back, its row locks freed).
+/// - `innodb_lock_wait_timeout` (global default 50 s, `SET SESSION
+///   innodb_lock_wait_timeout = n` clamped to 0..=100000000 with a warning): how long a
+///   statement waits for a row lock before `ER_LOCK_WAIT_TIMEOUT` (1205, HY000).
+///
+/// Simplifications (stated): a negative timeout (wait forever) is answered with
+/// `ER_NOT_SUPPORTED_YET` (1235, 42000); a waiting connection is not watched for a
+/// close until its wait ends (nor is it on the server); a freed lock goes to the
+/// connection that waited longest for it; the
+/// collation compares ASCII case only (no accent folding); `COM_PING`,
+/// `COM_QUIT` and `COM_QUERY` are the only commands (others: `ER_UNKNOWN_COM_ERROR`,
+/// 1047, 08S01); an auth plugin other than `mysql_native_password` is refused rather
+/// than switched.
 #[derive(Debug)]
 pub struct MySqlModel {
     config: MySqlConfig,
@@ -482,211 +488,6 @@ impl MySqlModel {
             wait: None,
         }
     }
-
-    /// Runs one statement for connection `id`.
-    pub fn query(&mut self, id: ConnId, sql: &str) -> Reply {
-        let stmt = match parse(sql) {
-            Ok(s) => s,
-            Err(e) => return Reply::Err(e),
-        };
-        let st = self.engine.status(id);
-        let reply = match stmt {
-            Statement::Create { table, columns } => {
-                let created = self.engine.create(id, &table, &columns);
-                // An existing table: `ER_TABLE_EXISTS_ERROR` as a note.
-                Reply::Ok(OkPacket {
-                    status: self.engine.status(id),
-                    warnings: u16::from(!created),
-                    ..OkPacket::default()
-                })
-            }
-            Statement::Begin => {
-                self.engine.begin(id);
-                ok(self.engine.status(id))
-            }
-            Statement::Commit | Statement::Rollback => {
-                self.engine.end(id, stmt == Statement::Commit, false);
-                ok(self.engine.status(id))
-            }
-            Statement::Insert { .. }
-            | Statement::Delete { .. }
-            | Statement::Update { .. }
-            | Statement::SelectForUpdate { .. } => {
-                let database = self.config.database.clone();
-                match self.engine.run(id, &stmt, sql, &database) {
-                    Ok(r) => r,
-                    Err(Refusal::Err(e)) => Reply::Err(e),
-                    Err(Refusal::Locked(table, key)) => {
-                        let timeout_s = self.conns.get(&id).map_or(0, |c| c.lock_wait_timeout_s);
-                        if timeout_s == 0 {
-                            Reply::Err(lock_wait_timeout())
-                        } else {
-                            self.waiting = Some(Waiting {
-                                kind: WaitKind::Row {
-                                    sql: sql.to_string(),
-                                    table,
-                                    key,
-                                },
-                                timeout_ms: timeout_s.saturating_mul(1000),
-                                seq: 1,
-                                status: st,
-                                ticket: 0,
-                            });
-                            // Not sent: `receive` turns it into a wait.
-                            ok(st)
-                        }
-                    }
-                }
-            }
-            Statement::GetLock {
-                name,
-                timeout,
-                column,
-            } => {
-                let name = match name {
-                    Some(n) if !n.is_empty() => n,
-                    _ => return int_result(column, 1, None, st),
-                };
-                match self.user_locks.get_mut(&name) {
-                    Some((holder, holds)) if *holder == id => {
-                        *holds += 1;
-                        int_result(column, 1, Some(1), st)
-                    }
-                    Some(_) if timeout == 0 => int_result(column, 1, Some(0), st),
-                    // A negative timeout would wait forever (as in MySQL 5.7+); the
-                    // model does not take it.
-                    Some(_) if timeout < 0 => Reply::Err(ErrPacket::new(
-                        1235,
-                        "42000",
-                        "This version of MariaDB doesn't yet support \
-                         'GET_LOCK with a negative timeout in the locksim model'",
-                    )),
-                    Some(_) => {
-                        self.waiting = Some(Waiting {
-                            kind: WaitKind::GetLock { name, column },
-                            timeout_ms: (timeout as u64).saturating_mul(1000),
-                            seq: 1,
-                            status: st,
-                            ticket: 0,
-                        });
-                        // Not sent: `receive` turns it into a wait.
-                        ok(st)
-                    }
-                    None => {
-                        self.user_locks.insert(name.clone(), (id, 1));
-                        self.events.push(ServerEvent::LockTaken {
-                            conn: id,
-                            name: text(&name),
-                        });
-                        int_result(column, 1, Some(1), st)
-                    }
-                }
-            }
-            Statement::ReleaseLock { name, column } => {
-                let name = match name {
-                    Some(n) if !n.is_empty() => n,
-                    _ => return int_result(column, 1, None, st),
-                };
-                match self.user_locks.get_mut(&name) {
-                    None => int_result(column, 1, None, st),
-                    Some((holder, _)) if *holder != id => int_result(column, 1, Some(0), st),
-                    Some((_, holds)) => {
-                        *holds -= 1;
-                        if *holds == 0 {
-                            self.user_locks.remove(&name);
-                            self.events.push(ServerEvent::LockReleased {
-                                conn: id,
-                                name: text(&name),
-                            });
-                        }
-                        int_result(column, 1, Some(1), st)
-                    }
-                }
-            }
-            Statement::SetWaitTimeout { seconds } => {
-                // The variable's range is 1..=31536000; a value outside is clamped with
-                // a warning (`ER_TRUNCATED_WRONG_VALUE` as a note).
-                let clamped = seconds.clamp(1, 31_536_000);
-                if let Some(c) = self.conns.get_mut(&id) {
-                    c.wait_timeout_s = clamped as u64;
-                }
-                Reply::Ok(OkPacket {
-                    status: st,
-                    warnings: u16::from(clamped != seconds),
-                    ..OkPacket::default()
-                })
-            }
-            Statement::SetLockWaitTimeout { seconds } => {
-                // MariaDB 10.11's range: 0..=100000000, clamped with a warning.
-                let clamped = seconds.clamp(0, 100_000_000);
-                if let Some(c) = self.conns.get_mut(&id) {
-                    c.lock_wait_timeout_s = clamped as u64;
-                }
-                Reply::Ok(OkPacket {
-                    status: st,
-                    warnings: u16::from(clamped != seconds),
-                    ..OkPacket::default()
-                })
-            }
-            Statement::IsUsedLock { name, column } => {
-                let holder = name
-                    .filter(|n| !n.is_empty())
-                    .and_then(|n| self.user_locks.get(&n).map(|(h, _)| i64::from(*h)));
-                int_result(column, 10, holder, st)
-            }
-        };
-        self.events.extend(self.engine.take_events());
-        reply
-    }
-
-    /// Runs connection `id`'s waiting statement again: its reply if it ran now
-    /// (`GET_LOCK` took its lock; a statement got its row), `None` if it still waits.
-    pub fn retry(&mut self, id: ConnId, wait: &Waiting) -> Option<Vec<u8>> {
-        // Someone has waited longer for the same lock: it goes first.
-        if self
-            .queue
-            .range(..wait.ticket)
-            .any(|(_, (_, kind))| same_lock(kind, &wait.kind))
-        {
-            return None;
-        }
-        let reply = self.run_waiting(id, wait)?;
-        self.queue.remove(&wait.ticket);
-        Some(reply)
-    }
-
-    /// A waiter gives up (its timeout ran out): it leaves the queue.
-    pub fn leave_queue(&mut self, ticket: u64) {
-        self.queue.remove(&ticket);
-    }
-
-    fn run_waiting(&mut self, id: ConnId, wait: &Waiting) -> Option<Vec<u8>> {
-        match &wait.kind {
-            WaitKind::GetLock { name, column } => {
-                if self.user_locks.contains_key(name) {
-                    return None;
-                }
-                self.user_locks.insert(name.clone(), (id, 1));
-                self.events.push(ServerEvent::LockTaken {
-                    conn: id,
-                    name: text(name),
-                });
-                Some(encode_reply(
-                    &int_result(column.clone(), 1, Some(1), self.engine.status(id)),
-                    wait.seq,
-                ))
-            }
-            WaitKind::Row { sql, .. } => {
-                self.waiting = None;
-                let reply = self.query(id, sql);
-                if self.waiting.take().is_some() {
-                    return None;
-                }
-                Some(encode_reply(&reply, wait.seq))
-            }
-        }
-    }
-
     /// Takes the events since the last call.
     pub fn take_events(&mut self) -> Vec<ServerEvent> {
         std::mem::take(&mut self.events)

@@ -19,8 +19,8 @@ use std::time::Duration;
 use redis::aio::{MultiplexedConnection, PubSub};
 use redis::{ErrorKind, RedisError, RedisResult, Value};
 
+use super::connector::{Connector, Dial};
 use crate::Clock;
-use crate::connector::{Connector, Dial};
 
 /// Reaches any server by address: the transport under [`SentinelConnector`].
 pub trait AddrConnector: Send + Sync + 'static {
