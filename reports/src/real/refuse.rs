@@ -7,7 +7,7 @@
 use sim::faults::{FaultKind, FaultPlan, Target};
 use sim::world::Workload;
 
-use super::servers::{in_world, unlisted};
+use super::servers::{SERVER_CLOCKS, in_world, unlisted};
 
 /// Why the real runner cannot make `kind` real on this machine, if it cannot.
 pub fn refusal(kind: &FaultKind) -> Option<String> {
@@ -46,7 +46,7 @@ pub fn refusal(kind: &FaultKind) -> Option<String> {
              yet"
             .into(),
         ),
-        // A Redis server's clock moves through the clock shim (`clock.rs`), a client's
+        // A server's clock moves through the clock shim (`clock.rs`), a client's
         // through its process's `Deps` clock (`child.rs`); which hosts a target can
         // reach in the world is checked in `refusals`.
         FaultKind::ClockJump { target, .. }
@@ -54,11 +54,6 @@ pub fn refusal(kind: &FaultKind) -> Option<String> {
         | FaultKind::ClockSlew { target, .. } => target_ok(target),
     }
 }
-
-/// Why a clock fault on a Sentinel, a ZooKeeper server or MariaDB is refused.
-const SERVER_CLOCKS: &str = "clock faults on Sentinels, ZooKeeper servers or MariaDB: a real \
-    run moves a Redis server's wall clock (locksim's clock shim, preloaded) and a client's \
-    (its process's Deps clock); these servers' clocks are not moved yet";
 
 /// Whether a clock fault on `target` can reach a host the real run cannot move the
 /// clock of, in a world whose lock servers' clocks all move (`all_lock_servers`) or
@@ -79,7 +74,7 @@ fn clock_target_refused(
         | Target::LockServerOf { .. }
         | Target::UnreplicatedLockMaster { .. }
         | Target::FreshLockMaster { .. } => !all_lock_servers,
-        // Sentinels, ZooKeeper servers, or every host: some clock not moved.
+        // A helper, a server whose clock does not move, or every host.
         _ => true,
     }
 }

@@ -18,6 +18,7 @@ use super::net::{Net, server_ip};
 use super::system::{
     Login, Owner, RealServers, RealSystem, ServerAsk, SessionWatch, StartCtx, Watcher,
 };
+pub(crate) use super::systems::SERVER_CLOCKS;
 use super::systems::SYSTEMS;
 
 /// The systems of `w` the runner has a real side for, in the list's order.
@@ -47,7 +48,7 @@ pub(crate) struct Servers {
     pub net: Option<Net>,
     /// The partitions cut before the servers started.
     pub precut_ids: Vec<u64>,
-    /// The lock servers' names, in world order (no helpers such as Sentinels).
+    /// The lock servers' names, in world order (no helpers).
     pub lock_servers: Vec<String>,
     systems: Vec<Box<dyn RealServers>>,
 }
@@ -90,7 +91,7 @@ impl Servers {
         Ok(s)
     }
 
-    /// Every server's name: lock servers, then helpers (Sentinels).
+    /// Every server's name: lock servers, then helpers.
     pub fn names(&self) -> Vec<String> {
         let mut names = self.lock_servers.clone();
         names.extend(self.systems.iter().flat_map(|s| s.helpers()));

@@ -181,7 +181,7 @@ pub(crate) trait RealServers: Send {
     /// The servers that can hold the lock, in world order.
     fn lock_servers(&self) -> Vec<String>;
 
-    /// Its other servers (Sentinels), after the lock servers.
+    /// Its helpers (servers that never hold the lock), after the lock servers.
     fn helpers(&self) -> Vec<String> {
         Vec::new()
     }

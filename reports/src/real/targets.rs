@@ -159,7 +159,7 @@ impl Run {
             | Target::LockServerOf { .. }
             | Target::ZkLeaderAfterLockCreate { .. } => moment.host.iter().cloned().collect(),
             Target::Rest => {
-                // The clients, the lock servers, then the helpers (Sentinels).
+                // The clients, the lock servers, then the helpers.
                 let mut all: Vec<String> = self
                     .clients
                     .lock()
