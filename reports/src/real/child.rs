@@ -54,13 +54,12 @@ pub struct ClientConfig {
     pub workload: Workload,
     /// The run's epoch on the machine's monotonic clock, ns.
     pub epoch_ns: u64,
-    /// Every server's address by its world name (`redis`, `redis-2`, `sentinel-1`,
-    /// `zk-1`, `mysql`).
+    /// Every server's address by its world name.
     pub addrs: BTreeMap<String, SocketAddr>,
-    /// MariaDB's credentials (the launcher's), when the world has one.
+    /// The servers' credentials, when their launcher made them.
     #[serde(default)]
-    pub mysql_login: Option<(String, String, String)>,
-    /// Behind the fault proxy: how this client reaches an address a Sentinel gives
+    pub login: Option<(String, String, String)>,
+    /// Behind the fault proxy: how this client reaches an address a server gives
     /// (`addrs` are then this client's own listeners).
     #[serde(default)]
     pub net: Option<super::net::ClientNet>,
@@ -77,29 +76,6 @@ pub struct StartClock {
     pub wall_offset_us: i64,
     /// The rate error, ppm.
     pub drift_ppm: i64,
-}
-
-/// Dials what a Sentinel names through this client's own listener for that server
-/// (the proxy knows the link by the listener), else as given.
-struct Rewriting {
-    net: super::net::ClientNet,
-    inner: lock_impl::ClientAddrConnector,
-}
-
-impl lock_impl::AddrConnector for Rewriting {
-    fn connect_to(
-        &self,
-        host: &str,
-        port: u16,
-    ) -> lock_impl::Dial<'_, redis::aio::MultiplexedConnection> {
-        let (host, port) = self.net.rewrite(host, port);
-        Box::pin(async move { self.inner.connect_to(&host, port).await })
-    }
-
-    fn pubsub_to(&self, host: &str, port: u16) -> lock_impl::Dial<'_, redis::aio::PubSub> {
-        let (host, port) = self.net.rewrite(host, port);
-        Box::pin(async move { self.inner.pubsub_to(&host, port).await })
-    }
 }
 
 /// One line to the parent; a broken pipe means the parent is gone, and so are we.
@@ -365,124 +341,34 @@ async fn run() -> Result<(), String> {
     Ok(())
 }
 
-/// The design's dependencies for this world's system, over real sockets.
+/// The design's dependencies for this world's system, over real sockets: the
+/// system's plugin builds them; the clock, the entropy and the observer are the
+/// run's.
 async fn deps(config: &ClientConfig, rec: Arc<Rec>, host: HostClock) -> Result<Deps, String> {
     let w = &config.workload;
     let clock: Arc<dyn lock_impl::Clock> = Arc::new(RealClock {
         clock: host.clone(),
     });
     let scale = lock_impl::TimeScale::for_lease(w.lease_ms);
-    let addr = |name: &str| {
-        config
-            .addrs
-            .get(name)
-            .copied()
-            .ok_or_else(|| format!("no address for server {name}"))
-    };
-    let response_timeout = Duration::from_millis(w.response_timeout_ms);
-    let policy = lock_impl::ReconnectPolicy {
-        connect_timeout_ms: w.connect_timeout_ms,
-        ..Default::default()
-    };
     let stream_id = (config.index << 16) | config.incarnation;
     let entropy = Arc::new(lock_impl::SeededEntropy::new(
         sim::seed::sub_seed(config.seed, 2 + 2 * stream_id),
         config.name.clone(),
     ));
-    let spawner = Arc::new(lock_impl::TokioSpawner);
     let observer: Arc<dyn lock_impl::Observer> = Arc::new(Renewals { rec, clock: host });
-    let mut deps = if let Some(zk) = &w.systems.zookeeper {
-        let servers = zk
-            .names()
-            .iter()
-            .map(|n| addr(n).map(|a| (a.ip().to_string(), a.port())))
-            .collect::<Result<Vec<_>, _>>()?;
-        lock_impl::zookeeper_deps(
-            lock_impl::zk::ZkEnsemble {
-                servers,
-                dialer: Arc::new(lock_impl::zk::TokioDialer),
-                session_timeout_ms: zk.session_timeout_ms,
-                scale,
-            },
-            clock.clone(),
-            entropy,
-            spawner,
-        )
-    } else if let Some(my) = &w.systems.mysql {
-        let a = addr(&my.name)?;
-        let (user, password, database) = config.mysql_login.clone().unwrap_or((
-            my.user.clone(),
-            my.password.clone(),
-            my.database.clone(),
-        ));
-        lock_impl::mysql_deps(
-            lock_impl::mysql::MySqlServer {
-                host: a.ip().to_string(),
-                port: a.port(),
-                user,
-                password,
-                database,
-                dialer: Arc::new(lock_impl::zk::TokioDialer),
-                timeout_ms: w.response_timeout_ms,
-            },
-            clock.clone(),
-            entropy,
-            spawner,
-        )
-    } else {
-        let mut servers = Vec::new();
-        for s in &w.servers {
-            let url = format!("redis://{}", addr(&s.name)?);
-            let connector: Arc<dyn lock_impl::Connector> = Arc::new(
-                lock_impl::ClientConnector::new(&url, response_timeout)
-                    .map_err(|e| e.to_string())?,
-            );
-            servers.push(lock_impl::Conn::new(connector, clock.clone(), policy));
-        }
-        let conn = match &w.sentinel {
-            Some(spec) => {
-                let sentinels = w
-                    .sentinel_names()
-                    .iter()
-                    .map(|n| addr(n).map(|a| (a.ip().to_string(), a.port())))
-                    .collect::<Result<Vec<_>, _>>()?;
-                let inner = lock_impl::ClientAddrConnector::new(response_timeout);
-                let transport: Arc<dyn lock_impl::AddrConnector> = match &config.net {
-                    Some(net) => Arc::new(Rewriting {
-                        net: net.clone(),
-                        inner,
-                    }),
-                    None => Arc::new(inner),
-                };
-                let connector: Arc<dyn lock_impl::Connector> =
-                    Arc::new(lock_impl::SentinelConnector::new(
-                        spec.master_name.clone(),
-                        sentinels,
-                        transport,
-                        clock.clone(),
-                        Duration::from_millis(250),
-                    ));
-                lock_impl::Conn::new(connector, clock.clone(), policy)
-            }
-            None => servers
-                .first()
-                .cloned()
-                .ok_or("a Redis world without servers")?,
-        };
-        let _ = conn.ensure_connected().await;
-        let servers = if w.sentinel.is_some() {
-            vec![conn.clone()]
-        } else {
-            servers
-        };
-        Deps {
-            pubsub: Some(Arc::new(lock_impl::ConnectorPubSub(
-                conn.connector().clone(),
-            ))),
-            scale,
-            ..Deps::new(conn, servers, clock.clone(), entropy, spawner)
-        }
+    let system = *super::servers::in_world(w)
+        .first()
+        .ok_or("a world without a system the real runner starts")?;
+    let ctx = super::system::ClientCtx {
+        addrs: &config.addrs,
+        login: config.login.clone(),
+        net: config.net.as_ref(),
+        clock,
+        entropy,
+        spawner: Arc::new(lock_impl::TokioSpawner),
+        scale,
     };
+    let mut deps = system.client_deps(w, ctx).await?;
     deps.observer = Some(observer);
     deps.scale = scale;
     Ok(deps)

@@ -2,41 +2,11 @@
 //! in front of every server, so partitions, delays and connection resets from the
 //! seed's fault plan act on real TCP links without root or kernel modules.
 //!
-//! Every link goes through the proxy, and the proxy knows both ends of each:
-//!
-//! - a **client** process reaches server `X` through a listener of its own
-//!   (`127.0.2.1:<port>`, one per client and server), so the listener names the
-//!   source; the addresses the Sentinels hand out (a server's public address, below)
-//!   are rewritten by the client process to its own listener for that server
-//!   ([`ClientNet::rewrite`]);
-//! - a **server** (a Redis replica dialling its master, a Sentinel dialling a Redis
-//!   server or another Sentinel) has its own loopback address `127.0.1.N` and binds its
-//!   outgoing connections to it (Redis 7.0's `bind-source-addr`, used by replication
-//!   and by every Sentinel link: `replication.c`, `sentinel.c` at 7.0.15); it is
-//!   reached at its public address `127.0.1.N:<port>`, the proxy's listener, and
-//!   announces that address (`replica-announce-ip/port`, `sentinel announce-ip/port`),
-//!   so whatever the servers tell each other and the clients goes through the proxy;
-//!   the proxy names the source by the peer's address.
-//!
-//! What the proxy does to a link (`from` → `to`, each direction of each connection on
-//! its own):
-//!
-//! - **partition**: bytes are held while the link is cut and delivered in order when it
-//!   heals, as TCP retransmission delivers them (the simulator's partition does the
-//!   same); a connection opened across a cut is accepted (the kernel completes the
-//!   handshake before the proxy sees it: a real partition would leave the dial
-//!   hanging instead) but not connected upstream until the cut heals, so the client
-//!   sees its commands time out rather than its dial;
-//! - **delay**: bytes arriving at the target are delivered `latency` after the proxy
-//!   read them, in order;
-//! - **reset**: every connection between the target and the servers is closed with a
-//!   `RST` on both ends (`SO_LINGER` 0) at once; new dials work at once;
-//! - **machine crash**: the dead host is cut off from every host (its processes are
-//!   killed behind the cut, so their `FIN`s are held with everything else), and when
-//!   it is back every old connection of it is reset, what was held lost.
-//!
-//! The runner's own probes (which server holds the key, a replica's offsets) go to the
-//! servers' real ports, past the proxy: they are the runner's eyes, not a host.
+//! - Every link goes through the proxy, which knows both ends of each: a client by a
+//!   listener of its own per server, a server by its own loopback address.
+//! - A partition holds bytes, a delay delivers them late, a reset closes connections
+//!   with `RST`, a machine crash cuts a host off from every host (details on [`Net`]).
+//! - The runner's own questions to the servers go to their real ports, past the proxy.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
@@ -137,6 +107,42 @@ impl Shared {
 }
 
 /// The fault proxy of one run: its listeners, and the faults in force.
+///
+/// Every link goes through the proxy, and the proxy knows both ends of each:
+///
+/// - a **client** process reaches server `X` through a listener of its own
+///   (`127.0.2.1:<port>`, one per client and server), so the listener names the
+///   source; the addresses the Sentinels hand out (a server's public address, below)
+///   are rewritten by the client process to its own listener for that server
+///   ([`ClientNet::rewrite`]);
+/// - a **server** (a Redis replica dialling its master, a Sentinel dialling a Redis
+///   server or another Sentinel) has its own loopback address `127.0.1.N` and binds its
+///   outgoing connections to it (Redis 7.0's `bind-source-addr`, used by replication
+///   and by every Sentinel link: `replication.c`, `sentinel.c` at 7.0.15); it is
+///   reached at its public address `127.0.1.N:<port>`, the proxy's listener, and
+///   announces that address (`replica-announce-ip/port`, `sentinel announce-ip/port`),
+///   so whatever the servers tell each other and the clients goes through the proxy;
+///   the proxy names the source by the peer's address.
+///
+/// What the proxy does to a link (`from` → `to`, each direction of each connection on
+/// its own):
+///
+/// - **partition**: bytes are held while the link is cut and delivered in order when it
+///   heals, as TCP retransmission delivers them (the simulator's partition does the
+///   same); a connection opened across a cut is accepted (the kernel completes the
+///   handshake before the proxy sees it: a real partition would leave the dial
+///   hanging instead) but not connected upstream until the cut heals, so the client
+///   sees its commands time out rather than its dial;
+/// - **delay**: bytes arriving at the target are delivered `latency` after the proxy
+///   read them, in order;
+/// - **reset**: every connection between the target and the servers is closed with a
+///   `RST` on both ends (`SO_LINGER` 0) at once; new dials work at once;
+/// - **machine crash**: the dead host is cut off from every host (its processes are
+///   killed behind the cut, so their `FIN`s are held with everything else), and when
+///   it is back every old connection of it is reset, what was held lost.
+///
+/// The runner's own probes (which server holds the key, a replica's offsets) go to the
+/// servers' real ports, past the proxy: they are the runner's eyes, not a host.
 pub struct Net {
     runtime: Mutex<Option<tokio::runtime::Runtime>>,
     shared: Arc<Shared>,
