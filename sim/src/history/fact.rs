@@ -245,3 +245,60 @@ pub struct MonitorStep<'a> {
     /// Whether a diagram shows it.
     pub shown: bool,
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::history::ServerEvent;
+
+    #[test]
+    fn causes_and_roles_are_classified_as_the_servers_record_them() {
+        assert_eq!(Removal::of("expired"), Removal::Expired);
+        assert_eq!(Removal::of("rolled-back"), Removal::RolledBack);
+        assert_eq!(Removal::of("overwritten"), Removal::Other);
+        assert_eq!(Rank::of("leader (epoch 2)"), Rank::Elected);
+        assert_eq!(Rank::of("primary (term 3): elected"), Rank::Elected);
+        assert_eq!(Rank::of("master"), Rank::Master);
+        assert_eq!(Rank::of("replica of redis-1"), Rank::Follower);
+        assert!(in_quorum("follower of zk-2") && !in_quorum("secondary"));
+    }
+
+    #[test]
+    fn a_session_and_a_connection_end_as_one_kind_of_fact() {
+        let expired = ServerEvent::ZkSession {
+            session: "0x1".into(),
+            client: "client-1".into(),
+            event: "expired".into(),
+            timeout_ms: 3000,
+            ephemerals: vec!["/lock/n-1".into()],
+        };
+        let LockFact::Session(s) = expired.fact() else {
+            panic!("a session's end is a session fact");
+        };
+        assert_eq!(
+            (s.state, s.client, s.holds_all),
+            (SessionState::Expired, "client-1", true)
+        );
+        assert_eq!(s.freed[0].key, "/lock/n-1");
+        let closed = ServerEvent::MySqlConnection {
+            connection: 7,
+            client: "client-2".into(),
+            event: "closed".into(),
+            released: vec!["lock".into()],
+            row_locks: vec![],
+        };
+        let LockFact::Session(s) = closed.fact() else {
+            panic!("a connection's end is a session fact");
+        };
+        assert_eq!(
+            (s.state, s.name.as_str()),
+            (SessionState::Closed, "connection 7")
+        );
+        assert_eq!(s.owner.as_deref(), Some("connection-7"));
+        assert_eq!(s.freed[0].words, "releasing GET_LOCK lock");
+        assert_eq!(
+            closed.wording(),
+            "connection 7 of client-2 closed, releasing GET_LOCK lock"
+        );
+    }
+}
