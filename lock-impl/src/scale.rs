@@ -15,32 +15,6 @@
 //! [`TimeScale::of`]; production code gets [`TimeScale::REAL`], which changes nothing.
 //! Each constant is a [`Constant`] listed in [`CONSTANTS`] with its source and its
 //! [`Scaling`]: scaled with the world, or kept real on purpose, with the reason.
-//!
-//! What is not a client constant is set by the world, not here: the servers' timers
-//! (Sentinel's `down-after-milliseconds`, ZooKeeper's `tickTime` and session timeout,
-//! MongoDB's `electionTimeoutMillis`, MySQL's `wait_timeout`) and the reply and connect
-//! timeouts a service configures (`Workload::response_timeout_ms`,
-//! `connect_timeout_ms`); each world's module says how it scales them. The checkers'
-//! liveness bound is the lease plus the design's own retry horizon
-//! ([`LockDesign::retry_horizon`](crate::LockDesign::retry_horizon)), at the world's
-//! scale.
-//!
-//! The reply timeouts of the MySQL client and the MongoDB driver (the world's
-//! `response_timeout_ms`, which `sim::world::client` gives both as their `timeout_ms`)
-//! are such service settings and scale with the world's lease: neither library has
-//! one by default (MariaDB Connector/C's `MYSQL_OPT_READ_TIMEOUT` and the Java
-//! driver's `socketTimeoutMS` are 0, wait forever), so a service picks one a few
-//! leases long. The catalog's 500 ms at a 200 ms lease stands for 75 s of real time;
-//! the MySQL and MongoDB worlds' 2 s at an 8 s lease (4/15 of real time) for 7.5 s;
-//! the `mongodb` profile runs the MongoDB worlds at real time (30 s lease, 7.5 s
-//! timeout, MongoDB's own heartbeat and election timeout).
-//!
-//! A server's restart is a world quantity too (`restart-ms`, drawn by the catalog's
-//! crash scenarios): how long the crashed server takes to accept connections again,
-//! drawn from half to twice the real start measured on this machine
-//! ([`SERVER_STARTS`]), at the world's scale. Scaled like the leases it competes
-//! with: a restart is the gap in which a lock a server forgot can be granted again,
-//! and a 200 ms start stands for 200 ms of a 30 s lease's life, not five leases.
 
 use std::time::Duration;
 
@@ -50,6 +24,32 @@ pub const REFERENCE_LEASE_MS: u64 = 30_000;
 
 /// How a world's time relates to real time: `world_ms` of world time stand for
 /// `real_ms` of real time.
+///
+/// What is not a client constant is set by the world, not here: the servers' timers
+/// (Sentinel's `down-after-milliseconds`, ZooKeeper's `tickTime` and session timeout,
+/// MongoDB's `electionTimeoutMillis`, MySQL's `wait_timeout`) and the reply and connect
+/// timeouts a service configures (`Workload::response_timeout_ms`,
+/// `connect_timeout_ms`); each world's module says how it scales them. The checkers'
+/// liveness bound is the lease plus the design's own retry horizon
+/// ([`LockDesign::retry_horizon`](crate::LockDesign::retry_horizon)), at the world's
+/// scale.
+///
+/// The reply timeouts of the MySQL client and the MongoDB driver (the world's
+/// `response_timeout_ms`, which `sim::world::client` gives both as their `timeout_ms`)
+/// are such service settings and scale with the world's lease: neither library has
+/// one by default (MariaDB Connector/C's `MYSQL_OPT_READ_TIMEOUT` and the Java
+/// driver's `socketTimeoutMS` are 0, wait forever), so a service picks one a few
+/// leases long. The catalog's 500 ms at a 200 ms lease stands for 75 s of real time;
+/// the MySQL and MongoDB worlds' 2 s at an 8 s lease (4/15 of real time) for 7.5 s;
+/// the `mongodb` profile runs the MongoDB worlds at real time (30 s lease, 7.5 s
+/// timeout, MongoDB's own heartbeat and election timeout).
+///
+/// A server's restart is a world quantity too (`restart-ms`, drawn by the catalog's
+/// crash scenarios): how long the crashed server takes to accept connections again,
+/// drawn from half to twice the real start measured on this machine
+/// ([`SERVER_STARTS`]), at the world's scale. Scaled like the leases it competes
+/// with: a restart is the gap in which a lock a server forgot can be granted again,
+/// and a 200 ms start stands for 200 ms of a 30 s lease's life, not five leases.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct TimeScale {
     world_ms: u64,

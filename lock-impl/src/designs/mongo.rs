@@ -11,45 +11,6 @@
 //!   update: { $set: { owner: <owner>, expiresAt: <client's now + lease> }, $inc: { version: 1 } },
 //!   upsert: true, new: true, writeConcern: { w: … } }
 //! ```
-//!
-//! A free key has no document: the upsert inserts `{_id: key, owner, expiresAt,
-//! version: 1}` and the lock is ours. An expired lock's document matches the query
-//! and is taken over. A live lock's document does not match, so the upsert tries to
-//! insert a second document with the same `_id` and the server refuses it with
-//! `DuplicateKey` (11000, "E11000 duplicate key error …"): held (retried within the
-//! wait budget). `expiresAt` is a date computed on the *client's* wall clock and
-//! compared with another client's wall clock: the server never looks at its own.
-//!
-//! - `mongo-find-and-modify` (`w: 1`): the primary acknowledges the write as soon as it
-//!   applied it. Known failure: the acknowledged lock lives on one member until a
-//!   secondary copies it. If the primary fails before that, a secondary without the
-//!   lock is elected, grants it to the next client, and the old primary, rejoining,
-//!   rolls the write back (Jepsen: every write concern below majority loses
-//!   acknowledged writes): two holders. Like every lease lock without fencing, a
-//!   holder paused past its lease also overlaps the next one.
-//! - `mongo-find-and-modify-majority` (`w: "majority"`, `wtimeout` half the response
-//!   timeout): acknowledged once a majority of members have the write, so any member
-//!   that can be elected has it (a voter refuses a candidate whose oplog is behind its
-//!   own). A `writeConcernError` (timed out, or the primary stepped down) leaves the
-//!   outcome unknown: the write may survive or be rolled back. Known failure: the
-//!   lease is still measured on client clocks, so a pause past the lease (or clocks
-//!   apart) gives two holders.
-//! - `mongo-find-and-modify-fenced` (`w: "majority"`): the document's `version`,
-//!   incremented by every acquisition, is the fencing token; release keeps the
-//!   document (sets `expiresAt` to the epoch) so the counter never restarts. Known
-//!   failure: two holders in belief after a pause; a fencing storage refuses the stale
-//!   one.
-//!
-//! Release (`-find-and-modify`, `-majority`): `delete` of `{_id: key, owner: <owner>}`
-//! (limit 1) with the design's write concern: one deleted is ours released, none
-//! means it was not ours (taken over after expiry, or gone).
-//!
-//! Finding the primary: a driver's server selection, `hello` on every member of the
-//! seed list at once, each member checked again every `minHeartbeatFrequencyMS` until
-//! one answers as writable primary (or `serverSelectionTimeoutMS` passes); see
-//! `Session::find_primary`. A command answered
-//! `NotWritablePrimary` (10107) did nothing: the connection is dropped and the next
-//! attempt looks for the primary again, as a driver marks the server unknown.
 
 use async_trait::async_trait;
 
@@ -251,6 +212,45 @@ impl Session {
 }
 
 /// The `findAndModify` lock (see the module doc).
+///
+/// A free key has no document: the upsert inserts `{_id: key, owner, expiresAt,
+/// version: 1}` and the lock is ours. An expired lock's document matches the query
+/// and is taken over. A live lock's document does not match, so the upsert tries to
+/// insert a second document with the same `_id` and the server refuses it with
+/// `DuplicateKey` (11000, "E11000 duplicate key error …"): held (retried within the
+/// wait budget). `expiresAt` is a date computed on the *client's* wall clock and
+/// compared with another client's wall clock: the server never looks at its own.
+///
+/// - `mongo-find-and-modify` (`w: 1`): the primary acknowledges the write as soon as it
+///   applied it. Known failure: the acknowledged lock lives on one member until a
+///   secondary copies it. If the primary fails before that, a secondary without the
+///   lock is elected, grants it to the next client, and the old primary, rejoining,
+///   rolls the write back (Jepsen: every write concern below majority loses
+///   acknowledged writes): two holders. Like every lease lock without fencing, a
+///   holder paused past its lease also overlaps the next one.
+/// - `mongo-find-and-modify-majority` (`w: "majority"`, `wtimeout` half the response
+///   timeout): acknowledged once a majority of members have the write, so any member
+///   that can be elected has it (a voter refuses a candidate whose oplog is behind its
+///   own). A `writeConcernError` (timed out, or the primary stepped down) leaves the
+///   outcome unknown: the write may survive or be rolled back. Known failure: the
+///   lease is still measured on client clocks, so a pause past the lease (or clocks
+///   apart) gives two holders.
+/// - `mongo-find-and-modify-fenced` (`w: "majority"`): the document's `version`,
+///   incremented by every acquisition, is the fencing token; release keeps the
+///   document (sets `expiresAt` to the epoch) so the counter never restarts. Known
+///   failure: two holders in belief after a pause; a fencing storage refuses the stale
+///   one.
+///
+/// Release (`-find-and-modify`, `-majority`): `delete` of `{_id: key, owner: <owner>}`
+/// (limit 1) with the design's write concern: one deleted is ours released, none
+/// means it was not ours (taken over after expiry, or gone).
+///
+/// Finding the primary: a driver's server selection, `hello` on every member of the
+/// seed list at once, each member checked again every `minHeartbeatFrequencyMS` until
+/// one answers as writable primary (or `serverSelectionTimeoutMS` passes); see
+/// `Session::find_primary`. A command answered
+/// `NotWritablePrimary` (10107) did nothing: the connection is dropped and the next
+/// attempt looks for the primary again, as a driver marks the server unknown.
 pub struct MongoFindAndModify {
     name: &'static str,
     concern: Concern,

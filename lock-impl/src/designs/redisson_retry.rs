@@ -13,51 +13,6 @@
 //!   command not `noRetry`), waits the delay and sends **the same command again**, on
 //!   a connection from the pool (the channel is kept: `CommandsQueue` drops the late
 //!   reply). After the last attempt the caller gets `RedisResponseTimeoutException`.
-//!
-//! A resent script is not idempotent, and Redisson resends it anyway: a lock script
-//! whose first run went through re-enters on the resend (the hash count is 2 where
-//! the client counted 1); a renewal run twice re-arms twice (harmless); an unlock whose
-//! first run deleted the lock answers `nil` on the resend ("not locked by current
-//! thread"). 3.52.0 sends the lock and unlock scripts with `syncedEvalNoRetry` (no
-//! resend; its unlock also writes an unlock latch so a retried unlock would answer as
-//! the first), and keeps the resend for the renewal (`syncedEval`, retry on).
-//!
-//! Which commands are resent, per version ([`Version::resends_lock_and_unlock`]):
-//!
-//! | command | 3.20 (`reentrant-watchdog`) | 3.52.0 (`redisson-fenced`, `redisson-rw`) |
-//! | --- | --- | --- |
-//! | lock script (`tryLockInnerAsync`) | resent (`evalWriteAsync`) | not resent (`syncedEvalNoRetry`) |
-//! | unlock script (`unlockInnerAsync`) | resent (`evalWriteAsync`) | not resent (`syncedEvalNoRetry`) |
-//! | renewal | resent (`renewExpirationAsync` → `evalWriteAsync`) | resent (`LockTask` / `ReadLockTask` → `syncedEval`) |
-//! | connection not had within the delay | next attempt | next attempt |
-//!
-//! Under Sentinel, 3.52.0 sends these scripts in a synced batch (`syncedEval`, see
-//! [`super::redisson_sync`]) whose executor resends after a lost reply whatever the
-//! caller's `noRetry`: there the lock and unlock scripts are resent too.
-//!
-//! **The watchdog** ([`Version::watchdog_survives_failed_renewal`]). 3.20
-//! (`RedissonBaseLock.renewExpiration`): a renewal that ends in an error (its resends
-//! spent) logs "Can't update lock … expiration" and removes the entry: the watchdog
-//! stops. 3.52.0 (`renewal/RenewalTask.run`, since 3.44.0): it logs "Can't update locks
-//! … expiration" and `schedule()`s the next renewal. Both stop on a `0` reply (the lock
-//! is not this holder's: `cancelExpirationRenewal`), and both schedule the next renewal
-//! `lockWatchdogTimeout / 3` after the previous one completed.
-//!
-//! **Time.** The delays are [`scale::Constant`](crate::scale::Constant)s, scaled with
-//! the world ([`crate::scale`]): the catalog's 200 ms lease makes 1,500 ms 10 ms. The
-//! reply timeout is the world's (`Workload::response_timeout_ms`, the `redis` crate's
-//! response timeout): 3 s in the `redisson` profile, as `BaseConfig.timeout`; the
-//! catalog keeps 500 ms for every design, so there an attempt waits 500 ms for its
-//! reply and 6–13 ms before the resend (a lease and a half per attempt, where Redisson
-//! at real scale spends a tenth of a lease).
-//!
-//! **Connections.** locksim's [`Conn`] closes a connection whose reply timed out; a
-//! resend sequence runs on [`Conn::keeping_after_reply_timeout`], so every attempt
-//! goes out on the same socket, as Redisson's does; after a sequence that ended in a
-//! timeout the connection is dropped as [`Conn`]'s rule says (the next command dials
-//! again, and finds a new master after a failover). A connection that breaks under a
-//! command (a reset) fails the attempt at once, and the next one follows the delay
-//! later; Redisson would first wait out the reply timeout on the dead channel.
 
 use std::future::Future;
 use std::time::Duration;
@@ -152,6 +107,51 @@ fn not_connected(err: &RedisError) -> bool {
 /// of `deps.conn`, resent after a lost reply while attempts are left if `resend`,
 /// with every attempt's connection bounded by its delay. Returns the last attempt's
 /// reply and the client-clock time that attempt was sent (the one a reply answers).
+///
+/// A resent script is not idempotent, and Redisson resends it anyway: a lock script
+/// whose first run went through re-enters on the resend (the hash count is 2 where
+/// the client counted 1); a renewal run twice re-arms twice (harmless); an unlock whose
+/// first run deleted the lock answers `nil` on the resend ("not locked by current
+/// thread"). 3.52.0 sends the lock and unlock scripts with `syncedEvalNoRetry` (no
+/// resend; its unlock also writes an unlock latch so a retried unlock would answer as
+/// the first), and keeps the resend for the renewal (`syncedEval`, retry on).
+///
+/// Which commands are resent, per version ([`Version::resends_lock_and_unlock`]):
+///
+/// | command | 3.20 (`reentrant-watchdog`) | 3.52.0 (`redisson-fenced`, `redisson-rw`) |
+/// | --- | --- | --- |
+/// | lock script (`tryLockInnerAsync`) | resent (`evalWriteAsync`) | not resent (`syncedEvalNoRetry`) |
+/// | unlock script (`unlockInnerAsync`) | resent (`evalWriteAsync`) | not resent (`syncedEvalNoRetry`) |
+/// | renewal | resent (`renewExpirationAsync` → `evalWriteAsync`) | resent (`LockTask` / `ReadLockTask` → `syncedEval`) |
+/// | connection not had within the delay | next attempt | next attempt |
+///
+/// Under Sentinel, 3.52.0 sends these scripts in a synced batch (`syncedEval`, see
+/// [`super::redisson_sync`]) whose executor resends after a lost reply whatever the
+/// caller's `noRetry`: there the lock and unlock scripts are resent too.
+///
+/// **The watchdog** ([`Version::watchdog_survives_failed_renewal`]). 3.20
+/// (`RedissonBaseLock.renewExpiration`): a renewal that ends in an error (its resends
+/// spent) logs "Can't update lock … expiration" and removes the entry: the watchdog
+/// stops. 3.52.0 (`renewal/RenewalTask.run`, since 3.44.0): it logs "Can't update locks
+/// … expiration" and `schedule()`s the next renewal. Both stop on a `0` reply (the lock
+/// is not this holder's: `cancelExpirationRenewal`), and both schedule the next renewal
+/// `lockWatchdogTimeout / 3` after the previous one completed.
+///
+/// **Time.** The delays are [`scale::Constant`](crate::scale::Constant)s, scaled with
+/// the world ([`crate::scale`]): the catalog's 200 ms lease makes 1,500 ms 10 ms. The
+/// reply timeout is the world's (`Workload::response_timeout_ms`, the `redis` crate's
+/// response timeout): 3 s in the `redisson` profile, as `BaseConfig.timeout`; the
+/// catalog keeps 500 ms for every design, so there an attempt waits 500 ms for its
+/// reply and 6–13 ms before the resend (a lease and a half per attempt, where Redisson
+/// at real scale spends a tenth of a lease).
+///
+/// **Connections.** locksim's [`Conn`] closes a connection whose reply timed out; a
+/// resend sequence runs on [`Conn::keeping_after_reply_timeout`], so every attempt
+/// goes out on the same socket, as Redisson's does; after a sequence that ended in a
+/// timeout the connection is dropped as [`Conn`]'s rule says (the next command dials
+/// again, and finds a new master after a failover). A connection that breaks under a
+/// command (a reset) fails the attempt at once, and the next one follows the delay
+/// later; Redisson would first wait out the reply timeout on the dead channel.
 pub(crate) async fn send<T, F, Fut>(
     deps: &Deps,
     version: Version,

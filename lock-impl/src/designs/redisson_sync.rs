@@ -10,41 +10,6 @@
 //! the entry's commands; `MULTI` only for the atomic modes). With *n* = 0 the batch has
 //! no `WAIT`. When `WAIT` answers 0 and *n* > 0 the call fails with `IllegalStateException
 //! ("None of slaves were synced")`.
-//!
-//! **3.52.0** (`CommandAsyncService.syncedEval`, `SyncMode.WAIT`): the same batch, with
-//! `slavesSyncTimeout` (1 s) and `NoSyncedSlavesException`. *n* is cached on the master's
-//! entry (`MasterSlaveEntry.availableSlaves`, first read with `INFO ALL`), and forgotten
-//! when a `WAIT` answers a count other than *n*, so the next call reads `INFO` again.
-//! The batch runs with the executor's retries whatever the caller asked for: the
-//! `noRetry` of `syncedEvalNoRetry` reaches only the single-server path below.
-//!
-//! **No sync** where Redisson does none: a single-server configuration
-//! (`isSingleConfig()` at 3.52.0; at 3.20 the entry lists no replica, so no `INFO` and no
-//! `WAIT`). A connection that does not follow a Sentinel-named master
-//! ([`crate::Connector::follows_a_named_master`]) stands for that configuration: the
-//! bare script, as before. A master that reports no connected replica gets the bare
-//! script too (in a batch of one), so a master without replicas still grants.
-//!
-//! What each caller does with a failed sync is its own (see
-//! [`super::ReentrantWatchdog`]): 3.20's lock unlocks and throws (`handleNoSync`), 3.52.0's
-//! `RLock` (and read-write lock) unlocks and retries the acquisition
-//! (`ServiceManager.execute`), 3.52.0's fenced lock throws and leaves the key to expire;
-//! a renewal fails (3.20's watchdog stops, 3.52.0's schedules the next); an unlock fails
-//! (3.52.0 retries it).
-//!
-//! **Time.** `WAIT`'s timeout (3.20's hard-coded 1 s, 3.52.0's `slavesSyncTimeout`) is a
-//! client constant that competes with the lease (a holder waits it out before it may
-//! work), so it is scaled with the world ([`REDISSON_SLAVES_SYNC_TIMEOUT`]). Redisson adds it to
-//! the batch's reply timeout; locksim's reply timeout is the world's, longer than the
-//! scaled `WAIT` at every scale the catalog uses, so it is not lengthened.
-//!
-//! **Not ported.** 3.52.0's one-time probe (`WAIT 0 0` and `WAITAOF 0 0 0` on a
-//! client's first synced call) that picks `WAIT` or `WAITAOF`: the model and the servers
-//! the tests start are Redis 7.0, which has no `WAITAOF`, so the probe always picks
-//! `WAIT` (with `appendonly` off, as in every world, it would too); the probe's round
-//! trip is not sent. At 3.20 the gate on the client's topology (`getAvailableSlaves() >
-//! 0`) is taken as always open in Sentinel mode: `INFO REPLICATION` is asked every call,
-//! and a master without replicas answers 0, the same outcome.
 
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -132,6 +97,41 @@ fn connected_slaves(info: &str) -> u64 {
 /// the reply, whether it synced, and the client-clock time the script was sent.
 /// `resend` is the caller's retry flag, which holds only for the bare script; the
 /// synced batch is resent after a lost reply at both versions.
+///
+/// **3.52.0** (`CommandAsyncService.syncedEval`, `SyncMode.WAIT`): the same batch, with
+/// `slavesSyncTimeout` (1 s) and `NoSyncedSlavesException`. *n* is cached on the master's
+/// entry (`MasterSlaveEntry.availableSlaves`, first read with `INFO ALL`), and forgotten
+/// when a `WAIT` answers a count other than *n*, so the next call reads `INFO` again.
+/// The batch runs with the executor's retries whatever the caller asked for: the
+/// `noRetry` of `syncedEvalNoRetry` reaches only the single-server path below.
+///
+/// **No sync** where Redisson does none: a single-server configuration
+/// (`isSingleConfig()` at 3.52.0; at 3.20 the entry lists no replica, so no `INFO` and no
+/// `WAIT`). A connection that does not follow a Sentinel-named master
+/// ([`crate::Connector::follows_a_named_master`]) stands for that configuration: the
+/// bare script, as before. A master that reports no connected replica gets the bare
+/// script too (in a batch of one), so a master without replicas still grants.
+///
+/// What each caller does with a failed sync is its own (see
+/// [`super::ReentrantWatchdog`]): 3.20's lock unlocks and throws (`handleNoSync`), 3.52.0's
+/// `RLock` (and read-write lock) unlocks and retries the acquisition
+/// (`ServiceManager.execute`), 3.52.0's fenced lock throws and leaves the key to expire;
+/// a renewal fails (3.20's watchdog stops, 3.52.0's schedules the next); an unlock fails
+/// (3.52.0 retries it).
+///
+/// **Time.** `WAIT`'s timeout (3.20's hard-coded 1 s, 3.52.0's `slavesSyncTimeout`) is a
+/// client constant that competes with the lease (a holder waits it out before it may
+/// work), so it is scaled with the world ([`REDISSON_SLAVES_SYNC_TIMEOUT`]). Redisson adds it to
+/// the batch's reply timeout; locksim's reply timeout is the world's, longer than the
+/// scaled `WAIT` at every scale the catalog uses, so it is not lengthened.
+///
+/// **Not ported.** 3.52.0's one-time probe (`WAIT 0 0` and `WAITAOF 0 0 0` on a
+/// client's first synced call) that picks `WAIT` or `WAITAOF`: the model and the servers
+/// the tests start are Redis 7.0, which has no `WAITAOF`, so the probe always picks
+/// `WAIT` (with `appendonly` off, as in every world, it would too); the probe's round
+/// trip is not sent. At 3.20 the gate on the client's topology (`getAvailableSlaves() >
+/// 0`) is taken as always open in Sentinel mode: `INFO REPLICATION` is asked every call,
+/// and a master without replicas answers 0, the same outcome.
 pub(crate) async fn eval<T>(
     deps: &Deps,
     version: Version,

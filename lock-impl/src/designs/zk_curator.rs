@@ -20,45 +20,6 @@
 //!    predecessor and wait for any event (or the wait budget), then list again
 //!    (`internalLockLoop`); a predecessor already gone (`NONODE`) lists again at once;
 //! 4. a wait budget spent deletes our node (`deleteOurPath`) and reports not acquired.
-//!
-//! Release (`InterProcessMutex.release`): one hold less; at zero, delete our node
-//! (version -1). A delete that cannot be confirmed keeps being retried in the
-//! background until it succeeds or the session ends (Curator's `guaranteed()`).
-//!
-//! Retries follow Curator's `RetryLoop.callWithRetry` with `ExponentialBackoffRetry(1000,
-//! 3)` (the policy of Curator's own examples): the loop first waits for a connection,
-//! up to the connection timeout (15 s, `CuratorZookeeperClient.
-//! internalBlockUntilConnectedOrTimedOut`), once; then it runs the operation on the
-//! current ZooKeeper handle, and after `CONNECTIONLOSS`, `OPERATIONTIMEOUT`,
-//! `SESSIONMOVED` or `SESSIONEXPIRED` (`RetryPolicy.allowRetry`) sleeps `base ×
-//! max(1, rand(2^(n+1)))` and runs it again, three times at most. A request made while
-//! the handle is reconnecting waits in the ZooKeeper client's outgoing queue
-//! ([`crate::zk`]). The connection's state is followed as Curator's framework follows
-//! it: a `Disconnected` event suspends the connection (`SUSPENDED`); a session timeout
-//! spent suspended makes `ConnectionStateManager` inject a session expiration into the
-//! handle (`checkSessionExpiration`, `simulatedSessionExpirationPercent` 100); an
-//! expired session (`LOST`) is replaced at once by a new handle, which starts
-//! connecting (`ConnectionState.handleExpiredSession` → `reset`). Every constant is
-//! read at the world's scale ([`crate::scale`]: [`scale::CURATOR_RETRY_BASE`],
-//! [`scale::CURATOR_CONNECTION_TIMEOUT`], and the ZooKeeper client's reconnect pauses
-//! through [`ZkEnsemble::scale`]).
-//!
-//! The guard carries the lock node's path as its owner value; `zk-curator-fenced` also
-//! carries the node's `czxid` as its fencing token (creating with `create2`, which
-//! returns the node's Stat): zxids only grow, and a quorum-committed create is never
-//! undone, so a later holder's token is always larger.
-//!
-//! Known failure: the lock lives as long as the holder's *session*, not its belief. A
-//! holder paused past its session timeout has lost the lock (its node deleted by the
-//! session's expiry) while it keeps working: two holders, unless the storage checks the
-//! token. Curator's recipe does not watch the connection state for the caller
-//! (`InterProcessMutex` registers no `ConnectionStateListener`; a waiter is woken by
-//! the `Disconnected` event on its watch and lists the children again through the
-//! retry loop).
-//!
-//! Simplifications: parents are created as persistent nodes rather than containers
-//! (Curator falls back to that on servers without containers), and the lock node's
-//! data is empty rather than the client's IP address.
 
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex, Weak};
@@ -93,6 +54,45 @@ struct Hold {
 }
 
 /// Curator's `InterProcessMutex` (see the module doc).
+///
+/// Release (`InterProcessMutex.release`): one hold less; at zero, delete our node
+/// (version -1). A delete that cannot be confirmed keeps being retried in the
+/// background until it succeeds or the session ends (Curator's `guaranteed()`).
+///
+/// Retries follow Curator's `RetryLoop.callWithRetry` with `ExponentialBackoffRetry(1000,
+/// 3)` (the policy of Curator's own examples): the loop first waits for a connection,
+/// up to the connection timeout (15 s, `CuratorZookeeperClient.
+/// internalBlockUntilConnectedOrTimedOut`), once; then it runs the operation on the
+/// current ZooKeeper handle, and after `CONNECTIONLOSS`, `OPERATIONTIMEOUT`,
+/// `SESSIONMOVED` or `SESSIONEXPIRED` (`RetryPolicy.allowRetry`) sleeps `base ×
+/// max(1, rand(2^(n+1)))` and runs it again, three times at most. A request made while
+/// the handle is reconnecting waits in the ZooKeeper client's outgoing queue
+/// ([`crate::zk`]). The connection's state is followed as Curator's framework follows
+/// it: a `Disconnected` event suspends the connection (`SUSPENDED`); a session timeout
+/// spent suspended makes `ConnectionStateManager` inject a session expiration into the
+/// handle (`checkSessionExpiration`, `simulatedSessionExpirationPercent` 100); an
+/// expired session (`LOST`) is replaced at once by a new handle, which starts
+/// connecting (`ConnectionState.handleExpiredSession` → `reset`). Every constant is
+/// read at the world's scale ([`crate::scale`]: [`scale::CURATOR_RETRY_BASE`],
+/// [`scale::CURATOR_CONNECTION_TIMEOUT`], and the ZooKeeper client's reconnect pauses
+/// through [`ZkEnsemble::scale`]).
+///
+/// The guard carries the lock node's path as its owner value; `zk-curator-fenced` also
+/// carries the node's `czxid` as its fencing token (creating with `create2`, which
+/// returns the node's Stat): zxids only grow, and a quorum-committed create is never
+/// undone, so a later holder's token is always larger.
+///
+/// Known failure: the lock lives as long as the holder's *session*, not its belief. A
+/// holder paused past its session timeout has lost the lock (its node deleted by the
+/// session's expiry) while it keeps working: two holders, unless the storage checks the
+/// token. Curator's recipe does not watch the connection state for the caller
+/// (`InterProcessMutex` registers no `ConnectionStateListener`; a waiter is woken by
+/// the `Disconnected` event on its watch and lists the children again through the
+/// retry loop).
+///
+/// Simplifications: parents are created as persistent nodes rather than containers
+/// (Curator falls back to that on servers without containers), and the lock node's
+/// data is empty rather than the client's IP address.
 pub struct ZkCurator {
     deps: Deps,
     name: &'static str,

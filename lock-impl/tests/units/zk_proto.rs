@@ -1,4 +1,4 @@
-//! The tests of `lock-impl/src/zk/proto.rs` (once its `#[cfg(test)]` module).
+//! The tests of `lock-impl/src/zk/proto/` (once its `#[cfg(test)]` module).
 
 use lock_impl::zk::proto::*;
 

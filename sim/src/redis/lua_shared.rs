@@ -1,4 +1,4 @@
-//! What Redis's scripting (`lua.rs`) and the libraries it gives scripts (`lua_libs/`)
+//! What Redis's scripting (`lua/`) and the libraries it gives scripts (`lua_libs/`)
 //! both use: C's `%g` number formatting, and the Lua registry slot through which a
 //! pending error reaches the script's error handler.
 

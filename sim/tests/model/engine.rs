@@ -1722,7 +1722,7 @@ fn a_self_referencing_table_nests_until_redis_lua_stack_limit() {
             }
         }
     }
-    assert_eq!(depth, 1000); // Redis 7.0.15: 7995 (see REPLY_DEPTH_LIMIT in lua.rs)
+    assert_eq!(depth, 1000); // Redis 7.0.15: 7995 (see REPLY_DEPTH_LIMIT in lua/convert.rs)
     // A cyclic map must not hang or overflow either.
     let Reply::Map(_) = cmd!(e, s, "eval", "local t = {}; t.map = t; return t", "0") else {
         panic!()

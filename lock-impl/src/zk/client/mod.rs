@@ -11,46 +11,6 @@
 //! [`Clock`] (so a paused or drifting client pings late) and a spawner under the
 //! client's pause gate; none of them takes those, so this client is written against
 //! [`StreamDialer`] and [`Clock`] instead.
-//!
-//! What it does, and where it follows `ClientCnxn`:
-//! - one task (the driver, started by [`StreamDialer::spawn`]) owns the connection;
-//!   requests go to it over a channel and are answered in order: a reply whose xid is
-//!   not the oldest pending request's breaks the connection ("Xid out of order");
-//! - after connecting, the read timeout is 2/3 of the negotiated session timeout and
-//!   the connect timeout the session timeout divided by the number of servers; a ping
-//!   (xid -2) goes out when nothing was sent for half the read timeout (less one
-//!   second once idle for more than a second, as `ClientCnxn` computes it);
-//! - on connection loss every pending request fails with [`ZkError::ConnectionLoss`]
-//!   (`sent: true`: its outcome is unknown), every watch fires with a `Disconnected`
-//!   state event, and the driver dials the next server, after a random pause below a
-//!   second (`startConnect`, [`scale::ZK_RECONNECT_JITTER`]) and a full second once it
-//!   comes back to the server it was last connected to (`StaticHostProvider.next(1000)`,
-//!   [`scale::ZK_HOST_LIST_TURN`]), both at the ensemble's [`ZkEnsemble::scale`],
-//!   resending the session id, password and last zxid seen; a server answering with
-//!   timeout 0 ends the session ([`ZkError::SessionExpired`], watches fire with
-//!   `Expired`);
-//! - a request made while there is no connection waits in the outgoing queue
-//!   (`ClientCnxn.queuePacket` adds it to `outgoingQueue` while the state is alive) and
-//!   goes out once the next connection's handshake is done; if that connection attempt
-//!   fails, or the connection is lost before the request was written, it fails with
-//!   `ConnectionLoss { sent: false }` (`SendThread.cleanup` fails every queued packet,
-//!   `conLossPacket`: `CONNECTIONLOSS` while the state is alive); once the session
-//!   expired or was closed it fails with [`ZkError::SessionExpired`] /
-//!   [`ZkError::Closed`] (`conLossPacket` in state `CLOSED`: `SESSIONEXPIRED`);
-//! - [`ZkClient::inject_session_expiration`] ends the session on the client's side
-//!   only, as `ZooKeeper.getTestable().injectSessionExpiration()` does (Curator's
-//!   `ConnectionStateManager` calls it after a session timeout spent disconnected).
-//!
-//! Read from ZooKeeper release-3.8.0-1: `ClientCnxn` (`queuePacket`, `SendThread.run`,
-//! `startConnect`, `cleanup`, `conLossPacket`, `onConnected`), `ClientCnxnSocketNIO`,
-//! `StaticHostProvider.next`, `ZooKeeperTestable.injectSessionExpiration`.
-//!
-//! Simplifications (stated, not hidden): watches are not reset with `SetWatches` after
-//! a reconnect: each fires once with the `Disconnected` event instead, and a recipe
-//! re-reads (Curator's lock loop does exactly that on any event); a `closeSession`
-//! queued while disconnected waits for the next connection attempt like any request
-//! (the real client stops reconnecting at once); no authentication, ACLs other than
-//! `world:anyone`, read-only mode, chroot or SASL.
 
 use std::collections::{BTreeMap, VecDeque};
 use std::future::Future;
@@ -266,6 +226,46 @@ struct Pending {
 }
 
 /// A ZooKeeper session: cheap to clone (clones share it).
+///
+/// What it does, and where it follows `ClientCnxn`:
+/// - one task (the driver, started by [`StreamDialer::spawn`]) owns the connection;
+///   requests go to it over a channel and are answered in order: a reply whose xid is
+///   not the oldest pending request's breaks the connection ("Xid out of order");
+/// - after connecting, the read timeout is 2/3 of the negotiated session timeout and
+///   the connect timeout the session timeout divided by the number of servers; a ping
+///   (xid -2) goes out when nothing was sent for half the read timeout (less one
+///   second once idle for more than a second, as `ClientCnxn` computes it);
+/// - on connection loss every pending request fails with [`ZkError::ConnectionLoss`]
+///   (`sent: true`: its outcome is unknown), every watch fires with a `Disconnected`
+///   state event, and the driver dials the next server, after a random pause below a
+///   second (`startConnect`, [`scale::ZK_RECONNECT_JITTER`]) and a full second once it
+///   comes back to the server it was last connected to (`StaticHostProvider.next(1000)`,
+///   [`scale::ZK_HOST_LIST_TURN`]), both at the ensemble's [`ZkEnsemble::scale`],
+///   resending the session id, password and last zxid seen; a server answering with
+///   timeout 0 ends the session ([`ZkError::SessionExpired`], watches fire with
+///   `Expired`);
+/// - a request made while there is no connection waits in the outgoing queue
+///   (`ClientCnxn.queuePacket` adds it to `outgoingQueue` while the state is alive) and
+///   goes out once the next connection's handshake is done; if that connection attempt
+///   fails, or the connection is lost before the request was written, it fails with
+///   `ConnectionLoss { sent: false }` (`SendThread.cleanup` fails every queued packet,
+///   `conLossPacket`: `CONNECTIONLOSS` while the state is alive); once the session
+///   expired or was closed it fails with [`ZkError::SessionExpired`] /
+///   [`ZkError::Closed`] (`conLossPacket` in state `CLOSED`: `SESSIONEXPIRED`);
+/// - [`ZkClient::inject_session_expiration`] ends the session on the client's side
+///   only, as `ZooKeeper.getTestable().injectSessionExpiration()` does (Curator's
+///   `ConnectionStateManager` calls it after a session timeout spent disconnected).
+///
+/// Read from ZooKeeper release-3.8.0-1: `ClientCnxn` (`queuePacket`, `SendThread.run`,
+/// `startConnect`, `cleanup`, `conLossPacket`, `onConnected`), `ClientCnxnSocketNIO`,
+/// `StaticHostProvider.next`, `ZooKeeperTestable.injectSessionExpiration`.
+///
+/// Simplifications (stated, not hidden): watches are not reset with `SetWatches` after
+/// a reconnect: each fires once with the `Disconnected` event instead, and a recipe
+/// re-reads (Curator's lock loop does exactly that on any event); a `closeSession`
+/// queued while disconnected waits for the next connection attempt like any request
+/// (the real client stops reconnecting at once); no authentication, ACLs other than
+/// `world:anyone`, read-only mode, chroot or SASL.
 #[derive(Clone)]
 pub struct ZkClient {
     cmd: mpsc::UnboundedSender<Cmd>,
