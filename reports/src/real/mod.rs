@@ -69,11 +69,11 @@ pub fn refusal(kind: &FaultKind) -> Option<String> {
         | Target::Rest
         | Target::LockServer
         | Target::LockOwner
-        | Target::ZkLeader
+        | Target::Leader
         | Target::UnreplicatedLockMaster { .. }
         | Target::FreshLockMaster { .. }
         | Target::LockServerOf { .. }
-        | Target::ZkLeaderAfterLockCreate { .. } => None,
+        | Target::LeaderAfterLockCreate { .. } => None,
         other => Some(format!(
             "target {other:?} needs a server's internal record (which session a follower \
              serves, which acquisition a server granted in flight), which a real server does \
@@ -219,9 +219,9 @@ pub fn refusals(design: &str, w: &Workload, plan: &FaultPlan) -> Vec<String> {
     {
         let zk = |t: &Target| match t {
             Target::Host(h) => h.starts_with("zk"),
-            Target::ZkLeader
-            | Target::ZkBusiestFollower
-            | Target::ZkLeaderAfterLockCreate { .. }
+            Target::Leader
+            | Target::BusiestFollower
+            | Target::LeaderAfterLockCreate { .. }
             | Target::AllServers
             | Target::LockServer
             | Target::Rest => true,
@@ -375,7 +375,7 @@ impl Run {
             Target::UnreplicatedLockMaster { within_ms }
             | Target::FreshLockMaster { within_ms }
             | Target::LockServerOf { within_ms, .. }
-            | Target::ZkLeaderAfterLockCreate { within_ms } => Some((t.clone(), *within_ms)),
+            | Target::LeaderAfterLockCreate { within_ms } => Some((t.clone(), *within_ms)),
             _ => None,
         });
         let Some((target, within_ms)) = waiting else {
@@ -426,7 +426,7 @@ impl Run {
                         })
                     })
                 }
-                Target::ZkLeaderAfterLockCreate { .. }
+                Target::LeaderAfterLockCreate { .. }
                     if self.acquires.load(Ordering::Relaxed) > acquires0 =>
                 {
                     // The leader's last zxid moves past its value at the acquire: the
@@ -691,11 +691,11 @@ impl Run {
                 );
                 client.filter(live).into_iter().collect()
             }
-            Target::ZkLeader => servers.zk_leader().into_iter().collect(),
+            Target::Leader => servers.zk_leader().into_iter().collect(),
             Target::UnreplicatedLockMaster { .. }
             | Target::FreshLockMaster { .. }
             | Target::LockServerOf { .. }
-            | Target::ZkLeaderAfterLockCreate { .. } => moment.host.iter().cloned().collect(),
+            | Target::LeaderAfterLockCreate { .. } => moment.host.iter().cloned().collect(),
             Target::Rest => {
                 // The clients, the lock servers, then the helpers (Sentinels).
                 let mut all: Vec<String> = self
@@ -1442,7 +1442,7 @@ pub fn run_real(cfg: &RunConfig, exe: &Path, logs: Option<&Path>) -> Result<Hist
                 Target::UnreplicatedLockMaster { .. }
                     | Target::FreshLockMaster { .. }
                     | Target::LockServerOf { .. }
-                    | Target::ZkLeaderAfterLockCreate { .. }
+                    | Target::LeaderAfterLockCreate { .. }
             )
         });
         if waits {
