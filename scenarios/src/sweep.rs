@@ -127,7 +127,7 @@ pub fn config(design: &DesignSpec, scenario: &Scenario, seed: u64) -> RunConfig 
         scenario: scenario.name.to_string(),
         workload: scenario.workload_for(design.backend, design.masters),
         client_clocks: Vec::new(),
-        redis_clock: Default::default(),
+        server_clock: Default::default(),
         plan: scenario.plan(seed),
         stepping: Default::default(),
     }

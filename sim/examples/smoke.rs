@@ -6,7 +6,7 @@ fn main() {
         scenario: "smoke".into(),
         workload: sim::world::Workload::default(),
         client_clocks: vec![],
-        redis_clock: Default::default(),
+        server_clock: Default::default(),
         plan: Default::default(),
         stepping: Default::default(),
     };

@@ -150,11 +150,7 @@ impl HostClock {
     /// drawn from [`UPTIME_US`], the same for the same seed and name, different from
     /// host to host.
     pub fn uptime_for(seed: u64, host: &str) -> Duration {
-        // FNV-1a of the name: a stable stream id (no randomly seeded hasher).
-        let stream = host.bytes().fold(0xcbf2_9ce4_8422_2325_u64, |h, b| {
-            (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
-        });
-        let draw = crate::seed::sub_seed(seed, stream);
+        let draw = crate::seed::sub_seed(seed, crate::seed::stream::host(host));
         let span = UPTIME_US.end() - UPTIME_US.start() + 1;
         Duration::from_micros(UPTIME_US.start() + draw % span)
     }

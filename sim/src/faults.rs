@@ -13,7 +13,8 @@ pub struct FaultPlan {
     pub faults: Vec<Fault>,
 }
 
-/// Which host a fault hits: a client or a Redis server.
+/// Which host a fault hits: a client, a lock server or a helper (a Sentinel), named
+/// or asked for by its role.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum Target {
@@ -25,13 +26,13 @@ pub enum Target {
     Holder,
     /// Whichever client has an acquire in flight at the fault's start; no-op if none.
     Acquirer,
-    /// The client whose value the lock key holds on the Redis server at the fault's
+    /// The client whose value the lock key holds on the lock server at the fault's
     /// start (the server's own record, not the client's belief); no-op if the key is
     /// absent. This reaches the moments a client cannot see: after the server granted
     /// the lock and before the client heard of it, or between two commands of a
     /// non-atomic acquire.
     LockOwner,
-    /// The Redis server whose own record shows the lock key held at the fault's start
+    /// The lock server whose own record shows the lock key held at the fault's start
     /// (the first such server in name order); no-op if no server holds it.
     LockServer,
     /// The moment that matters for replication: the master whose own record holds the
@@ -55,7 +56,7 @@ pub enum Target {
         /// How long the fault waits for a grant.
         within_ms: u64,
     },
-    /// The Redis server holding a given client's lock: the fault waits from its start
+    /// The lock server holding a given client's lock: the fault waits from its start
     /// for up to `within_ms` for the moment the history shows `client` holding the
     /// lock, and hits the first server (in world order) whose record holds the lock key
     /// with that client's owner value. With several independent masters (Redlock) this
@@ -75,26 +76,35 @@ pub enum Target {
         /// How long the fault waits for the moment.
         within_ms: u64,
     },
-    /// The ZooKeeper ensemble's leader serving at the fault's start (an established
-    /// leader); no-op if none.
-    ZkLeader,
-    /// The ZooKeeper ensemble's leader right after it committed a create of a lock node
-    /// (a quorum logged it): the fault waits from its start for up to `within_ms` for
-    /// a lock node created after it started, and hits the leader at the first tick
-    /// the commit is seen, whether or not the reply has reached the client. A no-op if
-    /// no create comes.
-    ZkLeaderAfterLockCreate {
+    /// The leader of the lock system's quorum serving at the fault's start (an
+    /// established leader); no-op if none. Serialized under its first name,
+    /// `zk-leader`; `leader` is read too.
+    #[serde(rename = "zk-leader", alias = "leader")]
+    Leader,
+    /// The quorum's leader right after it committed a create of a lock entry (a quorum
+    /// logged it): the fault waits from its start for up to `within_ms` for a lock
+    /// entry created after it started, and hits the leader at the first tick the
+    /// commit is seen, whether or not the reply has reached the client. A no-op if no
+    /// create comes. Serialized as `zk-leader-after-lock-create`;
+    /// `leader-after-lock-create` is read too.
+    #[serde(
+        rename = "zk-leader-after-lock-create",
+        alias = "leader-after-lock-create"
+    )]
+    LeaderAfterLockCreate {
         /// How long the fault waits for the commit.
         within_ms: u64,
     },
-    /// The ZooKeeper follower serving the most client sessions at the fault's start
-    /// (ties: name order); no-op if no follower serves.
-    ZkBusiestFollower,
-    /// Every Redis server of the world (for partitions: "the servers' side").
+    /// The quorum's follower serving the most client sessions at the fault's start
+    /// (ties: name order); no-op if no follower serves. Serialized as
+    /// `zk-busiest-follower`; `busiest-follower` is read too.
+    #[serde(rename = "zk-busiest-follower", alias = "busiest-follower")]
+    BusiestFollower,
+    /// Every lock server of the world (for partitions: "the servers' side").
     AllServers,
     /// Every client of the world.
     AllClients,
-    /// In a partition: every host (clients, Redis servers, Sentinels; never the
+    /// In a partition: every host (clients, lock servers, helpers such as Sentinels; never the
     /// storage) that is not on the other side.
     Rest,
 }

@@ -1,5 +1,7 @@
-//! The deterministic world: a Redis 7 model, hosts with their own clocks, faults, and
-//! the history every run records.
+//! The deterministic world: models of the lock servers (Redis with Sentinel, ZooKeeper,
+//! MariaDB, MongoDB, etcd), hosts with their own clocks, faults, and the history every
+//! run records. The world reaches each system through one registry
+//! (`world::registry`) and the traits of `world::system`.
 
 pub mod clock;
 pub mod etcd;
@@ -14,6 +16,7 @@ pub mod recorder;
 pub mod redis;
 pub mod seed;
 pub mod sentinel;
+pub mod step;
 pub mod storage;
 pub mod system;
 pub mod world;

@@ -4,9 +4,8 @@
 //! it if its system has all of it (see `scenarios::catalog::Def::needs`), and otherwise
 //! the cell says which capability is missing.
 //!
-//! Each system's list sits beside its world module (`world::servers`,
-//! `world::zookeeper`, `world::mysql`, `world::mongo`);
-//! [`crate::world::capabilities`] is the one place that maps a design's
+//! Each system's list sits in its world module (its `SystemInfo`); the world's registry
+//! ([`crate::world::capabilities`]) is the one place that maps a design's
 //! [`lock_impl::Backend`] to it.
 
 /// Something a scenario's faults or probe need from the system a design locks on.

@@ -469,7 +469,7 @@ fn waits(kind: &FaultKind) -> bool {
             Target::UnreplicatedLockMaster { .. }
                 | Target::FreshLockMaster { .. }
                 | Target::LockServerOf { .. }
-                | Target::ZkLeaderAfterLockCreate { .. }
+                | Target::LeaderAfterLockCreate { .. }
         )
     })
 }

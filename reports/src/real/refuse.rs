@@ -20,11 +20,11 @@ pub fn refusal(kind: &FaultKind) -> Option<String> {
         | Target::Rest
         | Target::LockServer
         | Target::LockOwner
-        | Target::ZkLeader
+        | Target::Leader
         | Target::UnreplicatedLockMaster { .. }
         | Target::FreshLockMaster { .. }
         | Target::LockServerOf { .. }
-        | Target::ZkLeaderAfterLockCreate { .. } => None,
+        | Target::LeaderAfterLockCreate { .. } => None,
         other => Some(format!(
             "target {other:?} needs a server's internal record (which session a follower \
              serves, which acquisition a server granted in flight), which a real server does \

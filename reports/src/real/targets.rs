@@ -21,7 +21,7 @@ impl Run {
             Target::UnreplicatedLockMaster { within_ms }
             | Target::FreshLockMaster { within_ms }
             | Target::LockServerOf { within_ms, .. }
-            | Target::ZkLeaderAfterLockCreate { within_ms } => Some((t.clone(), *within_ms)),
+            | Target::LeaderAfterLockCreate { within_ms } => Some((t.clone(), *within_ms)),
             _ => None,
         });
         let Some((target, within_ms)) = waiting else {
@@ -72,7 +72,7 @@ impl Run {
                         })
                     })
                 }
-                Target::ZkLeaderAfterLockCreate { .. }
+                Target::LeaderAfterLockCreate { .. }
                     if self.acquires.load(Ordering::Relaxed) > acquires0 =>
                 {
                     // The leader's last committed write moves past its mark at the
@@ -153,11 +153,11 @@ impl Run {
                 let live = |c: &String| self.clients.lock().expect("clients").contains_key(c);
                 owner.client.filter(live).into_iter().collect()
             }
-            Target::ZkLeader => servers.leader().into_iter().collect(),
+            Target::Leader => servers.leader().into_iter().collect(),
             Target::UnreplicatedLockMaster { .. }
             | Target::FreshLockMaster { .. }
             | Target::LockServerOf { .. }
-            | Target::ZkLeaderAfterLockCreate { .. } => moment.host.iter().cloned().collect(),
+            | Target::LeaderAfterLockCreate { .. } => moment.host.iter().cloned().collect(),
             Target::Rest => {
                 // The clients, the lock servers, then the helpers.
                 let mut all: Vec<String> = self

@@ -468,7 +468,7 @@ impl Scenario {
         }
         let w = &self.workload;
         let mut draw = Draw {
-            rng: ChaCha8Rng::seed_from_u64(sub_seed(seed, 0xFA17)),
+            rng: ChaCha8Rng::seed_from_u64(sub_seed(seed, sim::seed::stream::FAULT_PLAN)),
             workload: w,
             lease: w.lease_ms,
             window: 300..w.duration_ms.saturating_sub(w.lease_ms * 4).max(301),

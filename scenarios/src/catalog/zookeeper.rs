@@ -85,7 +85,7 @@ fn leader_crash(d: &mut Draw) -> Vec<Fault> {
     vec![Fault {
         at_ms,
         kind: FaultKind::Crash {
-            target: Target::ZkLeaderAfterLockCreate { within_ms: 2_000 },
+            target: Target::LeaderAfterLockCreate { within_ms: 2_000 },
             restart_after_ms: Some(restart),
         },
     }]
@@ -130,8 +130,8 @@ fn follower_lags(d: &mut Draw) -> Vec<Fault> {
         faults.push(Fault {
             at_ms,
             kind: FaultKind::Partition {
-                a: vec![Target::ZkLeader],
-                b: vec![Target::ZkBusiestFollower],
+                a: vec![Target::Leader],
+                b: vec![Target::BusiestFollower],
                 one_way: true,
                 duration_ms,
             },

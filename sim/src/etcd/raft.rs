@@ -319,7 +319,7 @@ pub async fn run_node(m: SharedEtcd) {
             node.tick();
             let late = now - next_tick;
             next_tick += tick;
-            if late >= tick.max(crate::world::STEP) {
+            if late >= tick.max(crate::step::STEP) {
                 next_tick = now + tick;
             }
         } else {

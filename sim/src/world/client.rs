@@ -17,8 +17,10 @@ use crate::pause::PauseGate;
 use crate::recorder::Recorder;
 use crate::storage::StorageClient;
 
-use super::config::{DesignFactory, Workload, sub_seed};
-use super::servers::REDIS_PORT;
+use super::config::{DesignFactory, Workload};
+use super::redis::servers::REDIS_PORT;
+use super::system::SystemReach;
+use crate::seed::{stream, sub_seed};
 
 /// Runs a design's background tasks on the client host, under its pause gate: a
 /// watchdog freezes with its client and dies with it (a crash drops the host's tasks).
@@ -171,43 +173,6 @@ impl lock_impl::zk::StreamDialer for TurmoilDialer {
     }
 }
 
-/// MySQL connections to the clients' address for the primary (`mysql-1`): dialled at
-/// whichever host it points at now, re-pointed by a failover as a virtual IP or a DNS
-/// name would be.
-pub(crate) struct VipDialer {
-    pub inner: Arc<TurmoilDialer>,
-    /// The name the clients dial.
-    pub name: String,
-    /// The host it points at.
-    pub vip: Arc<std::sync::Mutex<String>>,
-}
-
-/// How a client reaches a system's servers: its dialer (every stream gated and
-/// faultable), the primary's address if a failover can move it (a MySQL primary behind
-/// a virtual address), its reply timeout and the world's time scale. A system's
-/// [`super::system::SystemSpec::client_deps`] makes its part of `Deps` from it.
-pub(crate) struct SystemReach {
-    pub dialer: Arc<TurmoilDialer>,
-    pub primary_address: Option<Arc<std::sync::Mutex<String>>>,
-    pub response_timeout_ms: u64,
-    pub scale: lock_impl::TimeScale,
-}
-
-impl lock_impl::zk::StreamDialer for VipDialer {
-    fn dial(&self, host: &str, port: u16) -> lock_impl::zk::StreamDial<'_> {
-        let host = if host == self.name {
-            self.vip.lock().unwrap_or_else(|e| e.into_inner()).clone()
-        } else {
-            host.to_string()
-        };
-        Box::pin(async move { self.inner.dial(&host, port).await })
-    }
-
-    fn spawn(&self, task: lock_impl::Task) {
-        lock_impl::zk::StreamDialer::spawn(self.inner.as_ref(), task);
-    }
-}
-
 /// Connections from one client to one Redis host.
 struct TurmoilConnector {
     dialer: Arc<TurmoilDialer>,
@@ -293,6 +258,107 @@ impl Client {
             recorder: self.recorder.clone(),
             response_timeout: Duration::from_millis(w.response_timeout_ms),
         });
+        let (conn, servers) = self.redis_connections(&dialer, &clock).await;
+        let Ok(mut storage) = StorageClient::connect(&self.name).await else {
+            return;
+        };
+        let deps = Deps {
+            pubsub: Some(Arc::new(lock_impl::ConnectorPubSub(
+                conn.connector().clone(),
+            ))),
+            observer: Some(Arc::new(RenewalRecorder {
+                recorder: self.recorder.clone(),
+                host: self.name.clone(),
+                clock: self.clock.clone(),
+            })),
+            scale: lock_impl::TimeScale::for_lease(w.lease_ms),
+            ..Deps::new(
+                conn,
+                servers,
+                clock,
+                Arc::new(SeededEntropy::new(
+                    sub_seed(self.seed, stream::client_entropy(stream_id)),
+                    self.name.clone(),
+                )),
+                Arc::new(HostSpawner(self.gate.clone())),
+            )
+        };
+        // Each system's part of the design's dependencies: how to reach its servers.
+        let reach = SystemReach {
+            dialer: dialer.clone(),
+            primary_address: self.primary_address.clone(),
+            response_timeout_ms: w.response_timeout_ms,
+            scale: lock_impl::TimeScale::for_lease(w.lease_ms),
+        };
+        let mut deps = deps;
+        for system in super::registry::systems_of(w) {
+            system.client_deps(&mut deps, &reach);
+        }
+        let design = (self.factory)(deps);
+        self.retry_horizon_ms
+            .fetch_max(design.retry_horizon().as_millis() as u64, Ordering::Relaxed);
+        let mut rng =
+            ChaCha8Rng::seed_from_u64(sub_seed(self.seed, stream::client_rounds(stream_id)));
+        let options = AcquireOptions::new(w.lease_ms as i64, w.wait_ms as i64)
+            .expect("lease validated by run()");
+        let deadline = Duration::from_millis(w.duration_ms);
+        let sleep = |ms: u64| clock_sleep(&self.clock, Duration::from_millis(ms));
+
+        while true_now() < deadline {
+            // A read/write mix draws each round's mode (only then: without the knob the
+            // random stream, and so the history, is what it always was).
+            let reading = w.read_share.map(|share| rng.random_range(0..100u8) < share);
+            // The lock a round takes: a read round takes the read lock of a design that
+            // has one and its only, exclusive, lock otherwise (as a service would), so
+            // exclusive designs run the same rounds and are judged on what they hold.
+            let mode = reading.map(|r| {
+                if r && design.has_read_mode() {
+                    LockMode::Read
+                } else {
+                    LockMode::Write
+                }
+            });
+            // A segmented stock draws the round's segment (only then, as above), and
+            // the round takes that segment's lock.
+            let segment = w.segments.map(|n| rng.random_range(0..n));
+            let key = crate::history::segment_key(&w.key, segment);
+            // The outer acquisition, then `reentrant_depth - 1` nested ones by the same
+            // client (a reentrant design counts them; others refuse them).
+            let mut guards = Vec::new();
+            for depth in 1..=w.reentrant_depth.max(1) {
+                match self
+                    .acquire(design.as_ref(), &key, options, depth, mode)
+                    .await
+                {
+                    Some(g) => guards.push(g),
+                    None => break,
+                }
+            }
+            if let Some(outer) = guards.first() {
+                if reading == Some(true) {
+                    self.read_section(&mut storage, outer).await;
+                } else {
+                    self.critical_section(&mut storage, outer, segment).await;
+                }
+            }
+            while let Some(guard) = guards.pop() {
+                self.release(design.as_ref(), &key, &guard, guards.len() as i64 + 1, mode)
+                    .await;
+            }
+            let think = rng.random_range(0..=w.think_ms_max);
+            sleep(think).await;
+        }
+    }
+
+    /// The Redis connections of a client's `Deps`: the lock's (through the Sentinels,
+    /// if any) and one per server, dialled before the first acquisition as a service
+    /// connects at start-up (a failure here is retried by the first command).
+    async fn redis_connections(
+        &self,
+        dialer: &Arc<TurmoilDialer>,
+        clock: &Arc<dyn lock_impl::Clock>,
+    ) -> (lock_impl::Conn, Vec<lock_impl::Conn>) {
+        let w = &self.workload;
         let policy = lock_impl::ReconnectPolicy {
             connect_timeout_ms: w.connect_timeout_ms,
             ..Default::default()
@@ -346,8 +412,6 @@ impl Client {
                 }
             },
         };
-        // Dial before the first acquisition, as a service connects at start-up (a
-        // failure here is retried by the first command).
         if w.sentinel.is_some() {
             let _ = conn.ensure_connected().await;
         } else {
@@ -355,99 +419,12 @@ impl Client {
                 let _ = server.ensure_connected().await;
             }
         }
-        let Ok(mut storage) = StorageClient::connect(&self.name).await else {
-            return;
-        };
         let servers = if servers.is_empty() {
             vec![conn.clone()]
         } else {
             servers
         };
-        let deps = Deps {
-            pubsub: Some(Arc::new(lock_impl::ConnectorPubSub(
-                conn.connector().clone(),
-            ))),
-            observer: Some(Arc::new(RenewalRecorder {
-                recorder: self.recorder.clone(),
-                host: self.name.clone(),
-                clock: self.clock.clone(),
-            })),
-            scale: lock_impl::TimeScale::for_lease(w.lease_ms),
-            ..Deps::new(
-                conn,
-                servers,
-                clock,
-                Arc::new(SeededEntropy::new(
-                    sub_seed(self.seed, 2 + 2 * stream_id),
-                    self.name.clone(),
-                )),
-                Arc::new(HostSpawner(self.gate.clone())),
-            )
-        };
-        // Each system's part of the design's dependencies: how to reach its servers.
-        let reach = SystemReach {
-            dialer: dialer.clone(),
-            primary_address: self.primary_address.clone(),
-            response_timeout_ms: w.response_timeout_ms,
-            scale: lock_impl::TimeScale::for_lease(w.lease_ms),
-        };
-        let mut deps = deps;
-        for system in super::system::systems_of(w) {
-            system.client_deps(&mut deps, &reach);
-        }
-        let design = (self.factory)(deps);
-        self.retry_horizon_ms
-            .fetch_max(design.retry_horizon().as_millis() as u64, Ordering::Relaxed);
-        let mut rng = ChaCha8Rng::seed_from_u64(sub_seed(self.seed, 3 + 2 * stream_id));
-        let options = AcquireOptions::new(w.lease_ms as i64, w.wait_ms as i64)
-            .expect("lease validated by run()");
-        let deadline = Duration::from_millis(w.duration_ms);
-        let sleep = |ms: u64| clock_sleep(&self.clock, Duration::from_millis(ms));
-
-        while true_now() < deadline {
-            // A read/write mix draws each round's mode (only then: without the knob the
-            // random stream, and so the history, is what it always was).
-            let reading = w.read_share.map(|share| rng.random_range(0..100u8) < share);
-            // The lock a round takes: a read round takes the read lock of a design that
-            // has one and its only, exclusive, lock otherwise (as a service would), so
-            // exclusive designs run the same rounds and are judged on what they hold.
-            let mode = reading.map(|r| {
-                if r && design.has_read_mode() {
-                    LockMode::Read
-                } else {
-                    LockMode::Write
-                }
-            });
-            // A segmented stock draws the round's segment (only then, as above), and
-            // the round takes that segment's lock.
-            let segment = w.segments.map(|n| rng.random_range(0..n));
-            let key = crate::history::segment_key(&w.key, segment);
-            // The outer acquisition, then `reentrant_depth - 1` nested ones by the same
-            // client (a reentrant design counts them; others refuse them).
-            let mut guards = Vec::new();
-            for depth in 1..=w.reentrant_depth.max(1) {
-                match self
-                    .acquire(design.as_ref(), &key, options, depth, mode)
-                    .await
-                {
-                    Some(g) => guards.push(g),
-                    None => break,
-                }
-            }
-            if let Some(outer) = guards.first() {
-                if reading == Some(true) {
-                    self.read_section(&mut storage, outer).await;
-                } else {
-                    self.critical_section(&mut storage, outer, segment).await;
-                }
-            }
-            while let Some(guard) = guards.pop() {
-                self.release(design.as_ref(), &key, &guard, guards.len() as i64 + 1, mode)
-                    .await;
-            }
-            let think = rng.random_range(0..=w.think_ms_max);
-            sleep(think).await;
-        }
+        (conn, servers)
     }
 
     /// One acquisition, recorded; `depth` is the client's hold count if it succeeds

@@ -38,7 +38,9 @@ use crate::pause::PauseGate;
 use crate::recorder::Recorder;
 use crate::system::Capability;
 
-use super::system::{Build, LockSystem, SystemInfo, SystemSpec};
+use super::system::{
+    Build, CommittedCreate, LockSystem, SystemInfo, SystemReach, SystemSpec, WorkloadPart,
+};
 use serde::{Deserialize, Serialize};
 
 /// The world's etcd (the v3.4 model of `crate::etcd`): a cluster of `members`, at real
@@ -156,7 +158,8 @@ impl EtcdCtl {
         let names = spec.names();
         // etcd randomises each member's election timeout in [10, 20) ticks; the
         // world draws distinct ones from the run's seed.
-        let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(seed ^ 0xe7cd_0f1e_1ec7_1011);
+        let mut rng =
+            rand_chacha::ChaCha8Rng::seed_from_u64(seed ^ crate::seed::stream::ETCD_ELECTION_MASK);
         let mut pool: Vec<usize> = (ELECTION_TICKS..2 * ELECTION_TICKS).collect();
         let election_ticks = names
             .iter()
@@ -430,7 +433,7 @@ impl SystemSpec for EtcdSpec {
         Box::new(ctl)
     }
 
-    fn client_deps(&self, deps: &mut lock_impl::Deps, reach: &super::client::SystemReach) {
+    fn client_deps(&self, deps: &mut lock_impl::Deps, reach: &SystemReach) {
         // A call's deadline is the service's reply timeout, the world's (it scales
         // with the lease, as the MySQL and MongoDB clients' do).
         let mut server =
@@ -477,12 +480,11 @@ impl LockSystem for EtcdCtl {
             .map(|(_, i)| self.names[i].clone())
     }
 
-    fn lock_create(&self) -> Option<(i64, Duration)> {
-        self.lock_create
-    }
-
-    fn lock_create_detail(&self, position: i64) -> String {
-        format!("a lock key's create committed at revision {position}")
+    fn committed_lock_create(&self) -> Option<CommittedCreate> {
+        self.lock_create.map(|(revision, seen)| CommittedCreate {
+            seen,
+            detail: format!("a lock key's create committed at revision {revision}"),
+        })
     }
 
     fn crashed(&mut self, host: &str, _machine: bool, _now: Duration, _recorder: &Recorder) {
@@ -502,22 +504,15 @@ impl LockSystem for EtcdCtl {
 pub(crate) static SYSTEM: SystemInfo = SystemInfo {
     backend: lock_impl::Backend::Etcd,
     capabilities: ETCD_CAPABILITIES,
-    spec: |w| {
-        w.systems
-            .etcd
-            .as_ref()
-            .map(|s| Box::new(s.clone()) as Box<dyn SystemSpec>)
-    },
-    install: |w| {
-        if w.systems.etcd.is_none() {
-            w.systems.etcd = Some(EtcdSpec::for_lease(w.lease_ms));
-        }
-    },
-    remove: |w| w.systems.etcd = None,
-    validate: |w| {
-        let Some(e) = &w.systems.etcd else {
-            return Ok(());
-        };
+};
+
+impl WorkloadPart for EtcdSpec {
+    fn default_for_lease(lease_ms: u64) -> Self {
+        EtcdSpec::for_lease(lease_ms)
+    }
+
+    fn validate(&self) -> Result<(), String> {
+        let e = self;
         if e.name.is_empty() {
             return Err(
                 "workload.etcd.name is empty: name the first member's host (etcd-1)".into(),
@@ -542,5 +537,5 @@ pub(crate) static SYSTEM: SystemInfo = SystemInfo {
             ));
         }
         Ok(())
-    },
-};
+    }
+}

@@ -1,43 +1,37 @@
 //! One run: build a turmoil simulation from a [`RunConfig`], run the workload on every
 //! client with the nemesis applying the fault plan, and return the [`History`].
 //!
-//! Hosts: the Redis servers (`redis` by default; any number, named in
-//! [`Workload::servers`]), `storage` (the stock counter), `client-1` … `client-N`
-//! (lock-impl code over turmoil TCP). The driver steps the simulation one tick at a
-//! time; between ticks the nemesis applies due faults and the observer moves each
-//! server's own key events into the history, stamped with true time.
+//! Hosts: each lock-server system's (the workload names them; the Redis default is one
+//! server called `redis`), `storage` (the stock counter) and `client-1` … `client-N`
+//! (lock-impl code over turmoil TCP). Between steps the nemesis applies due faults and
+//! the observer moves each system's own record into the history, stamped with true time.
 //!
-//! Layout: [`config`] (what a run is made of), `servers` (Redis hosts and their control
-//! handles), `client` (the workload loop and the simulated connector), `nemesis` (the
-//! fault plan), `observe` (server records into the history), and this module's step
-//! loop.
+//! Layout: [`config`] (what a run is made of), `system` (the neutral traits every
+//! system implements), `registry` (the one list of systems), one module per system
+//! (`redis`, `zookeeper`, `mysql`, `mongo`, `etcd`), `client` (the workload loop and the
+//! simulated connector), `nemesis` (the fault plan) and this module's step loop.
 
 mod client;
 pub mod config;
 mod etcd;
-pub use etcd::EtcdSpec;
 mod mongo;
 mod mysql;
 mod nemesis;
-mod observe;
 mod redis;
-mod sentinels;
-mod servers;
+mod registry;
 mod system;
 mod zookeeper;
 
-pub use system::{SystemInfo, capabilities, missing};
+pub use registry::{capabilities, missing};
+pub use system::SystemInfo;
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU32, AtomicU64};
 use std::time::Duration;
 
-pub use config::{
-    DesignFactory, MongoSpec, MySqlReplicaSpec, MySqlSpec, RunConfig, RunError, SentinelSpec,
-    ServerSpec, Stepping, SystemSpecs, Workload, ZkSpec, builtin_factory, default_servers,
-    sub_seed,
-};
+// What a run is made of, each system's spec among it, at `sim::world::`.
+pub use config::*;
 
 use crate::clock::{ClockSpec, HostClock};
 use crate::history::{EventKind, History, RunParams};
@@ -70,70 +64,34 @@ fn run_stepping(cfg: &RunConfig, stepping: Stepping) -> Result<History, RunError
     let w = &cfg.workload;
     w.validate()?;
     let end = Duration::from_millis(w.duration_ms + w.drain_ms);
-    let mut sim = turmoil::Builder::new()
-        .rng_seed(sub_seed(cfg.seed, 0))
-        .simulation_duration(end + Duration::from_secs(3600))
-        .tick_duration(STEP)
-        .min_message_latency(Duration::from_millis(w.latency_ms_min))
-        .max_message_latency(Duration::from_millis(w.latency_ms_max))
-        .tcp_capacity(1 << 16)
-        // A step runs only the hosts with something to do (a message, a hinted timer
-        // due, a wake from a fault): most host-steps of a lock workload do nothing.
-        // What a fault wakes from outside the simulation runs after its host caught
-        // up (`Nemesis::apply_due`), so the history is the tick-by-tick one.
-        .skip_idle_hosts(stepping == Stepping::Jump)
-        .build();
+    let mut sim = new_sim(cfg, stepping, end);
     let recorder = Recorder::new();
     let net = NetFaults::new();
-    // Every host's clock, for the nemesis to step or bend; an imperfect one is
-    // recorded at time zero, so the history says which clocks were off.
-    let mut clocks: BTreeMap<String, HostClock> = BTreeMap::new();
-    let mut clock_of = |host: &str, spec: ClockSpec| {
-        // Each host has been up for its own while (not recorded: no history reads a
-        // monotonic reading, only true times).
-        let clock = HostClock::new(spec).booted(HostClock::uptime_for(cfg.seed, host));
-        if spec != ClockSpec::default() {
-            recorder.record_at(
-                0,
-                host,
-                EventKind::Clock {
-                    wall_offset_us: spec.offset_ms * 1000,
-                    drift_ppm: spec.drift_ppm,
-                    step_ms: 0,
-                },
-            );
-        }
-        clocks.insert(host.to_string(), clock.clone());
-        clock
+    let mut clocks = Clocks {
+        seed: cfg.seed,
+        recorder: recorder.clone(),
+        all: BTreeMap::new(),
     };
 
     // Every lock-server system the workload names, each host with its clock.
     let systems = {
+        let mut clock_of = |host: &str, spec: ClockSpec| clocks.of(host, spec);
         let mut build = system::Build {
             sim: &mut sim,
             clock_of: &mut clock_of,
-            server_clock: cfg.redis_clock,
+            server_clock: cfg.server_clock,
             net: &net,
             key: &w.key,
             seed: cfg.seed,
             trace_commands: w.trace_commands,
         };
         system::Systems(
-            system::systems_of(w)
+            registry::systems_of(w)
                 .into_iter()
                 .map(|spec| spec.build(&mut build))
                 .collect(),
         )
     };
-    let hooks =
-        systems
-            .0
-            .iter()
-            .map(|s| s.client_hooks())
-            .fold(system::ClientHooks::default(), |a, b| system::ClientHooks {
-                ready: a.ready.or(b.ready),
-                primary_address: a.primary_address.or(b.primary_address),
-            });
     let stock = match w.segments {
         Some(n) => storage::Shared::segmented(
             crate::history::segment_stocks(w.initial_stock, n),
@@ -148,9 +106,150 @@ fn run_stepping(cfg: &RunConfig, stepping: Stepping) -> Result<History, RunError
             storage::serve(recorder.clone(), stock.clone())
         });
     }
-
-    let mut clients = BTreeMap::new();
     let retry_horizon_ms = Arc::new(AtomicU64::new(0));
+    let clients = add_clients(
+        &mut sim,
+        cfg,
+        &mut clocks,
+        &net,
+        &systems,
+        &retry_horizon_ms,
+    );
+
+    let mut world = WorldCtl {
+        recorder: recorder.clone(),
+        net,
+        clients,
+        systems,
+        clocks: clocks.all,
+        key: w.key.clone(),
+        reply_delay: Duration::from_millis(w.latency_ms_max + 1),
+    };
+    let mut nemesis = Nemesis::new(&cfg.plan, cfg.seed);
+    let steps = drive(&mut sim, &mut nemesis, &mut world, stepping, end)?;
+    world.observe(sim.elapsed());
+    // The storage's own final value of each counter (one for an unsegmented stock).
+    for (segment, value) in stock.finals() {
+        recorder.record_at(
+            sim.elapsed().as_micros() as u64,
+            "storage",
+            EventKind::Storage(crate::history::StorageEvent::Final { value, segment }),
+        );
+    }
+
+    let redis_commands = world
+        .systems
+        .0
+        .iter()
+        .map(|s| s.commands_processed())
+        .sum::<u64>();
+    drop(world);
+    let events = recorder.into_events();
+    let stats = crate::history::RunStats {
+        redis_commands,
+        storage_requests: storage_requests(&events),
+        steps,
+        unhinted_wakes: sim.unhinted_wakes(),
+        host_runs: sim.host_runs(),
+    };
+    Ok(History {
+        seed: cfg.seed,
+        design: cfg.design.clone(),
+        scenario: cfg.scenario.clone(),
+        params: RunParams {
+            key: w.key.clone(),
+            lease_ms: w.lease_ms,
+            // The lease, then the world's slack or the design's own retry horizon
+            // (`LockDesign::retry_horizon`), whichever is longer: a waiter that
+            // follows its client's retry schedule is not stuck.
+            liveness_bound_ms: w.lease_ms
+                + w.liveness_slack_ms
+                    .max(retry_horizon_ms.load(std::sync::atomic::Ordering::Relaxed)),
+            initial_stock: w.initial_stock,
+            clients: w.clients,
+            masters: registry::systems_of(w)
+                .iter()
+                .map(|s| s.masters())
+                .max()
+                .unwrap_or(1),
+            segments: w.segments,
+            server_records: true,
+        },
+        plan: cfg.plan.clone(),
+        events,
+        end_us: end.as_micros() as u64,
+        stats,
+    })
+}
+
+/// The simulation of a run: its seed, its step, the workload's latencies.
+fn new_sim<'s>(cfg: &RunConfig, stepping: Stepping, end: Duration) -> turmoil::Sim<'s> {
+    let w = &cfg.workload;
+    turmoil::Builder::new()
+        .rng_seed(sub_seed(cfg.seed, crate::seed::stream::SIMULATION))
+        .simulation_duration(end + Duration::from_secs(3600))
+        .tick_duration(STEP)
+        .min_message_latency(Duration::from_millis(w.latency_ms_min))
+        .max_message_latency(Duration::from_millis(w.latency_ms_max))
+        .tcp_capacity(1 << 16)
+        // A step runs only the hosts with something to do (a message, a hinted timer
+        // due, a wake from a fault): most host-steps of a lock workload do nothing.
+        // What a fault wakes from outside the simulation runs after its host caught
+        // up (`Nemesis::apply_due`), so the history is the tick-by-tick one.
+        .skip_idle_hosts(stepping == Stepping::Jump)
+        .build()
+}
+
+/// Every host's clock, for the nemesis to step or bend; an imperfect one is recorded
+/// at time zero, so the history says which clocks were off.
+struct Clocks {
+    seed: u64,
+    recorder: Recorder,
+    all: BTreeMap<String, HostClock>,
+}
+
+impl Clocks {
+    /// The clock of `host`, made from `spec`.
+    fn of(&mut self, host: &str, spec: ClockSpec) -> HostClock {
+        // Each host has been up for its own while (not recorded: no history reads a
+        // monotonic reading, only true times).
+        let clock = HostClock::new(spec).booted(HostClock::uptime_for(self.seed, host));
+        if spec != ClockSpec::default() {
+            self.recorder.record_at(
+                0,
+                host,
+                EventKind::Clock {
+                    wall_offset_us: spec.offset_ms * 1000,
+                    drift_ppm: spec.drift_ppm,
+                    step_ms: 0,
+                },
+            );
+        }
+        self.all.insert(host.to_string(), clock.clone());
+        clock
+    }
+}
+
+/// Adds the client hosts, `client-1` … `client-N`, and returns their control handles.
+fn add_clients(
+    sim: &mut turmoil::Sim<'_>,
+    cfg: &RunConfig,
+    clocks: &mut Clocks,
+    net: &NetFaults,
+    systems: &system::Systems,
+    retry_horizon_ms: &Arc<AtomicU64>,
+) -> BTreeMap<String, ClientCtl> {
+    let w = &cfg.workload;
+    let hooks =
+        systems
+            .0
+            .iter()
+            .map(|s| s.client_hooks())
+            .fold(system::ClientHooks::default(), |a, b| system::ClientHooks {
+                ready: a.ready.or(b.ready),
+                primary_address: a.primary_address.or(b.primary_address),
+            });
+    let mut clients = BTreeMap::new();
     for i in 1..=w.clients {
         let name = format!("client-{i}");
         let ctl = ClientCtl {
@@ -158,7 +257,7 @@ fn run_stepping(cfg: &RunConfig, stepping: Stepping) -> Result<History, RunError
             slow_ms: Arc::new(AtomicU64::new(0)),
             pause_before_write: Default::default(),
         };
-        let clock = clock_of(
+        let clock = clocks.of(
             &name,
             cfg.client_clocks
                 .get(i as usize - 1)
@@ -172,7 +271,7 @@ fn run_stepping(cfg: &RunConfig, stepping: Stepping) -> Result<History, RunError
             workload: w.clone(),
             clock,
             factory: cfg.factory.clone(),
-            recorder: recorder.clone(),
+            recorder: clocks.recorder.clone(),
             gate: ctl.gate.clone(),
             net: net.clone(),
             slow_ms: ctl.slow_ms.clone(),
@@ -192,29 +291,30 @@ fn run_stepping(cfg: &RunConfig, stepping: Stepping) -> Result<History, RunError
         });
         clients.insert(name, ctl);
     }
+    clients
+}
 
-    let mut world = WorldCtl {
-        recorder: recorder.clone(),
-        net,
-        clients,
-        systems,
-        clocks,
-        key: w.key.clone(),
-        reply_delay: Duration::from_millis(w.latency_ms_max + 1),
-    };
-    let mut nemesis = Nemesis::new(&cfg.plan, cfg.seed);
+/// Steps the simulation to `end`, the nemesis applying due faults and the observer
+/// moving the servers' records into the history between steps; returns the steps.
+fn drive(
+    sim: &mut turmoil::Sim<'_>,
+    nemesis: &mut Nemesis,
+    world: &mut WorldCtl,
+    stepping: Stepping,
+    end: Duration,
+) -> Result<u64, RunError> {
     let tick = Duration::from_millis(1);
     let mut steps = 0u64;
     loop {
         let now = sim.elapsed();
         let acted = nemesis
-            .apply_due(&mut sim, &mut world, now)
+            .apply_due(sim, world, now)
             .map_err(|message| RunError::Sim {
                 at_ms: now.as_millis() as u64,
                 message,
             })?;
         if now >= end {
-            break;
+            return Ok(steps);
         }
         // A fault that changed something may have woken a host's task from outside the
         // simulation (a pause gate, a link): every host runs in the next step, and
@@ -247,27 +347,11 @@ fn run_stepping(cfg: &RunConfig, stepping: Stepping) -> Result<History, RunError
         // a jump, its last tick: only then could anything have happened).
         world.observe(sim.elapsed() - tick);
     }
-    world.observe(sim.elapsed());
-    // The storage's own final value of each counter (one for an unsegmented stock).
-    for (segment, value) in stock.finals() {
-        recorder.record_at(
-            sim.elapsed().as_micros() as u64,
-            "storage",
-            EventKind::Storage(crate::history::StorageEvent::Final { value, segment }),
-        );
-    }
+}
 
-    let unhinted_wakes = sim.unhinted_wakes();
-    let host_runs = sim.host_runs();
-    let redis_commands = world
-        .systems
-        .0
-        .iter()
-        .map(|s| s.commands_processed())
-        .sum::<u64>();
-    drop(world);
-    let events = recorder.into_events();
-    let storage_requests = events
+/// The storage's reads and writes in a run's events (run statistics).
+fn storage_requests(events: &[crate::history::Event]) -> u64 {
+    events
         .iter()
         .filter(|e| {
             matches!(
@@ -278,43 +362,10 @@ fn run_stepping(cfg: &RunConfig, stepping: Stepping) -> Result<History, RunError
                 )
             )
         })
-        .count() as u64;
-    let stats = crate::history::RunStats {
-        redis_commands,
-        storage_requests,
-        steps,
-        unhinted_wakes,
-        host_runs,
-    };
-    Ok(History {
-        seed: cfg.seed,
-        design: cfg.design.clone(),
-        scenario: cfg.scenario.clone(),
-        params: RunParams {
-            key: w.key.clone(),
-            lease_ms: w.lease_ms,
-            // The lease, then the world's slack or the design's own retry horizon
-            // (`LockDesign::retry_horizon`), whichever is longer: a waiter that
-            // follows its client's retry schedule is not stuck.
-            liveness_bound_ms: w.lease_ms
-                + w.liveness_slack_ms
-                    .max(retry_horizon_ms.load(std::sync::atomic::Ordering::Relaxed)),
-            initial_stock: w.initial_stock,
-            clients: w.clients,
-            masters: (w.servers.iter().filter(|s| s.replica_of.is_none()).count() as u32).max(1),
-            segments: w.segments,
-            server_records: true,
-        },
-        plan: cfg.plan.clone(),
-        events,
-        end_us: end.as_micros() as u64,
-        stats,
-    })
+        .count() as u64
 }
 
-/// The world's step: simulated time advances by it, and a host is woken at the first
-/// step at or after what it waits for.
-pub const STEP: Duration = Duration::from_millis(1);
+pub use crate::step::STEP;
 
 /// The default wall-clock budget of [`run_bounded`]: far above any honest run (the
 /// longest catalog run takes well under a second), so only a run that never yields

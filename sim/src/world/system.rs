@@ -1,21 +1,10 @@
-//! The interface every lock-server system implements: its hosts, which of them holds or
-//! serves the lock now, which write of the lock is not yet replicated, what a crash does
-//! to it, and how its record moves into the history. The world builds each system a
-//! workload names ([`systems_of`]) and keeps them in one list;
-//! the nemesis's targets, pauses, crashes and lost notifications, and the observer's
-//! drain, are loops over that list. Every host of every system gets the same kit from
-//! the world: a host clock ([`crate::clock::HostClock`]), a pause gate
+//! The neutral interface of a lock-server system in the simulated world: what a
+//! workload's part builds ([`SystemSpec`], [`WorkloadPart`]), what a running system
+//! answers the nemesis and the observer ([`LockSystem`]), and its record ([`SystemInfo`]).
+//! This module imports no system: each system's world module implements these traits,
+//! and `world::registry` lists the systems. Every host of every system gets the same kit
+//! from the world: a host clock ([`crate::clock::HostClock`]), a pause gate
 //! ([`crate::pause::PauseGate`]) and the link-fault layer ([`crate::net::NetFaults`]).
-//!
-//! The five implementations: Redis with its replicas and Sentinels
-//! ([`super::redis::RedisSystem`]), ZooKeeper (`ZkCtl`), MySQL (`MySqlCtl`),
-//! MongoDB (`MongoCtl`) and etcd (`EtcdCtl`). What a system offers scenarios is its capability list
-//! ([`crate::system`]).
-//!
-//! Adding a system: its model, its world module with a `LockSystem`, a [`SystemSpec`]
-//! (its hosts, and its part of each client's `Deps`) and its record ([`SystemInfo`]:
-//! backend, capabilities, how a workload names it); then its line in [`SYSTEMS`], its
-//! `Workload` field, and its row in `lock_impl`'s systems table.
 
 use std::time::Duration;
 
@@ -27,8 +16,8 @@ use crate::pause::PauseGate;
 use crate::recorder::Recorder;
 use crate::system::Capability;
 
-use super::config::Workload;
 use lock_impl::Backend;
+use lock_impl::zk::StreamDialer;
 
 /// A lock write the nemesis can aim at: the server that has it, a description for the
 /// fault's record (empty: none), and the write's position (a replication offset, an
@@ -93,20 +82,16 @@ pub(crate) trait LockSystem {
         None
     }
 
-    /// The follower serving the most clients, if any serves one.
+    /// The follower (a server of the quorum other than its leader) serving the most
+    /// clients, if any serves one.
     fn busiest_follower(&self) -> Option<String> {
         None
     }
 
-    /// The last committed create of a lock node (its zxid, when first seen), if the
-    /// system commits creates through a leader.
-    fn lock_create(&self) -> Option<(i64, Duration)> {
+    /// The last create of a lock entry the leader committed, if the system commits
+    /// creates through a leader.
+    fn committed_lock_create(&self) -> Option<CommittedCreate> {
         None
-    }
-
-    /// What a fault that waited for the lock create at `position` says of it.
-    fn lock_create_detail(&self, position: i64) -> String {
-        format!("a lock node's create committed at zxid 0x{position:x}")
     }
 
     /// `host` (one of this system's) was just crashed (its machine, with `machine`):
@@ -131,6 +116,16 @@ pub(crate) trait LockSystem {
     fn client_hooks(&self) -> ClientHooks {
         ClientHooks::default()
     }
+}
+
+/// A lock entry's create that a leader committed, as a fault that waited for it sees
+/// it.
+pub(crate) struct CommittedCreate {
+    /// When the world first saw the commit.
+    pub seen: Duration,
+    /// What the fault's record says of it, in the system's words (its position in the
+    /// system's log).
+    pub detail: String,
 }
 
 /// What a client host takes from its world's system at start-up.
@@ -162,64 +157,52 @@ pub(crate) trait SystemSpec {
     /// Adds the system's hosts to the world and returns its handle.
     fn build(&self, build: &mut Build<'_, '_>) -> Box<dyn LockSystem>;
 
+    /// How many independent masters a client locks on at once (Redlock's; one for a
+    /// single lock service): the history's `masters`.
+    fn masters(&self) -> u32 {
+        1
+    }
+
     /// Sets this system's part of a client's `deps` (how to reach its servers). Redis's
     /// part is the connections every client dials first (`Deps::conn`, `servers`).
-    fn client_deps(&self, _deps: &mut lock_impl::Deps, _reach: &super::client::SystemReach) {}
+    fn client_deps(&self, _deps: &mut lock_impl::Deps, _reach: &SystemReach) {}
 }
 
-/// A lock-server system's one record in the simulator: what it has, and how a
-/// workload names it. Each system's world module holds its record (`SYSTEM`), and
-/// `SYSTEMS` lists them; the world's build (`systems_of`), the scenarios' fit
-/// ([`capabilities`]), `Workload::on_system` and `Workload::validate` read them, so a
-/// new system is its modules plus its line in `SYSTEMS` (and its `Workload` field).
+/// A system's part of a workload (its field in the workload's JSON), as the registry
+/// hands it to the system: the default a workload gets for its lease, and the checks.
+pub(crate) trait WorkloadPart: SystemSpec + Clone + Sized {
+    /// The system's default for a workload whose lease is `lease_ms`
+    /// (`Workload::on_system`).
+    fn default_for_lease(lease_ms: u64) -> Self;
+
+    /// Checks the part: the error names the field and what is allowed.
+    fn validate(&self) -> Result<(), String> {
+        Ok(())
+    }
+}
+
+/// How a client reaches a system's servers: its dialer (every stream gated and
+/// faultable), the primary's address if a failover can move it (a primary behind a
+/// virtual address), its reply timeout and the world's time scale. A system's
+/// [`SystemSpec::client_deps`] makes its part of `Deps` from it.
+pub(crate) struct SystemReach {
+    pub dialer: Arc<dyn StreamDialer>,
+    pub primary_address: Option<Arc<std::sync::Mutex<String>>>,
+    pub response_timeout_ms: u64,
+    pub scale: lock_impl::TimeScale,
+}
+
+/// A lock-server system's one record in the simulator: which system it is and what
+/// it offers scenarios. Each system's world module holds its record (`SYSTEM`); the
+/// registry lists them.
 pub struct SystemInfo {
     /// The system, as designs name theirs ([`lock_impl::DesignInfo::backend`]).
     pub backend: Backend,
     /// What it offers scenarios ([`crate::system`]).
     pub capabilities: &'static [Capability],
-    /// Its spec in a workload, as the world builds it, if the workload names it.
-    pub(crate) spec: fn(&Workload) -> Option<Box<dyn SystemSpec + '_>>,
-    /// Puts its default for the workload's lease in the workload, unless the workload
-    /// names its own (`Workload::on_system`).
-    pub(crate) install: fn(&mut Workload),
-    /// Takes it out of the workload.
-    pub(crate) remove: fn(&mut Workload),
-    /// Checks its part of the workload: the error names the field and what is allowed.
-    pub(crate) validate: fn(&Workload) -> Result<(), String>,
 }
 
-/// Every system the simulator models, one line each, in world order (the order a
-/// world builds them and `Backend::ALL`'s).
-pub(crate) static SYSTEMS: &[&SystemInfo] = &[
-    &super::redis::SYSTEM,
-    &super::zookeeper::SYSTEM,
-    &super::mysql::SYSTEM,
-    &super::mongo::SYSTEM,
-    &super::etcd::SYSTEM,
-];
-
-/// The record of the system behind `backend`, if the simulator models it.
-pub(crate) fn info(backend: Backend) -> Option<&'static SystemInfo> {
-    SYSTEMS.iter().copied().find(|s| s.backend == backend)
-}
-
-/// The lock-server systems this workload names, in world order ([`SYSTEMS`]). The
-/// one place a world learns which systems it has.
-pub(crate) fn systems_of(w: &Workload) -> Vec<Box<dyn SystemSpec + '_>> {
-    SYSTEMS.iter().filter_map(|s| (s.spec)(w)).collect()
-}
-
-/// The systems other than Redis this workload names, by name (a Redis-only world:
-/// none).
-pub(crate) fn other_systems(w: &Workload) -> Vec<&'static str> {
-    w.systems()
-        .into_iter()
-        .filter(|b| *b != Backend::Redis)
-        .map(|b| b.name())
-        .collect()
-}
-
-/// The systems of a running world, in world order (Redis, ZooKeeper, MySQL, MongoDB).
+/// The systems of a running world, in world order (the registry's).
 #[derive(Default)]
 pub(crate) struct Systems(pub Vec<Box<dyn LockSystem>>);
 
@@ -257,16 +240,4 @@ impl Systems {
             s.drain(recorder, now);
         }
     }
-}
-
-/// What the system behind `backend` has (nothing, for a system the simulator does
-/// not model).
-pub fn capabilities(backend: Backend) -> &'static [Capability] {
-    info(backend).map_or(&[], |s| s.capabilities)
-}
-
-/// The first of `needs` that the system behind `backend` lacks.
-pub fn missing(backend: Backend, needs: &[Capability]) -> Option<Capability> {
-    let has = capabilities(backend);
-    needs.iter().copied().find(|n| !has.contains(n))
 }

@@ -19,7 +19,7 @@ fn config(design: &str, workload: Workload, faults: Vec<Fault>) -> RunConfig {
         scenario: "test".into(),
         workload,
         client_clocks: vec![],
-        redis_clock: ClockSpec::default(),
+        server_clock: ClockSpec::default(),
         plan: FaultPlan { faults },
         stepping: Default::default(),
     }

@@ -22,7 +22,7 @@ fn replicated(design: &str, faults: Vec<Fault>) -> RunConfig {
             ..Workload::default()
         },
         client_clocks: vec![],
-        redis_clock: Default::default(),
+        server_clock: Default::default(),
         plan: FaultPlan { faults },
         stepping: Default::default(),
     }

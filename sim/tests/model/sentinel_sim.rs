@@ -27,7 +27,7 @@ fn watched(design: &str, seed: u64, faults: Vec<Fault>) -> RunConfig {
             ..Workload::default()
         },
         client_clocks: vec![],
-        redis_clock: Default::default(),
+        server_clock: Default::default(),
         plan: FaultPlan { faults },
         stepping: Default::default(),
     }

@@ -16,7 +16,7 @@ fn config(workload: Workload, faults: Vec<Fault>) -> RunConfig {
         scenario: "test".into(),
         workload,
         client_clocks: vec![],
-        redis_clock: Default::default(),
+        server_clock: Default::default(),
         plan: FaultPlan { faults },
         stepping: Default::default(),
     }

@@ -26,7 +26,7 @@ fn config(kind: FaultKind) -> RunConfig {
             ..Workload::default()
         },
         client_clocks: vec![],
-        redis_clock: Default::default(),
+        server_clock: Default::default(),
         plan: FaultPlan {
             faults: vec![Fault { at_ms: 1_000, kind }],
         },

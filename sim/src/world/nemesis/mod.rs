@@ -39,7 +39,7 @@ use rand_chacha::ChaCha8Rng;
 
 use crate::faults::{FaultKind, FaultPlan};
 
-use super::config::sub_seed;
+use crate::seed::sub_seed;
 pub(crate) use ctl::{ClientCtl, WorldCtl};
 use cx::{Cx, End};
 use target::Waiting;
@@ -68,7 +68,7 @@ impl Nemesis {
             next: 0,
             ends: Vec::new(),
             waiting: Waiting::default(),
-            rng: ChaCha8Rng::seed_from_u64(sub_seed(seed, 1)),
+            rng: ChaCha8Rng::seed_from_u64(sub_seed(seed, crate::seed::stream::NEMESIS)),
         }
     }
 

@@ -62,10 +62,10 @@ pub(super) fn resolve(target: &Target, world: &WorldCtl, rng: &mut ChaCha8Rng) -
             server_of_holder(world, client).into_iter().collect()
         }
         Target::MidAcquire { .. } => pick(granted_acquirers(world)),
-        Target::ZkLeader | Target::ZkLeaderAfterLockCreate { .. } => {
+        Target::Leader | Target::LeaderAfterLockCreate { .. } => {
             world.systems.first(|s| s.leader()).into_iter().collect()
         }
-        Target::ZkBusiestFollower => world
+        Target::BusiestFollower => world
             .systems
             .first(|s| s.busiest_follower())
             .into_iter()
@@ -137,9 +137,8 @@ enum Moment {
     HeldBy(String),
     /// A granted acquisition is still in flight (`mid-acquire`).
     MidAcquire,
-    /// The ZooKeeper leader committed a lock node's create
-    /// (`zk-leader-after-lock-create`).
-    ZkLockCreate,
+    /// The leader committed a lock entry's create (`zk-leader-after-lock-create`).
+    LockCreate,
 }
 
 /// How long a fault waits for its target's moment, and which moment, if it targets
@@ -152,7 +151,7 @@ fn waits_for(kind: &FaultKind) -> Option<(u64, Moment)> {
             Some((*within_ms, Moment::HeldBy(client.clone())))
         }
         Target::MidAcquire { within_ms } => Some((*within_ms, Moment::MidAcquire)),
-        Target::ZkLeaderAfterLockCreate { within_ms } => Some((*within_ms, Moment::ZkLockCreate)),
+        Target::LeaderAfterLockCreate { within_ms } => Some((*within_ms, Moment::LockCreate)),
         _ => None,
     })
 }
@@ -172,9 +171,9 @@ pub(super) fn moment(kind: &FaultKind, world: &WorldCtl) -> String {
         Some((_, Moment::MidAcquire)) => {
             Some("a server has granted the acquisition in flight".to_string())
         }
-        Some((_, Moment::ZkLockCreate)) => world
+        Some((_, Moment::LockCreate)) => world
             .systems
-            .first(|s| s.lock_create().map(|(at, _)| s.lock_create_detail(at))),
+            .first(|s| s.committed_lock_create().map(|c| c.detail)),
         None => None,
     }
     .filter(|d| !d.is_empty())
@@ -243,11 +242,11 @@ impl Waiting {
                 Moment::Fresh => fresh_since,
                 Moment::HeldBy(client) => return server_of_holder(world, client).is_some(),
                 Moment::MidAcquire => return !granted_acquirers(world).is_empty(),
-                Moment::ZkLockCreate => {
+                Moment::LockCreate => {
                     return world
                         .systems
-                        .first(|s| s.lock_create())
-                        .is_some_and(|(_, seen)| seen > armed_at);
+                        .first(|s| s.committed_lock_create())
+                        .is_some_and(|c| c.seen > armed_at);
                 }
             };
             since.is_some_and(|t| t > armed_at && now >= t + reply_delay)

@@ -53,9 +53,9 @@ impl RealSystem for ZooKeeper {
         if spec.names().len() > 1 {
             let zk = |t: &Target| match t {
                 Target::Host(h) => h.starts_with("zk"),
-                Target::ZkLeader
-                | Target::ZkBusiestFollower
-                | Target::ZkLeaderAfterLockCreate { .. }
+                Target::Leader
+                | Target::BusiestFollower
+                | Target::LeaderAfterLockCreate { .. }
                 | Target::AllServers
                 | Target::LockServer
                 | Target::Rest => true,

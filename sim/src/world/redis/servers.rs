@@ -19,15 +19,9 @@ use crate::redis::reply::Reply;
 use crate::redis::server::{ACTIVE_EXPIRY_PERIOD, CommandEngine, SharedEngine, active_expiry_loop};
 use crate::redis::{Engine, Session, serve_connection};
 
-use super::config::ServerSpec;
+use super::spec::ServerSpec;
 
 /// A stable number for a server's name (FNV-1a), to seed its identity.
-fn name_hash(name: &str) -> u64 {
-    name.bytes().fold(0xcbf2_9ce4_8422_2325, |h, b| {
-        (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
-    })
-}
-
 /// A server's engine with its disk: every command and expiry cycle ends an event-loop
 /// iteration, after which the durable store takes what the policy writes and fsyncs.
 pub(crate) struct ServerEngine {
@@ -210,7 +204,7 @@ impl ServerCtl {
                 };
                 // Each server's identity differs: its name seeds it, and so does the start.
                 let mut engine = Engine::with_seed(
-                    (start - 1) ^ crate::world::config::sub_seed(0, name_hash(&ctl.name)),
+                    (start - 1) ^ crate::seed::sub_seed(0, crate::seed::stream::host(&ctl.name)),
                 );
                 engine.set_drop_pushes(ctl.drop_pushes.load(Ordering::Relaxed));
                 engine.set_tracing(ctl.trace_commands);

@@ -14,8 +14,9 @@ use crate::redis::server::SharedEngine;
 use crate::sentinel::driver::{DialFn, LinkStream, SentinelEngine, SpawnFn};
 use crate::sentinel::{Addr, SENTINEL_PORT, Saved, Sentinel, SentinelConfig, SentinelEvent};
 
-use super::config::{SentinelSpec, sub_seed};
 use super::servers::{REDIS_PORT, accept_loop, dial_host};
+use super::spec::SentinelSpec;
+use crate::seed::{stream, sub_seed};
 
 /// What the nemesis and the observer reach a Sentinel through.
 #[derive(Clone)]
@@ -60,7 +61,7 @@ impl SentinelCtl {
                 .iter()
                 .map(|n| Addr::new(n.clone(), SENTINEL_PORT))
                 .collect(),
-            seed: sub_seed(seed, 0x5E47_0000 + index as u64),
+            seed: sub_seed(seed, stream::sentinel(index)),
         };
         Self {
             name,
@@ -119,7 +120,8 @@ impl SentinelCtl {
                 // after a phase drawn from its seed, below the ping period; it serves
                 // its port from time zero. A restart starts at once, as a real one.
                 let phase_ms = if start == 1 {
-                    sub_seed(config.seed, 0xB007) % crate::sentinel::PING_PERIOD_MS
+                    sub_seed(config.seed, stream::SENTINEL_PING_PHASE)
+                        % crate::sentinel::PING_PERIOD_MS
                 } else {
                     0
                 };

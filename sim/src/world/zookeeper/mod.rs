@@ -40,8 +40,13 @@ use crate::zk::peer_host::{PeerHost, SharedPeer};
 use crate::zk::tree::{Txn, TxnBody};
 use crate::zk::{SharedZk, ZK_PORT, ZkConfig, serve_connection, session_tracker};
 
-use super::config::ZkSpec;
-use super::system::{Build, ClientHooks, LockSystem, SystemInfo, SystemSpec};
+pub mod spec;
+
+use self::spec::ZkSpec;
+use super::system::{
+    Build, ClientHooks, CommittedCreate, LockSystem, SystemInfo, SystemReach, SystemSpec,
+    WorkloadPart,
+};
 
 /// What a ZooKeeper world has (see [`crate::system`]): servers that pause, crash and
 /// recover from their txn log, sessions whose expiry deletes their ephemeral lock
@@ -641,7 +646,7 @@ impl SystemSpec for ZkSpec {
         Box::new(ctl)
     }
 
-    fn client_deps(&self, deps: &mut lock_impl::Deps, reach: &super::client::SystemReach) {
+    fn client_deps(&self, deps: &mut lock_impl::Deps, reach: &SystemReach) {
         deps.systems.insert(lock_impl::zk::ZkEnsemble {
             servers: self.names().into_iter().map(|n| (n, ZK_PORT)).collect(),
             dialer: reach.dialer.clone(),
@@ -691,8 +696,11 @@ impl LockSystem for ZkCtl {
             .map(|(f, _)| f)
     }
 
-    fn lock_create(&self) -> Option<(i64, Duration)> {
-        self.lock_create
+    fn committed_lock_create(&self) -> Option<CommittedCreate> {
+        self.lock_create.map(|(zxid, seen)| CommittedCreate {
+            seen,
+            detail: format!("a lock node's create committed at zxid 0x{zxid:x}"),
+        })
     }
 
     fn crashed(&mut self, host: &str, _machine: bool, _now: Duration, _recorder: &Recorder) {
@@ -717,23 +725,20 @@ impl LockSystem for ZkCtl {
 pub(crate) static SYSTEM: SystemInfo = SystemInfo {
     backend: lock_impl::Backend::ZooKeeper,
     capabilities: ZOOKEEPER_CAPABILITIES,
-    spec: |w| {
-        w.systems
-            .zookeeper
-            .as_ref()
-            .map(|s| Box::new(s.clone()) as Box<dyn SystemSpec>)
-    },
-    install: |w| {
-        if w.systems.zookeeper.is_none() {
-            w.systems.zookeeper = Some(ZkSpec::ensemble_for_lease(w.lease_ms));
-        }
-    },
-    remove: |w| w.systems.zookeeper = None,
-    validate: |w| match &w.systems.zookeeper {
-        Some(zk) if ![1, 3, 5].contains(&zk.servers) => Err(format!(
-            "workload.zookeeper.servers={} must be 1 (standalone), 3 or 5 (an ensemble)",
-            zk.servers
-        )),
-        _ => Ok(()),
-    },
 };
+
+impl WorkloadPart for ZkSpec {
+    fn default_for_lease(lease_ms: u64) -> Self {
+        ZkSpec::ensemble_for_lease(lease_ms)
+    }
+
+    fn validate(&self) -> Result<(), String> {
+        if ![1, 3, 5].contains(&self.servers) {
+            return Err(format!(
+                "workload.zookeeper.servers={} must be 1 (standalone), 3 or 5 (an ensemble)",
+                self.servers
+            ));
+        }
+        Ok(())
+    }
+}

@@ -1,15 +1,21 @@
 //! The Redis system: its servers (masters and replicas, [`ServerCtl`]), its Sentinels
 //! ([`SentinelCtl`]) and the observer that keeps the nemesis's view of their records
-//! ([`Observer`]), behind the world's [`LockSystem`] interface.
+//! ([`Observer`]), behind the world's [`LockSystem`] interface. Its part of a workload
+//! is [`spec`]; the registry hands it over as a [`RedisSpec`].
+
+pub(crate) mod observe;
+pub(crate) mod sentinels;
+pub(crate) mod servers;
+pub mod spec;
 
 use std::time::Duration;
 
 use crate::recorder::Recorder;
 
-use super::config::Workload;
-use super::observe::Observer;
-use super::sentinels::SentinelCtl;
-use super::servers::ServerCtl;
+use self::observe::Observer;
+use self::sentinels::SentinelCtl;
+use self::servers::ServerCtl;
+use self::spec::{SentinelSpec, ServerSpec};
 use super::system::{Build, LockSystem, LockWrite, SystemInfo, SystemSpec, WriteMoment};
 use crate::pause::PauseGate;
 
@@ -31,25 +37,44 @@ impl RedisSystem {
     }
 }
 
-/// A workload's Redis servers and Sentinels.
-pub(crate) struct RedisSpec<'w>(pub &'w Workload);
+/// A workload's Redis servers and Sentinels (the system's part of a workload).
+pub(crate) struct RedisSpec<'w> {
+    pub servers: &'w [ServerSpec],
+    pub sentinel: Option<&'w SentinelSpec>,
+}
+
+impl<'w> RedisSpec<'w> {
+    /// The spec, if it names any server or Sentinel (a world without Redis names none).
+    pub fn of(servers: &'w [ServerSpec], sentinel: Option<&'w SentinelSpec>) -> Option<Self> {
+        (!servers.is_empty() || sentinel.is_some()).then_some(RedisSpec { servers, sentinel })
+    }
+}
 
 impl SystemSpec for RedisSpec<'_> {
+    fn masters(&self) -> u32 {
+        (self
+            .servers
+            .iter()
+            .filter(|s| s.replica_of.is_none())
+            .count() as u32)
+            .max(1)
+    }
+
     fn build(&self, b: &mut Build<'_, '_>) -> Box<dyn LockSystem> {
-        let w = self.0;
         let mut servers = Vec::new();
-        for spec in &w.servers {
+        for spec in self.servers {
             let ctl = ServerCtl::new(spec, b.trace_commands);
             let clock = (b.clock_of)(&spec.name, spec.clock.unwrap_or(b.server_clock));
             ctl.add_host(b.sim, clock, b.net);
             servers.push(ctl);
         }
         let mut sentinels = Vec::new();
-        if let (Some(spec), Some(master)) = (&w.sentinel, w.monitored()) {
-            let names = w.sentinel_names();
+        let monitored = spec::monitored(self.servers, self.sentinel);
+        if let (Some(spec), Some(master)) = (self.sentinel, monitored) {
+            let names = spec::sentinel_names(self.sentinel);
             // The replicas of the monitored master, as a running Sentinel's
             // configuration file lists them (`known-replica`).
-            let replicas: Vec<String> = w
+            let replicas: Vec<String> = self
                 .servers
                 .iter()
                 .filter(|s| s.replica_of.as_deref() == Some(master))
@@ -246,23 +271,8 @@ impl LockSystem for RedisSystem {
     }
 }
 
-/// Redis's record: its servers and Sentinels, if the workload names any (a catalog
-/// world's default; `on_system` takes them out for another system).
+/// Redis's record.
 pub(crate) static SYSTEM: SystemInfo = SystemInfo {
     backend: lock_impl::Backend::Redis,
-    capabilities: super::servers::REDIS_CAPABILITIES,
-    spec: redis_spec,
-    install: |_| {},
-    remove: |w| {
-        w.servers.clear();
-        w.sentinel = None;
-    },
-    validate: |_| Ok(()),
+    capabilities: servers::REDIS_CAPABILITIES,
 };
-
-fn redis_spec(w: &Workload) -> Option<Box<dyn SystemSpec + '_>> {
-    if w.servers.is_empty() && w.sentinel.is_none() {
-        return None;
-    }
-    Some(Box::new(RedisSpec(w)))
-}

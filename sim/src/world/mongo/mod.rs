@@ -36,10 +36,15 @@ use crate::mongo::{
 use crate::net::{NetFaults, until_reachable};
 use crate::recorder::Recorder;
 
-use super::config::{MongoSpec, sub_seed};
-use super::system::{Build, LockSystem, LockWrite, SystemInfo, SystemSpec, WriteMoment};
+pub mod spec;
+
+use self::spec::MongoSpec;
+use super::system::{
+    Build, LockSystem, LockWrite, SystemInfo, SystemReach, SystemSpec, WorkloadPart, WriteMoment,
+};
 use crate::clock::SimClock;
 use crate::pause::PauseGate;
+use crate::seed::{stream, sub_seed};
 
 /// What a MongoDB world has (see [`crate::system`]): members that pause, crash and
 /// restart, and elections that roll back what a majority never had.
@@ -137,7 +142,7 @@ impl MongoCtl {
     /// Adds every member's host to the simulation, each on its clock and under its
     /// pause gate.
     fn add_hosts(&self, b: &mut Build<'_, '_>, spec: &MongoSpec) {
-        let seed = sub_seed(b.seed, 8);
+        let seed = sub_seed(b.seed, stream::MONGO);
         let addrs: Vec<String> = spec
             .members
             .iter()
@@ -400,7 +405,7 @@ impl SystemSpec for MongoSpec {
         Box::new(ctl)
     }
 
-    fn client_deps(&self, deps: &mut lock_impl::Deps, reach: &super::client::SystemReach) {
+    fn client_deps(&self, deps: &mut lock_impl::Deps, reach: &SystemReach) {
         deps.systems.insert(lock_impl::mongo::MongoServer {
             seeds: self
                 .members
@@ -476,22 +481,15 @@ impl LockSystem for MongoCtl {
 pub(crate) static SYSTEM: SystemInfo = SystemInfo {
     backend: lock_impl::Backend::MongoDb,
     capabilities: MONGO_CAPABILITIES,
-    spec: |w| {
-        w.systems
-            .mongo
-            .as_ref()
-            .map(|s| Box::new(s.clone()) as Box<dyn SystemSpec>)
-    },
-    install: |w| {
-        if w.systems.mongo.is_none() {
-            w.systems.mongo = Some(MongoSpec::default());
-        }
-    },
-    remove: |w| w.systems.mongo = None,
-    validate: |w| {
-        let Some(m) = &w.systems.mongo else {
-            return Ok(());
-        };
+};
+
+impl WorkloadPart for MongoSpec {
+    fn default_for_lease(_lease_ms: u64) -> Self {
+        MongoSpec::default()
+    }
+
+    fn validate(&self) -> Result<(), String> {
+        let m = self;
         if m.members.is_empty() || m.members.len() > 7 {
             return Err(format!(
                 "workload.mongo.members has {} members: a replica set here has 1 to 7",
@@ -504,5 +502,5 @@ pub(crate) static SYSTEM: SystemInfo = SystemInfo {
             );
         }
         Ok(())
-    },
-};
+    }
+}

@@ -37,19 +37,21 @@ use std::time::Duration;
 
 use crate::history::{EventKind, ServerEvent};
 use crate::mysql::innodb::BinlogEvent;
-use crate::mysql::{
-    ConnId, MYSQL_PORT, MySqlConfig, MySqlModel, ServerEvent as MyEvent, SharedMySql,
-    serve_connection,
-};
-use crate::net::NetFaults;
+use crate::mysql::{ConnId, MYSQL_PORT, MySqlConfig, ServerEvent as MyEvent, SharedMySql};
 use crate::recorder::Recorder;
 
-use super::config::{MySqlReplicaSpec, MySqlSpec, sub_seed};
+mod host;
+pub mod spec;
+mod vip;
+
+use self::spec::{MySqlReplicaSpec, MySqlSpec};
 use super::system::{
-    Build, ClientHooks, LockSystem, LockWrite, SystemInfo, SystemSpec, WriteMoment,
+    Build, ClientHooks, LockSystem, LockWrite, SystemInfo, SystemReach, SystemSpec, WorkloadPart,
+    WriteMoment,
 };
-use crate::clock::{HostClock, SimClock};
 use crate::pause::PauseGate;
+use crate::seed::{stream, sub_seed};
+use host::{Host, Recovered, locked};
 
 /// What a MySQL world has (see [`crate::system`]): a server that pauses, crashes and
 /// recovers what its redo log kept, locks owned by connections it can end, and an
@@ -65,154 +67,6 @@ pub const MYSQL_CAPABILITIES: &[crate::system::Capability] = &[
 /// The owner value of a `GET_LOCK` held by connection `id` (the guard's owner too).
 pub fn get_lock_owner(id: ConnId) -> String {
     lock_impl::designs::get_lock_owner(id)
-}
-
-/// What a crashed server left on disk, for its next start: the durable prefix of its
-/// log (see [`crate::mysql::MySqlModel::durable_log`]) and what the crash was.
-struct Disk {
-    log: Vec<BinlogEvent>,
-    /// Committed log entries the crash lost (written after the last flush).
-    lost: usize,
-    next_conn_id: ConnId,
-    machine: bool,
-    crash_at_us: u64,
-    /// The last once-per-second flush before the crash, µs of true time (`None`: none
-    /// since the server started).
-    flushed_at_us: Option<u64>,
-}
-
-/// A start that recovered from a crash, for the observer to record.
-struct Recovered {
-    lost: usize,
-    machine: bool,
-    crash_at_us: u64,
-    flushed_at_us: Option<u64>,
-}
-
-/// One MySQL host: its name and its running server (`None` before it started).
-#[derive(Clone)]
-struct Host {
-    name: String,
-    slot: Arc<Mutex<Option<SharedMySql>>>,
-    /// Set by a crash, taken by the next start.
-    disk: Arc<Mutex<Option<Disk>>>,
-    /// Set by a start that recovered, taken by the observer.
-    recovered: Arc<Mutex<Option<Recovered>>>,
-    /// The running server's last once-per-second log flush, µs of true time.
-    flushed_at_us: Arc<Mutex<Option<u64>>>,
-    /// Its pause gate: every task of the server (connections, the log flusher, a
-    /// replica's applier) freezes with its host.
-    gate: PauseGate,
-    /// Its clock, which the server's timeouts and the log flusher run on (set when the
-    /// host is added).
-    clock: Arc<Mutex<Option<HostClock>>>,
-}
-
-fn locked<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(|e| e.into_inner())
-}
-
-impl Host {
-    fn new(name: &str) -> Self {
-        Host {
-            name: name.to_string(),
-            slot: Arc::default(),
-            disk: Arc::default(),
-            recovered: Arc::default(),
-            flushed_at_us: Arc::default(),
-            gate: PauseGate::new(),
-            clock: Arc::default(),
-        }
-    }
-
-    /// A server on this host's clock (the runtime's if it has none).
-    fn on_clock(&self, shared: SharedMySql) -> SharedMySql {
-        match locked(&self.clock).clone() {
-            Some(clock) => shared.on_clock(Arc::new(SimClock::new(clock))),
-            None => shared,
-        }
-    }
-
-    fn shared(&self) -> Option<SharedMySql> {
-        locked(&self.slot).clone()
-    }
-
-    /// The server this start runs: a fresh one on the first start, else one that
-    /// recovered from what the crash left on disk. With
-    /// `innodb_flush_log_at_trx_commit` 0 or 2 it runs InnoDB's once-per-second log
-    /// flush (with 1 or 3 every commit is flushed as it commits, so the flush changes
-    /// nothing and is not run).
-    fn start(&self, config: MySqlConfig) -> SharedMySql {
-        let shared = match locked(&self.disk).take() {
-            Some(disk) => {
-                *locked(&self.recovered) = Some(Recovered {
-                    lost: disk.lost,
-                    machine: disk.machine,
-                    crash_at_us: disk.crash_at_us,
-                    flushed_at_us: disk.flushed_at_us,
-                });
-                SharedMySql::from_model(MySqlModel::recover(
-                    config.clone(),
-                    &disk.log,
-                    disk.next_conn_id,
-                ))
-            }
-            None => SharedMySql::new(config.clone()),
-        };
-        let shared = self.on_clock(shared);
-        *locked(&self.flushed_at_us) = None;
-        if matches!(config.flush_log_at_trx_commit, 0 | 2) {
-            let (flusher, flushed_at) = (shared.clone(), self.flushed_at_us.clone());
-            tokio::task::spawn_local(self.gate.wrap(async move {
-                loop {
-                    flusher.sleep(Duration::from_secs(1)).await;
-                    flusher.with(|m| m.flush_log());
-                    let now = turmoil::sim_elapsed().unwrap_or_default();
-                    *locked(&flushed_at) = Some(now.as_micros() as u64);
-                }
-            }));
-        }
-        shared
-    }
-
-    /// The host crashed (its machine, with `machine`): what its server had on disk is
-    /// kept for the next start.
-    fn crashed(&self, machine: bool, now: Duration) {
-        let Some(shared) = self.shared() else { return };
-        let ((log, lost), next_conn_id) =
-            shared.with(|m| (m.durable_log(machine), m.next_conn_id()));
-        *locked(&self.disk) = Some(Disk {
-            log,
-            lost,
-            next_conn_id,
-            machine,
-            crash_at_us: now.as_micros() as u64,
-            flushed_at_us: *locked(&self.flushed_at_us),
-        });
-    }
-
-    /// Runs the server on this host, accepting connections until the host goes.
-    async fn serve(
-        &self,
-        shared: SharedMySql,
-        net: NetFaults,
-    ) -> Result<(), Box<dyn std::error::Error>> {
-        *self.slot.lock().unwrap_or_else(|e| e.into_inner()) = Some(shared.clone());
-        let listener =
-            turmoil::net::TcpListener::bind((std::net::Ipv4Addr::UNSPECIFIED, MYSQL_PORT)).await?;
-        loop {
-            let Ok((stream, addr)) = listener.accept().await else {
-                continue;
-            };
-            let peer = turmoil::reverse_lookup(addr.ip()).unwrap_or_else(|| addr.to_string());
-            let stream = net.wrap(stream, &self.name, &peer);
-            tokio::task::spawn_local(self.gate.wrap(serve_connection(
-                shared.clone(),
-                stream,
-                peer,
-            )));
-        }
-    }
 }
 
 /// Set while the primary's host runs; cleared when turmoil drops its software (a
@@ -282,7 +136,7 @@ impl MySqlCtl {
 
     /// Adds the hosts to the simulation, each on its clock and under its pause gate.
     fn add_hosts(&self, b: &mut Build<'_, '_>, spec: &MySqlSpec) {
-        let seed = sub_seed(b.seed, 7);
+        let seed = sub_seed(b.seed, stream::MYSQL);
         let config = MySqlConfig {
             user: spec.user.clone(),
             password: spec.password.clone(),
@@ -317,7 +171,7 @@ impl MySqlCtl {
         *locked(&replica.clock) = Some((b.clock_of)(&replica.name, b.server_clock));
         let (primary, vip, net) = (self.primary.clone(), self.vip.clone(), b.net.clone());
         let config = MySqlConfig {
-            seed: seed ^ 0x5eed,
+            seed: seed ^ stream::MYSQL_REPLICA_MASK,
             ..config
         };
         let replica_name = rspec.name.clone();
@@ -743,7 +597,7 @@ impl SystemSpec for MySqlSpec {
         Box::new(ctl)
     }
 
-    fn client_deps(&self, deps: &mut lock_impl::Deps, reach: &super::client::SystemReach) {
+    fn client_deps(&self, deps: &mut lock_impl::Deps, reach: &SystemReach) {
         deps.systems.insert(lock_impl::mysql::MySqlServer {
             host: self.name.clone(),
             port: MYSQL_PORT,
@@ -751,7 +605,7 @@ impl SystemSpec for MySqlSpec {
             password: self.password.clone(),
             database: self.database.clone(),
             dialer: match &reach.primary_address {
-                Some(vip) => Arc::new(super::client::VipDialer {
+                Some(vip) => Arc::new(vip::VipDialer {
                     inner: reach.dialer.clone(),
                     name: self.name.clone(),
                     vip: vip.clone(),
@@ -829,31 +683,25 @@ impl LockSystem for MySqlCtl {
 pub(crate) static SYSTEM: SystemInfo = SystemInfo {
     backend: lock_impl::Backend::MySql,
     capabilities: MYSQL_CAPABILITIES,
-    spec: |w| {
-        w.systems
-            .mysql
-            .as_ref()
-            .map(|s| Box::new(s.clone()) as Box<dyn SystemSpec>)
-    },
-    install: |w| {
-        if w.systems.mysql.is_none() {
-            w.systems.mysql = Some(MySqlSpec::default());
-        }
-    },
-    remove: |w| w.systems.mysql = None,
-    validate: |w| match &w.systems.mysql {
-        Some(m)
-            if !crate::mysql::server::FLUSH_LOG_AT_TRX_COMMIT
-                .contains(&m.innodb_flush_log_at_trx_commit) =>
+};
+
+impl WorkloadPart for MySqlSpec {
+    fn default_for_lease(_lease_ms: u64) -> Self {
+        MySqlSpec::default()
+    }
+
+    fn validate(&self) -> Result<(), String> {
+        if !crate::mysql::server::FLUSH_LOG_AT_TRX_COMMIT
+            .contains(&self.innodb_flush_log_at_trx_commit)
         {
-            Err(format!(
+            return Err(format!(
                 "workload.mysql.innodb_flush_log_at_trx_commit={} is not one of MariaDB's \
                  values: 0 (write and flush once a second), 1 (the default: flush at every \
                  commit), 2 (write at commit, flush once a second) or 3 (flush at prepare \
                  and commit)",
-                m.innodb_flush_log_at_trx_commit
-            ))
+                self.innodb_flush_log_at_trx_commit
+            ));
         }
-        _ => Ok(()),
-    },
-};
+        Ok(())
+    }
+}
