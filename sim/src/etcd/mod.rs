@@ -13,6 +13,7 @@
 //! member on its own) runs the same path.
 
 mod hand;
+mod link;
 mod loopback;
 pub mod op;
 pub mod raft;

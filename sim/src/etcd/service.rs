@@ -23,12 +23,14 @@ use etcd_client::proto::{
 };
 use futures_util::Stream;
 use lock_impl::Clock;
+use tokio::sync::oneshot;
 use tonic::{Request, Response, Status, Streaming};
 
-use super::op::{Applied, Op, Request as OpRequest};
-use super::raft::{
-    ELECTION_TICKS, HEARTBEAT_MILLIS, LEASE_RENEW, LEASE_TTL, RaftLink, lease_at_primary,
+use super::link::{
+    ELECTION_TICKS, FRAME_LEASE_REQUEST, HEARTBEAT_MILLIS, LEASE_FOUND, LEASE_MISSING,
+    LEASE_NOT_PRIMARY, LEASE_RENEW, LEASE_TTL, LeaseFrame, REQUEST_TIMED_OUT, RaftLink,
 };
+use super::op::{Applied, Op, Request as OpRequest};
 use super::store::{EtcdError, Store};
 
 /// The client host a request came from (put in each request's extensions by
@@ -155,14 +157,14 @@ impl EtcdMember {
     pub async fn propose(&self, by: &str, request: OpRequest) -> Result<Applied, EtcdError> {
         let op = Op::new(self.raft.next_id(), by, request);
         let (tx, rx) = tokio::sync::oneshot::channel();
-        let _ = self.raft.proposals.send(super::raft::Proposal {
+        let _ = self.raft.proposals.send(super::link::Proposal {
             op,
             reply: Some(tx),
         });
         tokio::select! {
             biased;
-            r = rx => r.unwrap_or(Err(super::raft::REQUEST_TIMED_OUT)),
-            _ = self.clock.sleep(self.request_timeout()) => Err(super::raft::REQUEST_TIMED_OUT),
+            r = rx => r.unwrap_or(Err(REQUEST_TIMED_OUT)),
+            _ = self.clock.sleep(self.request_timeout()) => Err(REQUEST_TIMED_OUT),
         }
     }
 
@@ -172,7 +174,7 @@ impl EtcdMember {
         let _ = self
             .raft
             .proposals
-            .send(super::raft::Proposal { op, reply: None });
+            .send(super::link::Proposal { op, reply: None });
     }
 
     /// The lessor's period.
@@ -506,4 +508,117 @@ pub async fn serve_connection<I>(
             hyper_util::service::TowerToHyperService::new(svc),
         )
         .await;
+}
+
+/// The leader's answer to a forwarded lease request.
+pub(super) async fn answer_lease(m: &SharedEtcd, req: &LeaseFrame) -> LeaseFrame {
+    let mut ans = LeaseFrame {
+        token: req.token,
+        from: m.raft.view.me,
+        kind: req.kind,
+        id: req.id,
+        ..Default::default()
+    };
+    if !m.with(|s| s.is_primary()) {
+        ans.status = LEASE_NOT_PRIMARY;
+        return ans;
+    }
+    match local_lease(m, req.kind, req.id).await {
+        Some((ttl, granted, keys)) => {
+            ans.ttl = ttl;
+            ans.granted_ttl = granted;
+            ans.keys = keys;
+        }
+        None => ans.status = LEASE_MISSING,
+    }
+    ans
+}
+
+/// A lease request on the primary lessor: (TTL, granted TTL, keys), or `None` if no
+/// such lease. A renewal of a lease that expired but is not revoked yet waits for the
+/// revoke (`lessor.Renew`).
+pub(super) async fn local_lease(
+    m: &SharedEtcd,
+    kind: u32,
+    id: i64,
+) -> Option<(i64, i64, Vec<Vec<u8>>)> {
+    if kind == LEASE_TTL {
+        return m.with(|s| s.time_to_live(id, m.now()));
+    }
+    let period = m.with(|s| s.expiry_check());
+    loop {
+        let seen = m.changes.seen();
+        if !m.with(|s| s.expired(id, m.now())) {
+            break;
+        }
+        m.wait_change(seen, period).await;
+    }
+    let now = m.now();
+    m.with(|s| s.renew(id, now))
+        .map(|ttl| (ttl, ttl, Vec::new()))
+}
+
+/// A lease request answered by the primary lessor, wherever it is: this member's if it
+/// is the primary, else the leader's through the link, asked again (a tick later if
+/// there is no leader) until `ReqTimeout` (`EtcdServer.LeaseRenew`,
+/// `LeaseTimeToLive`). `Ok(None)`: no such lease.
+pub(super) async fn lease_at_primary(
+    m: &SharedEtcd,
+    kind: u32,
+    id: i64,
+) -> Result<Option<(i64, i64, Vec<Vec<u8>>)>, EtcdError> {
+    let deadline = m.now() + m.request_timeout();
+    let tick = m.seconds_millis(HEARTBEAT_MILLIS);
+    loop {
+        let now = m.now();
+        if now >= deadline {
+            return Err(REQUEST_TIMED_OUT);
+        }
+        if m.with(|s| s.is_primary()) {
+            return Ok(local_lease(m, kind, id).await);
+        }
+        let leader = m.raft.status().leader;
+        if leader == raft::INVALID_ID || leader == m.raft.view.me {
+            m.clock().sleep(tick).await;
+            continue;
+        }
+        let token = m.raft.next_id();
+        let (tx, rx) = oneshot::channel();
+        m.raft
+            .lease_waiters
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .insert(token, tx);
+        let req = LeaseFrame {
+            token,
+            from: m.raft.view.me,
+            kind,
+            id,
+            ..Default::default()
+        };
+        m.raft.send(
+            leader,
+            FRAME_LEASE_REQUEST,
+            prost::Message::encode_to_vec(&req),
+        );
+        let wait = (deadline - now).min(tick * ELECTION_TICKS as u32);
+        let answer = tokio::select! {
+            biased;
+            a = rx => a.ok(),
+            _ = m.clock().sleep(wait) => None,
+        };
+        m.raft
+            .lease_waiters
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .remove(&token);
+        match answer {
+            Some(a) if a.status == LEASE_FOUND => {
+                return Ok(Some((a.ttl, a.granted_ttl, a.keys)));
+            }
+            Some(a) if a.status == LEASE_MISSING => return Ok(None),
+            Some(_) => m.clock().sleep(tick).await,
+            None => {}
+        }
+    }
 }
