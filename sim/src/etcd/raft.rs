@@ -40,6 +40,25 @@ use super::op::{Applied, Op};
 use super::service::{SharedEtcd, answer_lease};
 use super::store::EtcdError;
 
+/// A member's Raft settings: etcd v3.4.23's (a tick per heartbeat, the election
+/// timeout drawn in `[ELECTION_TICKS, 2 * ELECTION_TICKS)`, `CheckQuorum` on, `PreVote`
+/// off), resuming after the `applied` index.
+fn node_config(id: u64, applied: u64) -> raft::Config {
+    raft::Config {
+        id,
+        election_tick: ELECTION_TICKS,
+        heartbeat_tick: 1,
+        min_election_tick: ELECTION_TICKS,
+        max_election_tick: 2 * ELECTION_TICKS,
+        check_quorum: true,
+        pre_vote: false,
+        applied,
+        max_size_per_msg: 1024 * 1024,
+        max_inflight_msgs: 256,
+        ..Default::default()
+    }
+}
+
 /// Runs member `m`'s Raft node until dropped: ticks on the member's clock, steps the
 /// other members' messages, proposes the services' requests, and persists, sends and
 /// applies what each `Ready` holds, in etcd/raft's order.
@@ -54,19 +73,7 @@ pub async fn run_node(m: SharedEtcd) {
         return;
     };
     let view = link.view.clone();
-    let cfg = raft::Config {
-        id: view.me,
-        election_tick: ELECTION_TICKS,
-        heartbeat_tick: 1,
-        min_election_tick: ELECTION_TICKS,
-        max_election_tick: 2 * ELECTION_TICKS,
-        check_quorum: true,
-        pre_vote: false,
-        applied: m.with(|s| s.applied()),
-        max_size_per_msg: 1024 * 1024,
-        max_inflight_msgs: 256,
-        ..Default::default()
-    };
+    let cfg = node_config(view.me, m.with(|s| s.applied()));
     let logger = slog::Logger::root(slog::Discard, slog::o!());
     let first_start = link.fresh;
     let Ok(mut node) = raft::RawNode::new(&cfg, link.storage.clone(), &logger) else {

@@ -299,38 +299,15 @@ impl Engine {
             .into());
         };
         let columns = t.columns.clone();
-        let index = |c: &str| columns.iter().position(|(n, _)| n.eq_ignore_ascii_case(c));
-        let unknown = |c: &str, clause: &str| {
-            ErrPacket::new(1054, "42S22", format!("Unknown column '{c}' in '{clause}'"))
-        };
+        let index = |c: &str| column_index(&columns, c);
         // The statement's key: the primary key's value (INSERT) or the one `key = '...'`
         // of its WHERE (the subset looks rows up by key only).
         let subset = || Refusal::Err(parse_error(sql, 0));
-        let mut conds_ix = Vec::new();
-        let key = match conds_or_key {
-            None => None,
+        let (conds_ix, key) = match conds_or_key {
+            None => (Vec::new(), None),
             Some(conds) => {
-                for c in conds {
-                    let i = index(&c.column).ok_or_else(|| unknown(&c.column, "WHERE"))?;
-                    if !matches!(
-                        (columns[i].1, &c.value),
-                        (ColumnType::Varchar, Value::Str(_)) | (ColumnType::Bigint, Value::Int(_))
-                    ) {
-                        return Err(subset());
-                    }
-                    conds_ix.push((i, c.clone()));
-                }
-                let keys: Vec<&Vec<u8>> = conds_ix
-                    .iter()
-                    .filter_map(|(i, c)| match (&c.value, c.op) {
-                        (Value::Str(s), Op::Eq) if *i == 0 => Some(s),
-                        _ => None,
-                    })
-                    .collect();
-                match keys.as_slice() {
-                    [k] => Some((*k).clone()),
-                    _ => return Err(subset()),
-                }
+                let (conds_ix, key) = where_key(&columns, conds, sql)?;
+                (conds_ix, Some(key))
             }
         };
         match stmt {
@@ -340,55 +317,7 @@ impl Engine {
                 values,
                 ..
             } => {
-                if cols.len() != values.len() {
-                    return Err(ErrPacket::new(
-                        1136,
-                        "21S01",
-                        "Column count doesn't match value count at row 1",
-                    )
-                    .into());
-                }
-                let mut row: Vec<Option<Value>> = vec![None; columns.len()];
-                for (c, v) in cols.iter().zip(values) {
-                    let i = index(c).ok_or_else(|| unknown(c, "INSERT INTO"))?;
-                    if row[i].is_some() {
-                        return Err(ErrPacket::new(
-                            1110,
-                            "42000",
-                            format!("Column '{}' specified twice", columns[i].0),
-                        )
-                        .into());
-                    }
-                    row[i] = Some(v.clone());
-                }
-                let mut full = Vec::new();
-                for (i, v) in row.into_iter().enumerate() {
-                    let (cname, ty) = &columns[i];
-                    let Some(v) = v else {
-                        // Strict mode: a NOT NULL column without a default.
-                        return Err(ErrPacket::new(
-                            1364,
-                            "HY000",
-                            format!("Field '{cname}' doesn't have a default value"),
-                        )
-                        .into());
-                    };
-                    match (ty, &v) {
-                        (ColumnType::Varchar, Value::Str(s)) => {
-                            if String::from_utf8_lossy(s).chars().count() > 255 {
-                                return Err(ErrPacket::new(
-                                    1406,
-                                    "22001",
-                                    format!("Data too long for column '{cname}' at row 1"),
-                                )
-                                .into());
-                            }
-                        }
-                        (ColumnType::Bigint, Value::Int(_)) => {}
-                        _ => return Err(subset()),
-                    }
-                    full.push(v);
-                }
+                let full = full_row(&columns, cols, values, sql)?;
                 let Value::Str(name) = &full[0] else {
                     return Err(subset());
                 };
@@ -601,6 +530,112 @@ impl Engine {
 /// An UPDATE's info text, as MariaDB's `ER_UPDATE_INFO` reads.
 fn update_info(matched: u64, changed: u64) -> String {
     format!("Rows matched: {matched}  Changed: {changed}  Warnings: 0")
+}
+
+/// A WHERE clause's conditions, each with its column's index.
+type IndexedConds = Vec<(usize, Cond)>;
+
+/// A WHERE clause's conditions by column index, and its key: the one `key = '...'` on
+/// the primary key (the subset looks rows up by key only).
+fn where_key(
+    columns: &[(String, ColumnType)],
+    conds: &[Cond],
+    sql: &str,
+) -> Result<(IndexedConds, Vec<u8>), Refusal> {
+    let subset = || Refusal::Err(parse_error(sql, 0));
+    let mut conds_ix = Vec::new();
+    for c in conds {
+        let i = column_index(columns, &c.column).ok_or_else(|| unknown(&c.column, "WHERE"))?;
+        if !matches!(
+            (columns[i].1, &c.value),
+            (ColumnType::Varchar, Value::Str(_)) | (ColumnType::Bigint, Value::Int(_))
+        ) {
+            return Err(subset());
+        }
+        conds_ix.push((i, c.clone()));
+    }
+    let keys: Vec<Vec<u8>> = conds_ix
+        .iter()
+        .filter_map(|(i, c)| match (&c.value, c.op) {
+            (Value::Str(s), Op::Eq) if *i == 0 => Some(s.clone()),
+            _ => None,
+        })
+        .collect();
+    match <[Vec<u8>; 1]>::try_from(keys) {
+        Ok([k]) => Ok((conds_ix, k)),
+        Err(_) => Err(subset()),
+    }
+}
+
+/// The position of column `c` (as written) in a table's `columns`.
+fn column_index(columns: &[(String, ColumnType)], c: &str) -> Option<usize> {
+    columns.iter().position(|(n, _)| n.eq_ignore_ascii_case(c))
+}
+
+/// `ER_BAD_FIELD_ERROR` for column `c` in `clause`.
+fn unknown(c: &str, clause: &str) -> ErrPacket {
+    ErrPacket::new(1054, "42S22", format!("Unknown column '{c}' in '{clause}'"))
+}
+
+/// An INSERT's row in the table's column order, checked as strict mode checks it.
+fn full_row(
+    columns: &[(String, ColumnType)],
+    cols: &[String],
+    values: &[Value],
+    sql: &str,
+) -> Result<Vec<Value>, Refusal> {
+    let subset = || Refusal::Err(parse_error(sql, 0));
+    let index = |c: &str| column_index(columns, c);
+    if cols.len() != values.len() {
+        return Err(ErrPacket::new(
+            1136,
+            "21S01",
+            "Column count doesn't match value count at row 1",
+        )
+        .into());
+    }
+    let mut row: Vec<Option<Value>> = vec![None; columns.len()];
+    for (c, v) in cols.iter().zip(values) {
+        let i = index(c).ok_or_else(|| unknown(c, "INSERT INTO"))?;
+        if row[i].is_some() {
+            return Err(ErrPacket::new(
+                1110,
+                "42000",
+                format!("Column '{}' specified twice", columns[i].0),
+            )
+            .into());
+        }
+        row[i] = Some(v.clone());
+    }
+    let mut full = Vec::new();
+    for (i, v) in row.into_iter().enumerate() {
+        let (cname, ty) = &columns[i];
+        let Some(v) = v else {
+            // Strict mode: a NOT NULL column without a default.
+            return Err(ErrPacket::new(
+                1364,
+                "HY000",
+                format!("Field '{cname}' doesn't have a default value"),
+            )
+            .into());
+        };
+        match (ty, &v) {
+            (ColumnType::Varchar, Value::Str(s)) => {
+                if String::from_utf8_lossy(s).chars().count() > 255 {
+                    return Err(ErrPacket::new(
+                        1406,
+                        "22001",
+                        format!("Data too long for column '{cname}' at row 1"),
+                    )
+                    .into());
+                }
+            }
+            (ColumnType::Bigint, Value::Int(_)) => {}
+            _ => return Err(subset()),
+        }
+        full.push(v);
+    }
+    Ok(full)
 }
 
 /// Whether `row` satisfies every condition.

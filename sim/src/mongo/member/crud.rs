@@ -76,29 +76,8 @@ impl Member {
             body.get("upsert").is_some_and(Value::truthy),
             body.get("new").is_some_and(Value::truthy),
         );
-        match (remove, update) {
-            (true, Some(_)) => {
-                return Handled::Reply(error_reply(
-                    9,
-                    "FailedToParse",
-                    "Cannot specify both an update and remove=true",
-                ));
-            }
-            (false, None) => {
-                return Handled::Reply(error_reply(
-                    9,
-                    "FailedToParse",
-                    "Either an update or remove=true must be specified",
-                ));
-            }
-            (true, None) if upsert || new => {
-                return Handled::Reply(error_reply(
-                    9,
-                    "FailedToParse",
-                    "Cannot specify both upsert=true and remove=true ",
-                ));
-            }
-            _ => {}
+        if let Some(refused) = modify_options_refused(remove, update.is_some(), upsert || new) {
+            return Handled::Reply(error_reply(9, "FailedToParse", refused));
         }
         // The filter and the update are parsed before anything is looked up, as mongod
         // parses them: a malformed one is refused even when no document matches.
@@ -456,4 +435,15 @@ fn required_array(body: &Document, cmd: &str, field: &str) -> Result<Vec<Value>,
             format!("BSON field '{cmd}.{field}' is missing but a required field"),
         )
     })
+}
+
+/// Why mongod refuses a `findAndModify`'s combination of `remove`, an update and
+/// `upsert`/`new`, if it does.
+fn modify_options_refused(remove: bool, update: bool, upsert_or_new: bool) -> Option<&'static str> {
+    match (remove, update) {
+        (true, true) => Some("Cannot specify both an update and remove=true"),
+        (false, false) => Some("Either an update or remove=true must be specified"),
+        (true, false) if upsert_or_new => Some("Cannot specify both upsert=true and remove=true "),
+        _ => None,
+    }
 }
