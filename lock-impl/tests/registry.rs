@@ -213,7 +213,7 @@ async fn a_design_without_its_systems_handle_refuses_naming_the_system() {
 /// (`Backend::ALL`, `Backend::info`) and sim's registry instead.
 const OWN_MODULES: &[(&str, &[&str])] = &[
     ("ZooKeeper", &["zk", "zookeeper"]),
-    ("MySql", &["mysql"]),
+    ("MySql", &["mysql", "mariadb"]),
     ("MongoDb", &["mongo"]),
     ("Etcd", &["etcd"]),
 ];

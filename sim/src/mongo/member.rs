@@ -2,58 +2,10 @@
 //! clients' and its peers'), and the driver asks it what to send its peers and tells
 //! it what they answered. Time is given (`now`, since the member started), never read.
 //!
-//! The rules, from MongoDB 7.0's replication (protocol version 1) as its documentation
-//! and source (`topology_coordinator.cpp`, `replication_coordinator_impl.cpp`) state
-//! them:
-//! - **Writes** go to the primary only (others answer `NotWritablePrimary`, 10107,
-//!   "not primary"). Each write appends an oplog entry stamped with the optime
-//!   `(term, ts)`; optimes order by term, then timestamp.
-//! - **Replication**: a secondary pulls the oplog from the primary (a `find` on
-//!   `local.oplog.rs` with `ts >= <its last>`, answered as a long poll) and reports
-//!   how far it applied (`replSetUpdatePosition`); heartbeats carry the same.
-//! - **Commit point**: the highest optime of the primary's current term that a
-//!   majority of members have applied; `w: "majority"` is acknowledged once the
-//!   commit point passes the write, with a `writeConcernError` on `wtimeout`
-//!   (`WriteConcernFailed`, 64, "waiting for replication timed out") or when the
-//!   primary steps down meanwhile (`PrimarySteppedDown`, 189).
-//! - **Elections**: a secondary that has heard from no primary for the election
-//!   timeout (plus a random offset up to 15 % of it, as `electionTimeoutOffsetLimitFraction`)
-//!   stands: term + 1, votes for itself, sends `replSetRequestVotes`. A voter refuses
-//!   a lower term ("candidate's term is lower than mine"), a candidate whose last
-//!   applied optime is behind its own ("candidate's data is staler than mine"), and a
-//!   second candidate in a term it voted in ("already voted for another candidate
-//!   …"); a majority of votes makes a primary, which writes a no-op ("new primary")
-//!   in its term. Any message with a higher term makes a member adopt it, and a
-//!   primary step down. A primary that has heard from no majority within the election
-//!   timeout steps down too.
-//! - **Rollback**: a member whose oplog has entries its sync source never had
-//!   (detected when the source's entry at its last timestamp differs, or is missing)
-//!   truncates its oplog back to the last entry both share and rebuilds its data to
-//!   that point ("recover to a timestamp"): the writes after it are gone.
-//!
 //! Layout: this file holds the member's state, its oplog and commit-point bookkeeping;
 //! `peers` its timers, elections, heartbeats, oplog fetching and rollback; `commands`
 //! the dispatch, `hello`, the replication commands and write concern; `crud` the
 //! clients' reads and writes.
-//!
-//! Simplifications (each one a thing real MongoDB does that this model does not):
-//! - everything a member writes is durable at once (journal committed per write): a
-//!   crash loses nothing a member acknowledged, which is the case `j: true` or
-//!   `writeConcernMajorityJournalDefault` gives; the volatile state (role, commit
-//!   point, what it knows of its peers) is lost;
-//! - one collection namespace per database is as good as any: documents live per
-//!   namespace in `_id` order; only the `_id` index exists; no sorts, projections,
-//!   collations, cursors beyond the first batch, transactions, sessions, retryable
-//!   writes, `$clusterTime` or `operationTime`;
-//! - oplog entries carry whole post-images (`op: "u"` with `o` the full document)
-//!   rather than update diffs, and their `ts` is `Timestamp(1, n)` for the n-th
-//!   entry: the model has no wall clock;
-//! - no dry-run election, no catch-up phase, no priority takeover (every member has
-//!   priority 1 and one vote), no chaining (secondaries sync from the primary only),
-//!   no arbiters, a fixed configuration (version 1) that cannot be reconfigured;
-//! - rollback restores data by replaying the oplog to the common point, which is
-//!   what recover-to-timestamp achieves, without a stable-timestamp checkpoint and
-//!   without rollback files.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
@@ -361,6 +313,54 @@ pub enum Fetched {
 }
 
 /// One member.
+///
+/// The rules, from MongoDB 7.0's replication (protocol version 1) as its documentation
+/// and source (`topology_coordinator.cpp`, `replication_coordinator_impl.cpp`) state
+/// them:
+/// - **Writes** go to the primary only (others answer `NotWritablePrimary`, 10107,
+///   "not primary"). Each write appends an oplog entry stamped with the optime
+///   `(term, ts)`; optimes order by term, then timestamp.
+/// - **Replication**: a secondary pulls the oplog from the primary (a `find` on
+///   `local.oplog.rs` with `ts >= <its last>`, answered as a long poll) and reports
+///   how far it applied (`replSetUpdatePosition`); heartbeats carry the same.
+/// - **Commit point**: the highest optime of the primary's current term that a
+///   majority of members have applied; `w: "majority"` is acknowledged once the
+///   commit point passes the write, with a `writeConcernError` on `wtimeout`
+///   (`WriteConcernFailed`, 64, "waiting for replication timed out") or when the
+///   primary steps down meanwhile (`PrimarySteppedDown`, 189).
+/// - **Elections**: a secondary that has heard from no primary for the election
+///   timeout (plus a random offset up to 15 % of it, as `electionTimeoutOffsetLimitFraction`)
+///   stands: term + 1, votes for itself, sends `replSetRequestVotes`. A voter refuses
+///   a lower term ("candidate's term is lower than mine"), a candidate whose last
+///   applied optime is behind its own ("candidate's data is staler than mine"), and a
+///   second candidate in a term it voted in ("already voted for another candidate
+///   …"); a majority of votes makes a primary, which writes a no-op ("new primary")
+///   in its term. Any message with a higher term makes a member adopt it, and a
+///   primary step down. A primary that has heard from no majority within the election
+///   timeout steps down too.
+/// - **Rollback**: a member whose oplog has entries its sync source never had
+///   (detected when the source's entry at its last timestamp differs, or is missing)
+///   truncates its oplog back to the last entry both share and rebuilds its data to
+///   that point ("recover to a timestamp"): the writes after it are gone.
+///
+/// Simplifications (each one a thing real MongoDB does that this model does not):
+/// - everything a member writes is durable at once (journal committed per write): a
+///   crash loses nothing a member acknowledged, which is the case `j: true` or
+///   `writeConcernMajorityJournalDefault` gives; the volatile state (role, commit
+///   point, what it knows of its peers) is lost;
+/// - one collection namespace per database is as good as any: documents live per
+///   namespace in `_id` order; only the `_id` index exists; no sorts, projections,
+///   collations, cursors beyond the first batch, transactions, sessions, retryable
+///   writes, `$clusterTime` or `operationTime`;
+/// - oplog entries carry whole post-images (`op: "u"` with `o` the full document)
+///   rather than update diffs, and their `ts` is `Timestamp(1, n)` for the n-th
+///   entry: the model has no wall clock;
+/// - no dry-run election, no catch-up phase, no priority takeover (every member has
+///   priority 1 and one vote), no chaining (secondaries sync from the primary only),
+///   no arbiters, a fixed configuration (version 1) that cannot be reconfigured;
+/// - rollback restores data by replaying the oplog to the common point, which is
+///   what recover-to-timestamp achieves, without a stable-timestamp checkpoint and
+///   without rollback files.
 #[derive(Debug)]
 pub struct Member {
     config: MongoConfig,

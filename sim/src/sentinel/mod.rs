@@ -6,55 +6,6 @@
 //! it asked to send and the state of its links, and answers the commands clients send
 //! with [`Sentinel::command`]. The same code runs over turmoil TCP in the simulator and
 //! over real TCP next to real `redis-server`s in the fidelity tests.
-//!
-//! What it follows from `sentinel.c` (7.0.15), with the same constants:
-//! - **Monitoring.** `PING` every second (or `down-after-milliseconds` if smaller) once
-//!   the last reply is older than that; `INFO` every 10 s, every second for the replicas
-//!   of a master in `ODOWN` or failover and for replicas whose link to their master is
-//!   down. Replicas are discovered from the master's `INFO` (`slaveN:ip=…,port=…`).
-//! - **SDOWN** when no acceptable reply (`PONG`, `LOADING`, `MASTERDOWN`) came for
-//!   `down-after-milliseconds` since the oldest unanswered `PING` (or since the last
-//!   reply, while disconnected), or when the master has reported the replica role for
-//!   longer than `down-after + 2 × info-period`.
-//! - **ODOWN** when this Sentinel's SDOWN plus the other Sentinels that answered
-//!   `SENTINEL IS-MASTER-DOWN-BY-ADDR` with 1 in the last 5 s reach the quorum; asked
-//!   every second while SDOWN.
-//! - **Election.** A Sentinel that sees ODOWN (and started no failover in the last
-//!   2 × `failover-timeout`) bumps its epoch and asks for votes; each Sentinel votes
-//!   once per epoch, for the first asker. The winner needs a majority of all the
-//!   Sentinels it knows and at least the quorum; a candidate that is not elected within
-//!   min(10 s, `failover-timeout`) gives up. A Sentinel that voted for another delays
-//!   its own attempt by a random 0-1 s.
-//! - **Replica selection.** Excluded: SDOWN, disconnected, no reply to `PING` for 5 s,
-//!   `INFO` older than 5 s (master SDOWN) or 30 s, a link to the master down for longer
-//!   than (time the master has been SDOWN) + 10 × `down-after`, priority 0. Then the
-//!   lowest `replica-priority`, the largest replication offset, the smallest run id.
-//! - **Promotion.** `MULTI, SLAVEOF NO ONE, CONFIG REWRITE, CLIENT KILL TYPE normal,
-//!   CLIENT KILL TYPE pubsub, EXEC` to the chosen replica; once its `INFO` says master,
-//!   the master's config epoch becomes the failover epoch, the other replicas get the
-//!   same transaction with `SLAVEOF <new> <port>` (`parallel-syncs` at a time, each
-//!   counted done when its link is up or after 10 s), and `+switch-master` makes the
-//!   promoted replica the master and the old master one of its replicas.
-//! - **Reconfiguration.** A listed replica that reports the master role (the old master
-//!   coming back) is sent `SLAVEOF <master>` once it has reported it for 8 s and has not
-//!   been down for 8 s; a replica following another address is fixed after
-//!   `failover-timeout`.
-//! - **Hello.** Every 2 s each Sentinel sends `PUBLISH __sentinel__:hello
-//!   ip,port,runid,current-epoch,master-name,master-ip,master-port,config-epoch` to the
-//!   other Sentinels; a hello with a newer config epoch for another address switches the
-//!   master (`+config-update-from`, `+switch-master`), and a newer current epoch is
-//!   adopted.
-//! - **TILT.** A timer call 2 s late (or early) enters TILT for 30 s: monitoring goes
-//!   on, acting stops.
-//!
-//! Simplified, and said so: one master per Sentinel; the other Sentinels are configured
-//! (`sentinel known-sentinel`), not discovered through the masters' hello channel, and
-//! so may be the replicas (`known-replica`, as in a `sentinel.conf` Sentinel has
-//! rewritten; replicas are also discovered from the master's `INFO`), and
-//! hellos go straight to them, not through the monitored instances' pub/sub; no
-//! scripts, no `SENTINEL SET`/`RESET`/`FAILOVER`, no authentication, no `master-reboot`
-//! handling; the pub/sub link to each instance is not modelled (so neither is its
-//! reconnection).
 
 mod command;
 pub mod driver;
@@ -311,6 +262,55 @@ pub struct Saved {
 }
 
 /// A Sentinel monitoring one master.
+///
+/// What it follows from `sentinel.c` (7.0.15), with the same constants:
+/// - **Monitoring.** `PING` every second (or `down-after-milliseconds` if smaller) once
+///   the last reply is older than that; `INFO` every 10 s, every second for the replicas
+///   of a master in `ODOWN` or failover and for replicas whose link to their master is
+///   down. Replicas are discovered from the master's `INFO` (`slaveN:ip=…,port=…`).
+/// - **SDOWN** when no acceptable reply (`PONG`, `LOADING`, `MASTERDOWN`) came for
+///   `down-after-milliseconds` since the oldest unanswered `PING` (or since the last
+///   reply, while disconnected), or when the master has reported the replica role for
+///   longer than `down-after + 2 × info-period`.
+/// - **ODOWN** when this Sentinel's SDOWN plus the other Sentinels that answered
+///   `SENTINEL IS-MASTER-DOWN-BY-ADDR` with 1 in the last 5 s reach the quorum; asked
+///   every second while SDOWN.
+/// - **Election.** A Sentinel that sees ODOWN (and started no failover in the last
+///   2 × `failover-timeout`) bumps its epoch and asks for votes; each Sentinel votes
+///   once per epoch, for the first asker. The winner needs a majority of all the
+///   Sentinels it knows and at least the quorum; a candidate that is not elected within
+///   min(10 s, `failover-timeout`) gives up. A Sentinel that voted for another delays
+///   its own attempt by a random 0-1 s.
+/// - **Replica selection.** Excluded: SDOWN, disconnected, no reply to `PING` for 5 s,
+///   `INFO` older than 5 s (master SDOWN) or 30 s, a link to the master down for longer
+///   than (time the master has been SDOWN) + 10 × `down-after`, priority 0. Then the
+///   lowest `replica-priority`, the largest replication offset, the smallest run id.
+/// - **Promotion.** `MULTI, SLAVEOF NO ONE, CONFIG REWRITE, CLIENT KILL TYPE normal,
+///   CLIENT KILL TYPE pubsub, EXEC` to the chosen replica; once its `INFO` says master,
+///   the master's config epoch becomes the failover epoch, the other replicas get the
+///   same transaction with `SLAVEOF <new> <port>` (`parallel-syncs` at a time, each
+///   counted done when its link is up or after 10 s), and `+switch-master` makes the
+///   promoted replica the master and the old master one of its replicas.
+/// - **Reconfiguration.** A listed replica that reports the master role (the old master
+///   coming back) is sent `SLAVEOF <master>` once it has reported it for 8 s and has not
+///   been down for 8 s; a replica following another address is fixed after
+///   `failover-timeout`.
+/// - **Hello.** Every 2 s each Sentinel sends `PUBLISH __sentinel__:hello
+///   ip,port,runid,current-epoch,master-name,master-ip,master-port,config-epoch` to the
+///   other Sentinels; a hello with a newer config epoch for another address switches the
+///   master (`+config-update-from`, `+switch-master`), and a newer current epoch is
+///   adopted.
+/// - **TILT.** A timer call 2 s late (or early) enters TILT for 30 s: monitoring goes
+///   on, acting stops.
+///
+/// Simplified, and said so: one master per Sentinel; the other Sentinels are configured
+/// (`sentinel known-sentinel`), not discovered through the masters' hello channel, and
+/// so may be the replicas (`known-replica`, as in a `sentinel.conf` Sentinel has
+/// rewritten; replicas are also discovered from the master's `INFO`), and
+/// hellos go straight to them, not through the monitored instances' pub/sub; no
+/// scripts, no `SENTINEL SET`/`RESET`/`FAILOVER`, no authentication, no `master-reboot`
+/// handling; the pub/sub link to each instance is not modelled (so neither is its
+/// reconnection).
 pub struct Sentinel {
     cfg: SentinelConfig,
     myid: String,

@@ -2,52 +2,6 @@
 //! frames in and out (as [`super::server::ZkServer`]), quorum messages ([`PeerMsg`]) in
 //! and out, timer ticks, and a durable store ([`ZkDisk`]) a restart reads back.
 //!
-//! Read from ZooKeeper 3.8.0 and modelled here:
-//! - `FastLeaderElection`: a LOOKING server votes for itself (its `currentEpoch`, last
-//!   logged zxid, id), sends its vote to every peer, adopts any better vote (higher
-//!   epoch, then zxid, then id) of the same round (`logicalclock`; a higher round
-//!   resets the received votes), and decides once a quorum's votes equal its own; a
-//!   server already LEADING or FOLLOWING answers a LOOKING peer with its leader, and a
-//!   LOOKING server told so by the leader itself follows it.
-//! - `Leader.lead` / `LearnerHandler` / `Learner`: the leader waits for a quorum's
-//!   `FOLLOWERINFO` (their `acceptedEpoch`) and proposes the epoch one above the
-//!   highest; each learner is synced (`DIFF` after its last zxid if the leader's log
-//!   has that zxid, else `SNAP`: the whole log, which also truncates whatever the
-//!   learner had that the leader has not); `NEWLEADER` is acknowledged by a quorum
-//!   before the leader serves clients (`UPTODATE`); every proposal is logged (and
-//!   fsynced: `forceSync=yes`) before it is acknowledged, and committed once a quorum
-//!   (the leader included) acknowledged it, in zxid order; learners apply commits in
-//!   order and serve reads from their own, possibly stale, tree.
-//! - `FollowerRequestProcessor` / `CommitProcessor`: a learner forwards writes (and
-//!   `createSession`) to the leader and answers them when the commit reaches it; a
-//!   connection's reads wait behind its own earlier writes.
-//! - `SessionTrackerImpl` on the leader, `LearnerSessionTracker` on learners: a
-//!   learner records the sessions its clients touched and reports them in its reply to
-//!   the leader's ping; only the leader expires sessions, with a `closeSession` txn
-//!   committed like any other; every server closes the connections of a session whose
-//!   `closeSession` it applies.
-//! - Failure detection: a follower that hears nothing from its leader for `syncLimit`
-//!   ticks (`initLimit` while syncing) and a leader that does not hear a quorum within
-//!   `syncLimit` ticks go back to LOOKING, closing their clients' connections
-//!   (`ZooKeeperServer.shutdown`).
-//! - `ZKDatabase.loadDataBase`: a restarted server rebuilds its tree from its whole
-//!   txn log (committed or not) and rejoins as LOOKING.
-//!
-//! Simplifications, stated: quorum messages are serde frames of this model, not the
-//! quorum protocol's jute packets; every peer pair uses two one-way TCP streams
-//! (ZooKeeper: one connection per pair for election, one per learner for Zab); the
-//! election decides once a quorum agreed with its vote for `finalizeWait` (200 ms)
-//! with no better vote meanwhile, judged at its timer's ticks, and re-sends its vote
-//! every four ticks while LOOKING (ZooKeeper: on a notification timeout doubling
-//! from 200 ms); no snapshots (the log from the first zxid is kept
-//! and replayed: `SNAP` sends it whole); `TRUNC` is folded into `SNAP`; a reconnecting
-//! session is checked against the learner's own committed sessions
-//! (ZooKeeper: `revalidateSession` asks the leader); `sync` on a learner is answered
-//! when the leader's reply arrives behind every commit the leader had sent (ZooKeeper
-//! also waits for the leader's outstanding proposals); a `multi`'s `create2` results
-//! carry the Stat after the whole `multi`; no observers, read-only mode, dynamic
-//! reconfiguration, ACL checks or quotas.
-//!
 //! The peer's state and timer are here; what it does, by concern: `election.rs`
 //! (`FastLeaderElection`), `broadcast.rs` (Zab's sync and broadcast, leader and
 //! follower sides, commits), `sessions.rs` (client connections, sessions, answers).
@@ -417,6 +371,52 @@ enum Role {
 }
 
 /// One server of an ensemble (see the module doc).
+///
+/// Read from ZooKeeper 3.8.0 and modelled here:
+/// - `FastLeaderElection`: a LOOKING server votes for itself (its `currentEpoch`, last
+///   logged zxid, id), sends its vote to every peer, adopts any better vote (higher
+///   epoch, then zxid, then id) of the same round (`logicalclock`; a higher round
+///   resets the received votes), and decides once a quorum's votes equal its own; a
+///   server already LEADING or FOLLOWING answers a LOOKING peer with its leader, and a
+///   LOOKING server told so by the leader itself follows it.
+/// - `Leader.lead` / `LearnerHandler` / `Learner`: the leader waits for a quorum's
+///   `FOLLOWERINFO` (their `acceptedEpoch`) and proposes the epoch one above the
+///   highest; each learner is synced (`DIFF` after its last zxid if the leader's log
+///   has that zxid, else `SNAP`: the whole log, which also truncates whatever the
+///   learner had that the leader has not); `NEWLEADER` is acknowledged by a quorum
+///   before the leader serves clients (`UPTODATE`); every proposal is logged (and
+///   fsynced: `forceSync=yes`) before it is acknowledged, and committed once a quorum
+///   (the leader included) acknowledged it, in zxid order; learners apply commits in
+///   order and serve reads from their own, possibly stale, tree.
+/// - `FollowerRequestProcessor` / `CommitProcessor`: a learner forwards writes (and
+///   `createSession`) to the leader and answers them when the commit reaches it; a
+///   connection's reads wait behind its own earlier writes.
+/// - `SessionTrackerImpl` on the leader, `LearnerSessionTracker` on learners: a
+///   learner records the sessions its clients touched and reports them in its reply to
+///   the leader's ping; only the leader expires sessions, with a `closeSession` txn
+///   committed like any other; every server closes the connections of a session whose
+///   `closeSession` it applies.
+/// - Failure detection: a follower that hears nothing from its leader for `syncLimit`
+///   ticks (`initLimit` while syncing) and a leader that does not hear a quorum within
+///   `syncLimit` ticks go back to LOOKING, closing their clients' connections
+///   (`ZooKeeperServer.shutdown`).
+/// - `ZKDatabase.loadDataBase`: a restarted server rebuilds its tree from its whole
+///   txn log (committed or not) and rejoins as LOOKING.
+///
+/// Simplifications, stated: quorum messages are serde frames of this model, not the
+/// quorum protocol's jute packets; every peer pair uses two one-way TCP streams
+/// (ZooKeeper: one connection per pair for election, one per learner for Zab); the
+/// election decides once a quorum agreed with its vote for `finalizeWait` (200 ms)
+/// with no better vote meanwhile, judged at its timer's ticks, and re-sends its vote
+/// every four ticks while LOOKING (ZooKeeper: on a notification timeout doubling
+/// from 200 ms); no snapshots (the log from the first zxid is kept
+/// and replayed: `SNAP` sends it whole); `TRUNC` is folded into `SNAP`; a reconnecting
+/// session is checked against the learner's own committed sessions
+/// (ZooKeeper: `revalidateSession` asks the leader); `sync` on a learner is answered
+/// when the leader's reply arrives behind every commit the leader had sent (ZooKeeper
+/// also waits for the leader's outstanding proposals); a `multi`'s `create2` results
+/// carry the Stat after the whole `multi`; no observers, read-only mode, dynamic
+/// reconfiguration, ACL checks or quotas.
 #[derive(Debug)]
 pub struct Peer {
     cfg: EnsembleConfig,
