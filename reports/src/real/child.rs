@@ -320,7 +320,10 @@ async fn run() -> Result<(), String> {
     let design = (design_spec.factory)(deps);
     send(&format!("H {}", design.retry_horizon().as_millis()));
     let stream_id = (config.index << 16) | config.incarnation;
-    let mut rng = ChaCha8Rng::seed_from_u64(sim::seed::sub_seed(config.seed, 3 + 2 * stream_id));
+    let mut rng = ChaCha8Rng::seed_from_u64(sim::seed::sub_seed(
+        config.seed,
+        sim::seed::stream::client_rounds(stream_id),
+    ));
     let options = AcquireOptions::new(w.lease_ms as i64, w.wait_ms as i64)
         .expect("lease validated by the parent");
     let deadline = Duration::from_millis(w.duration_ms);
@@ -352,7 +355,7 @@ async fn deps(config: &ClientConfig, rec: Arc<Rec>, host: HostClock) -> Result<D
     let scale = lock_impl::TimeScale::for_lease(w.lease_ms);
     let stream_id = (config.index << 16) | config.incarnation;
     let entropy = Arc::new(lock_impl::SeededEntropy::new(
-        sim::seed::sub_seed(config.seed, 2 + 2 * stream_id),
+        sim::seed::sub_seed(config.seed, sim::seed::stream::client_entropy(stream_id)),
         config.name.clone(),
     ));
     let observer: Arc<dyn lock_impl::Observer> = Arc::new(Renewals { rec, clock: host });

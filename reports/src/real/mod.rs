@@ -480,7 +480,10 @@ fn play(run: &Arc<Run>, precut_ids: &[u64], end: Duration) {
     let cfg = &run.cfg;
     let mut order: Vec<usize> = (0..cfg.plan.faults.len()).collect();
     order.sort_by_key(|&i| (cfg.plan.faults[i].at_ms, i));
-    let mut rng = ChaCha8Rng::seed_from_u64(sim::seed::sub_seed(cfg.seed, 0x7ea1));
+    let mut rng = ChaCha8Rng::seed_from_u64(sim::seed::sub_seed(
+        cfg.seed,
+        sim::seed::stream::REAL_NEMESIS,
+    ));
     let mut precuts_healed = false;
     for i in order {
         let at = Duration::from_millis(cfg.plan.faults[i].at_ms);

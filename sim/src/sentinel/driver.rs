@@ -245,7 +245,7 @@ pub async fn run(shared: SharedEngine<SentinelEngine>, dial: DialFn, spawn: Spaw
 }
 
 /// [`run`], its timer starting after `phase` (a Sentinel that was up before the run
-/// began: its rhythm's phase; see `world/sentinels.rs`).
+/// began: its rhythm's phase; see `world/redis/sentinels.rs`).
 pub async fn run_after(
     phase: Duration,
     shared: SharedEngine<SentinelEngine>,

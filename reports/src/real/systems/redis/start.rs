@@ -100,9 +100,10 @@ pub(super) fn start(w: &Workload, ctx: &StartCtx) -> Result<Started, String> {
     // that rhythm in every run (a partition after 3 s was found down about 1 s later in
     // 15 of 17 runs). A deployment's faults fall at any phase: the run begins after a
     // seed-drawn part of a second, as the simulator's Sentinels start at a seed-drawn
-    // phase (`sim/src/world/sentinels.rs`).
+    // phase (`sim/src/world/redis/sentinels.rs`).
     if w.sentinel.is_some() {
-        let phase_ms = sim::seed::sub_seed(ctx.seed, 0xB007) % 1_000;
+        let phase_ms =
+            sim::seed::sub_seed(ctx.seed, sim::seed::stream::SENTINEL_PING_PHASE) % 1_000;
         std::thread::sleep(Duration::from_millis(phase_ms));
     }
     Ok(started)
