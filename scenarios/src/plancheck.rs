@@ -29,16 +29,17 @@ pub fn check_values(plan: &FaultPlan) -> Result<(), String> {
 
 /// Every host a plan names exists in `workload`'s world.
 pub fn check_hosts(plan: &FaultPlan, workload: &Workload) -> Result<(), String> {
+    let servers = workload.server_hosts();
     let known = |h: &str| {
         let client = h
             .strip_prefix("client-")
             .and_then(|n| n.parse::<u32>().ok())
             .is_some_and(|n| (1..=workload.clients).contains(&n));
-        client || workload.servers.iter().any(|s| s.name == h)
+        client || servers.iter().any(|s| s == h)
     };
     let allowed = || {
         let mut names = vec![format!("client-1 to client-{}", workload.clients)];
-        names.extend(workload.servers.iter().map(|s| s.name.clone()));
+        names.extend(servers.iter().cloned());
         names.join(", ")
     };
     for (i, f) in plan.faults.iter().enumerate() {

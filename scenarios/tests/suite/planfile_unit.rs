@@ -73,3 +73,55 @@ fn bad_plan_files_name_the_field_and_what_is_allowed() {
         "{e}"
     );
 }
+
+/// A plan file may pause any server host its world has, whatever its system (a
+/// ZooKeeper server, a MongoDB member, a Sentinel), not only the Redis servers; a host
+/// the world lacks is refused with the world's hosts listed.
+#[test]
+fn a_plan_file_may_name_every_server_host_of_its_world() {
+    let mut systems_seen = std::collections::BTreeSet::new();
+    let worlds = scenarios::catalog::catalog().into_iter().flat_map(|s| {
+        let on_each: Vec<_> = lock_impl::Backend::ALL
+            .iter()
+            .map(|&b| {
+                let mut on = s.clone();
+                on.workload = s.workload.clone().on_system(b);
+                on
+            })
+            .collect();
+        std::iter::once(s).chain(on_each)
+    });
+    for s in worlds {
+        let hosts = s.workload.server_hosts();
+        for h in &hosts {
+            let text = format!(
+                r#"{{"faults": [{{"at_ms": 1, "kind": {{"type": "pause", "target": {{"host": "{h}"}}, "duration_ms": 5}}}}]}}"#
+            );
+            let back = apply(s.clone(), &text, "f");
+            assert!(
+                back.is_ok(),
+                "{} refuses its own host {h}: {:?}",
+                s.name,
+                back.err()
+            );
+            systems_seen.insert(h.trim_end_matches(|c: char| c.is_ascii_digit()).to_string());
+        }
+        let e = apply(
+            s.clone(),
+            r#"{"faults": [{"at_ms": 1, "kind": {"type": "pause", "target": {"host": "nowhere-1"}, "duration_ms": 5}}]}"#,
+            "f",
+        )
+        .unwrap_err();
+        assert!(
+            e.contains("nowhere-1") && hosts.iter().all(|h| e.contains(h.as_str())),
+            "{}: {e}",
+            s.name
+        );
+    }
+    for prefix in ["zk-", "mongo-", "mysql-", "sentinel-", "etcd-"] {
+        assert!(
+            systems_seen.contains(prefix),
+            "no catalog world has a {prefix}N host: {systems_seen:?}"
+        );
+    }
+}

@@ -425,6 +425,10 @@ impl EtcdCtl {
 }
 
 impl SystemSpec for EtcdSpec {
+    fn host_names(&self) -> Vec<String> {
+        self.names()
+    }
+
     fn build(&self, b: &mut Build<'_, '_>) -> Box<dyn LockSystem> {
         let ctl = EtcdCtl::new(self, b.key, b.seed);
         for i in 0..ctl.names.len() {

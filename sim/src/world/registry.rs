@@ -115,6 +115,16 @@ fn other_systems(w: &Workload) -> Vec<&'static str> {
 }
 
 impl Workload {
+    /// The names of every server host the workload's systems add (servers and helpers
+    /// such as Sentinels), in world order: the hosts besides its clients a fault may
+    /// name.
+    pub fn server_hosts(&self) -> Vec<String> {
+        systems_of(self)
+            .iter()
+            .flat_map(|s| s.host_names())
+            .collect()
+    }
+
     /// This workload with the system behind `backend` in the lock's place: every other
     /// system goes, and the world gets that system's default for its lease unless it
     /// names its own (a ZooKeeper ensemble of three at the lease's `tickTime`, a MySQL

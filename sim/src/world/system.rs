@@ -157,6 +157,10 @@ pub(crate) trait SystemSpec {
     /// Adds the system's hosts to the world and returns its handle.
     fn build(&self, build: &mut Build<'_, '_>) -> Box<dyn LockSystem>;
 
+    /// The names of the hosts it adds (its servers and helpers), in world order: what
+    /// a plan file's fault may target by name before any world is built.
+    fn host_names(&self) -> Vec<String>;
+
     /// How many independent masters a client locks on at once (Redlock's; one for a
     /// single lock service): the history's `masters`.
     fn masters(&self) -> u32 {

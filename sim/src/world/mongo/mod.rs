@@ -399,6 +399,10 @@ impl MongoCtl {
 }
 
 impl SystemSpec for MongoSpec {
+    fn host_names(&self) -> Vec<String> {
+        self.members.clone()
+    }
+
     fn build(&self, b: &mut Build<'_, '_>) -> Box<dyn LockSystem> {
         let ctl = MongoCtl::new(self, b.key);
         ctl.add_hosts(b, self);

@@ -591,6 +591,12 @@ async fn replicate(
 }
 
 impl SystemSpec for MySqlSpec {
+    fn host_names(&self) -> Vec<String> {
+        std::iter::once(self.name.clone())
+            .chain(self.replica.iter().map(|r| r.name.clone()))
+            .collect()
+    }
+
     fn build(&self, b: &mut Build<'_, '_>) -> Box<dyn LockSystem> {
         let ctl = MySqlCtl::new(self, b.key);
         ctl.add_hosts(b, self);

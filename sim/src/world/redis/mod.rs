@@ -51,6 +51,12 @@ impl<'w> RedisSpec<'w> {
 }
 
 impl SystemSpec for RedisSpec<'_> {
+    fn host_names(&self) -> Vec<String> {
+        let mut names: Vec<String> = self.servers.iter().map(|s| s.name.clone()).collect();
+        names.extend(spec::sentinel_names(self.sentinel));
+        names
+    }
+
     fn masters(&self) -> u32 {
         (self
             .servers

@@ -626,6 +626,10 @@ impl ZkCtl {
 }
 
 impl SystemSpec for ZkSpec {
+    fn host_names(&self) -> Vec<String> {
+        self.names()
+    }
+
     fn build(&self, b: &mut Build<'_, '_>) -> Box<dyn LockSystem> {
         let ctl = ZkCtl::new(self, b.key);
         let clocks: BTreeMap<String, HostClock> = self
