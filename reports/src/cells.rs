@@ -203,9 +203,11 @@ pub fn cell_of(
     for r in runs {
         cell.record_run(r);
     }
-    cell.replay = cell
-        .first_invalid_seed
-        .map(|seed| replay_for(design, scenario, seed));
+    // The first invalid run's replay: a placed run's names its placement.
+    cell.replay = runs.iter().find(|r| r.is_invalid()).map(|r| {
+        let placed = scenario.clone().placed(r.placement.or(scenario.placement));
+        replay_for(design, &placed, r.seed)
+    });
     cell.latency = latency.ok();
     cell
 }

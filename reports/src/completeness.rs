@@ -164,8 +164,8 @@ pub fn run(args: &Args) -> ExitCode {
 /// The seeds of `deep` the default pass did not run for cell `c`: none if an unsafe
 /// run inside `deep` settled it (it is unsafe at depth too), else those past its last.
 fn deep_seeds(c: &AdaptiveCell, deep: &Range<u64>) -> Option<Range<u64>> {
-    if let Some(Settled::Violation { seed }) = c.cell.settled
-        && deep.contains(&seed)
+    if let Some(Settled::Violation { seed, place }) = c.cell.settled
+        && (place.is_some() || deep.contains(&seed))
     {
         return None;
     }

@@ -171,3 +171,37 @@ pub fn counts_masters(backend: lock_impl::Backend) -> bool {
         .iter()
         .any(|d| d.backend == backend && d.masters > 1)
 }
+
+/// Places `scenario`'s fault as `--place` says: `none` (the world's standing faults
+/// only) or a millisecond (see [`scenarios::catalog::Placement`]); refused beside a
+/// plan file, which replaces every fault.
+pub fn with_place(
+    scenario: Scenario,
+    place: Option<&str>,
+    has_plan: bool,
+) -> Result<Scenario, BadInput> {
+    use scenarios::catalog::Placement;
+    let Some(text) = place else {
+        return Ok(scenario);
+    };
+    if has_plan {
+        return Err(BadInput(
+            "--place and --plan both set the faults: give one of them".into(),
+        ));
+    }
+    let placement = match text.trim() {
+        "none" => Placement::Bare,
+        ms => Placement::At(ms.parse().map_err(|_| {
+            BadInput(format!(
+                "invalid --place '{text}': a start in ms (a whole number) or `none`"
+            ))
+        })?),
+    };
+    if scenario.timed_faults() == 0 {
+        return Err(BadInput(format!(
+            "--place: scenario {} has no timed fault to place (its faults are the world's from the start)",
+            scenario.name
+        )));
+    }
+    Ok(scenario.placed(Some(placement)))
+}

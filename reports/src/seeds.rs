@@ -22,8 +22,13 @@ impl Seeds {
         match self {
             Seeds::Fixed(r) => format!("seeds {}..{}", r.start, r.end),
             Seeds::Adaptive(rule) => format!(
-                "adaptive seeds (each cell from seed 0 until its first unsafe run or {} clean runs, {})",
+                "adaptive seeds (each cell from seed 0 until its first unsafe run or {} clean runs, {}{})",
                 rule.clean,
+                if rule.placed {
+                    "its fault also placed at a client's steps, "
+                } else {
+                    "seeds only, "
+                },
                 match rule.budget {
                     Some(b) => format!("within {b} host runs"),
                     None => "no budget".to_string(),
@@ -40,7 +45,13 @@ pub(crate) fn seeds_of(
     seeds: Option<&str>,
     budget: Option<&str>,
     sharded: bool,
+    seeds_only: bool,
 ) -> Result<Seeds, BadInput> {
+    if seeds_only && seeds.is_some() {
+        return Err(BadInput(
+            "--seeds-only leaves placed faults out of the adaptive search; --seeds runs a fixed range, which places none: give one of them".into(),
+        ));
+    }
     match (seeds, budget) {
         (Some(_), Some(_)) => Err(BadInput(
             "--budget bounds adaptive seeds, and --seeds gives a fixed range that runs whole: give one of them".into(),
@@ -49,13 +60,18 @@ pub(crate) fn seeds_of(
         (None, _) if sharded => Err(BadInput(
             "--shard splits a fixed seed range here: give --seeds A..B (without it, one cell's adaptive seeds are one sequence, with no range to split; the main job's shards split its cells instead)".into(),
         )),
-        (None, budget) => Ok(Seeds::Adaptive(rule_with(budget)?)),
+        (None, budget) => Ok(Seeds::Adaptive(rule_with(budget, seeds_only)?)),
     }
 }
 
-/// The main job's adaptive rule, with `--budget` if given.
-pub(crate) fn rule_with(budget: Option<&str>) -> Result<scenarios::adaptive::Rule, BadInput> {
+/// The main job's adaptive rule, with `--budget` if given, and without placed faults
+/// with `--seeds-only` (the seeds alone, to measure what placement adds).
+pub(crate) fn rule_with(
+    budget: Option<&str>,
+    seeds_only: bool,
+) -> Result<scenarios::adaptive::Rule, BadInput> {
     let mut rule = scenarios::adaptive::Rule::DEFAULT;
+    rule.placed = !seeds_only;
     if let Some(b) = budget {
         rule.budget = parse_budget(b)?;
     }

@@ -422,16 +422,26 @@ pub fn cells_from_json(json: &str) -> Result<Vec<CellResult>, serde_json::Error>
 /// began ([`CellResult::worst_before_fault`]): the world's doing, not the fault's.
 ///
 /// A cell the main job's adaptive seeds ran ([`CellResult::settled`]) shows an unsafe
-/// mark with the seed of its first violation instead (`U0`, `u17`), and any other
-/// mark followed by `~` when its bound is weak (fewer clean runs than the rule wanted:
-/// `S~`, `F3~`).
+/// mark with the seed of its first violation instead (`U0`, `u17`), or `Up` when a
+/// placed fault found it ([`scenarios::place`]); any other mark is followed by `p` when
+/// every placement of the fault over a client's steps ran clean, and by `~` when its
+/// seeded bound is weak (fewer clean runs than the rule wanted: `S~`, `Sp~`, `F3~`).
 pub fn matrix_mark(c: &CellResult) -> (char, String) {
     let (mark, n) = worst_mark(c);
     match &c.settled {
-        Some(Settled::Violation { seed }) => return (mark, format!("{mark}{seed}")),
-        Some(settled) if settled.is_weak() => {
+        Some(Settled::Violation { place: None, seed }) => {
+            return (mark, format!("{mark}{seed}"));
+        }
+        Some(Settled::Violation { place: Some(_), .. }) => return (mark, format!("{mark}p")),
+        Some(settled) => {
             let (_, text) = fixed_mark(c, mark, n);
-            return (mark, format!("{text}~"));
+            let placed = if settled.cover().is_some_and(|c| c.exhaustive()) {
+                "p"
+            } else {
+                ""
+            };
+            let weak = if settled.is_weak() { "~" } else { "" };
+            return (mark, format!("{text}{placed}{weak}"));
         }
         _ => {}
     }
@@ -488,9 +498,10 @@ pub fn adaptive_legend(clean: u64) -> String {
     let bound = Rate::of(0, clean).map_or_else(String::new, |r| r.interval());
     format!(
         "Adaptive seeds: each cell ran seeds 0, 1, 2, … until its first unsafe run (U7: at seed 7) or {clean} clean runs (no\n\
-         unsafe run: unsafe rate {bound} at 95%); after U the number is that seed, not a count. ~ a weak bound: the cell\n\
-         stopped with fewer clean runs (its budget spent, or too many unknown runs; `--detail` says which); `--budget none`\n\
-         runs every cell to its first unsafe run or its {clean} clean runs, at several times the main job's time."
+         unsafe run: unsafe rate {bound} at 95%); after U the number is that seed, not a count. Up: its fault placed at a\n\
+         step of a client's protocol (the bare run's history, `--detail` says when) broke it; p after a mark: every such\n\
+         placement ran clean. ~ a weak bound: fewer clean runs (budget spent, or too many unknown runs; `--detail` says\n\
+         which); `--budget none` runs every cell to its first unsafe run or its {clean} clean runs, at many times the cost."
     )
 }
 

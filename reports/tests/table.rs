@@ -506,7 +506,10 @@ fn adaptive_cells_show_their_first_violation_seed_and_mark_a_weak_bound() {
     let mut unsafe_at_17 = counted(18, 1);
     unsafe_at_17.design = "setnx-del".into();
     unsafe_at_17.scenario = names[0].into();
-    unsafe_at_17.settled = Some(Settled::Violation { seed: 17 });
+    unsafe_at_17.settled = Some(Settled::Violation {
+        seed: 17,
+        place: None,
+    });
     let mut safe = counted(60, 0);
     safe.design = "setnx-del".into();
     safe.scenario = names[1].into();
@@ -515,6 +518,7 @@ fn adaptive_cells_show_their_first_violation_seed_and_mark_a_weak_bound() {
         wanted: 60,
         upper: Some(0.0487),
         weak: None,
+        placed: None,
     });
     let mut weak = counted(23, 0);
     weak.design = "setnx-del".into();
@@ -524,10 +528,39 @@ fn adaptive_cells_show_their_first_violation_seed_and_mark_a_weak_bound() {
         wanted: 60,
         upper: Some(0.122),
         weak: Some(Weak::Budget),
+        placed: None,
     });
     assert_eq!(table::matrix_mark(&unsafe_at_17).1, "U17");
     assert_eq!(table::matrix_mark(&safe).1, "S");
     assert_eq!(table::matrix_mark(&weak).1, "S~");
+    // A placed fault's violation, and a cell whose every placement ran clean.
+    let mut placed = counted(3, 1);
+    placed.settled = Some(Settled::Violation {
+        seed: 0,
+        place: Some(scenarios::catalog::Placement::At(311)),
+    });
+    assert_eq!(table::matrix_mark(&placed).1, "Up");
+    let mut covered = counted(5, 0);
+    covered.settled = Some(Settled::Bounded {
+        clean: 5,
+        wanted: 60,
+        upper: Some(0.45),
+        weak: Some(Weak::Budget),
+        placed: Some(scenarios::adaptive::Cover { tried: 4, of: 4 }),
+    });
+    assert_eq!(table::matrix_mark(&covered).1, "Sp~");
+    covered.settled = Some(Settled::Bounded {
+        clean: 5,
+        wanted: 60,
+        upper: Some(0.45),
+        weak: Some(Weak::Budget),
+        placed: Some(scenarios::adaptive::Cover { tried: 4, of: 9 }),
+    });
+    assert_eq!(
+        table::matrix_mark(&covered).1,
+        "S~",
+        "a spread of placements is no cover"
+    );
     let cells = vec![unsafe_at_17, safe, weak];
     let text = table::render_matrix(&cells, &designs, &names, false);
     for line in text.lines() {

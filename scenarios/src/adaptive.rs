@@ -20,14 +20,23 @@
 //!   it has, marked weak. The budget is what keeps the main job's time bounded when a
 //!   few worlds cost a hundred times the others.
 //!
-//! Classes other than `unsafe` (`fenced`, `overlap`, `promise`, a liveness checker's
-//! failure) never stop a cell: they are what the cell's 60 runs show, with their counts,
-//! and the unsafe rate's bound still needs the runs.
+//! Classes other than `unsafe` never stop a cell: they are what its runs show.
 //!
-//! Determinism: the rule reads runs strictly in seed order, and the scheduler keeps a
-//! run's result until every lower seed of its cell is in; results past the seed that
-//! settled a cell are dropped. Threads only change which runs are computed and thrown
-//! away, never which are kept: the same rule gives the same cells on 1 thread or 16.
+//! **Placed faults** ([`crate::place`]): a cell its first seed leaves open, whose
+//! scenario has a timed fault and whose runs are cheap enough ([`placing_fits`]), then
+//! runs its bare run and its fault placed at each step the bare run's history gives
+//! (as many as its budget buys, [`crate::place::affordable`]), the first followed by
+//! seed 1, then the seeds after. A placed unsafe run settles the cell as a seed's
+//! does ([`Settled::Violation`] names its placement); clean placed runs are no
+//! sample of the seeds' rate, and [`Cover`] says how many ran. The budget never stops
+//! a cell before its placements and [`MIN_SEEDS`] seeded runs.
+//!
+//! Determinism: the rule reads a cell's runs strictly in order, and the scheduler keeps
+//! a run's result until every earlier run of its cell is in; nothing past a cell's
+//! first seed is handed out before that seed is read (it decides whether the cell
+//! places), nor past its bare run before that run is in (it gives the placements);
+//! results past the run that settled a cell are dropped. Threads only change which
+//! runs are computed and thrown away, never which are kept.
 
 use std::collections::BTreeMap;
 use std::sync::Mutex;
@@ -37,7 +46,7 @@ use serde::{Deserialize, Serialize};
 use sim::history::History;
 use sim::world::{DEFAULT_WALL_BUDGET, RunError, run_bounded};
 
-use crate::catalog::Scenario;
+use crate::catalog::{Placement, Scenario};
 use crate::checkers::Safety;
 use crate::stats::Rate;
 use crate::sweep::{DesignSpec, RunSummary, config, summarize, unfinished};
@@ -68,6 +77,11 @@ pub const UNKNOWN_RUNS: u64 = 10;
 /// run").
 pub const BUDGET_HOST_RUNS: u64 = 80_000;
 
+/// Seeded runs every cell gets before its budget can stop it (besides its placements):
+/// a five-master or etcd world's run costs as much as ten of a single master's, and
+/// such a cell gets two runs, as many as its budget bought before placements.
+pub const MIN_SEEDS: u64 = 2;
+
 /// When a cell stops.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Rule {
@@ -77,7 +91,14 @@ pub struct Rule {
     pub unknown: u64,
     /// Host runs the cell may spend; `None` for no limit. The run that crosses it is
     /// kept, and the cell stops after it, its bound weak (unless that run settled it).
+    /// It never stops a cell before its placements and [`Rule::min_seeds`] seeded runs.
     pub budget: Option<u64>,
+    /// Seeded runs a cell has before its budget may stop it.
+    pub min_seeds: u64,
+    /// Whether the cell's fault is also placed at its protocol's steps
+    /// ([`crate::place`]): after a first seed that did not settle it, the bare run,
+    /// then each placement interleaved with the next seeds.
+    pub placed: bool,
 }
 
 impl Rule {
@@ -86,6 +107,8 @@ impl Rule {
         clean: CLEAN_RUNS,
         unknown: UNKNOWN_RUNS,
         budget: Some(BUDGET_HOST_RUNS),
+        min_seeds: MIN_SEEDS,
+        placed: true,
     };
 
     /// Seeds `start..start + n` searched for a first unsafe run, nothing else stopping
@@ -95,6 +118,8 @@ impl Rule {
             clean: n,
             unknown: n,
             budget: None,
+            min_seeds: 0,
+            placed: false,
         }
     }
 
@@ -139,6 +164,9 @@ pub enum Settled {
     Violation {
         /// The seed.
         seed: u64,
+        /// Where the run placed the fault, for a placed run (`None`: the seed's plan).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        place: Option<Placement>,
     },
     /// It stopped without an unsafe run: `clean` clean runs bound its unsafe rate
     /// below `upper` at 95 % (`None` with no clean run: no bound at all).
@@ -151,15 +179,52 @@ pub enum Settled {
         upper: Option<f64>,
         /// Why the cell stopped short of `wanted`, if it did.
         weak: Option<Weak>,
+        /// Its placements: how many ran clean of how many its steps gave (`None` when
+        /// nothing was placed: the rule did not place, or the scenario has no timed
+        /// fault).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        placed: Option<Cover>,
     },
+}
+
+/// How much of a cell's placement space its placed runs covered.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Cover {
+    /// Placements run, none unsafe.
+    pub tried: u64,
+    /// Placements its bare run's steps gave.
+    pub of: u64,
+}
+
+impl Cover {
+    /// Whether every placement was tried.
+    pub fn exhaustive(&self) -> bool {
+        self.tried >= self.of
+    }
 }
 
 impl Settled {
     /// The seed of the first violation, if an unsafe run settled the cell.
     pub fn violation(&self) -> Option<u64> {
         match self {
-            Settled::Violation { seed } => Some(*seed),
+            Settled::Violation { seed, .. } => Some(*seed),
             Settled::Bounded { .. } => None,
+        }
+    }
+
+    /// Where the violation's fault was placed, if a placed run settled the cell.
+    pub fn placement(&self) -> Option<Placement> {
+        match self {
+            Settled::Violation { place, .. } => *place,
+            Settled::Bounded { .. } => None,
+        }
+    }
+
+    /// The placements a clean cell covered, if it placed any.
+    pub fn cover(&self) -> Option<Cover> {
+        match self {
+            Settled::Bounded { placed, .. } => *placed,
+            Settled::Violation { .. } => None,
         }
     }
 
@@ -168,39 +233,63 @@ impl Settled {
         matches!(self, Settled::Bounded { weak: Some(_), .. })
     }
 
-    /// The claim in words: `unsafe at seed 3`, `60 clean runs: unsafe rate < 4.9% at
-    /// 95%`, `23 of 60 clean runs (budget spent): unsafe rate < 13% at 95%`.
+    /// The claim in words: `unsafe at seed 3`, `unsafe at seed 0, fault placed at 412
+    /// ms`, `60 clean runs: unsafe rate < 4.9% at 95%; all 14 placements clean`, `23 of
+    /// 60 clean runs (budget spent): unsafe rate < 13% at 95%`.
     pub fn text(&self) -> String {
         match self {
-            Settled::Violation { seed } => format!("unsafe at seed {seed}"),
+            Settled::Violation { seed, place } => match place {
+                None => format!("unsafe at seed {seed}"),
+                Some(Placement::Bare) => {
+                    format!("unsafe at seed {seed} without its timed faults")
+                }
+                Some(Placement::At(ms)) => {
+                    format!("unsafe at seed {seed}, fault placed at {ms} ms")
+                }
+            },
             Settled::Bounded {
                 clean,
                 wanted,
                 weak,
+                placed,
                 ..
             } => {
                 let claim = Rate::of(0, *clean).map_or_else(|| "no bound".into(), |r| r.claim());
-                match weak {
+                let seeded = match weak {
                     None => format!("{clean} clean runs: unsafe {claim}"),
                     Some(w) => format!(
                         "{clean} of {wanted} clean runs ({}): unsafe {claim}",
                         w.text()
                     ),
+                };
+                match placed {
+                    None => seeded,
+                    Some(c) if c.exhaustive() => {
+                        format!("{seeded}; all {} placements clean", c.of)
+                    }
+                    Some(c) => format!("{seeded}; {} of {} placements clean", c.tried, c.of),
                 }
             }
         }
     }
 }
 
-/// Reads one cell's runs in seed order and says when the rule stops it.
+/// Reads one cell's runs in order and says when the rule stops it: its seeded runs
+/// ([`Tracker::push`]), its bare run and its placed runs ([`Tracker::push_placed`]).
 #[derive(Debug, Clone)]
 pub struct Tracker {
     rule: Rule,
-    /// Runs read.
+    /// Seeded runs read.
     runs: u64,
     clean: u64,
     unknown: u64,
     cost: u64,
+    /// Placements the cell runs, once its bare run told (0: nothing to place).
+    placements: Option<u64>,
+    /// Placements its steps gave (more than it runs when they were spread).
+    offered: u64,
+    /// Placed runs read (the bare run not counted).
+    placed: u64,
     settled: Option<Settled>,
 }
 
@@ -213,11 +302,22 @@ impl Tracker {
             clean: 0,
             unknown: 0,
             cost: 0,
+            placements: (!rule.placed).then_some(0),
+            offered: 0,
+            placed: 0,
             settled: None,
         }
     }
 
-    /// The next run in seed order: its seed, class and cost in host runs. Returns how
+    /// How many placements the cell runs (known from its bare run; 0 when nothing is
+    /// placed) of how many its steps gave (`of`: more when spread, see
+    /// [`crate::place::affordable`]).
+    pub fn set_placements(&mut self, n: u64, of: u64) {
+        self.placements = Some(n);
+        self.offered = of.max(n);
+    }
+
+    /// The next seeded run in order: its seed, class and cost in host runs. Returns how
     /// the cell stopped if this run stopped it. A run after that is a caller's bug.
     ///
     /// # Panics
@@ -225,20 +325,57 @@ impl Tracker {
     pub fn push(&mut self, seed: u64, class: Safety, cost: u64) -> Option<&Settled> {
         assert!(self.settled.is_none(), "a run after the cell stopped");
         self.runs += 1;
-        self.cost = self.cost.saturating_add(cost);
         match class {
-            Safety::Unsafe => {
-                self.settled = Some(Settled::Violation { seed });
-                return self.settled.as_ref();
-            }
             Safety::Unknown => self.unknown += 1,
+            Safety::Unsafe => {}
             _ => self.clean += 1,
         }
-        let weak = if self.clean >= self.rule.clean {
+        self.read(seed, None, class, cost)
+    }
+
+    /// The next placed run in order (`Placement::Bare` for the bare run, which is read
+    /// before the placements and is not one of them).
+    ///
+    /// # Panics
+    /// If the cell has already stopped.
+    pub fn push_placed(
+        &mut self,
+        seed: u64,
+        place: Placement,
+        class: Safety,
+        cost: u64,
+    ) -> Option<&Settled> {
+        assert!(self.settled.is_none(), "a run after the cell stopped");
+        if matches!(place, Placement::At(_)) {
+            self.placed += 1;
+        }
+        if class == Safety::Unknown {
+            self.unknown += 1;
+        }
+        self.read(seed, Some(place), class, cost)
+    }
+
+    fn read(
+        &mut self,
+        seed: u64,
+        place: Option<Placement>,
+        class: Safety,
+        cost: u64,
+    ) -> Option<&Settled> {
+        self.cost = self.cost.saturating_add(cost);
+        if class == Safety::Unsafe {
+            self.settled = Some(Settled::Violation { seed, place });
+            return self.settled.as_ref();
+        }
+        let placed_all = self.placements.is_some_and(|p| self.placed >= p);
+        let weak = if self.clean >= self.rule.clean && placed_all {
             None
         } else if self.unknown > self.rule.unknown {
             Some(Weak::Unknown)
-        } else if self.rule.budget.is_some_and(|b| self.cost >= b) {
+        } else if placed_all
+            && self.runs >= self.rule.min_seeds
+            && self.rule.budget.is_some_and(|b| self.cost >= b)
+        {
             Some(Weak::Budget)
         } else {
             return None;
@@ -248,6 +385,10 @@ impl Tracker {
             wanted: self.rule.clean,
             upper: Rate::of(0, self.clean).map(|r| r.high),
             weak,
+            placed: self.placements.filter(|p| *p > 0).map(|_| Cover {
+                tried: self.placed,
+                of: self.offered,
+            }),
         });
         self.settled.as_ref()
     }
@@ -257,7 +398,7 @@ impl Tracker {
         self.settled.as_ref()
     }
 
-    /// Runs read so far.
+    /// Seeded runs read so far.
     pub fn runs(&self) -> u64 {
         self.runs
     }
@@ -290,20 +431,125 @@ pub struct Outcome<A> {
     pub wall: Duration,
 }
 
+/// One run of a cell: a seed's plan, the bare run, or the fault placed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Item {
+    Seed(u64),
+    Placed(Placement),
+}
+
+/// A finished run waiting for its turn: its summary, the caller's extract (seeded
+/// runs only), its cost, and for the bare run the placements its steps gave.
+struct Done<T> {
+    summary: RunSummary,
+    extra: Option<T>,
+    cost: u64,
+    /// The bare run's placements, and how many its steps gave (more when spread).
+    spots: Option<(Vec<u64>, u64)>,
+}
+
 struct CellState<T, A> {
+    /// The next item to hand out.
     next: u64,
     in_flight: usize,
-    pending: BTreeMap<u64, (RunSummary, T, u64)>,
+    pending: BTreeMap<u64, Done<T>>,
+    /// Items read.
+    read: u64,
     kept: Vec<RunSummary>,
     acc: A,
     tracker: Tracker,
     wall: Duration,
     started: bool,
+    /// Whether the cell places its fault: the rule does, its scenario has a timed
+    /// fault, and its runs are cheap enough ([`placing_fits`]); `None` until its first
+    /// seed is read (nothing past that seed is handed out before).
+    placeable: Option<bool>,
+    /// The placements' times, once the bare run is in.
+    spots: Option<Vec<u64>>,
 }
 
 impl<T, A> CellState<T, A> {
+    /// The cell's `k`-th run: seed `start`, then (placing) the bare run, then each
+    /// placement, the first `min_seeds - 1` of them each followed by the next seed, then
+    /// the seeds after. `None` while that depends on the bare run's placements, not yet
+    /// in.
+    fn item(&self, k: u64, start: u64, min_seeds: u64) -> Option<Item> {
+        match (k, self.placeable) {
+            (0, _) => return Some(Item::Seed(start)),
+            (_, None) => return None,
+            (_, Some(false)) => return Some(Item::Seed(start + k)),
+            (_, Some(true)) => {}
+        }
+        match k {
+            0 => Some(Item::Seed(start)),
+            1 => Some(Item::Placed(Placement::Bare)),
+            _ => {
+                let spots = self.spots.as_ref()?;
+                let (n, p) = (k - 2, spots.len() as u64);
+                // Seeds 1 .. min_seeds - 1 go one after each of the first placements.
+                let paired = p.min(min_seeds.saturating_sub(1));
+                Some(if n < 2 * paired {
+                    if n % 2 == 0 {
+                        Item::Placed(Placement::At(spots[(n / 2) as usize]))
+                    } else {
+                        Item::Seed(start + 1 + n / 2)
+                    }
+                } else if n < paired + p {
+                    Item::Placed(Placement::At(spots[(n - paired) as usize]))
+                } else {
+                    Item::Seed(start + 1 + (n - p))
+                })
+            }
+        }
+    }
+
     fn open(&self, rule: &Rule, start: u64) -> bool {
-        self.tracker.settled().is_none() && self.next < start.saturating_add(rule.max_seeds())
+        let placed = if self.placeable == Some(true) {
+            2 + 2 * self.spots.as_ref().map_or(0, |s| s.len() as u64)
+        } else {
+            0
+        };
+        self.tracker.settled().is_none()
+            && self.next < placed + rule.max_seeds()
+            && self.item(self.next, start, rule.min_seeds).is_some()
+    }
+
+    /// Reads every finished run that is next in order into the tracker.
+    fn read_ready(&mut self, start: u64, rule: &Rule, fold: &(dyn Fn(&mut A, T) + Sync)) {
+        while self.tracker.settled().is_none() {
+            let Some(item) = self.item(self.read, start, rule.min_seeds) else {
+                break;
+            };
+            let Some(done) = self.pending.remove(&self.read) else {
+                break;
+            };
+            self.read += 1;
+            let class = done.summary.safety();
+            match item {
+                Item::Seed(seed) => {
+                    if self.placeable.is_none() {
+                        let fits = placing_fits(rule.budget, done.cost);
+                        self.placeable = Some(fits);
+                        if !fits {
+                            self.tracker.set_placements(0, 0);
+                        }
+                    }
+                    self.tracker.push(seed, class, done.cost);
+                    if let Some(extra) = done.extra {
+                        fold(&mut self.acc, extra);
+                    }
+                    self.kept.push(done.summary);
+                }
+                Item::Placed(place) => {
+                    self.tracker.push_placed(start, place, class, done.cost);
+                    // A placed run is evidence of a violation, never a sample of the
+                    // seeds' rates: kept only when it settles the cell.
+                    if class == Safety::Unsafe {
+                        self.kept.push(done.summary);
+                    }
+                }
+            }
+        }
     }
 }
 
@@ -316,13 +562,13 @@ struct Sched<T, A> {
 /// Runs every job under `rule` on `threads` threads (at least one) and returns each
 /// cell's [`Outcome`], in the jobs' order. A thread keeps to one cell while it is open,
 /// takes the next unstarted cell when its own stops, and when none is left joins the
-/// open cell with the fewest runs in flight (running its next seed ahead; a result past
-/// the settling seed is dropped). `extract` sees each run's history (`None` for a run
-/// that did not finish), to keep what the caller needs of it, such as latency, and
-/// `fold` adds each kept run's extract to its cell's accumulator, in seed order (so a
-/// cell holds one accumulator, not an extract per run); `on_cell` is told when a cell stops (for a
-/// progress bar). A bad configuration stops everything and is returned with its job's
-/// index.
+/// open cell with the fewest runs in flight (running its next run ahead; a result past
+/// the settling run is dropped). `extract` sees each seeded run's history (`None` for a
+/// run that did not finish), to keep what the caller needs of it, such as latency, and
+/// `fold` adds each kept seeded run's extract to its cell's accumulator, in order (so a
+/// cell holds one accumulator, not an extract per run); `on_cell` is told when a cell
+/// stops (for a progress bar). A bad configuration stops everything and is returned
+/// with its job's index.
 pub fn run_cells<T: Send, A: Default + Send>(
     jobs: &[Job<'_>],
     rule: Rule,
@@ -334,21 +580,33 @@ pub fn run_cells<T: Send, A: Default + Send>(
     let sched = Mutex::new(Sched {
         cells: jobs
             .iter()
-            .map(|j| CellState {
-                next: j.start,
-                in_flight: 0,
-                pending: BTreeMap::new(),
-                kept: Vec::new(),
-                acc: A::default(),
-                tracker: Tracker::new(rule),
-                wall: Duration::ZERO,
-                started: false,
+            .map(|j| {
+                let placeable = (rule.placed && j.scenario.timed_faults() > 0).then_some(true);
+                let mut tracker = Tracker::new(rule);
+                if placeable.is_none() {
+                    tracker.set_placements(0, 0);
+                }
+                // Decided at the first seed's cost.
+                let placeable = placeable.map_or(Some(false), |_| None);
+                CellState {
+                    next: 0,
+                    in_flight: 0,
+                    pending: BTreeMap::new(),
+                    read: 0,
+                    kept: Vec::new(),
+                    acc: A::default(),
+                    tracker,
+                    wall: Duration::ZERO,
+                    started: false,
+                    placeable,
+                    spots: None,
+                }
             })
             .collect(),
         unstarted: 0,
         failure: None,
     });
-    let pick = |s: &mut Sched<T, A>, mine: Option<usize>| -> Option<(usize, u64)> {
+    let pick = |s: &mut Sched<T, A>, mine: Option<usize>| -> Option<(usize, u64, Item)> {
         if s.failure.is_some() {
             return None;
         }
@@ -369,24 +627,37 @@ pub fn run_cells<T: Send, A: Default + Send>(
             }
         }?;
         let c = &mut s.cells[chosen];
+        let item = c.item(c.next, jobs[chosen].start, rule.min_seeds)?;
         c.started = true;
         c.in_flight += 1;
-        let seed = c.next;
+        let k = c.next;
         c.next += 1;
-        Some((chosen, seed))
+        Some((chosen, k, item))
     };
     std::thread::scope(|scope| {
         for _ in 0..threads.max(1) {
             scope.spawn(|| {
                 let mut mine = None;
                 loop {
-                    let Some((i, seed)) = pick(&mut sched.lock().expect("poisoned"), mine) else {
+                    let picked = pick(&mut sched.lock().expect("poisoned"), mine);
+                    let Some((i, k, item)) = picked else {
+                        // Nothing open: cells may be waiting for a bare run another
+                        // thread is running, or every cell is done.
+                        let s = sched.lock().expect("poisoned");
+                        let waiting =
+                            s.failure.is_none() && s.cells.iter().any(|c| c.in_flight > 0);
+                        drop(s);
+                        if waiting {
+                            std::thread::sleep(Duration::from_millis(1));
+                            mine = None;
+                            continue;
+                        }
                         break;
                     };
                     mine = Some(i);
                     let job = jobs[i];
                     let began = Instant::now();
-                    let result = run_one(job, seed, extract);
+                    let result = run_item(job, rule.budget, item, extract);
                     let took = began.elapsed();
                     let mut s = sched.lock().expect("poisoned");
                     let c = &mut s.cells[i];
@@ -396,22 +667,17 @@ pub fn run_cells<T: Send, A: Default + Send>(
                         Err(e) => {
                             s.failure.get_or_insert((i, e));
                         }
-                        Ok(run) => {
+                        Ok(mut done) => {
+                            if let Some((spots, of)) = done.spots.take() {
+                                c.tracker.set_placements(spots.len() as u64, of);
+                                c.spots = Some(spots);
+                            }
                             if c.tracker.settled().is_some() {
-                                // Run ahead of a seed that settled the cell: dropped.
+                                // Run ahead of a run that settled the cell: dropped.
                                 continue;
                             }
-                            c.pending.insert(seed, run);
-                            // Read every run that is next in seed order.
-                            while c.tracker.settled().is_none() {
-                                let next = jobs[i].start + c.tracker.runs();
-                                let Some((summary, extra, cost)) = c.pending.remove(&next) else {
-                                    break;
-                                };
-                                c.tracker.push(next, summary.safety(), cost);
-                                fold(&mut c.acc, extra);
-                                c.kept.push(summary);
-                            }
+                            c.pending.insert(k, done);
+                            c.read_ready(job.start, &rule, fold);
                             if let Some(settled) = c.tracker.settled() {
                                 c.pending.clear();
                                 on_cell(i, settled);
@@ -433,7 +699,7 @@ pub fn run_cells<T: Send, A: Default + Send>(
                 .tracker
                 .settled()
                 .cloned()
-                .expect("a cell is never left open: its seeds run until the rule stops it"),
+                .expect("a cell is never left open: its runs go on until the rule stops it"),
             runs: c.kept,
             acc: c.acc,
             cost: c.tracker.cost,
@@ -442,25 +708,64 @@ pub fn run_cells<T: Send, A: Default + Send>(
         .collect())
 }
 
-/// Runs and judges one seed of `job`: its summary, the caller's extract and its cost
-/// in host runs (0 for a run that did not finish: it is unknown, and the unknown
-/// limit bounds those). Only a bad configuration is an error.
-fn run_one<T>(
+/// Whether a cell whose first seed cost `first` host runs places its fault under
+/// `budget`: when [`crate::place::MIN_SPOTS`] runs like it fit in half the budget. A
+/// five-master or etcd world's run costs ten of a single master's: placing in it would
+/// spend several times its budget and the main job's time with it, and placing in the
+/// replicated worlds (a third of the budget a run) took the seeds that found more
+/// (measured in docs/performance.md, "Placed faults").
+fn placing_fits(budget: Option<u64>, first: u64) -> bool {
+    budget.is_none_or(|b| first.saturating_mul(crate::place::MIN_SPOTS as u64) <= b / 2)
+}
+
+/// Runs and judges one run of `job`: its summary, the caller's extract (a seeded run's)
+/// and its cost in host runs (0 for a run that did not finish: it is unknown, and the
+/// unknown limit bounds those); the bare run also gives its placements. Only a bad
+/// configuration is an error.
+fn run_item<T>(
     job: Job<'_>,
-    seed: u64,
+    budget: Option<u64>,
+    item: Item,
     extract: &(dyn Fn(Option<&History>, &RunSummary) -> T + Sync),
-) -> Result<(RunSummary, T, u64), RunError> {
-    match run_bounded(&config(job.design, job.scenario, seed), DEFAULT_WALL_BUDGET) {
+) -> Result<Done<T>, RunError> {
+    let (seed, scenario) = match item {
+        Item::Seed(seed) => (seed, None),
+        Item::Placed(place) => {
+            let mut s = job.scenario.clone().placed(Some(place));
+            // The bare run traces its client's commands: steps to place at.
+            s.workload.trace_commands = place == Placement::Bare;
+            (job.start, Some(s))
+        }
+    };
+    let scenario = scenario.as_ref().unwrap_or(job.scenario);
+    let seeded = matches!(item, Item::Seed(_));
+    match run_bounded(&config(job.design, scenario, seed), DEFAULT_WALL_BUDGET) {
         Ok(history) => {
-            let summary = summarize(job.scenario, &history);
-            let extra = extract(Some(&history), &summary);
-            Ok((summary, extra, history.stats.host_runs))
+            let summary = summarize(scenario, &history);
+            let extra = seeded.then(|| extract(Some(&history), &summary));
+            let spots = (item == Item::Placed(Placement::Bare)).then(|| {
+                let most = crate::place::affordable(budget, history.stats.host_runs);
+                let (spots, of) = crate::place::spots_in(scenario, &history, most);
+                (spots.iter().map(|s| s.at_ms).collect(), of as u64)
+            });
+            Ok(Done {
+                summary,
+                extra,
+                cost: history.stats.host_runs,
+                spots,
+            })
         }
         Err(e @ RunError::Config(_)) => Err(e),
         Err(e) => {
-            let summary = unfinished(seed, &e);
-            let extra = extract(None, &summary);
-            Ok((summary, extra, 0))
+            let mut summary = unfinished(seed, &e);
+            summary.placement = scenario.placement;
+            let extra = seeded.then(|| extract(None, &summary));
+            Ok(Done {
+                summary,
+                extra,
+                cost: 0,
+                spots: (item == Item::Placed(Placement::Bare)).then(|| (Vec::new(), 0)),
+            })
         }
     }
 }

@@ -11,6 +11,7 @@ pub mod checkers;
 pub mod explore;
 pub mod family;
 pub mod params;
+pub mod place;
 pub mod plancheck;
 pub mod planfile;
 pub mod shrink;

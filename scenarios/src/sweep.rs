@@ -85,6 +85,10 @@ pub struct RunSummary {
     /// fault.
     #[serde(default)]
     pub before_fault: bool,
+    /// Where its scenario's fault was placed, for a placed run
+    /// ([`crate::catalog::Placement`]); `None` for a seed's plan.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub placement: Option<crate::catalog::Placement>,
     /// The history, when the sweep was asked to keep it.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub history: Option<History>,
@@ -187,6 +191,7 @@ pub fn unfinished(seed: u64, why: &RunError) -> RunSummary {
         storage_refused: false,
         stale_write: false,
         before_fault: false,
+        placement: None,
         history: None,
     }
 }
@@ -218,6 +223,7 @@ pub fn summarize(scenario: &Scenario, history: &History) -> RunSummary {
         storage_refused: crate::checkers::storage_refused(history),
         stale_write: crate::checkers::stale_write_accepted(history),
         before_fault,
+        placement: scenario.placement,
         history: None,
     }
 }

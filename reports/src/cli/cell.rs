@@ -21,6 +21,7 @@ fn cell(
     profile: &str,
     params: &[String],
     plan: Option<&std::path::Path>,
+    place: Option<&str>,
 ) -> Result<(DesignSpec, Scenario), BadInput> {
     let d = cx.design(design)?;
     let s = input::with_plan(
@@ -30,6 +31,7 @@ fn cell(
         )?,
         plan,
     )?;
+    let s = input::with_place(s, place, plan.is_some())?;
     input::check_pair(&d, &s)?;
     Ok((d, s))
 }
@@ -50,6 +52,10 @@ pub(super) struct RunArgs {
     /// default: the main job's).
     #[arg(long)]
     budget: Option<String>,
+    /// Adaptive seeds without placed faults: the seeds alone, as the search was before
+    /// it placed faults at a client's steps (to measure what placement finds).
+    #[arg(long)]
+    seeds_only: bool,
     /// Worker threads (default: all cores).
     #[arg(long)]
     threads: Option<usize>,
@@ -65,6 +71,10 @@ pub(super) struct RunArgs {
     /// A hand-written fault plan (JSON) instead of the seed's.
     #[arg(long)]
     plan: Option<std::path::PathBuf>,
+    /// Place the scenario's fault at this millisecond instead of the seed's times
+    /// (`none`: the world's standing faults only), as the main job's placed runs do.
+    #[arg(long)]
+    place: Option<String>,
     /// Print JSON.
     #[arg(long)]
     json: bool,
@@ -88,6 +98,7 @@ impl Exec for RunArgs {
             &a.profile,
             &a.params,
             a.plan.as_deref(),
+            a.place.as_deref(),
         )?;
         let shard = a.shard.resolve()?;
         // Real runs take real time, one at a time: without `--seeds`, five.
@@ -98,7 +109,7 @@ impl Exec for RunArgs {
                 ));
             }
             (true, None) => Seeds::Fixed(0..5),
-            (_, given) => seeds_of(given, a.budget.as_deref(), shard.is_some())?,
+            (_, given) => seeds_of(given, a.budget.as_deref(), shard.is_some(), a.seeds_only)?,
         };
         if a.real
             && let Seeds::Fixed(range) = &seeds
@@ -148,6 +159,10 @@ pub(super) struct ReplayArgs {
     /// A hand-written fault plan (JSON) instead of the seed's.
     #[arg(long)]
     plan: Option<std::path::PathBuf>,
+    /// Place the scenario's fault at this millisecond instead of the seed's times
+    /// (`none`: the world's standing faults only), as the main job's placed runs do.
+    #[arg(long)]
+    place: Option<String>,
     /// Events shown before and after the first violation.
     #[arg(long, default_value_t = 12)]
     context: usize,
@@ -172,6 +187,7 @@ impl Exec for ReplayArgs {
             &a.profile,
             &a.params,
             a.plan.as_deref(),
+            a.place.as_deref(),
         )?;
         let diagram = a
             .diagram
@@ -211,6 +227,10 @@ pub(super) struct ShrinkArgs {
     /// Start from a plan file instead of the seed's plan.
     #[arg(long)]
     plan: Option<std::path::PathBuf>,
+    /// Start from the scenario's fault placed at this millisecond (`none`: the world's
+    /// standing faults only), as a placed run of the main job.
+    #[arg(long)]
+    place: Option<String>,
     /// Where to write the minimal plan [default: shrunk-DESIGN-SCENARIO-SEED.json].
     #[arg(long)]
     out: Option<std::path::PathBuf>,
@@ -239,6 +259,7 @@ impl Exec for ShrinkArgs {
             &a.profile,
             &a.params,
             a.plan.as_deref(),
+            a.place.as_deref(),
         )?;
         let out = a.out.clone().unwrap_or_else(|| {
             format!("shrunk-{}-{}-{}.json", a.design, a.scenario, a.seed).into()

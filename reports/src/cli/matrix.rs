@@ -16,7 +16,12 @@ use crate::seeds::{rule_with, seeds_of};
 pub(super) fn main_job(cli: &Cli, cx: &Cx) -> Result<ExitCode, BadInput> {
     let shard = cli.shard.resolve()?;
     // Without `--seeds`, shards split the cells, not a seed range.
-    let seeds = seeds_of(cli.seeds.as_deref(), cli.budget.as_deref(), false)?;
+    let seeds = seeds_of(
+        cli.seeds.as_deref(),
+        cli.budget.as_deref(),
+        false,
+        cli.seeds_only,
+    )?;
     Ok(commands::catalog_table(
         &cx.every_design(),
         seeds,
@@ -205,7 +210,12 @@ impl Exec for ReportCliArgs {
             ));
         }
         let args = crate::report::ReportArgs {
-            seeds: seeds_of(a.seeds.as_deref(), a.budget.as_deref(), shard.is_some())?,
+            seeds: seeds_of(
+                a.seeds.as_deref(),
+                a.budget.as_deref(),
+                shard.is_some(),
+                false,
+            )?,
             sweep_seeds: input::parse_seeds(&a.sweep_seeds)?,
             designs,
             scenarios,
@@ -256,6 +266,10 @@ pub(super) struct CompletenessArgs {
     /// budget costs in completeness) [default: the main job's].
     #[arg(long)]
     budget: Option<String>,
+    /// Adaptive seeds without placed faults: the seeds alone, as the search was before
+    /// it placed faults at a client's steps (to measure what placement finds).
+    #[arg(long)]
+    seeds_only: bool,
     /// How many of the default pass's slowest cells to list.
     #[arg(long, default_value_t = 25)]
     slowest: usize,
@@ -289,7 +303,7 @@ impl Exec for CompletenessArgs {
         }
         let of = pairs.len();
         let pairs = crate::bench::sample(&pairs, a.sample as usize);
-        let rule = rule_with(a.budget.as_deref())?;
+        let rule = rule_with(a.budget.as_deref(), a.seeds_only)?;
         let deep = if a.deep == "0" {
             0..0
         } else {

@@ -46,6 +46,10 @@ struct Cli {
     /// merge` split that time).
     #[arg(long)]
     budget: Option<String>,
+    /// Adaptive seeds without placed faults: the seeds alone, as the search was before
+    /// it placed faults at a client's steps (to measure what placement finds).
+    #[arg(long)]
+    seeds_only: bool,
     /// Worker threads (default: all cores).
     #[arg(long)]
     threads: Option<usize>,

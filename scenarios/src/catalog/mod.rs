@@ -48,11 +48,11 @@ mod server;
 mod slow_work;
 mod zookeeper;
 
-use std::ops::Range;
+use std::ops::{Range, RangeInclusive};
 
-use rand::distr::uniform::SampleRange;
 use rand::{RngExt, SeedableRng};
 use rand_chacha::ChaCha8Rng;
+use serde::{Deserialize, Serialize};
 use sim::faults::{Fault, FaultPlan};
 use sim::history::History;
 use sim::world::{ServerSpec, Workload, sub_seed};
@@ -225,12 +225,50 @@ pub struct Draw<'a> {
     pub window: Range<u64>,
     /// Quantities pinned by `--param`.
     pins: &'a [(Param, u64)],
+    /// A placed run's placement (see [`Placement`]); `None` for a seeded plan.
+    place: Option<Placement>,
+    /// Timed faults drawn so far (each [`Draw::timed`] call is one).
+    timed: usize,
 }
 
+/// Where a placed run puts its scenario's fault, in place of the times the seed draws.
+///
+/// A plan's *timed* faults are those whose start goes through [`Draw::timed`] (every
+/// [`Draw::at`] does); faults at fixed times (a lag for the whole run from time zero)
+/// are the world's standing faults. A placed plan keeps the standing faults, puts the
+/// first timed fault at the placement and leaves the other timed faults out. Every
+/// other draw (targets, sizes: the scenario's ranges already outlast the lease where a
+/// length matters) is the seed's, in the seed's order.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Placement {
+    /// No timed fault: the standing faults alone (the run whose steps the placements
+    /// are read from).
+    Bare,
+    /// The first timed fault at this millisecond.
+    At(u64),
+}
+
+/// A timed fault a placed plan leaves out starts here (and is then dropped).
+const LEFT_OUT: u64 = u64::MAX / 4;
+
 impl Draw<'_> {
-    /// A start time in [`Draw::window`].
+    /// A start time in [`Draw::window`] (a timed fault's: see [`Placement`]).
     pub fn at(&mut self) -> u64 {
-        self.rng.random_range(self.window.clone())
+        let drawn = self.rng.random_range(self.window.clone());
+        self.timed(drawn)
+    }
+
+    /// A timed fault's start, `drawn` from the seed: the seed's time in a seeded plan,
+    /// the placement's for a placed plan's first timed fault, left out for the others.
+    pub fn timed(&mut self, drawn: u64) -> u64 {
+        let n = self.timed;
+        self.timed += 1;
+        match self.place {
+            None => drawn,
+            Some(Placement::At(ms)) if n == 0 => ms,
+            Some(_) => LEFT_OUT,
+        }
     }
 
     /// A crashed server's downtime, `restart-ms`: unless pinned, drawn from half to
@@ -251,7 +289,7 @@ impl Draw<'_> {
     /// The quantity `param`, drawn from `range` unless it is pinned (then the pinned
     /// value). It is drawn either way, so pinning one quantity leaves every other draw
     /// as the seed made it.
-    pub fn quantity(&mut self, param: Param, range: impl SampleRange<u64>) -> u64 {
+    pub fn quantity(&mut self, param: Param, range: RangeInclusive<u64>) -> u64 {
         let drawn = self.rng.random_range(range);
         self.pins
             .iter()
@@ -282,6 +320,8 @@ pub struct Scenario {
     pub(crate) params: Vec<(Param, u64)>,
     /// The time scale its world was built at (`--profile`; the catalog's by default).
     pub profile: Profile,
+    /// Where its fault is placed instead of drawn (`--place MS`; see [`Placement`]).
+    pub placement: Option<Placement>,
 }
 
 /// The shape of a scenario's world, which decides the designs it runs.
@@ -349,6 +389,7 @@ impl Scenario {
             def,
             params: Vec::new(),
             profile: Profile::Catalog,
+            placement: None,
         }
     }
 
@@ -471,12 +512,47 @@ impl Scenario {
             rng: ChaCha8Rng::seed_from_u64(sub_seed(seed, sim::seed::stream::FAULT_PLAN)),
             workload: w,
             lease: w.lease_ms,
-            window: 300..w.duration_ms.saturating_sub(w.lease_ms * 4).max(301),
+            window: self.fault_window(),
             pins: &self.params,
+            place: self.placement,
+            timed: 0,
         };
-        FaultPlan {
-            faults: (self.def.plan)(&mut draw),
+        let mut faults = (self.def.plan)(&mut draw);
+        faults.retain(|f| f.at_ms < LEFT_OUT);
+        FaultPlan { faults }
+    }
+
+    /// Where its plans draw fault start times: after warm-up, and early enough for
+    /// their effects to show.
+    pub fn fault_window(&self) -> Range<u64> {
+        let w = &self.workload;
+        300..w.duration_ms.saturating_sub(w.lease_ms * 4).max(301)
+    }
+
+    /// This scenario with its fault placed (`Some`) or drawn from the seed (`None`).
+    pub fn placed(mut self, placement: Option<Placement>) -> Scenario {
+        self.placement = placement;
+        self
+    }
+
+    /// How many timed faults its plan draws (none: nothing to place; see
+    /// [`Placement`]).
+    pub fn timed_faults(&self) -> usize {
+        if self.fixed_plan.is_some() {
+            return 0;
         }
+        let w = &self.workload;
+        let mut draw = Draw {
+            rng: ChaCha8Rng::seed_from_u64(0),
+            workload: w,
+            lease: w.lease_ms,
+            window: self.fault_window(),
+            pins: &self.params,
+            place: None,
+            timed: 0,
+        };
+        (self.def.plan)(&mut draw);
+        draw.timed
     }
 
     /// This scenario with `param` pinned to `value`, or an error naming the scenarios
@@ -529,6 +605,11 @@ impl Scenario {
             .iter()
             .map(|(p, v)| format!(" --param {p}={v}"))
             .collect();
-        profile + &params
+        let place = match self.placement {
+            None => String::new(),
+            Some(Placement::Bare) => " --place none".into(),
+            Some(Placement::At(ms)) => format!(" --place {ms}"),
+        };
+        profile + &params + &place
     }
 }

@@ -118,7 +118,10 @@ fn failover(d: &mut Draw) -> Vec<Fault> {
         })
         .collect();
     faults.push(Fault {
-        at_ms: d.rng.random_range(at(1_500)..=at(2_500)),
+        at_ms: {
+            let drawn = d.rng.random_range(at(1_500)..=at(2_500));
+            d.timed(drawn)
+        },
         kind: FaultKind::MachineCrash {
             target: Target::UnreplicatedLockMaster {
                 within_ms: at(5_000),

@@ -43,7 +43,8 @@ fn mysql_world(base: &Workload) -> Workload {
 fn within_the_run(d: &mut Draw) -> u64 {
     let w = d.workload;
     let last = w.duration_ms.saturating_sub(w.work_ms).max(301);
-    d.rng.random_range(300..last)
+    let drawn = d.rng.random_range(300..last);
+    d.timed(drawn)
 }
 
 pub(super) static MYSQL_CONNECTION_DROP: Def = Def {
@@ -113,7 +114,10 @@ fn holder_long_pauses(d: &mut Draw) -> Vec<Fault> {
     let half = d.workload.duration_ms / 2;
     (0..3)
         .map(|_| Fault {
-            at_ms: d.rng.random_range(300..half.max(301)),
+            at_ms: {
+                let drawn = d.rng.random_range(300..half.max(301));
+                d.timed(drawn)
+            },
             kind: FaultKind::Pause {
                 target: Target::Holder,
                 duration_ms: d.quantity(Param::PauseMs, timeout_ms * 6 / 5..=timeout_ms * 2),
@@ -165,7 +169,10 @@ pub(super) static MYSQL_FAILOVER: Def = Def {
 /// the replica would get the grant 10 ms late (see Redis's `failover`).
 fn primary_crash(d: &mut Draw) -> Vec<Fault> {
     vec![Fault {
-        at_ms: d.rng.random_range(300..=2_000),
+        at_ms: {
+            let drawn = d.rng.random_range(300..=2_000);
+            d.timed(drawn)
+        },
         kind: FaultKind::MachineCrash {
             target: Target::UnreplicatedLockMaster { within_ms: 6_000 },
             restart_after_ms: None,

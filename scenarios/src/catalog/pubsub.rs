@@ -1,5 +1,6 @@
 //! The server drops pub/sub messages: waiters never hear the unlock.
 
+use rand::RngExt;
 use sim::faults::{Fault, FaultKind};
 use sim::world::Workload;
 
@@ -26,7 +27,8 @@ pub(super) static UNLOCK_MESSAGE_LOST: Def = Def {
 
 /// Two long windows with a short gap at a seed-chosen time.
 fn plan(d: &mut Draw) -> Vec<Fault> {
-    let gap_at = d.at();
+    // Not a timed fault (nothing here to place: the gap is where the fault is not).
+    let gap_at = d.rng.random_range(d.window.clone());
     vec![
         Fault {
             at_ms: 200,

@@ -157,7 +157,8 @@ fn bare_majority(d: &mut Draw, hit: Hit) -> Vec<Fault> {
         within_ms: w.duration_ms,
     };
     // Early, so client-1 has the whole run to take the lock.
-    let at_ms = d.rng.random_range(300..=1_000);
+    let drawn = d.rng.random_range(300..=1_000);
+    let at_ms = d.timed(drawn);
     faults.push(Fault {
         at_ms,
         kind: match hit {

@@ -135,7 +135,10 @@ fn failover(d: &mut Draw) -> Vec<Fault> {
             },
         },
         Fault {
-            at_ms: d.rng.random_range(300..=2_000),
+            at_ms: {
+                let drawn = d.rng.random_range(300..=2_000);
+                d.timed(drawn)
+            },
             kind: FaultKind::MachineCrash {
                 target: Target::UnreplicatedLockMaster { within_ms: 6_000 },
                 // Back (empty, no persistence) after the failover; Sentinel turns it
@@ -162,7 +165,10 @@ fn failover_wait(d: &mut Draw) -> Vec<Fault> {
             },
         },
         Fault {
-            at_ms: d.rng.random_range(300..=2_000),
+            at_ms: {
+                let drawn = d.rng.random_range(300..=2_000);
+                d.timed(drawn)
+            },
             kind: FaultKind::Partition {
                 a: vec![
                     Target::FreshLockMaster { within_ms: 4_000 },
@@ -180,7 +186,10 @@ fn failover_wait(d: &mut Draw) -> Vec<Fault> {
 /// `start`.
 fn split_brain(d: &mut Draw, start: std::ops::RangeInclusive<u64>) -> Vec<Fault> {
     vec![Fault {
-        at_ms: d.rng.random_range(start),
+        at_ms: {
+            let drawn = d.rng.random_range(start);
+            d.timed(drawn)
+        },
         kind: FaultKind::Partition {
             a: vec![Target::Holder, Target::Host("redis".into())],
             b: vec![Target::Rest],

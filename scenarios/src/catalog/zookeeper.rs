@@ -125,7 +125,8 @@ fn follower_lags(d: &mut Draw) -> Vec<Fault> {
     let (start, end) = (d.window.start, d.window.end);
     let quarter = (end.saturating_sub(start) / 4).max(8 * tick + 1);
     for i in 0..4 {
-        let at_ms = start + i * quarter + d.rng.random_range(0..quarter - 8 * tick);
+        let drawn = start + i * quarter + d.rng.random_range(0..quarter - 8 * tick);
+        let at_ms = d.timed(drawn);
         let duration_ms = d.rng.random_range(3 * tick..=4 * tick);
         faults.push(Fault {
             at_ms,

@@ -3,12 +3,15 @@
 
 use crate::common;
 
-use scenarios::adaptive::{CLEAN_RUNS, Job, Rule, Settled, Tracker, Weak, run_cells};
+use scenarios::adaptive::{CLEAN_RUNS, Cover, Job, Rule, Settled, Tracker, Weak, run_cells};
+use scenarios::catalog::Placement;
 use scenarios::checkers::Safety;
 
+/// The seeds alone (nothing placed), without a budget.
 fn no_budget() -> Rule {
     Rule {
         budget: None,
+        placed: false,
         ..Rule::DEFAULT
     }
 }
@@ -21,7 +24,10 @@ fn the_first_unsafe_run_settles_a_cell_at_its_seed() {
     assert!(t.push(2, Safety::Unknown, 10).is_none());
     assert_eq!(
         t.push(3, Safety::Unsafe, 10),
-        Some(&Settled::Violation { seed: 3 })
+        Some(&Settled::Violation {
+            seed: 3,
+            place: None
+        })
     );
     assert_eq!(t.runs(), 4);
 }
@@ -43,6 +49,7 @@ fn sixty_clean_runs_bound_a_cell_below_five_percent_and_stop_it() {
         wanted,
         upper,
         weak,
+        placed: None,
     }) = t.push(CLEAN_RUNS - 1, Safety::Safe, 1).cloned()
     else {
         panic!("60 clean runs bound the cell");
@@ -72,7 +79,8 @@ fn unknown_runs_are_not_clean_and_too_many_stop_the_cell_with_a_weak_bound() {
             clean: 1,
             wanted: 60,
             upper: Some(0.95),
-            weak: Some(Weak::Unknown)
+            weak: Some(Weak::Unknown),
+            placed: None,
         }
     );
 }
@@ -81,6 +89,8 @@ fn unknown_runs_are_not_clean_and_too_many_stop_the_cell_with_a_weak_bound() {
 fn a_cell_that_spends_its_budget_stops_with_a_weak_bound_unless_that_run_was_unsafe() {
     let rule = Rule {
         budget: Some(100),
+        min_seeds: 0,
+        placed: false,
         ..Rule::DEFAULT
     };
     let mut t = Tracker::new(rule);
@@ -98,7 +108,10 @@ fn a_cell_that_spends_its_budget_stops_with_a_weak_bound_unless_that_run_was_uns
     assert!(t.push(0, Safety::Safe, 60).is_none());
     assert_eq!(
         t.push(1, Safety::Unsafe, 60),
-        Some(&Settled::Violation { seed: 1 })
+        Some(&Settled::Violation {
+            seed: 1,
+            place: None
+        })
     );
 }
 
@@ -121,7 +134,13 @@ fn an_unsafe_cell_stops_at_its_first_violation_even_with_runs_ahead_on_other_thr
             &|_, _| {},
         )
         .expect("runs");
-        assert_eq!(out[0].settled, Settled::Violation { seed: 0 });
+        assert_eq!(
+            out[0].settled,
+            Settled::Violation {
+                seed: 0,
+                place: None
+            }
+        );
         assert_eq!(
             out[0].runs.len(),
             1,
@@ -198,10 +217,11 @@ fn adaptive_cells_are_the_same_on_one_thread_or_two() {
         .into_iter()
         .map(|o| {
             let runs: Vec<(u64, u64)> = o.runs.iter().map(|r| (r.seed, r.digest)).collect();
+            let seeded = o.runs.iter().filter(|r| r.placement.is_none());
             assert_eq!(
                 o.acc,
-                runs.iter().map(|(_, d)| *d).collect::<Vec<_>>(),
-                "extracts folded in seed order, only the kept runs'"
+                seeded.map(|r| r.digest).collect::<Vec<_>>(),
+                "extracts folded in seed order, only the kept seeded runs'"
             );
             (runs, o.settled, o.cost)
         })
@@ -212,4 +232,102 @@ fn adaptive_cells_are_the_same_on_one_thread_or_two() {
     // The subset has cells of both kinds, so the test means something.
     assert!(one.iter().any(|(_, s, _)| s.violation().is_some()));
     assert!(one.iter().any(|(_, s, _)| s.violation().is_none()));
+}
+
+#[test]
+fn a_budget_never_stops_a_cell_before_its_placements_and_its_fewest_seeds() {
+    let rule = Rule {
+        budget: Some(100),
+        min_seeds: 2,
+        ..Rule::DEFAULT
+    };
+    let mut t = Tracker::new(rule);
+    assert!(t.push(0, Safety::Safe, 500).is_none(), "one seed: too few");
+    assert!(
+        t.push_placed(0, Placement::Bare, Safety::Safe, 500)
+            .is_none(),
+        "the placements are not known yet"
+    );
+    t.set_placements(2, 2);
+    assert!(
+        t.push_placed(0, Placement::At(400), Safety::Safe, 500)
+            .is_none()
+    );
+    assert!(
+        t.push(1, Safety::Safe, 500).is_none(),
+        "a placement is left"
+    );
+    let settled = t
+        .push_placed(0, Placement::At(401), Safety::Safe, 500)
+        .cloned()
+        .expect("placements done, two seeds, budget spent");
+    assert_eq!(settled.cover(), Some(Cover { tried: 2, of: 2 }));
+    assert!(settled.is_weak());
+    assert_eq!(
+        settled.text(),
+        "2 of 60 clean runs (budget spent): unsafe rate < 78% at 95%; all 2 placements clean"
+    );
+}
+
+#[test]
+fn a_placed_unsafe_run_settles_the_cell_naming_its_placement() {
+    let mut t = Tracker::new(Rule::DEFAULT);
+    assert!(t.push(0, Safety::Safe, 1).is_none());
+    assert!(t.push_placed(0, Placement::Bare, Safety::Safe, 1).is_none());
+    t.set_placements(5, 5);
+    let settled = t
+        .push_placed(0, Placement::At(812), Safety::Unsafe, 1)
+        .cloned()
+        .expect("unsafe");
+    assert_eq!(settled.placement(), Some(Placement::At(812)));
+    assert_eq!(settled.text(), "unsafe at seed 0, fault placed at 812 ms");
+}
+
+/// The placed search's reason to be: `fenced × slow-work` is unsafe when a holder's
+/// critical section overruns its lease right as its write goes out, a moment random
+/// plans reach in about two seeds of a hundred (fewer than one in twenty here), and
+/// the placed run just after the acquisition's first step reaches at seed 0. The
+/// placed run replays from its placement alone (`--place`), with the same verdict.
+#[test]
+fn a_placed_fault_breaks_a_cell_that_random_plans_rarely_break() {
+    let d = common::design("fenced");
+    let s = common::scenario("slow-work");
+    let seeded = scenarios::sweep::sweep(&d, &s, 0..100, 2, false, &|_, _| {}).expect("runs");
+    let unsafe_seeds = seeded
+        .iter()
+        .filter(|r| r.safety() == Safety::Unsafe)
+        .count();
+    assert!(
+        unsafe_seeds * 20 < seeded.len(),
+        "random plans: {unsafe_seeds} unsafe of {}",
+        seeded.len()
+    );
+    let jobs = [Job {
+        design: &d,
+        scenario: &s,
+        start: 0,
+    }];
+    let out = run_cells(
+        &jobs,
+        Rule::DEFAULT,
+        2,
+        &|_, _| (),
+        &|_: &mut (), _| {},
+        &|_, _| {},
+    )
+    .expect("runs");
+    let Settled::Violation {
+        seed: 0,
+        place: Some(place @ Placement::At(_)),
+    } = out[0].settled
+    else {
+        panic!("a placed run settles the cell: {:?}", out[0].settled);
+    };
+    let placed = out[0].runs.last().expect("the violating run is kept");
+    assert_eq!(placed.placement, Some(place));
+    assert_eq!(placed.safety(), Safety::Unsafe);
+    assert!(placed.fault_seen.is_some(), "the placed fault happened");
+    let again =
+        scenarios::sweep::run_seed(&d, &s.clone().placed(Some(place)), 0, false).expect("replays");
+    assert_eq!(again.digest, placed.digest, "a placed run replays exactly");
 }
