@@ -31,7 +31,10 @@ fn python_available(python: &Path, setup: &str) -> bool {
         .is_ok_and(|o| o.status.success());
     if !found {
         if std::env::var_os("LOCKSIM_REQUIRE_REDIS").is_some() {
-            panic!("LOCKSIM_REQUIRE_REDIS is set but {} does not run; {setup}", python.display());
+            panic!(
+                "LOCKSIM_REQUIRE_REDIS is set but {} does not run; {setup}",
+                python.display()
+            );
         }
         lock_impl::testing::skipped(&format!(
             "{} does not run; {setup} to run the foreign-client tests",
@@ -44,8 +47,10 @@ fn python_available(python: &Path, setup: &str) -> bool {
 /// The Python of the clients' virtual environment (docs/clients.md's setup line,
 /// which .ci/run runs), if it is there.
 fn venv_python() -> Option<PathBuf> {
-    let python = std::env::var_os("LOCKSIM_CLIENTS_PYTHON")
-        .map_or_else(|| repo().join("target/clients-venv/bin/python"), PathBuf::from);
+    let python = std::env::var_os("LOCKSIM_CLIENTS_PYTHON").map_or_else(
+        || repo().join("target/clients-venv/bin/python"),
+        PathBuf::from,
+    );
     python_available(
         &python,
         "make it with `python3 -m venv target/clients-venv && target/clients-venv/bin/pip \
@@ -59,7 +64,10 @@ fn run(
     command: &str,
     s: &str,
     seeds: std::ops::Range<u64>,
-) -> (reports::table::CellResult, Vec<scenarios::sweep::RunSummary>) {
+) -> (
+    reports::table::CellResult,
+    Vec<scenarios::sweep::RunSummary>,
+) {
     let f = Foreign::new(command, "redis").unwrap();
     let sc = scenario(s).unwrap();
     let d = f.design(&sc).unwrap();
@@ -84,12 +92,22 @@ fn a_client_written_by_hand_in_python_gets_a_verdict() {
     assert_eq!(cell.design, format!("client:{command}"));
     assert_eq!(cell.runs, 2);
     assert!(runs.iter().all(|r| r.acquisitions > 0), "{runs:?}");
-    assert!(cell.fault_seen >= 1, "the pause outlasted the lease: {cell:?}");
     assert!(
-        cell.per_checker.get("mutual-exclusion").copied().unwrap_or(0) >= 1,
+        cell.fault_seen >= 1,
+        "the pause outlasted the lease: {cell:?}"
+    );
+    assert!(
+        cell.per_checker
+            .get("mutual-exclusion")
+            .copied()
+            .unwrap_or(0)
+            >= 1,
         "two holders: {cell:?}"
     );
-    assert!(cell.classes.get("unsafe").copied().unwrap_or(0) >= 1, "{cell:?}");
+    assert!(
+        cell.classes.get("unsafe").copied().unwrap_or(0) >= 1,
+        "{cell:?}"
+    );
     assert_eq!(cell.classes.get("safe"), None, "{cell:?}");
 }
 
@@ -120,7 +138,11 @@ fn redis_pys_own_lock_gives_two_holders_under_gc_pause_as_its_port_does() {
         "{cell:?}"
     );
     assert!(
-        cell.per_checker.get("mutual-exclusion").copied().unwrap_or(0) >= 1,
+        cell.per_checker
+            .get("mutual-exclusion")
+            .copied()
+            .unwrap_or(0)
+            >= 1,
         "{cell:?}"
     );
     assert!(cell.latency.count > 0, "acquire latencies were measured");
@@ -169,7 +191,12 @@ fn marked_processes(started: &Started) -> Vec<String> {
         let environ = std::fs::read(dir.join("environ")).unwrap_or_default();
         let stat = std::fs::read_to_string(dir.join("stat")).unwrap_or_default();
         // After the name's `)`: state, ppid, pgrp.
-        let fields: Vec<&str> = stat.rsplit(')').next().unwrap_or("").split_whitespace().collect();
+        let fields: Vec<&str> = stat
+            .rsplit(')')
+            .next()
+            .unwrap_or("")
+            .split_whitespace()
+            .collect();
         let in_group = fields.get(2) == Some(&started.group.to_string().as_str());
         if !in_group && !environ.split(|b| *b == 0).any(|v| v == needle.as_bytes()) {
             continue;
@@ -205,7 +232,10 @@ fn a_client_of_another_protocol_version_is_refused_naming_it_and_its_line() {
     let command = "sleep 300 & echo 'V 2 from-the-future'; sleep 300";
     let (code, stderr, started) = locksim_client_run(command, "gc-pause", &mark);
     assert_ne!(code, 0, "{stderr}");
-    assert!(stderr.contains(&format!("client `{command}` (client-")), "{stderr}");
+    assert!(
+        stderr.contains(&format!("client `{command}` (client-")),
+        "{stderr}"
+    );
     assert!(stderr.contains("line 1 `V 2 from-the-future`"), "{stderr}");
     assert!(
         stderr.contains("protocol version 2") && stderr.contains("version 1"),
@@ -232,14 +262,21 @@ fn a_client_that_prints_a_garbage_line_ends_the_run_and_every_process_in_it() {
     );
     let (code, stderr, started) = locksim_client_run(&command, "gc-pause", &mark);
     assert_ne!(code, 0, "{stderr}");
-    assert!(stderr.contains(&format!("client `{command}` (client-")), "{stderr}");
+    assert!(
+        stderr.contains(&format!("client `{command}` (client-")),
+        "{stderr}"
+    );
     assert!(
         stderr.contains("line 2 `Exception in thread main`: unknown tag `Exception`"),
         "{stderr}"
     );
     // The servers, every client's sh and the sleeps they started are gone.
     assert_nothing_left(&started);
-    let config = std::fs::read_dir(&dir).unwrap().flatten().next().expect("a config kept");
+    let config = std::fs::read_dir(&dir)
+        .unwrap()
+        .flatten()
+        .next()
+        .expect("a config kept");
     let config: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(config.path()).unwrap()).unwrap();
     let server = config["lock_servers"][0].as_str().unwrap();
@@ -285,7 +322,14 @@ fn a_client_clock_fault_is_refused_for_a_foreign_client_naming_why() {
     );
     // A system the flag does not know is named with the allowed ones.
     let out = Command::new(env!("CARGO_BIN_EXE_locksim"))
-        .args(["run", "--real", "--system", "redys", "--scenario", "gc-pause"])
+        .args([
+            "run",
+            "--real",
+            "--system",
+            "redys",
+            "--scenario",
+            "gc-pause",
+        ])
         .args(["--client", "true"])
         .output()
         .expect("locksim runs");

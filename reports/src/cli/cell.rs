@@ -96,7 +96,14 @@ impl Exec for RunArgs {
             }
             _ => {
                 let design = a.design.as_deref().unwrap_or_default();
-                let (d, s) = cell(cx, design, &a.scenario, &a.profile, &a.params, a.plan.as_deref())?;
+                let (d, s) = cell(
+                    cx,
+                    design,
+                    &a.scenario,
+                    &a.profile,
+                    &a.params,
+                    a.plan.as_deref(),
+                )?;
                 (d, s, None)
             }
         };

@@ -34,7 +34,8 @@ struct RunEntry<'a> {
     replay: String,
 }
 
-/// `locksim run`.
+/// `locksim run`; with `client`, each client of a real run is that foreign program.
+#[allow(clippy::too_many_arguments)]
 pub fn run(
     design: &DesignSpec,
     scenario: &Scenario,

@@ -307,9 +307,7 @@ impl Run {
                             run.fault(&host, index, FaultPhase::End, format!("{host} restarts"))
                         }
                         // A foreign client that cannot restart broke the protocol.
-                        Err(e) if matches!(run.exe, super::Clients::Foreign(_)) => {
-                            run.break_run(e)
-                        }
+                        Err(e) if matches!(run.exe, super::Clients::Foreign(_)) => run.break_run(e),
                         Err(_) => {}
                     }
                 });

@@ -356,9 +356,7 @@ impl Run {
 
     /// A client's storage request `request` (`S <request>`), answered on its stdin.
     fn serve_storage(&self, request: &str, stdin: &Mutex<ChildStdin>) {
-        let reply = self
-            .storage
-            .handle(request, &self.recorder, self.now_us());
+        let reply = self.storage.handle(request, &self.recorder, self.now_us());
         write_line(stdin, &format!("S {}", reply.trim_end()));
     }
 

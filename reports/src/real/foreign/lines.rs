@@ -67,9 +67,11 @@ pub(super) fn parse(line: &str, now_us: u64, key: &str) -> Result<Line, String> 
     match tag {
         "O" => op(rest, now_us, key),
         "S" if !rest.is_empty() => Ok(Line::Storage(rest.to_string())),
-        "S" => Err("a storage request needs its request: `S R <client> <token>` or \
+        "S" => Err(
+            "a storage request needs its request: `S R <client> <token>` or \
                     `S W <client> <read> <value> <token>`"
-            .into()),
+                .into(),
+        ),
         "P" => Ok(Line::PausePoint),
         "H" => rest
             .trim()
@@ -86,12 +88,9 @@ pub(super) fn parse(line: &str, now_us: u64, key: &str) -> Result<Line, String> 
 fn op(rest: &str, now_us: u64, key: &str) -> Result<Line, String> {
     let mut words = rest.splitn(5, ' ');
     let mut next = |what: &str| {
-        words
-            .next()
-            .filter(|w| !w.is_empty())
-            .ok_or_else(|| {
-                format!("an `O` line is `O <at_us> <id> <phase> <op> [field=value ...]`: no {what}")
-            })
+        words.next().filter(|w| !w.is_empty()).ok_or_else(|| {
+            format!("an `O` line is `O <at_us> <id> <phase> <op> [field=value ...]`: no {what}")
+        })
     };
     let at = next("stamp")?;
     let at_us: u64 = at

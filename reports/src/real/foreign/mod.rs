@@ -35,8 +35,8 @@ use sim::world::Workload;
 use super::{ClientProc, Clients, Run, signal_group, write_line};
 use crate::latency::LatencySummary;
 use crate::table::CellResult;
-pub use lines::PROTOCOL;
 use lines::Line;
+pub use lines::PROTOCOL;
 
 /// How long a client has from its start to its hello.
 const HELLO_WITHIN: Duration = Duration::from_secs(20);
@@ -209,9 +209,8 @@ impl Drop for Started {
 
 /// Starts `f`'s `n` client processes at once and reads each one's hello.
 pub(super) fn start_all(f: &Foreign, n: u32) -> Result<Vec<Started>, String> {
-    let spawned: Vec<Result<Spawned, String>> = (1..=n)
-        .map(|i| spawn(f, &format!("client-{i}")))
-        .collect();
+    let spawned: Vec<Result<Spawned, String>> =
+        (1..=n).map(|i| spawn(f, &format!("client-{i}"))).collect();
     spawned
         .into_iter()
         .enumerate()
@@ -335,9 +334,8 @@ fn hello(f: &Foreign, host: &str, s: Spawned) -> Result<Started, String> {
             stderr_tail(&started.stderr)
         ));
     };
-    started.hello = lines::hello(&first).map_err(|why| {
-        format!("{who} broke the protocol at its line 1 `{first}`: {why}")
-    })?;
+    started.hello = lines::hello(&first)
+        .map_err(|why| format!("{who} broke the protocol at its line 1 `{first}`: {why}"))?;
     Ok(started)
 }
 
@@ -402,7 +400,10 @@ impl Run {
             incarnation,
             seed: self.cfg.seed,
             system: f.system.name().to_lowercase(),
-            servers: addrs.iter().map(|(k, a)| (k.clone(), a.to_string())).collect(),
+            servers: addrs
+                .iter()
+                .map(|(k, a)| (k.clone(), a.to_string()))
+                .collect(),
             lock_servers: self.servers.lock().expect("servers").lock_servers.clone(),
             login: self.login.clone().map(|(user, password, database)| Login {
                 user,
@@ -422,7 +423,10 @@ impl Run {
             epoch_ns: self.epoch_ns,
         };
         let stdin = Arc::new(Mutex::new(started.stdin.take().expect("its stdin")));
-        write_line(&stdin, &serde_json::to_string(&config).expect("serializable"));
+        write_line(
+            &stdin,
+            &serde_json::to_string(&config).expect("serializable"),
+        );
         let child = started.child.take().expect("its process");
         let pid = child.id();
         self.clients.lock().expect("clients").insert(
@@ -519,7 +523,13 @@ pub fn run_cell(
     let dir: String = design
         .name
         .chars()
-        .map(|c| if c.is_ascii_alphanumeric() || c == '-' { c } else { '_' })
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '-' {
+                c
+            } else {
+                '_'
+            }
+        })
         .take(60)
         .collect();
     for seed in seeds {
