@@ -156,6 +156,25 @@ struct Started {
     mark: String,
 }
 
+#[test]
+fn a_foreign_holder_is_crashed_by_the_servers_record_of_its_own_owner_value_and_restarts() {
+    if !lock_impl::testing::redis_server_available() {
+        return;
+    }
+    let Some(python) = venv_python() else { return };
+    let adapter = repo().join("clients/python/redis_py_lock.py");
+    let command = format!("{} {}", quoted(&python), quoted(&adapter));
+    // redis-py's owner values are its own (uuid1), naming no client: the runner maps
+    // a server's value to the client it was granted to, so the `lock-owner` crashes
+    // find their client and the probe reads the servers' record.
+    let (cell, runs) = run(&command, "client-crash", 0..1);
+    assert_eq!(
+        cell.fault_seen, 1,
+        "a client crashed holding the lock: {cell:?}"
+    );
+    assert!(runs[0].acquisitions > 0, "{runs:?}");
+}
+
 /// Runs `locksim run --real --client <command>` as a process of its own, in a process
 /// group of its own and marked, so that every process it starts can be found
 /// afterwards; its exit code and stderr.

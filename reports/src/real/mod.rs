@@ -120,6 +120,10 @@ struct Run {
     /// What each server held under the lock key when last asked (absent: no
     /// key): the servers' own record, sampled (see [`Run::note_lock_value`]).
     lock_values: Mutex<BTreeMap<String, String>>,
+    /// Every owner value a client was granted the lock with → that client: how a
+    /// server's value names its client when the value does not (a foreign client's
+    /// library makes its own owner values).
+    owners: Mutex<HashMap<String, String>>,
     /// Servers killed and not yet back: the poller leaves their record alone
     /// (their restart records what it lost).
     down: Mutex<std::collections::BTreeSet<String>>,
@@ -340,6 +344,10 @@ impl Run {
                 }
                 sim::history::Phase::Ok => {
                     self.grants.fetch_add(1, Ordering::Relaxed);
+                    if let Some(owner) = &op.owner {
+                        let mut owners = self.owners.lock().expect("owners");
+                        owners.insert(owner.clone(), host.to_string());
+                    }
                 }
                 _ => {}
             }
@@ -527,6 +535,7 @@ fn start(cfg: &RunConfig, exe: Clients) -> Result<(Arc<Run>, Vec<u64>), String> 
                 .collect(),
         ),
         lock_values: Mutex::new(BTreeMap::new()),
+        owners: Mutex::new(HashMap::new()),
         down: Mutex::new(Default::default()),
         over: AtomicBool::new(false),
         broken: Mutex::new(None),
