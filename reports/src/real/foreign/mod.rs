@@ -518,6 +518,9 @@ pub fn run_cell(
     seeds: Range<u64>,
     bar: &ProgressBar,
 ) -> Result<(CellResult, Vec<RunSummary>, LatencySummary), String> {
+    // A client that exits on its own may still be written to before its end is read:
+    // that write fails (EPIPE) instead of ending locksim with SIGPIPE.
+    let _sigpipe = IgnoreSigpipe::new();
     let mut latency = LatencySummary::default();
     let mut runs = Vec::new();
     let dir: String = design
@@ -537,7 +540,11 @@ pub fn run_cell(
         let logs = std::env::temp_dir()
             .join("locksim-real-logs")
             .join(format!("{dir}-{}-seed-{seed}", scenario.name));
-        let history = super::run_real_with(&cfg, Clients::Foreign(f.clone()), Some(&logs))?;
+        let history = super::run_real_with(&cfg, Clients::Foreign(f.clone()), Some(&logs))
+            .inspect_err(|_| {
+                // A run the client broke leaves nothing behind: its error says why.
+                let _ = std::fs::remove_dir_all(&logs);
+            })?;
         if let Ok(l) = LatencySummary::from_history(&history) {
             latency.merge(&l);
         }
@@ -556,4 +563,21 @@ pub fn run_cell(
     let mut cell = crate::cells::cell_of(design, scenario, &runs, &latency);
     cell.replay = cell.first_invalid_seed.map(|seed| f.replay(scenario, seed));
     Ok((cell, runs, latency))
+}
+
+/// SIGPIPE ignored while it lives, restored as it was after.
+struct IgnoreSigpipe(libc::sighandler_t);
+
+impl IgnoreSigpipe {
+    fn new() -> Self {
+        // SAFETY: changing a signal's disposition; the previous one is kept to restore.
+        Self(unsafe { libc::signal(libc::SIGPIPE, libc::SIG_IGN) })
+    }
+}
+
+impl Drop for IgnoreSigpipe {
+    fn drop(&mut self) {
+        // SAFETY: restoring the disposition `new` found.
+        unsafe { libc::signal(libc::SIGPIPE, self.0) };
+    }
 }
