@@ -20,6 +20,10 @@ docs/clients.md for the protocol; redis_py_lock.py is an adapter.
         def validity_ms(self, held):     # optional: ms of validity the holder
             ...                          # believes it has left (None: unknown)
 
+A lock that renews itself (a watchdog thread) reports each renewal that succeeded with
+`self.locksim.renewed(owner, valid_ms)`: `main` sets `locksim`, the Protocol, on the
+adapter once it is made.
+
     if __name__ == "__main__":
         locksim_client.main(MyLock)
 
@@ -127,9 +131,19 @@ class Protocol:
 
     def invoke(self, f, **fields):
         """Reports an operation's start; returns its id."""
-        self._next_id += 1
-        self.op(self._next_id, "invoke", f, **fields)
-        return self._next_id
+        with self._write_lock:
+            self._next_id += 1
+            op_id = self._next_id
+        self.op(op_id, "invoke", f, **fields)
+        return op_id
+
+    def renewed(self, owner, valid_ms, key=None):
+        """Reports a renewal that succeeded: from now on the holder of `owner` believes
+        it has `valid_ms` of validity (any thread may call it)."""
+        with self._write_lock:
+            self._next_id += 1
+            op_id = self._next_id
+        self.op(op_id, "ok", "renew", key=key, owner=owner, valid_ms=int(valid_ms))
 
     def storage(self, request):
         """A storage request (`S <request>`), answered by the parent."""
@@ -254,4 +268,5 @@ def main(adapter_class):
     except Exception as e:  # noqa: BLE001
         print("locksim client: the adapter did not start: %s" % _describe(e), file=sys.stderr)
         sys.exit(2)
+    lock.locksim = proto
     Workload(proto, lock).run()
