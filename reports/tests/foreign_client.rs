@@ -203,6 +203,14 @@ fn locksim_client_run(command: &str, scenario: &str, mark: &str) -> (i32, String
 
 /// Every live process (not a zombie) `started` started.
 fn marked_processes(started: &Started) -> Vec<String> {
+    marked_with_state(started)
+        .into_iter()
+        .map(|(_, cmdline)| cmdline)
+        .collect()
+}
+
+/// [`marked_processes`] with each one's state (`S`, `T` when stopped, …).
+fn marked_with_state(started: &Started) -> Vec<(String, String)> {
     let needle = format!("LOCKSIM_TEST_MARK={}", started.mark);
     let mut found = Vec::new();
     for entry in std::fs::read_dir("/proc").expect("/proc").flatten() {
@@ -220,9 +228,12 @@ fn marked_processes(started: &Started) -> Vec<String> {
         if !in_group && !environ.split(|b| *b == 0).any(|v| v == needle.as_bytes()) {
             continue;
         }
-        if fields.first().is_some_and(|s| *s != "Z") {
+        if let Some(state) = fields.first().filter(|s| **s != "Z") {
             let cmdline = std::fs::read(dir.join("cmdline")).unwrap_or_default();
-            found.push(String::from_utf8_lossy(&cmdline).replace('\0', " "));
+            found.push((
+                state.to_string(),
+                String::from_utf8_lossy(&cmdline).replace('\0', " "),
+            ));
         }
     }
     found
@@ -239,6 +250,52 @@ fn assert_nothing_left(started: &Started) {
         left = marked_processes(started);
     }
     panic!("processes left behind: {left:?}");
+}
+
+#[test]
+fn no_server_or_client_process_outlives_a_killed_parent_even_a_paused_client() {
+    if !lock_impl::testing::redis_server_available() {
+        return;
+    }
+    let Some(python) = venv_python() else { return };
+    use std::os::unix::process::CommandExt;
+    let mark = format!("killed-{}", std::process::id());
+    let adapter = repo().join("clients/python/redis_py_lock.py");
+    let mut child = Command::new(env!("CARGO_BIN_EXE_locksim"))
+        .args([
+            "run",
+            "--real",
+            "--system",
+            "redis",
+            "--scenario",
+            "gc-pause",
+        ])
+        .args(["--seeds", "0", "--client"])
+        .arg(format!("{} {}", quoted(&python), quoted(&adapter)))
+        .env("LOCKSIM_TEST_MARK", &mark)
+        .process_group(0)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("locksim runs");
+    let started = Started {
+        group: child.id(),
+        mark,
+    };
+    // Waits for the gc-pause's SIGSTOP of a client (its `sh` and its Python stop),
+    // then kills locksim with SIGKILL: nothing of its own can run to end the rest.
+    let mut stopped = false;
+    for _ in 0..200 {
+        if marked_with_state(&started).iter().any(|(s, _)| s == "T") {
+            stopped = true;
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(25));
+    }
+    let _ = child.kill();
+    let _ = child.wait();
+    assert!(stopped, "a client was paused before the kill");
+    assert_nothing_left(&started);
 }
 
 #[test]
