@@ -183,7 +183,12 @@ impl Run {
 
     /// Sleeps `ms`, in steps, unless the run ends first; true if it slept it all.
     fn sleep_unless_over(&self, ms: u64) -> bool {
-        let until = self.now_us() + ms * 1000;
+        self.sleep_until_unless_over(self.now_us() + ms * 1000)
+    }
+
+    /// Sleeps until `until` µs of the run's time, in steps, unless the run ends first;
+    /// true if it slept it all.
+    fn sleep_until_unless_over(&self, until: u64) -> bool {
         loop {
             if self.over.load(Ordering::Relaxed) {
                 return false;
@@ -592,8 +597,7 @@ fn play(run: &Arc<Run>, precut_ids: &[u64], end: Duration) {
             heal_precuts(run, precut_ids);
             precuts_healed = true;
         }
-        let wait = at.saturating_sub(real_since(run.epoch_ns));
-        if !run.sleep_unless_over(wait.as_millis() as u64) {
+        if !run.sleep_until_unless_over(at.as_micros() as u64) {
             break;
         }
         let kind = cfg.plan.faults[i].kind.clone();
@@ -695,8 +699,7 @@ pub(crate) fn run_real_with(
     let end = Duration::from_millis(w.duration_ms + w.drain_ms);
     if !run.over.load(Ordering::Relaxed) {
         play(&run, &precut_ids, end);
-        let left = end.saturating_sub(real_since(run.epoch_ns));
-        run.sleep_unless_over(left.as_millis() as u64);
+        run.sleep_until_unless_over(end.as_micros() as u64);
     }
     run.over.store(true, Ordering::Relaxed);
     if let Some(w) = watching {

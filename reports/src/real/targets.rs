@@ -151,8 +151,13 @@ impl Run {
                         .record_at(self.now_us(), &host, EventKind::Server(event));
                 }
                 let live = |c: &String| self.clients.lock().expect("clients").contains_key(c);
-                // A value that names no client: the client it was granted to.
+                // A foreign client's value that names no client: the client it was
+                // granted to (a built-in client's names it, or the system says whose).
+                let foreign = matches!(self.exe, super::Clients::Foreign(_));
                 let granted = || {
+                    if !foreign {
+                        return None;
+                    }
                     let key = &self.cfg.workload.key;
                     let owners = self.owners.lock().expect("owners");
                     servers
