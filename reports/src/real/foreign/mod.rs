@@ -423,23 +423,28 @@ impl Run {
             epoch_ns: self.epoch_ns,
         };
         let stdin = Arc::new(Mutex::new(started.stdin.take().expect("its stdin")));
-        write_line(
-            &stdin,
-            &serde_json::to_string(&config).expect("serializable"),
-        );
-        let child = started.child.take().expect("its process");
-        let pid = child.id();
-        self.clients.lock().expect("clients").insert(
-            name.to_string(),
-            ClientProc {
+        let pid = {
+            // Under the clients' lock: a restart whose hello came after the run's end
+            // is not handed to it (`started`, dropped, ends its process group).
+            let mut clients = self.clients.lock().expect("clients");
+            if self.over.load(Ordering::Relaxed) {
+                return Ok(());
+            }
+            let config = serde_json::to_string(&config).expect("serializable");
+            write_line(&stdin, &config);
+            let child = started.child.take().expect("its process");
+            let pid = child.id();
+            let proc = ClientProc {
                 pid,
                 stdin: stdin.clone(),
                 incarnation,
                 armed: None,
                 child,
                 group: true,
-            },
-        );
+            };
+            clients.insert(name.to_string(), proc);
+            pid
+        };
         let run = self.clone();
         let (host, who) = (name.to_string(), f.who(name));
         let reader = std::thread::spawn(move || {
