@@ -39,14 +39,22 @@ fn cell(
 #[derive(Debug, Args)]
 pub(super) struct RunArgs {
     /// Lock design (see `locksim list`).
-    #[arg(long)]
-    design: String,
+    #[arg(long, required_unless_present = "client")]
+    design: Option<String>,
+    /// With --real: run this command (through `sh -c`) as each client instead of a
+    /// design, a program in any language that speaks the client protocol
+    /// (docs/clients.md); needs --system.
+    #[arg(long, conflicts_with = "design", requires = "system")]
+    client: Option<String>,
+    /// The system a --client locks on: redis, zookeeper, mysql, mongodb or etcd.
+    #[arg(long, requires = "client")]
+    system: Option<String>,
     /// Scenario (see `locksim list`).
     #[arg(long)]
     scenario: String,
     /// Seeds: A..B (half-open) or one seed N; every seed runs. Without it, seeds are
     /// adaptive: 0, 1, 2, … until the first unsafe run or 60 clean runs.
-    #[arg(long, allow_hyphen_values = true)]
+    #[arg(long, alias = "seed", allow_hyphen_values = true)]
     seeds: Option<String>,
     /// Adaptive seeds' budget in host runs, or `none` (as the main job's `--budget`;
     /// default: the main job's).
@@ -91,15 +99,25 @@ pub(super) struct RunArgs {
 impl Exec for RunArgs {
     fn exec(self, cx: &Cx) -> Result<ExitCode, BadInput> {
         let a = self;
-        let (d, s) = cell(
-            cx,
-            &a.design,
-            &a.scenario,
-            &a.profile,
-            &a.params,
-            a.plan.as_deref(),
-            a.place.as_deref(),
-        )?;
+        let (d, s, client) = match (&a.client, &a.system) {
+            (Some(command), Some(system)) => {
+                let (d, s, f) = foreign_cell(command, system, &a)?;
+                (d, s, Some(f))
+            }
+            _ => {
+                let design = a.design.as_deref().unwrap_or_default();
+                let (d, s) = cell(
+                    cx,
+                    design,
+                    &a.scenario,
+                    &a.profile,
+                    &a.params,
+                    a.plan.as_deref(),
+                    a.place.as_deref(),
+                )?;
+                (d, s, None)
+            }
+        };
         let shard = a.shard.resolve()?;
         // Real runs take real time, one at a time: without `--seeds`, five.
         let seeds = match (a.real, a.seeds.as_deref()) {
@@ -114,7 +132,10 @@ impl Exec for RunArgs {
         if a.real
             && let Seeds::Fixed(range) = &seeds
         {
-            let why = crate::parity::real_refusals(&d, &s, range.clone());
+            let mut why = crate::parity::real_refusals(&d, &s, range.clone());
+            if client.is_some() {
+                why.extend(crate::real::foreign::refusals_over(&d, &s, range.clone()));
+            }
             if !why.is_empty() {
                 return Err(BadInput(format!(
                     "--real cannot run {} × {}: {}",
@@ -132,8 +153,35 @@ impl Exec for RunArgs {
             a.json,
             a.real,
             shard,
+            client.as_ref(),
         ))
     }
+}
+
+/// The client, world and scenario `--client COMMAND --system NAME` name (with
+/// `--scenario`, `--profile`, `--param`, `--plan` and `--place` applied), refused without
+/// --real.
+fn foreign_cell(
+    command: &str,
+    system: &str,
+    a: &RunArgs,
+) -> Result<(DesignSpec, Scenario, crate::real::foreign::Foreign), BadInput> {
+    if !a.real {
+        return Err(BadInput(
+            "--client runs a program against real servers: add --real".into(),
+        ));
+    }
+    let f = crate::real::foreign::Foreign::new(command, system).map_err(BadInput)?;
+    let s = input::with_plan(
+        input::with_params(
+            input::with_profile(input::scenario(&a.scenario)?, &a.profile)?,
+            &a.params,
+        )?,
+        a.plan.as_deref(),
+    )?;
+    let s = input::with_place(s, a.place.as_deref(), a.plan.is_some())?;
+    let d = f.design(&s).map_err(BadInput)?;
+    Ok((d, s, f))
 }
 
 #[derive(Debug, Args)]

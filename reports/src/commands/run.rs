@@ -34,7 +34,8 @@ struct RunEntry<'a> {
     replay: String,
 }
 
-/// `locksim run`.
+/// `locksim run`; with `client`, each client of a real run is that foreign program.
+#[allow(clippy::too_many_arguments)]
 pub fn run(
     design: &DesignSpec,
     scenario: &Scenario,
@@ -43,6 +44,7 @@ pub fn run(
     json: bool,
     real: bool,
     shard: Option<(crate::shard::Shard, std::path::PathBuf)>,
+    client: Option<&crate::real::foreign::Foreign>,
 ) -> ExitCode {
     let (seeds, cell, runs) = match seeds {
         Seeds::Adaptive(rule) => {
@@ -84,7 +86,9 @@ pub fn run(
                 );
             }
             let bar = progress(seeds.end - seeds.start, !json);
-            let ran = if real {
+            let ran = if let Some(f) = client {
+                crate::real::foreign::run_cell(f, design, scenario, seeds.clone(), &bar)
+            } else if real {
                 crate::cells::run_real_cell(design, scenario, seeds.clone(), &bar)
             } else {
                 run_cell_with_latency(design, scenario, seeds.clone(), threads, &bar)
@@ -121,7 +125,10 @@ pub fn run(
             seed: r.seed,
             verdicts: &r.verdicts,
             fault_seen: &r.fault_seen,
-            replay: replay_for(design, scenario, r.seed),
+            replay: client.map_or_else(
+                || replay_for(design, scenario, r.seed),
+                |f| f.replay(scenario, r.seed),
+            ),
         })
         .collect();
     if json {
@@ -164,10 +171,12 @@ pub fn run(
                 println!("  fault: {fault}");
             }
             println!("  replay: {}", e.replay);
-            println!(
-                "  shrink: {}",
-                shrink_command(&design.name, scenario, e.seed)
-            );
+            if client.is_none() {
+                println!(
+                    "  shrink: {}",
+                    shrink_command(&design.name, scenario, e.seed)
+                );
+            }
         }
         if entries.len() > 10 {
             println!(

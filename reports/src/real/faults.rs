@@ -284,8 +284,7 @@ impl Run {
         };
         let client = self.clients.lock().expect("clients").remove(host);
         if let Some(mut c) = client {
-            let _ = c.child.kill();
-            let _ = c.child.wait();
+            c.kill();
             self.recorder.forget_host(host);
             self.fault(
                 host,
@@ -303,8 +302,13 @@ impl Run {
                     }
                     back();
                     let client_index = client_index(&host);
-                    if run.spawn_client(&host, client_index, next).is_ok() {
-                        run.fault(&host, index, FaultPhase::End, format!("{host} restarts"));
+                    match run.spawn_client(&host, client_index, next, None) {
+                        Ok(()) => {
+                            run.fault(&host, index, FaultPhase::End, format!("{host} restarts"))
+                        }
+                        // A foreign client that cannot restart broke the protocol.
+                        Err(e) if matches!(run.exe, super::Clients::Foreign(_)) => run.break_run(e),
+                        Err(_) => {}
                     }
                 });
             }

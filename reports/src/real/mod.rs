@@ -13,11 +13,14 @@
 //!   seed's), so `locksim run` without `--real` runs the same plan beside it.
 //! - What is not made real yet is refused before anything starts, with one line
 //!   naming why ([`refusals`]).
+//! - A client may be any program that speaks the client protocol ([`foreign`],
+//!   `docs/clients.md`) in place of this binary's client role.
 
 pub mod child;
 mod clock;
 mod clock_faults;
 mod faults;
+pub mod foreign;
 pub mod net;
 mod record;
 mod refuse;
@@ -65,12 +68,35 @@ struct ClientProc {
     /// A pause armed for its next write: the fault's index and length.
     armed: Option<(usize, u64)>,
     child: std::process::Child,
+    /// Whether it leads its own process group (a foreign client's command and every
+    /// process it starts), which every signal then reaches.
+    group: bool,
+}
+
+impl ClientProc {
+    /// Kills it (its whole group, for a foreign client) and reaps it.
+    fn kill(&mut self) {
+        if self.group {
+            signal_group(self.pid, libc::SIGCONT);
+            signal_group(self.pid, libc::SIGKILL);
+        }
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// What the client processes are.
+pub(crate) enum Clients {
+    /// This binary (`exe`) in its client role, running the design's own code.
+    Locksim(PathBuf),
+    /// Any program speaking the client protocol.
+    Foreign(foreign::Foreign),
 }
 
 /// The state the parent's threads share during a run.
 struct Run {
     cfg: RunConfig,
-    exe: PathBuf,
+    exe: Clients,
     recorder: Recorder,
     storage: sim::storage::Shared,
     epoch_ns: u64,
@@ -94,16 +120,29 @@ struct Run {
     /// What each server held under the lock key when last asked (absent: no
     /// key): the servers' own record, sampled (see [`Run::note_lock_value`]).
     lock_values: Mutex<BTreeMap<String, String>>,
+    /// Every owner value a client was granted the lock with → that client: how a
+    /// server's value names its client when the value does not (a foreign client's
+    /// library makes its own owner values).
+    owners: Mutex<HashMap<String, String>>,
     /// Servers killed and not yet back: the poller leaves their record alone
     /// (their restart records what it lost).
     down: Mutex<std::collections::BTreeSet<String>>,
     over: AtomicBool,
+    /// Why the run cannot go on (a client broke the protocol): it ends at once, and
+    /// this is its error.
+    broken: Mutex<Option<String>>,
     readers: Mutex<Vec<std::thread::JoinHandle<()>>>,
 }
 
 fn signal(pid: u32, sig: libc::c_int) {
     // SAFETY: a plain kill(2) on a child this process started.
     unsafe { libc::kill(pid as libc::pid_t, sig) };
+}
+
+/// `sig` to the process group `pid` leads (a foreign client's).
+fn signal_group(pid: u32, sig: libc::c_int) {
+    // SAFETY: a plain killpg(2) on a group a child of this process leads.
+    unsafe { libc::killpg(pid as libc::pid_t, sig) };
 }
 
 fn write_line(stdin: &Mutex<ChildStdin>, line: &str) {
@@ -144,7 +183,12 @@ impl Run {
 
     /// Sleeps `ms`, in steps, unless the run ends first; true if it slept it all.
     fn sleep_unless_over(&self, ms: u64) -> bool {
-        let until = self.now_us() + ms * 1000;
+        self.sleep_until_unless_over(self.now_us() + ms * 1000)
+    }
+
+    /// Sleeps until `until` µs of the run's time, in steps, unless the run ends first;
+    /// true if it slept it all.
+    fn sleep_until_unless_over(&self, until: u64) -> bool {
         loop {
             if self.over.load(Ordering::Relaxed) {
                 return false;
@@ -157,13 +201,43 @@ impl Run {
         }
     }
 
-    /// Starts (or restarts) client `name`'s process.
+    /// Ends the run at once with `why` (the first reason given wins).
+    fn break_run(&self, why: String) {
+        self.broken
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .get_or_insert(why);
+        self.over.store(true, Ordering::Relaxed);
+    }
+
+    /// `sig` to process `pid`: to its whole group if it is a foreign client's.
+    fn signal_pid(&self, pid: u32, sig: libc::c_int) {
+        let group = self
+            .clients
+            .lock()
+            .expect("clients")
+            .values()
+            .any(|c| c.pid == pid && c.group);
+        if group {
+            signal_group(pid, sig);
+        } else {
+            signal(pid, sig);
+        }
+    }
+
+    /// Starts (or restarts) client `name`'s process (a foreign client's from
+    /// `started`, if it was started before the servers).
     fn spawn_client(
         self: &Arc<Self>,
         name: &str,
         index: u64,
         incarnation: u64,
+        started: Option<foreign::Started>,
     ) -> Result<(), String> {
+        let exe = match &self.exe {
+            Clients::Locksim(exe) => exe,
+            Clients::Foreign(f) => return self.spawn_foreign(f, name, index, incarnation, started),
+        };
         let config = child::ClientConfig {
             design: self.cfg.design.clone(),
             name: name.to_string(),
@@ -192,7 +266,7 @@ impl Run {
                     }
                 }),
         };
-        let mut cmd = Command::new(&self.exe);
+        let mut cmd = Command::new(exe);
         cmd.arg("__client")
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
@@ -202,7 +276,7 @@ impl Run {
                 Stdio::null()
             });
         let mut child = lock_impl::testing::servers::spawn_kept(cmd)
-            .map_err(|e| format!("cannot start client process {}: {e}", self.exe.display()))?;
+            .map_err(|e| format!("cannot start client process {}: {e}", exe.display()))?;
         let stdin = Arc::new(Mutex::new(child.stdin.take().expect("piped")));
         let stdout = child.stdout.take().expect("piped");
         write_line(
@@ -218,6 +292,7 @@ impl Run {
                 incarnation,
                 armed: None,
                 child,
+                group: false,
             },
         );
         let run = self.clone();
@@ -244,65 +319,90 @@ impl Run {
                         continue;
                     };
                     match event.kind {
-                        EventKind::Op(mut op) => {
-                            if op.f == sim::history::OpF::Acquire {
-                                match op.phase {
-                                    sim::history::Phase::Invoke => {
-                                        self.acquires.fetch_add(1, Ordering::Relaxed);
-                                    }
-                                    sim::history::Phase::Ok => {
-                                        self.grants.fetch_add(1, Ordering::Relaxed);
-                                    }
-                                    _ => {}
-                                }
-                            }
-                            let local = op.op;
-                            if op.phase == sim::history::Phase::Invoke {
-                                let id = self.recorder.ingest_op(event.at_us, host, op);
-                                ids.insert(local, id);
-                            } else if let Some(id) = ids.remove(&local) {
-                                op.op = id;
-                                self.recorder.ingest_op(event.at_us, host, op);
-                            }
+                        EventKind::Op(op) => {
+                            self.ingest_op(host, event.at_us, op, &mut ids);
                         }
                         kind => self.recorder.record_at(event.at_us, host, kind),
                     }
                 }
-                "S" => {
-                    let reply = self.storage.handle(rest, &self.recorder, self.now_us());
-                    write_line(stdin, &format!("S {}", reply.trim_end()));
-                }
-                "H" => {
-                    self.horizon_ms
-                        .fetch_max(rest.parse().unwrap_or(0), Ordering::Relaxed);
-                }
-                "P" => {
-                    let armed = {
-                        let mut clients = self.clients.lock().expect("clients");
-                        clients
-                            .get_mut(host)
-                            .and_then(|c| c.armed.take().map(|a| (c.pid, a)))
-                    };
-                    if let Some((pid, (fault, ms))) = armed {
-                        self.pause(
-                            host,
-                            pid,
-                            fault,
-                            ms,
-                            format!("pause {host} for {ms} ms, just before its write"),
-                        );
-                    }
-                    write_line(stdin, "P");
-                }
+                "S" => self.serve_storage(rest, stdin),
+                "H" => self.note_horizon(rest.parse().unwrap_or(0)),
+                "P" => self.pause_point(host, stdin),
                 _ => {}
             }
         }
     }
 
+    /// Records client `host`'s operation event (its own op ids in `ids`, mapped to
+    /// the history's).
+    fn ingest_op(
+        &self,
+        host: &str,
+        at_us: u64,
+        mut op: sim::history::Op,
+        ids: &mut HashMap<u64, u64>,
+    ) {
+        if op.f == sim::history::OpF::Acquire {
+            match op.phase {
+                sim::history::Phase::Invoke => {
+                    self.acquires.fetch_add(1, Ordering::Relaxed);
+                }
+                sim::history::Phase::Ok => {
+                    self.grants.fetch_add(1, Ordering::Relaxed);
+                    if let Some(owner) = &op.owner {
+                        let mut owners = self.owners.lock().expect("owners");
+                        owners.insert(owner.clone(), host.to_string());
+                    }
+                }
+                _ => {}
+            }
+        }
+        let local = op.op;
+        if op.phase == sim::history::Phase::Invoke {
+            let id = self.recorder.ingest_op(at_us, host, op);
+            ids.insert(local, id);
+        } else if let Some(id) = ids.remove(&local) {
+            op.op = id;
+            self.recorder.ingest_op(at_us, host, op);
+        }
+    }
+
+    /// A client's storage request `request` (`S <request>`), answered on its stdin.
+    fn serve_storage(&self, request: &str, stdin: &Mutex<ChildStdin>) {
+        let reply = self.storage.handle(request, &self.recorder, self.now_us());
+        write_line(stdin, &format!("S {}", reply.trim_end()));
+    }
+
+    /// A client's retry horizon (`H <ms>`).
+    fn note_horizon(&self, ms: u64) {
+        self.horizon_ms.fetch_max(ms, Ordering::Relaxed);
+    }
+
+    /// Client `host` is just before its write (`P`): an armed pause strikes now; the
+    /// client goes on at the `P` it is sent back.
+    fn pause_point(self: &Arc<Self>, host: &str, stdin: &Mutex<ChildStdin>) {
+        let armed = {
+            let mut clients = self.clients.lock().expect("clients");
+            clients
+                .get_mut(host)
+                .and_then(|c| c.armed.take().map(|a| (c.pid, a)))
+        };
+        if let Some((pid, (fault, ms))) = armed {
+            self.pause(
+                host,
+                pid,
+                fault,
+                ms,
+                format!("pause {host} for {ms} ms, just before its write"),
+            );
+        }
+        write_line(stdin, "P");
+    }
+
     /// Stops process `pid` (host `host`) for `ms`, recording the pause; overlapping
     /// pauses of one host end when the last ends.
     fn pause(self: &Arc<Self>, host: &str, pid: u32, fault: usize, ms: u64, detail: String) {
-        signal(pid, libc::SIGSTOP);
+        self.signal_pid(pid, libc::SIGSTOP);
         let start = self.now_us();
         let until = start + ms * 1000;
         {
@@ -322,7 +422,7 @@ impl Run {
                 .get(&host)
                 .is_none_or(|u| *u <= run.now_us());
             if last {
-                signal(pid, libc::SIGCONT);
+                run.signal_pid(pid, libc::SIGCONT);
             }
             run.fault(
                 &host,
@@ -382,7 +482,7 @@ fn precuts(cfg: &RunConfig) -> Vec<Precut> {
 }
 
 /// Starts the world's servers, and the run's shared state over them (its epoch now).
-fn start(cfg: &RunConfig, exe: &Path) -> Result<(Arc<Run>, Vec<u64>), String> {
+fn start(cfg: &RunConfig, exe: Clients) -> Result<(Arc<Run>, Vec<u64>), String> {
     let w = &cfg.workload;
     let client_names: Vec<String> = (0..w.clients)
         .map(|i| format!("client-{}", i + 1))
@@ -414,7 +514,7 @@ fn start(cfg: &RunConfig, exe: &Path) -> Result<(Arc<Run>, Vec<u64>), String> {
     }
     let run = Arc::new(Run {
         cfg: cfg.clone(),
-        exe: exe.to_path_buf(),
+        exe,
         storage: sim::storage::Shared::new(w.initial_stock, w.fencing),
         recorder,
         epoch_ns,
@@ -440,8 +540,10 @@ fn start(cfg: &RunConfig, exe: &Path) -> Result<(Arc<Run>, Vec<u64>), String> {
                 .collect(),
         ),
         lock_values: Mutex::new(BTreeMap::new()),
+        owners: Mutex::new(HashMap::new()),
         down: Mutex::new(Default::default()),
         over: AtomicBool::new(false),
+        broken: Mutex::new(None),
         readers: Mutex::new(Vec::new()),
     });
     // An imperfect client clock is recorded at time zero, as the simulator does.
@@ -495,7 +597,9 @@ fn play(run: &Arc<Run>, precut_ids: &[u64], end: Duration) {
             heal_precuts(run, precut_ids);
             precuts_healed = true;
         }
-        std::thread::sleep(at.saturating_sub(real_since(run.epoch_ns)));
+        if !run.sleep_until_unless_over(at.as_micros() as u64) {
+            break;
+        }
         let kind = cfg.plan.faults[i].kind.clone();
         if waits(&kind) {
             // It waits for its moment on its own thread; the plan goes on.
@@ -515,8 +619,7 @@ fn wind_down(run: &Run, end_us: u64, logs: Option<&Path>) {
     let clients = std::mem::take(&mut *run.clients.lock().expect("clients"));
     for (_, mut c) in clients {
         signal(c.pid, libc::SIGCONT);
-        let _ = c.child.kill();
-        let _ = c.child.wait();
+        c.kill();
     }
     let readers = std::mem::take(&mut *run.readers.lock().expect("readers"));
     for r in readers {
@@ -548,17 +651,39 @@ fn wind_down(run: &Run, end_us: u64, logs: Option<&Path>) {
 /// Each server's log is copied into `logs` (as `<server>.log`) when the run ends, if
 /// given, so a run whose verdict needs them keeps them.
 pub fn run_real(cfg: &RunConfig, exe: &Path, logs: Option<&Path>) -> Result<History, String> {
+    run_real_with(cfg, Clients::Locksim(exe.to_path_buf()), logs)
+}
+
+/// [`run_real`] with the client processes `clients` says. A foreign client's
+/// processes are started and say their hello before the servers start; one that
+/// breaks the protocol ends the run: every process is ended and the error names it.
+pub(crate) fn run_real_with(
+    cfg: &RunConfig,
+    clients: Clients,
+    logs: Option<&Path>,
+) -> Result<History, String> {
     let w = &cfg.workload;
-    let why = refusals(&cfg.design, w, &cfg.plan);
+    let mut why = refusals(&cfg.design, w, &cfg.plan);
+    if let Clients::Foreign(_) = &clients {
+        why.extend(foreign::refusals(w, &cfg.plan));
+    }
     if !why.is_empty() {
         return Err(format!(
             "cannot run this cell against real servers: {}",
             why.join("; ")
         ));
     }
-    let (run, precut_ids) = start(cfg, exe)?;
+    let mut started = match &clients {
+        Clients::Foreign(f) => foreign::start_all(f, w.clients)?,
+        Clients::Locksim(_) => Vec::new(),
+    }
+    .into_iter();
+    let (run, precut_ids) = start(cfg, clients)?;
     for i in 0..u64::from(w.clients) {
-        run.spawn_client(&format!("client-{}", i + 1), i, 0)?;
+        if let Err(e) = run.spawn_client(&format!("client-{}", i + 1), i, 0, started.next()) {
+            run.break_run(e);
+            break;
+        }
     }
     // The servers' own answers (lock values, roles, sessions), each system's watchers
     // on their own threads.
@@ -572,14 +697,19 @@ pub fn run_real(cfg: &RunConfig, exe: &Path, logs: Option<&Path>) -> Result<Hist
         std::thread::spawn(move || run.watch_servers(watchers))
     });
     let end = Duration::from_millis(w.duration_ms + w.drain_ms);
-    play(&run, &precut_ids, end);
-    std::thread::sleep(end.saturating_sub(real_since(run.epoch_ns)));
+    if !run.over.load(Ordering::Relaxed) {
+        play(&run, &precut_ids, end);
+        run.sleep_until_unless_over(end.as_micros() as u64);
+    }
     run.over.store(true, Ordering::Relaxed);
     if let Some(w) = watching {
         let _ = w.join();
     }
     let end_us = run.now_us();
     wind_down(&run, end_us, logs);
+    if let Some(e) = run.broken.lock().expect("broken").take() {
+        return Err(e);
+    }
     let horizon = run.horizon_ms.load(Ordering::Relaxed);
     let masters: u32 = servers::in_world(w).iter().map(|s| s.masters(w)).sum();
     let params = RunParams {

@@ -17,8 +17,8 @@ use super::system::{SessionWatch, Sink, Watcher, writer_of};
 
 impl Run {
     /// Records what server `host` holds under the lock key when it differs from
-    /// what was last recorded: a `Written` (by the client its owner value names, else
-    /// the server itself) or a `Removed` (`cause`: `lost` when a restart lost it, else
+    /// what was last recorded: a `Written` (by the client its owner value names or
+    /// was granted to, else the server itself) or a `Removed` (`cause`: `lost` when a restart lost it, else
     /// `gone`, for a key seen absent: deleted or expired, the sample does not say).
     /// A real server's record is sampled (every 20 ms, and at each crash): a value held
     /// for less than that can be missed, so the checkers that judge by the servers'
@@ -33,7 +33,9 @@ impl Run {
             (_, Some(v)) => {
                 values.insert(host.to_string(), v.clone());
                 ServerEvent::Written {
-                    by: writer_of(&v).unwrap_or_else(|| host.to_string()),
+                    by: writer_of(&v)
+                        .or_else(|| self.owners.lock().expect("owners").get(&v).cloned())
+                        .unwrap_or_else(|| host.to_string()),
                     key: key.clone(),
                     value: v,
                 }

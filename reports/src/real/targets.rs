@@ -151,7 +151,27 @@ impl Run {
                         .record_at(self.now_us(), &host, EventKind::Server(event));
                 }
                 let live = |c: &String| self.clients.lock().expect("clients").contains_key(c);
-                owner.client.filter(live).into_iter().collect()
+                // A foreign client's value that names no client: the client it was
+                // granted to (a built-in client's names it, or the system says whose).
+                let foreign = matches!(self.exe, super::Clients::Foreign(_));
+                let granted = || {
+                    if !foreign {
+                        return None;
+                    }
+                    let key = &self.cfg.workload.key;
+                    let owners = self.owners.lock().expect("owners");
+                    servers
+                        .lock_servers
+                        .iter()
+                        .filter_map(|s| servers.value_of(s, key))
+                        .find_map(|v| owners.get(&v).cloned())
+                };
+                owner
+                    .client
+                    .or_else(granted)
+                    .filter(live)
+                    .into_iter()
+                    .collect()
             }
             Target::Leader => servers.leader().into_iter().collect(),
             Target::UnreplicatedLockMaster { .. }
