@@ -246,10 +246,11 @@ pub fn shrink(
     }
     println!("minimal plan written to {}:", out.display());
     print!("{}", file.to_json());
+    // The plan file holds every fault, a placed one too: no `--place` beside it.
     let replay = format!(
         "{}{} --plan {}",
         replay_command(&design.name, scenario.name, seed),
-        scenario.param_flags(),
+        scenario.clone().placed(None).param_flags(),
         out.display()
     );
     println!("replay:  {replay}");

@@ -32,6 +32,8 @@ struct RunEntry<'a> {
     verdicts: &'a [(String, Verdict)],
     fault_seen: &'a Option<String>,
     replay: String,
+    #[serde(skip)]
+    shrink: String,
 }
 
 /// `locksim run`; with `client`, each client of a real run is that foreign program.
@@ -121,14 +123,20 @@ pub fn run(
     let entries: Vec<RunEntry> = runs
         .iter()
         .filter(|r| r.verdicts.iter().any(|(_, v)| !v.is_valid()))
-        .map(|r| RunEntry {
-            seed: r.seed,
-            verdicts: &r.verdicts,
-            fault_seen: &r.fault_seen,
-            replay: client.map_or_else(
-                || replay_for(design, scenario, r.seed),
-                |f| f.replay(scenario, r.seed),
-            ),
+        .map(|r| {
+            // A placed run's commands name its placement.
+            let placed = r.placement.map(|p| scenario.clone().placed(Some(p)));
+            let scenario = placed.as_ref().unwrap_or(scenario);
+            RunEntry {
+                seed: r.seed,
+                verdicts: &r.verdicts,
+                fault_seen: &r.fault_seen,
+                replay: client.map_or_else(
+                    || replay_for(design, scenario, r.seed),
+                    |f| f.replay(scenario, r.seed),
+                ),
+                shrink: shrink_command(&design.name, scenario, r.seed),
+            }
         })
         .collect();
     if json {
@@ -172,10 +180,7 @@ pub fn run(
             }
             println!("  replay: {}", e.replay);
             if client.is_none() {
-                println!(
-                    "  shrink: {}",
-                    shrink_command(&design.name, scenario, e.seed)
-                );
+                println!("  shrink: {}", e.shrink);
             }
         }
         if entries.len() > 10 {
