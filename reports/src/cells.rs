@@ -172,24 +172,36 @@ pub fn run_real_cell_with(
             scenario.name
         ));
         let history = crate::real::run_real(&cfg, exe, Some(&logs))?;
-        if let Ok(l) = LatencySummary::from_history(&history) {
-            latency.merge(&l);
-        }
-        let summary = scenarios::sweep::summarize(scenario, &history);
-        // The history beside the logs, for a timeline of what the servers did.
-        if let Ok(json) = serde_json::to_string(&history) {
-            let _ = std::fs::write(logs.join("history.json"), json);
-        }
-        let keep = summary.verdicts.iter().any(|(_, v)| v.is_invalid())
-            || std::env::var_os("LOCKSIM_KEEP_REAL_LOGS").is_some();
-        if !keep {
-            let _ = std::fs::remove_dir_all(&logs);
-        }
-        runs.push(summary);
+        runs.push(judge_real(scenario, &history, &logs, &mut latency));
         bar.inc(1);
     }
     let cell = cell_of(design, scenario, &runs, &latency);
     Ok((cell, runs, latency))
+}
+
+/// Judges a real run's history, adds its latency to `latency`, and writes the history
+/// beside the servers' logs in `logs` (a timeline of what the servers did), which are
+/// kept only for a run with an Invalid verdict (every run's with
+/// `LOCKSIM_KEEP_REAL_LOGS` set).
+pub(crate) fn judge_real(
+    scenario: &Scenario,
+    history: &sim::history::History,
+    logs: &std::path::Path,
+    latency: &mut LatencySummary,
+) -> RunSummary {
+    if let Ok(l) = LatencySummary::from_history(history) {
+        latency.merge(&l);
+    }
+    let summary = scenarios::sweep::summarize(scenario, history);
+    if let Ok(json) = serde_json::to_string(history) {
+        let _ = std::fs::write(logs.join("history.json"), json);
+    }
+    let keep = summary.verdicts.iter().any(|(_, v)| v.is_invalid())
+        || std::env::var_os("LOCKSIM_KEEP_REAL_LOGS").is_some();
+    if !keep {
+        let _ = std::fs::remove_dir_all(logs);
+    }
+    summary
 }
 
 /// The table cell of `runs` (sorted by seed) with their merged latency.

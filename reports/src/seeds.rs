@@ -22,13 +22,13 @@ impl Seeds {
         match self {
             Seeds::Fixed(r) => format!("seeds {}..{}", r.start, r.end),
             Seeds::Adaptive(rule) => format!(
-                "adaptive seeds (each cell from seed 0 until its first unsafe run or {} clean runs, {}{})",
-                rule.clean,
+                "adaptive seeds{} (each cell from seed 0 until its first unsafe run or {} clean runs, {})",
                 if rule.placed {
-                    "its fault also placed at a client's steps, "
+                    " and placed faults"
                 } else {
-                    "seeds only, "
+                    " only"
                 },
+                rule.clean,
                 match rule.budget {
                     Some(b) => format!("within {b} host runs"),
                     None => "no budget".to_string(),

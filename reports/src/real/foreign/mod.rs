@@ -550,19 +550,12 @@ pub fn run_cell(
                 // A run the client broke leaves nothing behind: its error says why.
                 let _ = std::fs::remove_dir_all(&logs);
             })?;
-        if let Ok(l) = LatencySummary::from_history(&history) {
-            latency.merge(&l);
-        }
-        let summary = scenarios::sweep::summarize(scenario, &history);
-        if let Ok(json) = serde_json::to_string(&history) {
-            let _ = std::fs::write(logs.join("history.json"), json);
-        }
-        let keep = summary.verdicts.iter().any(|(_, v)| v.is_invalid())
-            || std::env::var_os("LOCKSIM_KEEP_REAL_LOGS").is_some();
-        if !keep {
-            let _ = std::fs::remove_dir_all(&logs);
-        }
-        runs.push(summary);
+        runs.push(crate::cells::judge_real(
+            scenario,
+            &history,
+            &logs,
+            &mut latency,
+        ));
         bar.inc(1);
     }
     let mut cell = crate::cells::cell_of(design, scenario, &runs, &latency);
