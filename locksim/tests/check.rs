@@ -239,3 +239,54 @@ fn every_registered_design_is_a_builtin_of_the_facade_with_its_records_system_an
         );
     }
 }
+
+/// `.placed()`: the seeds of a passing check (every run fenced or better) do not cover
+/// the moment `fenced × slow-work`
+/// breaks at (2 seeds in 100), its placed runs do, and the failure names the
+/// placement in its replay command, which finds the same violation.
+#[test]
+fn a_placed_check_finds_what_its_seeds_miss_and_names_the_placement() {
+    let fenced = || locksim::builtin("fenced").named("my-fenced");
+    locksim::check(fenced())
+        .scenario("slow-work")
+        .seeds(0..2)
+        .fixed_seeds()
+        .assert_class(Safety::Fenced);
+    let text = panic_text(|| {
+        locksim::check(fenced())
+            .scenario("slow-work")
+            .seeds(0..2)
+            .fixed_seeds()
+            .placed()
+            .assert_class(Safety::Fenced);
+    });
+    for want in [
+        "but at seed 0 with its fault placed at ",
+        "mutual-exclusion: INVALID: ",
+        "replay: cargo run --quiet --bin locksim -- replay --design my-fenced --scenario slow-work --seed 0 --place ",
+    ] {
+        assert!(text.contains(want), "missing {want:?} in:\n{text}");
+    }
+    let place = text
+        .split(" --place ")
+        .nth(1)
+        .and_then(|rest| rest.split_whitespace().next())
+        .expect("a placement")
+        .to_string();
+    let code = locksim::cli::run(
+        [
+            "locksim",
+            "replay",
+            "--design",
+            "my-fenced",
+            "--scenario",
+            "slow-work",
+            "--seed",
+            "0",
+            "--place",
+            place.as_str(),
+        ],
+        [fenced()],
+    );
+    assert_eq!(code, ExitCode::from(1), "the placed run replays unsafe");
+}

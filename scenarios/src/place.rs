@@ -18,6 +18,8 @@ use sim::history::{EventKind, History, OpF, Phase, ServerEvent};
 
 use crate::catalog::{Placement, Scenario};
 use crate::explore::Step;
+use crate::sweep::{DesignSpec, RunSummary, run_seed};
+use sim::world::RunError;
 
 /// One place for the fault: its start, and the step it comes just before or after.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -195,4 +197,31 @@ pub fn spots_in(scenario: &Scenario, bare: &History, most: usize) -> (Vec<Spot>,
     chosen.sort_by_key(|s| s.at_ms);
     chosen.dedup_by_key(|s| s.at_ms);
     (chosen, n)
+}
+
+/// The placed runs of `design` in `scenario` at `seed`, outside the main job's search
+/// (for a test of a user's lock): the bare run, then the fault at each of its places
+/// (at most [`MAX_SPOTS`]), every run judged. Nothing when the scenario has no timed
+/// fault. Only a bad configuration is an error.
+pub fn placed_runs(
+    design: &DesignSpec,
+    scenario: &Scenario,
+    seed: u64,
+) -> Result<Vec<RunSummary>, RunError> {
+    if scenario.timed_faults() == 0 {
+        return Ok(Vec::new());
+    }
+    let mut bare = scenario.clone().placed(Some(Placement::Bare));
+    bare.workload.trace_commands = true;
+    let mut first = run_seed(design, &bare, seed, true)?;
+    let Some(history) = first.history.take() else {
+        return Ok(vec![first]);
+    };
+    let (spots, _) = spots_in(scenario, &history, MAX_SPOTS);
+    let mut runs = vec![first];
+    for spot in spots {
+        let placed = scenario.clone().placed(Some(spot.placement()));
+        runs.push(run_seed(design, &placed, seed, false)?);
+    }
+    Ok(runs)
 }

@@ -145,6 +145,7 @@ pub fn check(design: impl IntoDesign) -> Check {
         command: None,
         min_fault_runs: None,
         context: 6,
+        placed: false,
     }
 }
 
@@ -234,6 +235,7 @@ pub struct Check {
     command: Option<String>,
     min_fault_runs: Option<usize>,
     context: usize,
+    placed: bool,
 }
 
 /// The runs a check made.
@@ -368,6 +370,16 @@ impl Check {
     /// The seeds to run (default `0..10`); [`SEEDS_ENV`] changes them at run time.
     pub fn seeds(mut self, seeds: Range<u64>) -> Check {
         self.seeds = seeds;
+        self
+    }
+
+    /// Also place the scenario's fault at each step of the first acquisition of the
+    /// first seed's bare run, as the main job does (`scenarios::place`): an every-run
+    /// expectation ([`Check::assert_safe`], [`Check::assert_valid`]) then holds only if
+    /// every placed run meets it too, and a placed run that breaks it fails the check
+    /// with its `--place` replay command. Up to 13 runs more.
+    pub fn placed(mut self) -> Check {
+        self.placed = true;
         self
     }
 

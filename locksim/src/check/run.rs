@@ -28,6 +28,37 @@ pub(super) struct Prepared {
 }
 
 impl Check {
+    /// The placed runs of an every-run expectation ([`Check::placed`]): the first that
+    /// breaks it fails the check, named by its placement.
+    fn every_placed(&self, p: &Prepared, expect: &Expect) -> Result<(), Failure> {
+        let placed = scenarios::place::placed_runs(&p.spec, &p.scenario, p.seeds.start)
+            .map_err(|e| self.run_error(p, e))?;
+        let Some(bad) = placed.iter().find(|r| expect.hit(r)) else {
+            return Ok(());
+        };
+        let at = Prepared {
+            spec: p.spec.clone(),
+            scenario: p.scenario.clone().placed(bad.placement),
+            seeds: p.seeds.clone(),
+            seeds_from_env: p.seeds_from_env,
+            threads: p.threads,
+            min_fault_runs: p.min_fault_runs,
+        };
+        let place = match bad.placement {
+            Some(scenarios::catalog::Placement::At(ms)) => format!("its fault placed at {ms} ms"),
+            _ => "its timed faults left out".to_string(),
+        };
+        let headline = format!(
+            "{}: expected {}, but at seed {} with {place} the run is {} (the seeds passed; {} placed runs)",
+            self.subject(p),
+            expect.describe(),
+            bad.seed,
+            bad.safety(),
+            placed.len()
+        );
+        Err(self.failure(&at, headline, bad, expect.checker()))
+    }
+
     /// An every-run expectation: all seeds, then the first offending run.
     pub(super) fn every(&self, p: &Prepared, expect: &Expect) -> Result<Runs, Failure> {
         let runs = sweep(
@@ -40,6 +71,9 @@ impl Check {
         )
         .map_err(|e| self.run_error(p, e))?;
         let bad: Vec<&RunSummary> = runs.iter().filter(|r| expect.hit(r)).collect();
+        if bad.is_empty() && self.placed {
+            self.every_placed(p, expect)?;
+        }
         if let Some(first) = bad.first() {
             let seeds: Vec<String> = bad.iter().take(10).map(|r| r.seed.to_string()).collect();
             let more = if bad.len() > 10 { ", …" } else { "" };
