@@ -53,7 +53,7 @@ use std::ops::{Range, RangeInclusive};
 use rand::{RngExt, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use serde::{Deserialize, Serialize};
-use sim::faults::{Fault, FaultPlan};
+use sim::faults::{Fault, FaultKind, FaultPlan, Target};
 use sim::history::History;
 use sim::world::{ServerSpec, Workload, sub_seed};
 
@@ -247,6 +247,19 @@ pub enum Placement {
     Bare,
     /// The first timed fault at this millisecond.
     At(u64),
+}
+
+/// A placed fault strikes at its placement: a crash that would wait for the leader's
+/// next committed lock create crashes the leader there (the placement chose the moment,
+/// and can put it between a commit and its reply, which a wait for the commit never
+/// does: the reply leaves in the commit's own step).
+fn strike_now(fault: &mut Fault) {
+    if let FaultKind::Crash { target, .. } | FaultKind::MachineCrash { target, .. } =
+        &mut fault.kind
+        && matches!(target, Target::LeaderAfterLockCreate { .. })
+    {
+        *target = Target::Leader;
+    }
 }
 
 /// A timed fault a placed plan leaves out starts here (and is then dropped).
@@ -519,6 +532,11 @@ impl Scenario {
         };
         let mut faults = (self.def.plan)(&mut draw);
         faults.retain(|f| f.at_ms < LEFT_OUT);
+        if let Some(Placement::At(ms)) = self.placement
+            && let Some(placed) = faults.iter_mut().find(|f| f.at_ms == ms)
+        {
+            strike_now(placed);
+        }
         FaultPlan { faults }
     }
 

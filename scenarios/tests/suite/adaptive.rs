@@ -331,3 +331,48 @@ fn a_placed_fault_breaks_a_cell_that_random_plans_rarely_break() {
         scenarios::sweep::run_seed(&d, &s.clone().placed(Some(place)), 0, false).expect("replays");
     assert_eq!(again.digest, placed.digest, "a placed run replays exactly");
 }
+
+/// The window `leader-crash` names, reached: in seeds 0..5 of `zk-curator ×
+/// leader-crash` the crash waits for a committed create and the reply always leaves in
+/// the commit's own step, so no acquire ends with an unknown outcome; a placed crash
+/// strikes the leader at its place (`strike_now`), and some place falls between a
+/// create's proposal and its reply, so a client's acquire ends unknown (Curator's
+/// protected mode is exercised).
+#[test]
+fn a_placed_leader_crash_leaves_an_acquire_with_an_unknown_outcome() {
+    use sim::history::{EventKind, OpF, Phase};
+    let unknown_acquires = |h: &sim::history::History| {
+        h.events
+            .iter()
+            .filter(|e| {
+                matches!(&e.kind, EventKind::Op(op) if op.f == OpF::Acquire && op.phase == Phase::Info)
+            })
+            .count()
+    };
+    let d = common::design("zk-curator");
+    let s = common::scenario("leader-crash");
+    for seed in 0..5 {
+        let run = scenarios::sweep::run_seed(&d, &s, seed, true).expect("runs");
+        assert!(run.fault_seen.is_some(), "seed {seed}: the crash happened");
+        let h = run.history.as_ref().expect("kept");
+        assert_eq!(unknown_acquires(h), 0, "seed {seed}");
+    }
+    let bare = scenarios::sweep::run_seed(&d, &s.clone().placed(Some(Placement::Bare)), 0, true)
+        .expect("runs");
+    let (spots, _) = scenarios::place::spots_in(
+        &s,
+        bare.history.as_ref().expect("kept"),
+        scenarios::place::MAX_SPOTS,
+    );
+    let reached = spots.iter().any(|spot| {
+        let run =
+            scenarios::sweep::run_seed(&d, &s.clone().placed(Some(spot.placement())), 0, true)
+                .expect("runs");
+        unknown_acquires(run.history.as_ref().expect("kept")) > 0
+    });
+    assert!(
+        reached,
+        "no placement of {} left an acquire unknown",
+        spots.len()
+    );
+}
