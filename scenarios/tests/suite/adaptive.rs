@@ -16,6 +16,30 @@ fn no_budget() -> Rule {
     }
 }
 
+/// One cell (from seed 0) under `rule` on `threads` threads, extracting nothing.
+fn one_cell(
+    d: &scenarios::sweep::DesignSpec,
+    s: &scenarios::catalog::Scenario,
+    rule: Rule,
+    threads: usize,
+) -> scenarios::adaptive::Outcome<()> {
+    let jobs = [Job {
+        design: d,
+        scenario: s,
+        start: 0,
+    }];
+    run_cells(
+        &jobs,
+        rule,
+        threads,
+        &|_, _| (),
+        &|_: &mut (), _| {},
+        &|_, _| {},
+    )
+    .expect("runs")
+    .remove(0)
+}
+
 #[test]
 fn the_first_unsafe_run_settles_a_cell_at_its_seed() {
     let mut t = Tracker::new(no_budget());
@@ -154,20 +178,7 @@ fn an_unsafe_cell_stops_at_its_first_violation_even_with_runs_ahead_on_other_thr
 fn a_safe_cell_runs_sixty_seeds_in_order() {
     let d = common::design("set-nx-px-lua");
     let s = common::scenario("no-faults");
-    let jobs = [Job {
-        design: &d,
-        scenario: &s,
-        start: 0,
-    }];
-    let out = run_cells(
-        &jobs,
-        no_budget(),
-        2,
-        &|_, _| (),
-        &|_: &mut (), _| {},
-        &|_, _| {},
-    )
-    .expect("runs");
+    let out = [one_cell(&d, &s, no_budget(), 2)];
     let seeds: Vec<u64> = out[0].runs.iter().map(|r| r.seed).collect();
     assert_eq!(seeds, (0..60).collect::<Vec<_>>());
     assert!(matches!(
@@ -302,20 +313,7 @@ fn a_placed_fault_breaks_a_cell_that_random_plans_rarely_break() {
         "random plans: {unsafe_seeds} unsafe of {}",
         seeded.len()
     );
-    let jobs = [Job {
-        design: &d,
-        scenario: &s,
-        start: 0,
-    }];
-    let out = run_cells(
-        &jobs,
-        Rule::DEFAULT,
-        2,
-        &|_, _| (),
-        &|_: &mut (), _| {},
-        &|_, _| {},
-    )
-    .expect("runs");
+    let out = [one_cell(&d, &s, Rule::DEFAULT, 2)];
     let Settled::Violation {
         seed: 0,
         place: Some(place @ Placement::At(_)),
