@@ -12,26 +12,53 @@ use crate::commands;
 use crate::input::{self, BadInput};
 use crate::seeds::{Seeds, seeds_of};
 
-/// The design and scenario a cell's flags name (`--scenario` with `--profile`,
-/// `--param` and `--plan` applied), refused if the scenario does not run the design.
+/// What a cell's world and faults are: the time scale, pinned quantities, and a plan
+/// file or a placement instead of the seed's times.
+#[derive(Debug, Args)]
+pub(super) struct WorldArgs {
+    /// A design family's time scale as the world's base: `catalog` (200 ms leases, the
+    /// default), `redisson` (30 s lease, 3 s reply timeout, 4 clients, 240 s) or
+    /// `mongodb` (the `mongo-*` worlds at real time: 30 s lease, MongoDB's 2 s heartbeat
+    /// and 10 s election timeout).
+    #[arg(long, default_value = "catalog")]
+    profile: String,
+    /// Pin a scenario quantity, NAME=V (repeatable; see `locksim sweep --help`).
+    #[arg(long = "param")]
+    params: Vec<String>,
+    /// A hand-written fault plan (JSON) instead of the seed's.
+    #[arg(long)]
+    plan: Option<std::path::PathBuf>,
+    /// Place the scenario's fault at this millisecond instead of the seed's times
+    /// (`none`: the world's standing faults only), as the main job's placed runs do.
+    #[arg(long)]
+    place: Option<String>,
+}
+
+impl WorldArgs {
+    /// The scenario called `name` with `--profile`, `--param`, `--plan` and `--place`
+    /// applied.
+    fn scenario(&self, name: &str) -> Result<Scenario, BadInput> {
+        let s = input::with_plan(
+            input::with_params(
+                input::with_profile(input::scenario(name)?, &self.profile)?,
+                &self.params,
+            )?,
+            self.plan.as_deref(),
+        )?;
+        input::with_place(s, self.place.as_deref(), self.plan.is_some())
+    }
+}
+
+/// The design and scenario a cell's flags name, refused if the scenario does not run
+/// the design.
 fn cell(
     cx: &Cx,
     design: &str,
     scenario: &str,
-    profile: &str,
-    params: &[String],
-    plan: Option<&std::path::Path>,
-    place: Option<&str>,
+    world: &WorldArgs,
 ) -> Result<(DesignSpec, Scenario), BadInput> {
     let d = cx.design(design)?;
-    let s = input::with_plan(
-        input::with_params(
-            input::with_profile(input::scenario(scenario)?, profile)?,
-            params,
-        )?,
-        plan,
-    )?;
-    let s = input::with_place(s, place, plan.is_some())?;
+    let s = world.scenario(scenario)?;
     input::check_pair(&d, &s)?;
     Ok((d, s))
 }
@@ -67,22 +94,8 @@ pub(super) struct RunArgs {
     /// Worker threads (default: all cores).
     #[arg(long)]
     threads: Option<usize>,
-    /// A design family's time scale as the world's base: `catalog` (200 ms leases, the
-    /// default), `redisson` (30 s lease, 3 s reply timeout, 4 clients, 240 s) or
-    /// `mongodb` (the `mongo-*` worlds at real time: 30 s lease, MongoDB's 2 s heartbeat
-    /// and 10 s election timeout).
-    #[arg(long, default_value = "catalog")]
-    profile: String,
-    /// Pin a scenario quantity, NAME=V (repeatable; see `locksim sweep --help`).
-    #[arg(long = "param")]
-    params: Vec<String>,
-    /// A hand-written fault plan (JSON) instead of the seed's.
-    #[arg(long)]
-    plan: Option<std::path::PathBuf>,
-    /// Place the scenario's fault at this millisecond instead of the seed's times
-    /// (`none`: the world's standing faults only), as the main job's placed runs do.
-    #[arg(long)]
-    place: Option<String>,
+    #[command(flatten)]
+    world: WorldArgs,
     /// Print JSON.
     #[arg(long)]
     json: bool,
@@ -106,15 +119,7 @@ impl Exec for RunArgs {
             }
             _ => {
                 let design = a.design.as_deref().unwrap_or_default();
-                let (d, s) = cell(
-                    cx,
-                    design,
-                    &a.scenario,
-                    &a.profile,
-                    &a.params,
-                    a.plan.as_deref(),
-                    a.place.as_deref(),
-                )?;
+                let (d, s) = cell(cx, design, &a.scenario, &a.world)?;
                 (d, s, None)
             }
         };
@@ -172,14 +177,7 @@ fn foreign_cell(
         ));
     }
     let f = crate::real::foreign::Foreign::new(command, system).map_err(BadInput)?;
-    let s = input::with_plan(
-        input::with_params(
-            input::with_profile(input::scenario(&a.scenario)?, &a.profile)?,
-            &a.params,
-        )?,
-        a.plan.as_deref(),
-    )?;
-    let s = input::with_place(s, a.place.as_deref(), a.plan.is_some())?;
+    let s = a.world.scenario(&a.scenario)?;
     let d = f.design(&s).map_err(BadInput)?;
     Ok((d, s, f))
 }
@@ -195,22 +193,8 @@ pub(super) struct ReplayArgs {
     /// The seed to replay.
     #[arg(long)]
     seed: u64,
-    /// A design family's time scale as the world's base: `catalog` (200 ms leases, the
-    /// default), `redisson` (30 s lease, 3 s reply timeout, 4 clients, 240 s) or
-    /// `mongodb` (the `mongo-*` worlds at real time: 30 s lease, MongoDB's 2 s heartbeat
-    /// and 10 s election timeout).
-    #[arg(long, default_value = "catalog")]
-    profile: String,
-    /// Pin a scenario quantity, NAME=V (repeatable; see `locksim sweep --help`).
-    #[arg(long = "param")]
-    params: Vec<String>,
-    /// A hand-written fault plan (JSON) instead of the seed's.
-    #[arg(long)]
-    plan: Option<std::path::PathBuf>,
-    /// Place the scenario's fault at this millisecond instead of the seed's times
-    /// (`none`: the world's standing faults only), as the main job's placed runs do.
-    #[arg(long)]
-    place: Option<String>,
+    #[command(flatten)]
+    world: WorldArgs,
     /// Events shown before and after the first violation.
     #[arg(long, default_value_t = 12)]
     context: usize,
@@ -228,15 +212,7 @@ pub(super) struct ReplayArgs {
 impl Exec for ReplayArgs {
     fn exec(self, cx: &Cx) -> Result<ExitCode, BadInput> {
         let a = self;
-        let (d, s) = cell(
-            cx,
-            &a.design,
-            &a.scenario,
-            &a.profile,
-            &a.params,
-            a.plan.as_deref(),
-            a.place.as_deref(),
-        )?;
+        let (d, s) = cell(cx, &a.design, &a.scenario, &a.world)?;
         let diagram = a
             .diagram
             .as_deref()
@@ -263,22 +239,8 @@ pub(super) struct ShrinkArgs {
     /// the run fails).
     #[arg(long)]
     checker: Option<String>,
-    /// A design family's time scale as the world's base: `catalog` (200 ms leases, the
-    /// default), `redisson` (30 s lease, 3 s reply timeout, 4 clients, 240 s) or
-    /// `mongodb` (the `mongo-*` worlds at real time: 30 s lease, MongoDB's 2 s heartbeat
-    /// and 10 s election timeout).
-    #[arg(long, default_value = "catalog")]
-    profile: String,
-    /// Pin a scenario quantity, NAME=V (repeatable; see `locksim sweep --help`).
-    #[arg(long = "param")]
-    params: Vec<String>,
-    /// Start from a plan file instead of the seed's plan.
-    #[arg(long)]
-    plan: Option<std::path::PathBuf>,
-    /// Start from the scenario's fault placed at this millisecond (`none`: the world's
-    /// standing faults only), as a placed run of the main job.
-    #[arg(long)]
-    place: Option<String>,
+    #[command(flatten)]
+    world: WorldArgs,
     /// Where to write the minimal plan [default: shrunk-DESIGN-SCENARIO-SEED.json].
     #[arg(long)]
     out: Option<std::path::PathBuf>,
@@ -300,15 +262,7 @@ pub(super) struct ShrinkArgs {
 impl Exec for ShrinkArgs {
     fn exec(self, cx: &Cx) -> Result<ExitCode, BadInput> {
         let a = self;
-        let (d, s) = cell(
-            cx,
-            &a.design,
-            &a.scenario,
-            &a.profile,
-            &a.params,
-            a.plan.as_deref(),
-            a.place.as_deref(),
-        )?;
+        let (d, s) = cell(cx, &a.design, &a.scenario, &a.world)?;
         let out = a.out.clone().unwrap_or_else(|| {
             format!("shrunk-{}-{}-{}.json", a.design, a.scenario, a.seed).into()
         });
