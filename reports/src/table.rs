@@ -424,7 +424,7 @@ pub fn cells_from_json(json: &str) -> Result<Vec<CellResult>, serde_json::Error>
 /// A cell the main job's adaptive seeds ran ([`CellResult::settled`]) shows an unsafe
 /// mark with the seed of its first violation instead (`U0`, `u17`), or `Up` when a
 /// placed fault found it ([`scenarios::place`]); any other mark is followed by `p` when
-/// every placement of the fault over a client's steps ran clean, and by `~` when its
+/// every placement of the fault over a client's steps ran with every checker valid, and by `~` when its
 /// seeded bound is weak (fewer clean runs than the rule wanted: `S~`, `Sp~`, `F3~`).
 pub fn matrix_mark(c: &CellResult) -> (char, String) {
     let (mark, n) = worst_mark(c);
@@ -435,7 +435,7 @@ pub fn matrix_mark(c: &CellResult) -> (char, String) {
         Some(Settled::Violation { place: Some(_), .. }) => return (mark, format!("{mark}p")),
         Some(settled) => {
             let (_, text) = fixed_mark(c, mark, n);
-            let placed = if settled.cover().is_some_and(|c| c.exhaustive()) {
+            let placed = if settled.cover().is_some_and(|c| c.clean()) {
                 "p"
             } else {
                 ""

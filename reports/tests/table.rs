@@ -546,7 +546,11 @@ fn adaptive_cells_show_their_first_violation_seed_and_mark_a_weak_bound() {
         wanted: 60,
         upper: Some(0.45),
         weak: Some(Weak::Budget),
-        placed: Some(scenarios::adaptive::Cover { tried: 4, of: 4 }),
+        placed: Some(scenarios::adaptive::Cover {
+            tried: 4,
+            of: 4,
+            broke: Vec::new(),
+        }),
     });
     assert_eq!(table::matrix_mark(&covered).1, "Sp~");
     covered.settled = Some(Settled::Bounded {
@@ -554,7 +558,11 @@ fn adaptive_cells_show_their_first_violation_seed_and_mark_a_weak_bound() {
         wanted: 60,
         upper: Some(0.45),
         weak: Some(Weak::Budget),
-        placed: Some(scenarios::adaptive::Cover { tried: 4, of: 9 }),
+        placed: Some(scenarios::adaptive::Cover {
+            tried: 4,
+            of: 9,
+            broke: Vec::new(),
+        }),
     });
     assert_eq!(
         table::matrix_mark(&covered).1,

@@ -188,18 +188,28 @@ pub enum Settled {
 }
 
 /// How much of a cell's placement space its placed runs covered.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Cover {
     /// Placements run, none unsafe.
     pub tried: u64,
     /// Placements its bare run's steps gave.
     pub of: u64,
+    /// The checkers some placed run found invalid (none of them unsafe: a stuck lock,
+    /// an overrun, a fenced write), with how many placed runs each: what placing found
+    /// short of a violation.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub broke: Vec<(String, u64)>,
 }
 
 impl Cover {
     /// Whether every placement was tried.
     pub fn exhaustive(&self) -> bool {
         self.tried >= self.of
+    }
+
+    /// Whether every placement was tried and every placed run was valid.
+    pub fn clean(&self) -> bool {
+        self.exhaustive() && self.broke.is_empty()
     }
 }
 
@@ -221,9 +231,9 @@ impl Settled {
     }
 
     /// The placements a clean cell covered, if it placed any.
-    pub fn cover(&self) -> Option<Cover> {
+    pub fn cover(&self) -> Option<&Cover> {
         match self {
-            Settled::Bounded { placed, .. } => *placed,
+            Settled::Bounded { placed, .. } => placed.as_ref(),
             Settled::Violation { .. } => None,
         }
     }
@@ -262,13 +272,20 @@ impl Settled {
                         w.text()
                     ),
                 };
-                match placed {
-                    None => seeded,
-                    Some(c) if c.exhaustive() => {
-                        format!("{seeded}; all {} placements clean", c.of)
-                    }
-                    Some(c) => format!("{seeded}; {} of {} placements clean", c.tried, c.of),
+                let Some(c) = placed else {
+                    return seeded;
+                };
+                let ran = if c.exhaustive() {
+                    format!("all {} placements", c.of)
+                } else {
+                    format!("{} of {} placements", c.tried, c.of)
+                };
+                if c.broke.is_empty() {
+                    return format!("{seeded}; {ran} clean");
                 }
+                let broke: Vec<String> =
+                    c.broke.iter().map(|(k, n)| format!("{k} in {n}")).collect();
+                format!("{seeded}; {ran} not unsafe, invalid: {}", broke.join(", "))
             }
         }
     }
@@ -290,6 +307,8 @@ pub struct Tracker {
     offered: u64,
     /// Placed runs read (the bare run not counted).
     placed: u64,
+    /// The checkers placed runs found invalid, with how many runs each.
+    broke: BTreeMap<String, u64>,
     settled: Option<Settled>,
 }
 
@@ -305,6 +324,7 @@ impl Tracker {
             placements: (!rule.placed).then_some(0),
             offered: 0,
             placed: 0,
+            broke: BTreeMap::new(),
             settled: None,
         }
     }
@@ -331,6 +351,13 @@ impl Tracker {
             _ => self.clean += 1,
         }
         self.read(seed, None, class, cost)
+    }
+
+    /// A placed run about to be read found these checkers invalid (see [`Cover::broke`]).
+    pub fn placed_invalid<'a>(&mut self, checkers: impl IntoIterator<Item = &'a str>) {
+        for c in checkers {
+            *self.broke.entry(c.to_string()).or_insert(0) += 1;
+        }
     }
 
     /// The next placed run in order (`Placement::Bare` for the bare run, which is read
@@ -388,6 +415,7 @@ impl Tracker {
             placed: self.placements.filter(|p| *p > 0).map(|_| Cover {
                 tried: self.placed,
                 of: self.offered,
+                broke: self.broke.iter().map(|(k, n)| (k.clone(), *n)).collect(),
             }),
         });
         self.settled.as_ref()
@@ -541,6 +569,15 @@ impl<T, A> CellState<T, A> {
                     self.kept.push(done.summary);
                 }
                 Item::Placed(place) => {
+                    if matches!(place, Placement::At(_)) {
+                        self.tracker.placed_invalid(
+                            done.summary
+                                .verdicts
+                                .iter()
+                                .filter(|(_, v)| v.is_invalid())
+                                .map(|(n, _)| n.as_str()),
+                        );
+                    }
                     self.tracker.push_placed(start, place, class, done.cost);
                     // A placed run is evidence of a violation, never a sample of the
                     // seeds' rates: kept only when it settles the cell.
