@@ -7,9 +7,11 @@
 //! ([`crate::adaptive`]) also runs the cell's *bare* run (its world's standing faults
 //! only, [`Placement::Bare`]), reads from its history the steps of the first
 //! acquisition after warm-up (the acquiring client's operations from that acquire to
-//! the release that follows it, each command of the client's that a server ran, and
-//! every record the servers wrote meanwhile) and places the scenario's first timed
-//! fault just before the first step and just after each ([`Placement::At`]).
+//! the release that follows it, each command of the client's that a server ran, the
+//! servers' records of its requests and those no client caused: a role change, a
+//! commit) and places the scenario's first timed fault just before the first step and
+//! just after each ([`Placement::At`]), at most as many as the cell's budget buys
+//! ([`affordable`], [`spots_in`]).
 //! Everything before the placed fault is the bare run, so a placement lands where the
 //! history says. Placement reads the history only.
 
@@ -40,8 +42,8 @@ impl Spot {
 /// The steps of the first acquisition invoked at or after `from_ms` (any client's):
 /// that client's operations from the acquire to the completion of the release that
 /// follows its first successful acquire (or the run's end), its commands the servers
-/// ran (when the run traced them), and every other record the servers wrote in that
-/// span, in history order.
+/// ran (when the run traced them), and the servers' records in that span of its
+/// requests and of nobody's (not the other clients' contention), in history order.
 pub fn steps(h: &History, from_ms: u64) -> Vec<Step> {
     let from_us = from_ms.saturating_mul(1_000);
     let Some(first) = h.events.iter().position(|e| {
