@@ -59,21 +59,101 @@ fn venv_python() -> Option<PathBuf> {
     .then_some(python)
 }
 
-/// Runs `command` as every client of `s` over `seeds`.
-fn run(
-    command: &str,
-    s: &str,
-    seeds: std::ops::Range<u64>,
-) -> (
+type Cell = (
     reports::table::CellResult,
     Vec<scenarios::sweep::RunSummary>,
-) {
+);
+
+/// Runs `command` as every client of `s` over `seeds`.
+fn run(command: &str, s: &str, seeds: std::ops::Range<u64>) -> Cell {
+    run_with(command, s, &[], seeds)
+}
+
+/// [`run`] with `--param NAME=V` pins.
+fn run_with(command: &str, s: &str, params: &[&str], seeds: std::ops::Range<u64>) -> Cell {
     let f = Foreign::new(command, "redis").unwrap();
-    let sc = scenario(s).unwrap();
+    let params: Vec<String> = params.iter().map(|p| p.to_string()).collect();
+    let sc = reports::input::with_params(scenario(s).unwrap(), &params).unwrap();
     let d = f.design(&sc).unwrap();
     let (cell, runs, _) = run_cell(&f, &d, &sc, seeds, &ProgressBar::hidden())
         .unwrap_or_else(|e| panic!("{command} × {s}: {e}"));
     (cell, runs)
+}
+
+/// How many runs of `cell` are of `class`.
+fn class(cell: &reports::table::CellResult, class: &str) -> usize {
+    cell.classes.get(class).copied().unwrap_or(0)
+}
+
+/// How many runs of `cell` `checker` found invalid.
+fn invalid(cell: &reports::table::CellResult, checker: &str) -> usize {
+    cell.per_checker.get(checker).copied().unwrap_or(0) as usize
+}
+
+/// The command running the adapter `clients/python/<file>` in the clients' venv.
+fn adapter(file: &str) -> Option<String> {
+    let python = venv_python()?;
+    Some(format!(
+        "{} {}",
+        quoted(&python),
+        quoted(&repo().join("clients/python").join(file))
+    ))
+}
+
+/// python-redis-lock 4.0.1's `Lock(auto_renewal=True)` under `gc-pause` at a one-second
+/// lease (its `expire` is whole seconds), pauses of 2-4 s: unsafe. Its renewal thread
+/// (`_lock_renewer`: `stop.wait(expire * 2/3)`, then `extend`) lives in the paused
+/// process, so a `SIGSTOP` stops it with the holder: nothing extends the key, it
+/// expires after at most `expire` seconds, another client's `SET NX` takes it, and the
+/// paused holder wakes up believing it still holds the lock (the library has no
+/// validity to check and no fencing token) and writes over the newer holder's stock.
+/// On waking, its renewal thread's `extend` finds another owner and raises
+/// `NotAcquired` in that thread, which ends it without telling the holder; its
+/// `release` then raises `NotAcquired`. Where the stale write comes before the next
+/// holder's, the run is `overlap` rather than `unsafe`.
+#[test]
+fn python_redis_locks_renewal_thread_stops_with_its_paused_holder_two_holders() {
+    if !lock_impl::testing::redis_server_available() {
+        return;
+    }
+    let Some(command) = adapter("python_redis_lock.py") else {
+        return;
+    };
+    let (cell, runs) = run_with(&command, "gc-pause", &["lease-ms=1000"], 0..2);
+    assert_eq!(cell.runs, 2);
+    assert!(runs.iter().all(|r| r.acquisitions > 0), "{runs:?}");
+    assert!(
+        cell.fault_seen >= 1,
+        "a pause outlasted the lease: {cell:?}"
+    );
+    assert!(class(&cell, "unsafe") >= 1, "{cell:?}");
+    assert_eq!(
+        class(&cell, "unsafe") + class(&cell, "overlap"),
+        cell.fault_seen as usize,
+        "{cell:?}"
+    );
+    assert!(invalid(&cell, "mutual-exclusion") >= 1, "{cell:?}");
+    assert!(invalid(&cell, "overrun") >= 1, "{cell:?}");
+}
+
+/// python-redis-lock counts its expire in whole seconds: at the catalog's 200 ms lease
+/// the adapter refuses to start, naming the lease and the flag that fits.
+#[test]
+fn python_redis_lock_refuses_a_lease_of_less_than_a_second_naming_it() {
+    if !lock_impl::testing::redis_server_available() {
+        return;
+    }
+    let Some(command) = adapter("python_redis_lock.py") else {
+        return;
+    };
+    let f = Foreign::new(&command, "redis").unwrap();
+    let sc = scenario("gc-pause").unwrap();
+    let d = f.design(&sc).unwrap();
+    let err = run_cell(&f, &d, &sc, 0..1, &ProgressBar::hidden()).unwrap_err();
+    assert!(
+        err.contains("whole seconds") && err.contains("--param lease-ms=1000"),
+        "{err}"
+    );
 }
 
 #[test]
