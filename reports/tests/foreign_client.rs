@@ -136,6 +136,69 @@ fn python_redis_locks_renewal_thread_stops_with_its_paused_holder_two_holders() 
     assert!(invalid(&cell, "overrun") >= 1, "{cell:?}");
 }
 
+/// pottery 3.0.1's `Redlock` over the five masters under `redlock-gc-pause`: unsafe.
+/// pottery does everything Redlock asks of a client: `_acquire_masters` counts a
+/// majority (client-1 reaches only redis-1..3, a bare one) and keeps the lock only
+/// with validity left (`auto_release_time`, less its drift, less the attempt's time),
+/// and the workload asks `locked()` (the majority's smallest PTTL, less drift and the
+/// question's time) before each write. But the pause comes right after that check and
+/// lasts 2-4 leases: the keys expire on every master, client-2 gathers a majority and
+/// writes, and the paused holder, with no fencing token from pottery to hand the
+/// storage, writes over it on waking (Kleppmann's objection to Redlock). Where the
+/// stale write comes before the next holder's, the run is `overlap`.
+#[test]
+fn potterys_redlock_checks_its_validity_and_still_writes_stale_after_a_pause() {
+    if !lock_impl::testing::redis_server_available() {
+        return;
+    }
+    let Some(command) = adapter("pottery_redlock.py") else {
+        return;
+    };
+    let (cell, runs) = run(&command, "redlock-gc-pause", 0..2);
+    assert_eq!(cell.runs, 2);
+    assert!(runs.iter().all(|r| r.acquisitions > 0), "{runs:?}");
+    assert!(
+        cell.fault_seen >= 1,
+        "a pause outlasted the lease: {cell:?}"
+    );
+    assert!(class(&cell, "unsafe") >= 1, "{cell:?}");
+    assert_eq!(
+        class(&cell, "unsafe") + class(&cell, "overlap"),
+        cell.fault_seen as usize,
+        "{cell:?}"
+    );
+    assert!(invalid(&cell, "overrun") >= 1, "{cell:?}");
+    // Its validity is honest: no acquisition or check claimed more than the keys had.
+    assert_eq!(invalid(&cell, "validity"), 0, "{cell:?}");
+}
+
+/// pottery's `Redlock` under `redlock-restart`: unsafe, and its validity broken. A node of
+/// client-1's bare majority restarts without persistence while client-1 holds the lock,
+/// so the lock is on two masters; client-2 takes the restarted node and the two client-1
+/// cannot reach, a majority, while client-1 is still within the validity pottery
+/// computed for it. pottery has nothing against this (it neither asks for persistence
+/// nor delays a restart, as the Redlock spec's restart discussion requires): both
+/// believe they hold the lock, and the `validity` checker finds the lock's promise
+/// broken, no pause needed.
+#[test]
+fn potterys_redlock_breaks_its_validity_when_a_node_of_its_majority_restarts() {
+    if !lock_impl::testing::redis_server_available() {
+        return;
+    }
+    let Some(command) = adapter("pottery_redlock.py") else {
+        return;
+    };
+    let (cell, runs) = run(&command, "redlock-restart", 0..2);
+    assert!(runs.iter().all(|r| r.acquisitions > 0), "{runs:?}");
+    assert!(
+        cell.fault_seen >= 1,
+        "a node restarted without the lock: {cell:?}"
+    );
+    assert!(class(&cell, "unsafe") >= 1, "{cell:?}");
+    assert!(invalid(&cell, "validity") >= 1, "{cell:?}");
+    assert!(invalid(&cell, "mutual-exclusion") >= 1, "{cell:?}");
+}
+
 /// python-redis-lock counts its expire in whole seconds: at the catalog's 200 ms lease
 /// the adapter refuses to start, naming the lease and the flag that fits.
 #[test]
