@@ -66,12 +66,18 @@ type Cell = (
 
 /// Runs `command` as every client of `s` over `seeds`.
 fn run(command: &str, s: &str, seeds: std::ops::Range<u64>) -> Cell {
-    run_with(command, s, &[], seeds)
+    run_with(command, "redis", s, &[], seeds)
 }
 
-/// [`run`] with `--param NAME=V` pins.
-fn run_with(command: &str, s: &str, params: &[&str], seeds: std::ops::Range<u64>) -> Cell {
-    let f = Foreign::new(command, "redis").unwrap();
+/// [`run`] on `system`, with `--param NAME=V` pins.
+fn run_with(
+    command: &str,
+    system: &str,
+    s: &str,
+    params: &[&str],
+    seeds: std::ops::Range<u64>,
+) -> Cell {
+    let f = Foreign::new(command, system).unwrap();
     let params: Vec<String> = params.iter().map(|p| p.to_string()).collect();
     let sc = reports::input::with_params(scenario(s).unwrap(), &params).unwrap();
     let d = f.design(&sc).unwrap();
@@ -119,7 +125,7 @@ fn python_redis_locks_renewal_thread_stops_with_its_paused_holder_two_holders() 
     let Some(command) = adapter("python_redis_lock.py") else {
         return;
     };
-    let (cell, runs) = run_with(&command, "gc-pause", &["lease-ms=1000"], 0..2);
+    let (cell, runs) = run_with(&command, "redis", "gc-pause", &["lease-ms=1000"], 0..2);
     assert_eq!(cell.runs, 2);
     assert!(runs.iter().all(|r| r.acquisitions > 0), "{runs:?}");
     assert!(
@@ -196,6 +202,40 @@ fn potterys_redlock_breaks_its_validity_when_a_node_of_its_majority_restarts() {
     );
     assert!(class(&cell, "unsafe") >= 1, "{cell:?}");
     assert!(invalid(&cell, "validity") >= 1, "{cell:?}");
+    assert!(invalid(&cell, "mutual-exclusion") >= 1, "{cell:?}");
+}
+
+/// kazoo 2.11.0's `Lock` under `gc-pause` (`--system zookeeper`: an ensemble of three,
+/// sessions of 1.5 leases): unsafe. Its lock is an ephemeral sequential node, which the
+/// ensemble deletes when the paused holder's session expires (the pause outlasts the
+/// session timeout); the next contender's watch fires and it holds the lock. The
+/// paused holder, on waking, is not told: kazoo's `Lock` keeps `is_acquired` and
+/// leaves it to its caller to watch the connection for `LOST` (its module's own
+/// advice), and it has no fencing token to hand the storage, so the stale write lands
+/// over the newer holder's. Its `release` then passes over the missing node
+/// (`_inner_release` ignores `NoNodeError`) and answers `True`. Where the stale write comes before the next holder's,
+/// the run is `overlap`.
+#[test]
+fn kazoos_lock_lets_a_holder_whose_session_expired_while_paused_write_stale() {
+    if lock_impl::testing::real_zookeeper().is_none() {
+        return;
+    }
+    let Some(command) = adapter("kazoo_lock.py") else {
+        return;
+    };
+    let (cell, runs) = run_with(&command, "zookeeper", "gc-pause", &[], 0..2);
+    assert_eq!(cell.runs, 2);
+    assert!(runs.iter().all(|r| r.acquisitions > 0), "{runs:?}");
+    assert!(
+        cell.fault_seen >= 1,
+        "a pause outlasted the lease: {cell:?}"
+    );
+    assert!(class(&cell, "unsafe") >= 1, "{cell:?}");
+    assert_eq!(
+        class(&cell, "unsafe") + class(&cell, "overlap"),
+        cell.fault_seen as usize,
+        "{cell:?}"
+    );
     assert!(invalid(&cell, "mutual-exclusion") >= 1, "{cell:?}");
 }
 
