@@ -144,11 +144,11 @@ fn python_redis_locks_renewal_thread_stops_with_its_paused_holder_two_holders() 
 
 /// pottery 3.0.1's `Redlock` over the five masters under `redlock-gc-pause`: unsafe.
 /// pottery does everything Redlock asks of a client: `_acquire_masters` counts a
-/// majority (client-1 reaches only redis-1..3, a bare one) and keeps the lock only
-/// with validity left (`auto_release_time`, less its drift, less the attempt's time),
-/// and the workload asks `locked()` (the majority's smallest PTTL, less drift and the
-/// question's time) before each write. But the pause comes right after that check and
-/// lasts 2-4 leases: the keys expire on every master, client-2 gathers a majority and
+/// majority of the five and keeps the lock only with validity left
+/// (`auto_release_time`, less its drift, less the attempt's time), and the workload
+/// asks `locked()` (the majority's smallest PTTL, less drift and the question's time)
+/// before each write. But the pause comes right after that check and lasts 2-4
+/// leases: the keys expire on every master, the other client gathers a majority and
 /// writes, and the paused holder, with no fencing token from pottery to hand the
 /// storage, writes over it on waking (Kleppmann's objection to Redlock). Where the
 /// stale write comes before the next holder's, the run is `overlap`.
