@@ -93,7 +93,21 @@ fn class(cell: &reports::table::CellResult, class: &str) -> usize {
 
 /// How many runs of `cell` `checker` found invalid.
 fn invalid(cell: &reports::table::CellResult, checker: &str) -> usize {
-    cell.per_checker.get(checker).copied().unwrap_or(0) as usize
+    cell.per_checker.get(checker).copied().unwrap_or(0)
+}
+
+/// Every run whose fault the probe saw is `unsafe` or `overlap` (two holders, the
+/// stale one's write landing over the newer's or not); a run whose probe missed its
+/// pause (a `SIGSTOP` a loaded machine delivered between holds) may still be either
+/// through another of its pauses, so the count is at least the faulted runs'.
+fn faulted_runs_had_two_holders(
+    cell: &reports::table::CellResult,
+    runs: &[scenarios::sweep::RunSummary],
+) {
+    assert!(
+        class(cell, "unsafe") + class(cell, "overlap") >= cell.fault_seen as usize,
+        "{cell:?} {runs:?}"
+    );
 }
 
 /// The command running the adapter `clients/python/<file>` in the clients' venv.
@@ -133,11 +147,7 @@ fn python_redis_locks_renewal_thread_stops_with_its_paused_holder_two_holders() 
         "a pause outlasted the lease: {cell:?}"
     );
     assert!(class(&cell, "unsafe") >= 1, "{cell:?}");
-    assert_eq!(
-        class(&cell, "unsafe") + class(&cell, "overlap"),
-        cell.fault_seen as usize,
-        "{cell:?}"
-    );
+    faulted_runs_had_two_holders(&cell, &runs);
     assert!(invalid(&cell, "mutual-exclusion") >= 1, "{cell:?}");
     assert!(invalid(&cell, "overrun") >= 1, "{cell:?}");
 }
@@ -168,11 +178,7 @@ fn potterys_redlock_checks_its_validity_and_still_writes_stale_after_a_pause() {
         "a pause outlasted the lease: {cell:?}"
     );
     assert!(class(&cell, "unsafe") >= 1, "{cell:?}");
-    assert_eq!(
-        class(&cell, "unsafe") + class(&cell, "overlap"),
-        cell.fault_seen as usize,
-        "{cell:?}"
-    );
+    faulted_runs_had_two_holders(&cell, &runs);
     assert!(invalid(&cell, "overrun") >= 1, "{cell:?}");
     // Its validity is honest: no acquisition or check claimed more than the keys had.
     assert_eq!(invalid(&cell, "validity"), 0, "{cell:?}");
@@ -231,11 +237,7 @@ fn kazoos_lock_lets_a_holder_whose_session_expired_while_paused_write_stale() {
         "a pause outlasted the lease: {cell:?}"
     );
     assert!(class(&cell, "unsafe") >= 1, "{cell:?}");
-    assert_eq!(
-        class(&cell, "unsafe") + class(&cell, "overlap"),
-        cell.fault_seen as usize,
-        "{cell:?}"
-    );
+    faulted_runs_had_two_holders(&cell, &runs);
     assert!(invalid(&cell, "mutual-exclusion") >= 1, "{cell:?}");
 }
 
