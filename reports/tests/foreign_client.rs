@@ -59,21 +59,206 @@ fn venv_python() -> Option<PathBuf> {
     .then_some(python)
 }
 
-/// Runs `command` as every client of `s` over `seeds`.
-fn run(
-    command: &str,
-    s: &str,
-    seeds: std::ops::Range<u64>,
-) -> (
+type Cell = (
     reports::table::CellResult,
     Vec<scenarios::sweep::RunSummary>,
-) {
-    let f = Foreign::new(command, "redis").unwrap();
-    let sc = scenario(s).unwrap();
+);
+
+/// Runs `command` as every client of `s` over `seeds`.
+fn run(command: &str, s: &str, seeds: std::ops::Range<u64>) -> Cell {
+    run_with(command, "redis", s, &[], seeds)
+}
+
+/// [`run`] on `system`, with `--param NAME=V` pins.
+fn run_with(
+    command: &str,
+    system: &str,
+    s: &str,
+    params: &[&str],
+    seeds: std::ops::Range<u64>,
+) -> Cell {
+    let f = Foreign::new(command, system).unwrap();
+    let params: Vec<String> = params.iter().map(|p| p.to_string()).collect();
+    let sc = reports::input::with_params(scenario(s).unwrap(), &params).unwrap();
     let d = f.design(&sc).unwrap();
     let (cell, runs, _) = run_cell(&f, &d, &sc, seeds, &ProgressBar::hidden())
         .unwrap_or_else(|e| panic!("{command} × {s}: {e}"));
     (cell, runs)
+}
+
+/// How many runs of `cell` are of `class`.
+fn class(cell: &reports::table::CellResult, class: &str) -> usize {
+    cell.classes.get(class).copied().unwrap_or(0)
+}
+
+/// How many runs of `cell` `checker` found invalid.
+fn invalid(cell: &reports::table::CellResult, checker: &str) -> usize {
+    cell.per_checker.get(checker).copied().unwrap_or(0)
+}
+
+/// Every run whose fault the probe saw is `unsafe` or `overlap` (two holders, the
+/// stale one's write landing over the newer's or not); a run whose probe missed its
+/// pause (a `SIGSTOP` a loaded machine delivered between holds) may still be either
+/// through another of its pauses, so the count is at least the faulted runs'.
+fn faulted_runs_had_two_holders(
+    cell: &reports::table::CellResult,
+    runs: &[scenarios::sweep::RunSummary],
+) {
+    assert!(
+        class(cell, "unsafe") + class(cell, "overlap") >= cell.fault_seen as usize,
+        "{cell:?} {runs:?}"
+    );
+}
+
+/// The command running the adapter `clients/python/<file>` in the clients' venv.
+fn adapter(file: &str) -> Option<String> {
+    let python = venv_python()?;
+    Some(format!(
+        "{} {}",
+        quoted(&python),
+        quoted(&repo().join("clients/python").join(file))
+    ))
+}
+
+/// python-redis-lock 4.0.1's `Lock(auto_renewal=True)` under `gc-pause` at a one-second
+/// lease (its `expire` is whole seconds), pauses of 2-4 s: unsafe. Its renewal thread
+/// (`_lock_renewer`: `stop.wait(expire * 2/3)`, then `extend`) lives in the paused
+/// process, so a `SIGSTOP` stops it with the holder: nothing extends the key, it
+/// expires after at most `expire` seconds, another client's `SET NX` takes it, and the
+/// paused holder wakes up believing it still holds the lock (the library has no
+/// validity to check and no fencing token) and writes over the newer holder's stock.
+/// On waking, its renewal thread's `extend` finds another owner and raises
+/// `NotAcquired` in that thread, which ends it without telling the holder; its
+/// `release` then raises `NotAcquired`. Where the stale write comes before the next
+/// holder's, the run is `overlap` rather than `unsafe`.
+#[test]
+fn python_redis_locks_renewal_thread_stops_with_its_paused_holder_two_holders() {
+    if !lock_impl::testing::redis_server_available() {
+        return;
+    }
+    let Some(command) = adapter("python_redis_lock.py") else {
+        return;
+    };
+    let (cell, runs) = run_with(&command, "redis", "gc-pause", &["lease-ms=1000"], 0..2);
+    assert_eq!(cell.runs, 2);
+    assert!(runs.iter().all(|r| r.acquisitions > 0), "{runs:?}");
+    assert!(
+        cell.fault_seen >= 1,
+        "a pause outlasted the lease: {cell:?}"
+    );
+    assert!(class(&cell, "unsafe") >= 1, "{cell:?}");
+    faulted_runs_had_two_holders(&cell, &runs);
+    assert!(invalid(&cell, "mutual-exclusion") >= 1, "{cell:?}");
+    assert!(invalid(&cell, "overrun") >= 1, "{cell:?}");
+}
+
+/// pottery 3.0.1's `Redlock` over the five masters under `redlock-gc-pause`: unsafe.
+/// pottery does everything Redlock asks of a client: `_acquire_masters` counts a
+/// majority of the five and keeps the lock only with validity left
+/// (`auto_release_time`, less its drift, less the attempt's time), and the workload
+/// asks `locked()` (the majority's smallest PTTL, less drift and the question's time)
+/// before each write. But the pause comes right after that check and lasts 2-4
+/// leases: the keys expire on every master, the other client gathers a majority and
+/// writes, and the paused holder, with no fencing token from pottery to hand the
+/// storage, writes over it on waking (Kleppmann's objection to Redlock). Where the
+/// stale write comes before the next holder's, the run is `overlap`.
+#[test]
+fn potterys_redlock_checks_its_validity_and_still_writes_stale_after_a_pause() {
+    if !lock_impl::testing::redis_server_available() {
+        return;
+    }
+    let Some(command) = adapter("pottery_redlock.py") else {
+        return;
+    };
+    let (cell, runs) = run(&command, "redlock-gc-pause", 0..2);
+    assert_eq!(cell.runs, 2);
+    assert!(runs.iter().all(|r| r.acquisitions > 0), "{runs:?}");
+    assert!(
+        cell.fault_seen >= 1,
+        "a pause outlasted the lease: {cell:?}"
+    );
+    assert!(class(&cell, "unsafe") >= 1, "{cell:?}");
+    faulted_runs_had_two_holders(&cell, &runs);
+    assert!(invalid(&cell, "overrun") >= 1, "{cell:?}");
+    // Its validity is honest: no acquisition or check claimed more than the keys had.
+    assert_eq!(invalid(&cell, "validity"), 0, "{cell:?}");
+}
+
+/// pottery's `Redlock` under `redlock-restart`: unsafe, and its validity broken. A node of
+/// client-1's bare majority restarts without persistence while client-1 holds the lock,
+/// so the lock is on two masters; client-2 takes the restarted node and the two client-1
+/// cannot reach, a majority, while client-1 is still within the validity pottery
+/// computed for it. pottery has nothing against this (it neither asks for persistence
+/// nor delays a restart, as the Redlock spec's restart discussion requires): both
+/// believe they hold the lock, and the `validity` checker finds the lock's promise
+/// broken, no pause needed.
+#[test]
+fn potterys_redlock_breaks_its_validity_when_a_node_of_its_majority_restarts() {
+    if !lock_impl::testing::redis_server_available() {
+        return;
+    }
+    let Some(command) = adapter("pottery_redlock.py") else {
+        return;
+    };
+    let (cell, runs) = run(&command, "redlock-restart", 0..2);
+    assert!(runs.iter().all(|r| r.acquisitions > 0), "{runs:?}");
+    assert!(
+        cell.fault_seen >= 1,
+        "a node restarted without the lock: {cell:?}"
+    );
+    assert!(class(&cell, "unsafe") >= 1, "{cell:?}");
+    assert!(invalid(&cell, "validity") >= 1, "{cell:?}");
+    assert!(invalid(&cell, "mutual-exclusion") >= 1, "{cell:?}");
+}
+
+/// kazoo 2.11.0's `Lock` under `gc-pause` (`--system zookeeper`: an ensemble of three,
+/// sessions of 1.5 leases): unsafe. Its lock is an ephemeral sequential node, which the
+/// ensemble deletes when the paused holder's session expires (the pause outlasts the
+/// session timeout); the next contender's watch fires and it holds the lock. The
+/// paused holder, on waking, is not told: kazoo's `Lock` keeps `is_acquired` and
+/// leaves it to its caller to watch the connection for `LOST` (its module's own
+/// advice), and it has no fencing token to hand the storage, so the stale write lands
+/// over the newer holder's. Its `release` then passes over the missing node
+/// (`_inner_release` ignores `NoNodeError`) and answers `True`. Where the stale write comes before the next holder's,
+/// the run is `overlap`.
+#[test]
+fn kazoos_lock_lets_a_holder_whose_session_expired_while_paused_write_stale() {
+    if lock_impl::testing::real_zookeeper().is_none() {
+        return;
+    }
+    let Some(command) = adapter("kazoo_lock.py") else {
+        return;
+    };
+    let (cell, runs) = run_with(&command, "zookeeper", "gc-pause", &[], 0..2);
+    assert_eq!(cell.runs, 2);
+    assert!(runs.iter().all(|r| r.acquisitions > 0), "{runs:?}");
+    assert!(
+        cell.fault_seen >= 1,
+        "a pause outlasted the lease: {cell:?}"
+    );
+    assert!(class(&cell, "unsafe") >= 1, "{cell:?}");
+    faulted_runs_had_two_holders(&cell, &runs);
+    assert!(invalid(&cell, "mutual-exclusion") >= 1, "{cell:?}");
+}
+
+/// python-redis-lock counts its expire in whole seconds: at the catalog's 200 ms lease
+/// the adapter refuses to start, naming the lease and the flag that fits.
+#[test]
+fn python_redis_lock_refuses_a_lease_of_less_than_a_second_naming_it() {
+    if !lock_impl::testing::redis_server_available() {
+        return;
+    }
+    let Some(command) = adapter("python_redis_lock.py") else {
+        return;
+    };
+    let f = Foreign::new(&command, "redis").unwrap();
+    let sc = scenario("gc-pause").unwrap();
+    let d = f.design(&sc).unwrap();
+    let err = run_cell(&f, &d, &sc, 0..1, &ProgressBar::hidden()).unwrap_err();
+    assert!(
+        err.contains("whole seconds") && err.contains("--param lease-ms=1000"),
+        "{err}"
+    );
 }
 
 #[test]

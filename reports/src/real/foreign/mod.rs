@@ -360,6 +360,8 @@ struct Config<'a> {
     check_validity_ms: Option<u64>,
     response_timeout_ms: u64,
     connect_timeout_ms: u64,
+    /// A ZooKeeper world's session timeout (`null` in other worlds).
+    session_timeout_ms: Option<u32>,
     time_scale: f64,
     epoch_ns: u64,
 }
@@ -419,6 +421,7 @@ impl Run {
             check_validity_ms: w.check_validity_ms,
             response_timeout_ms: w.response_timeout_ms,
             connect_timeout_ms: w.connect_timeout_ms,
+            session_timeout_ms: w.systems.zookeeper.as_ref().map(|z| z.session_timeout_ms),
             time_scale: scale.exact(Duration::from_secs(1)).as_secs_f64(),
             epoch_ns: self.epoch_ns,
         };
