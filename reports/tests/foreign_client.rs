@@ -129,6 +129,28 @@ fn adapter(file: &str) -> Option<String> {
     ))
 }
 
+/// The original in `adapter_file` under `scenario` (with `params`) over `seeds`: every
+/// run acquired, the fault happened in one at least, one run at least is unsafe, and
+/// every run whose pause struck a hold shows two holders. `None` without the clients'
+/// Python environment (as [`adapter`]).
+fn original_is_unsafe(
+    adapter_file: &str,
+    system: &str,
+    scenario: &str,
+    params: &[&str],
+    seeds: std::ops::Range<u64>,
+) -> Option<reports::table::CellResult> {
+    let command = adapter(adapter_file)?;
+    let n = seeds.end - seeds.start;
+    let (cell, runs) = run_with(&command, system, scenario, params, seeds);
+    assert_eq!(cell.runs, n);
+    assert!(runs.iter().all(|r| r.acquisitions > 0), "{runs:?}");
+    assert!(cell.fault_seen >= 1, "the fault happened: {cell:?}");
+    assert!(class(&cell, "unsafe") >= 1, "{cell:?}");
+    faulted_runs_had_two_holders(&cell, &runs);
+    Some(cell)
+}
+
 /// python-redis-lock 4.0.1's `Lock(auto_renewal=True)` under `gc-pause` at a one-second
 /// lease (its `expire` is whole seconds), pauses of 2-4 s: unsafe. Its renewal thread
 /// (`_lock_renewer`: `stop.wait(expire * 2/3)`, then `extend`) lives in the paused
@@ -145,18 +167,15 @@ fn python_redis_locks_renewal_thread_stops_with_its_paused_holder_two_holders() 
     if !lock_impl::testing::redis_server_available() {
         return;
     }
-    let Some(command) = adapter("python_redis_lock.py") else {
+    let Some(cell) = original_is_unsafe(
+        "python_redis_lock.py",
+        "redis",
+        "gc-pause",
+        &["lease-ms=1000"],
+        0..2,
+    ) else {
         return;
     };
-    let (cell, runs) = run_with(&command, "redis", "gc-pause", &["lease-ms=1000"], 0..2);
-    assert_eq!(cell.runs, 2);
-    assert!(runs.iter().all(|r| r.acquisitions > 0), "{runs:?}");
-    assert!(
-        cell.fault_seen >= 1,
-        "a pause outlasted the lease: {cell:?}"
-    );
-    assert!(class(&cell, "unsafe") >= 1, "{cell:?}");
-    faulted_runs_had_two_holders(&cell, &runs);
     assert!(invalid(&cell, "mutual-exclusion") >= 1, "{cell:?}");
     assert!(invalid(&cell, "overrun") >= 1, "{cell:?}");
 }
@@ -176,18 +195,11 @@ fn potterys_redlock_checks_its_validity_and_still_writes_stale_after_a_pause() {
     if !lock_impl::testing::redis_server_available() {
         return;
     }
-    let Some(command) = adapter("pottery_redlock.py") else {
+    let Some(cell) =
+        original_is_unsafe("pottery_redlock.py", "redis", "redlock-gc-pause", &[], 0..2)
+    else {
         return;
     };
-    let (cell, runs) = run(&command, "redlock-gc-pause", 0..2);
-    assert_eq!(cell.runs, 2);
-    assert!(runs.iter().all(|r| r.acquisitions > 0), "{runs:?}");
-    assert!(
-        cell.fault_seen >= 1,
-        "a pause outlasted the lease: {cell:?}"
-    );
-    assert!(class(&cell, "unsafe") >= 1, "{cell:?}");
-    faulted_runs_had_two_holders(&cell, &runs);
     assert!(invalid(&cell, "overrun") >= 1, "{cell:?}");
     // Its validity is honest: no acquisition or check claimed more than the keys had.
     assert_eq!(invalid(&cell, "validity"), 0, "{cell:?}");
@@ -206,16 +218,11 @@ fn potterys_redlock_breaks_its_validity_when_a_node_of_its_majority_restarts() {
     if !lock_impl::testing::redis_server_available() {
         return;
     }
-    let Some(command) = adapter("pottery_redlock.py") else {
+    let Some(cell) =
+        original_is_unsafe("pottery_redlock.py", "redis", "redlock-restart", &[], 0..2)
+    else {
         return;
     };
-    let (cell, runs) = run(&command, "redlock-restart", 0..2);
-    assert!(runs.iter().all(|r| r.acquisitions > 0), "{runs:?}");
-    assert!(
-        cell.fault_seen >= 1,
-        "a node restarted without the lock: {cell:?}"
-    );
-    assert!(class(&cell, "unsafe") >= 1, "{cell:?}");
     assert!(invalid(&cell, "validity") >= 1, "{cell:?}");
     assert!(invalid(&cell, "mutual-exclusion") >= 1, "{cell:?}");
 }
@@ -239,18 +246,15 @@ fn kazoos_lock_lets_a_holder_whose_session_expired_while_paused_write_stale() {
     if lock_impl::testing::real_zookeeper().is_none() {
         return;
     }
-    let Some(command) = adapter("kazoo_lock.py") else {
+    let Some(cell) = original_is_unsafe(
+        "kazoo_lock.py",
+        "zookeeper",
+        "gc-pause",
+        &["pause-ms=1600"],
+        0..2,
+    ) else {
         return;
     };
-    let (cell, runs) = run_with(&command, "zookeeper", "gc-pause", &["pause-ms=1600"], 0..2);
-    assert_eq!(cell.runs, 2);
-    assert!(runs.iter().all(|r| r.acquisitions > 0), "{runs:?}");
-    assert!(
-        cell.fault_seen >= 1,
-        "a pause outlasted the lease: {cell:?}"
-    );
-    assert!(class(&cell, "unsafe") >= 1, "{cell:?}");
-    faulted_runs_had_two_holders(&cell, &runs);
     assert!(invalid(&cell, "mutual-exclusion") >= 1, "{cell:?}");
 }
 
